@@ -1,0 +1,173 @@
+/**
+ * Backend choice. `WHETSTONE_BACKEND=auto|tensorflow-gpu|tensorflow|wasm|cpu`.
+ *
+ * `auto` tries @tensorflow/tfjs-node-gpu (CUDA), then @tensorflow/tfjs-node, then the wasm backend
+ * with SIMD, then the plain JavaScript cpu backend. The two native packages download libtensorflow
+ * at install time, which fails offline, so they are never dependencies: they are imported by a
+ * computed name and used only when a machine has installed them itself.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError } from './errors';
+
+export type BackendChoice = 'auto' | 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
+export const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'];
+
+export interface DeviceInfo {
+  kind: 'cuda' | 'cpu' | 'wasm';
+  name: string;
+  /** Memory the device can use, in bytes (GPU memory, or the wasm heap limit, or system RAM). */
+  memoryBytes: number;
+}
+
+export interface BackendReport {
+  /** The name to advertise: tensorflow-gpu, tensorflow, wasm or cpu. */
+  backend: Exclude<BackendChoice, 'auto'>;
+  /** tfjs's own backend name (tensorflow, wasm, cpu). */
+  tfjsBackend: string;
+  devices: DeviceInfo[];
+  simd: boolean;
+  threads: number;
+  /** True when the model routes matmuls through the 2-D non-transposed custom-gradient path. */
+  fastMatmulPath: boolean;
+  /** Why earlier candidates were skipped (for `auto`). */
+  skipped: string[];
+}
+
+let current: BackendReport | null = null;
+
+/** The report of the initialised backend, or null before `initBackend`. */
+export function backendReport(): BackendReport | null {
+  return current;
+}
+
+/**
+ * On wasm only 2-D, non-transposed matmuls reach XNNPACK (see OFFLINE.md), so the model keeps every
+ * matmul that shape. The native backends are fast with plain ops.
+ */
+export function useFastMatmulPath(): boolean {
+  if (matmulPathOverride !== 'auto') return matmulPathOverride === 'fast';
+  // The JavaScript cpu backend has no gather gradient problem, but the fast path is no slower
+  // there and keeps cpu runs numerically identical to wasm runs.
+  return tf.getBackend() === 'wasm' || tf.getBackend() === 'cpu';
+}
+
+let matmulPathOverride: 'auto' | 'fast' | 'plain' = 'auto';
+
+/** Force the matmul path (tests and the benchmark's naive baseline); 'auto' follows the backend. */
+export function setMatmulPath(path: 'auto' | 'fast' | 'plain'): void {
+  matmulPathOverride = path;
+}
+
+function parseChoice(value: string | undefined): BackendChoice {
+  const choice = (value ?? 'auto').trim() || 'auto';
+  if (!(BACKEND_CHOICES as readonly string[]).includes(choice)) {
+    throw new ConfigError('WHETSTONE_BACKEND', `must be one of ${BACKEND_CHOICES.join(', ')}, got "${choice}"`);
+  }
+  return choice as BackendChoice;
+}
+
+async function importOptional(name: string): Promise<void> {
+  // A computed specifier keeps bundlers and tsc from resolving a package that is not installed.
+  const specifier = name;
+  await import(/* @vite-ignore */ specifier);
+}
+
+function cudaDevices(): DeviceInfo[] {
+  try {
+    const out = execFileSync('nvidia-smi', ['--query-gpu=name,memory.total', '--format=csv,noheader,nounits'], {
+      encoding: 'utf8',
+      timeout: 5000,
+    });
+    return out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => {
+        const [name, mib] = line.split(',').map((s) => s.trim());
+        return { kind: 'cuda' as const, name, memoryBytes: Number(mib) * 1024 * 1024 };
+      });
+  } catch {
+    return [{ kind: 'cuda', name: 'cuda:0', memoryBytes: 0 }];
+  }
+}
+
+function cpuDevice(): DeviceInfo {
+  return { kind: 'cpu', name: os.cpus()[0]?.model ?? 'cpu', memoryBytes: os.totalmem() };
+}
+
+async function tryNative(pkg: string, tfjsName: string): Promise<string | null> {
+  try {
+    await importOptional(pkg);
+    if (!(await tf.setBackend(tfjsName))) return `${pkg}: setBackend('${tfjsName}') failed`;
+    await tf.ready();
+    return null;
+  } catch (err) {
+    return `${pkg}: ${(err as Error).message.split('\n')[0]}`;
+  }
+}
+
+async function tryWasm(): Promise<string | null> {
+  try {
+    const wasm = await import('@tensorflow/tfjs-backend-wasm');
+    // In Node the .wasm files must be located explicitly; they sit in the package's dist folder.
+    const require = createRequire(import.meta.url);
+    const dist = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm'));
+    wasm.setWasmPaths(dist + path.sep);
+    // Threads do not help in Node (OFFLINE.md) and need SharedArrayBuffer workers.
+    tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
+    if (!(await tf.setBackend('wasm'))) return 'wasm: setBackend failed';
+    await tf.ready();
+    return null;
+  } catch (err) {
+    return `wasm: ${(err as Error).message.split('\n')[0]}`;
+  }
+}
+
+/**
+ * Initialise the backend named by `choice` (default: the WHETSTONE_BACKEND variable, else auto).
+ * An explicit choice that cannot load throws; `auto` falls through the list.
+ */
+export async function initBackend(choice?: BackendChoice | string): Promise<BackendReport> {
+  const wanted = parseChoice(choice ?? process.env.WHETSTONE_BACKEND);
+  const order: Exclude<BackendChoice, 'auto'>[] =
+    wanted === 'auto' ? ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] : [wanted];
+  const skipped: string[] = [];
+  for (const candidate of order) {
+    let failure: string | null;
+    if (candidate === 'tensorflow-gpu') failure = await tryNative('@tensorflow/tfjs-node-gpu', 'tensorflow');
+    else if (candidate === 'tensorflow') failure = await tryNative('@tensorflow/tfjs-node', 'tensorflow');
+    else if (candidate === 'wasm') failure = await tryWasm();
+    else {
+      await tf.setBackend('cpu');
+      await tf.ready();
+      failure = null;
+    }
+    if (failure) {
+      skipped.push(failure);
+      continue;
+    }
+    const simd = candidate === 'wasm' ? Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')) : false;
+    const devices: DeviceInfo[] =
+      candidate === 'tensorflow-gpu'
+        ? cudaDevices()
+        : candidate === 'wasm'
+          ? // wasm32 addresses at most 4 GiB whatever the machine has.
+            [{ kind: 'wasm', name: `wasm${simd ? '-simd' : ''}`, memoryBytes: Math.min(os.totalmem(), 4 * 1024 ** 3) }]
+          : [cpuDevice()];
+    current = {
+      backend: candidate,
+      tfjsBackend: tf.getBackend(),
+      devices,
+      simd,
+      threads: 1,
+      fastMatmulPath: useFastMatmulPath(),
+      skipped,
+    };
+    return current;
+  }
+  throw new ConfigError('WHETSTONE_BACKEND', `backend "${wanted}" could not be loaded: ${skipped.join('; ')}`);
+}

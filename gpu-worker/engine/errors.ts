@@ -1,0 +1,50 @@
+/** A configuration or input that cannot be used; `field` names the offending field. */
+export class ConfigError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`invalid ${field}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** A checkpoint file that cannot be read; the message says what is wrong and where. */
+export class CheckpointError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(`checkpoint ${path}: ${message}`);
+    this.name = 'CheckpointError';
+  }
+}
+
+/** Training produced a non-finite loss; names the step and the last good checkpoint. */
+export class NonFiniteLossError extends Error {
+  constructor(
+    readonly step: number,
+    readonly lastGoodCheckpoint: string | null,
+    readonly what = 'loss',
+  ) {
+    super(
+      `${what} became NaN or infinite at step ${step}; training stopped. ` +
+        (lastGoodCheckpoint ? `Last good checkpoint: ${lastGoodCheckpoint}` : 'No checkpoint was saved before this step.'),
+    );
+    this.name = 'NonFiniteLossError';
+  }
+}
+
+export function requireInt(field: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(field, `must be an integer in [${min}, ${max}], got ${String(value)}`);
+  }
+  return value;
+}
+
+export function requireNumber(field: string, value: unknown, min = -Infinity, max = Infinity): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw new ConfigError(field, `must be a finite number in [${min}, ${max}], got ${String(value)}`);
+  }
+  return value;
+}

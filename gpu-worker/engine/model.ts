@@ -1,0 +1,288 @@
+/**
+ * A decoder-only transformer (GPT-2 shape): token and position embeddings, pre-norm blocks with
+ * causal multi-head attention and a GELU MLP, a final norm, a tied or untied head and an optional
+ * value head. Activations are kept 2-D ([batch·time, width]) so that every weight matmul is a
+ * plain 2-D matmul (see ops.ts). One forward function serves training, recompute sampling and
+ * KV-cached sampling, so the three agree.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type ModelConfig, countParameters, resolveModelConfig } from './config';
+import { embed, gelu, layerNorm, matMul2d } from './ops';
+import { Rng } from './rng';
+
+/** A low-rank adapter on one linear layer: y += scale · (x A) B. */
+export interface Adapter {
+  a: tf.Variable;
+  b: tf.Variable;
+  scale: number;
+}
+
+/** Per-layer attention keys and values, [batch, heads, time, headSize]. */
+export interface KvCache {
+  keys: tf.Tensor4D[];
+  values: tf.Tensor4D[];
+  /** Number of cached positions. */
+  length: number;
+}
+
+export interface ForwardOptions {
+  /** Position id of every input token [B, Tn]; default pastLength + 0..Tn-1 for all rows. */
+  positions?: number[][];
+  /** 1 for real tokens, 0 for padding, over cached + new keys [B, Tpast + Tn]. Default all 1. */
+  keyMask?: number[][];
+  /** Attend to these cached keys and values as the prefix. */
+  cache?: KvCache;
+  /** Return the cache extended with this call's keys and values (caller disposes). */
+  returnCache?: boolean;
+  /** Only compute logits (and values) for the last position of each row. */
+  lastOnly?: boolean;
+  /** Apply dropout (training only). */
+  training?: boolean;
+  /** Seed source for dropout masks. */
+  rng?: Rng;
+}
+
+export interface ForwardResult {
+  /** [B·Tn, V], or [B, V] with lastOnly. */
+  logits: tf.Tensor2D;
+  /** [B, Tn] (or [B, 1] with lastOnly) when the model has a value head. */
+  values?: tf.Tensor2D;
+  cache?: KvCache;
+}
+
+/** Names of the linear layers that LoRA can target, per block. */
+export const LINEAR_TARGETS = ['attn.qkv', 'attn.proj', 'mlp.fc', 'mlp.proj'] as const;
+export type LinearTarget = (typeof LINEAR_TARGETS)[number];
+
+export class GPT {
+  readonly config: ModelConfig;
+  readonly params = new Map<string, tf.Variable>();
+  /** LoRA adapters keyed by linear name (e.g. "h.0.attn.qkv"); empty without LoRA. */
+  readonly adapters = new Map<string, Adapter>();
+
+  constructor(config: Partial<ModelConfig> & { vocabSize: number }, weights?: Map<string, tf.Tensor>) {
+    this.config = resolveModelConfig(config);
+    const shapes = parameterShapes(this.config);
+    if (weights) {
+      for (const [name, shape] of shapes) {
+        const w = weights.get(name);
+        if (!w) throw new Error(`weights are missing tensor "${name}"`);
+        if (w.shape.join(',') !== shape.join(',')) {
+          throw new Error(`tensor "${name}" has shape [${w.shape}] but the config needs [${shape}]`);
+        }
+        this.params.set(name, tf.variable(w, true, `${name}_${uid()}`));
+      }
+    } else {
+      const init = initialWeights(this.config);
+      for (const [name, t] of init) this.params.set(name, tf.variable(t, true, `${name}_${uid()}`));
+      init.forEach((t) => t.dispose());
+    }
+  }
+
+  get numParameters(): number {
+    return countParameters(this.config);
+  }
+
+  /** The variables an optimiser should update: adapters (and value head) under LoRA, else all. */
+  trainableVariables(): Map<string, tf.Variable> {
+    if (this.adapters.size === 0) return new Map(this.params);
+    const out = new Map<string, tf.Variable>();
+    for (const [name, ad] of this.adapters) {
+      out.set(`lora.${name}.a`, ad.a);
+      out.set(`lora.${name}.b`, ad.b);
+    }
+    // The value head is new for PPO and has no pretrained weights to preserve.
+    for (const [name, v] of this.params) if (name.startsWith('value.')) out.set(name, v);
+    return out;
+  }
+
+  p(name: string): tf.Variable {
+    const v = this.params.get(name);
+    if (!v) throw new Error(`model has no parameter "${name}"`);
+    return v;
+  }
+
+  /** x[N, in] W + b (+ LoRA) for the linear layer `name`. */
+  linear(x: tf.Tensor2D, name: string): tf.Tensor2D {
+    let y = matMul2d(x, this.p(`${name}.w`) as tf.Tensor2D).add(this.p(`${name}.b`)) as tf.Tensor2D;
+    const ad = this.adapters.get(name);
+    if (ad) y = y.add(matMul2d(matMul2d(x, ad.a as tf.Tensor2D), ad.b as tf.Tensor2D).mul(ad.scale));
+    return y;
+  }
+
+  /** Forward `tokens` [B, Tn]. Must be called inside tf.tidy (or dispose the results). */
+  forward(tokens: number[][] | tf.Tensor2D, opts: ForwardOptions = {}): ForwardResult {
+    const c = this.config;
+    const tok = Array.isArray(tokens) ? tf.tensor2d(tokens, undefined, 'int32') : tokens;
+    const [B, Tn] = tok.shape;
+    const past = opts.cache?.length ?? 0;
+    const Tk = past + Tn;
+    if (Tk > c.contextLength) {
+      throw new Error(`sequence of ${Tk} tokens exceeds model.contextLength ${c.contextLength}`);
+    }
+    const d = c.width;
+    const H = c.heads;
+    const hd = d / H;
+    const N = B * Tn;
+
+    let x = embed(this.p('wte') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D);
+    if (opts.positions) {
+      const pos = tf.tensor1d(opts.positions.flat(), 'int32');
+      x = x.add(embed(this.p('wpe') as tf.Tensor2D, pos)) as tf.Tensor2D;
+    } else {
+      const wpe = this.p('wpe').slice([past, 0], [Tn, d]);
+      x = x.reshape([B, Tn, d]).add(wpe).reshape([N, d]) as tf.Tensor2D;
+    }
+    x = this.dropout(x, opts);
+
+    const bias = attentionBias(B, Tn, past, opts.keyMask);
+    const scale = 1 / Math.sqrt(hd);
+    const newKeys: tf.Tensor4D[] = [];
+    const newValues: tf.Tensor4D[] = [];
+    for (let l = 0; l < c.layers; l++) {
+      const pre = `h.${l}`;
+      const h = layerNorm(x, this.p(`${pre}.ln1.g`) as tf.Tensor1D, this.p(`${pre}.ln1.b`) as tf.Tensor1D);
+      const qkv = this.linear(h, `${pre}.attn.qkv`);
+      const [q, k, v] = tf.split(qkv, 3, 1);
+      const heads = (t: tf.Tensor) => t.reshape([B, Tn, H, hd]).transpose([0, 2, 1, 3]) as tf.Tensor4D;
+      let kh = heads(k);
+      let vh = heads(v);
+      if (opts.cache) {
+        kh = tf.concat([opts.cache.keys[l], kh], 2);
+        vh = tf.concat([opts.cache.values[l], vh], 2);
+      }
+      if (opts.returnCache) {
+        newKeys.push(kh);
+        newValues.push(vh);
+      }
+      const qr = heads(q).reshape([B * H, Tn, hd]) as tf.Tensor3D;
+      const scores = tf
+        .matMul(qr, kh.reshape([B * H, Tk, hd]) as tf.Tensor3D, false, true)
+        .mul(scale)
+        .reshape([B, H, Tn, Tk])
+        .add(bias);
+      const att = tf.softmax(scores).reshape([B * H, Tn, Tk]) as tf.Tensor3D;
+      const y = tf
+        .matMul(att, vh.reshape([B * H, Tk, hd]) as tf.Tensor3D)
+        .reshape([B, H, Tn, hd])
+        .transpose([0, 2, 1, 3])
+        .reshape([N, d]) as tf.Tensor2D;
+      x = x.add(this.dropout(this.linear(y, `${pre}.attn.proj`), opts));
+      const h2 = layerNorm(x, this.p(`${pre}.ln2.g`) as tf.Tensor1D, this.p(`${pre}.ln2.b`) as tf.Tensor1D);
+      const m = this.linear(gelu(this.linear(h2, `${pre}.mlp.fc`)), `${pre}.mlp.proj`);
+      x = x.add(this.dropout(m, opts));
+    }
+    let hf = layerNorm(x, this.p('lnf.g') as tf.Tensor1D, this.p('lnf.b') as tf.Tensor1D);
+    if (opts.lastOnly) {
+      hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
+    }
+    const head = c.tiedHead ? (tf.transpose(this.p('wte')) as tf.Tensor2D) : (this.p('head.w') as tf.Tensor2D);
+    const logits = matMul2d(hf, head);
+    const result: ForwardResult = { logits };
+    if (c.valueHead) {
+      const rows = opts.lastOnly ? 1 : Tn;
+      result.values = matMul2d(hf, this.p('value.w') as tf.Tensor2D)
+        .add(this.p('value.b'))
+        .reshape([B, rows]) as tf.Tensor2D;
+    }
+    if (opts.returnCache) result.cache = { keys: newKeys, values: newValues, length: Tk };
+    return result;
+  }
+
+  private dropout(x: tf.Tensor2D, opts: ForwardOptions): tf.Tensor2D {
+    if (!opts.training || this.config.dropout === 0) return x;
+    const seed = opts.rng ? opts.rng.nextUint32() : undefined;
+    return tf.dropout(x, this.config.dropout, undefined, seed) as tf.Tensor2D;
+  }
+
+  /** Copy of every base parameter's values (for checkpoints and tests). */
+  snapshot(): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    for (const [name, v] of this.params) out.set(name, v.dataSync() as Float32Array);
+    return out;
+  }
+
+  dispose(): void {
+    for (const v of this.params.values()) v.dispose();
+    for (const ad of this.adapters.values()) {
+      ad.a.dispose();
+      ad.b.dispose();
+    }
+    this.params.clear();
+    this.adapters.clear();
+  }
+}
+
+let uidCounter = 0;
+function uid(): number {
+  return uidCounter++;
+}
+
+/** Additive attention bias [B|1, 1, Tn, Tk]: causal, plus padding keys masked out. */
+function attentionBias(B: number, Tn: number, past: number, keyMask?: number[][]): tf.Tensor4D {
+  const Tk = past + Tn;
+  const rows = keyMask ? B : 1;
+  const data = new Float32Array(rows * Tn * Tk);
+  for (let b = 0; b < rows; b++) {
+    for (let i = 0; i < Tn; i++) {
+      for (let j = 0; j < Tk; j++) {
+        const masked = j > past + i || (keyMask !== undefined && keyMask[b][j] === 0);
+        data[(b * Tn + i) * Tk + j] = masked ? -1e9 : 0;
+      }
+    }
+  }
+  return tf.tensor4d(data, [rows, 1, Tn, Tk]);
+}
+
+/** Name → shape of every base parameter, in a fixed order. */
+export function parameterShapes(c: ModelConfig): [string, number[]][] {
+  const d = c.width;
+  const hid = c.mlpRatio * d;
+  const out: [string, number[]][] = [
+    ['wte', [c.vocabSize, d]],
+    ['wpe', [c.contextLength, d]],
+  ];
+  for (let l = 0; l < c.layers; l++) {
+    const p = `h.${l}`;
+    out.push(
+      [`${p}.ln1.g`, [d]],
+      [`${p}.ln1.b`, [d]],
+      [`${p}.attn.qkv.w`, [d, 3 * d]],
+      [`${p}.attn.qkv.b`, [3 * d]],
+      [`${p}.attn.proj.w`, [d, d]],
+      [`${p}.attn.proj.b`, [d]],
+      [`${p}.ln2.g`, [d]],
+      [`${p}.ln2.b`, [d]],
+      [`${p}.mlp.fc.w`, [d, hid]],
+      [`${p}.mlp.fc.b`, [hid]],
+      [`${p}.mlp.proj.w`, [hid, d]],
+      [`${p}.mlp.proj.b`, [d]],
+    );
+  }
+  out.push(['lnf.g', [d]], ['lnf.b', [d]]);
+  if (!c.tiedHead) out.push(['head.w', [d, c.vocabSize]]);
+  if (c.valueHead) out.push(['value.w', [d, 1]], ['value.b', [1]]);
+  return out;
+}
+
+/**
+ * GPT-2 initialisation from our own seeded generator (so weights depend only on the seed, not on
+ * the backend): normal(0, 0.02), residual projections scaled by 1/√(2·layers), norms at 1/0,
+ * biases at 0, the value head at 0 so initial values are 0.
+ */
+function initialWeights(c: ModelConfig): Map<string, tf.Tensor> {
+  const rng = new Rng(c.seed);
+  const out = new Map<string, tf.Tensor>();
+  for (const [name, shape] of parameterShapes(c)) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    const data = new Float32Array(size);
+    if (name.endsWith('.g')) data.fill(1);
+    else if (name.endsWith('.b') || name.startsWith('value.')) data.fill(0);
+    else {
+      const std = name.endsWith('proj.w') ? 0.02 / Math.sqrt(2 * c.layers) : 0.02;
+      for (let i = 0; i < size; i++) data[i] = rng.normal() * std;
+    }
+    out.set(name, tf.tensor(data, shape));
+  }
+  return out;
+}

@@ -1,0 +1,217 @@
+/**
+ * Batched autoregressive sampling. Prompts of different lengths are left-padded into one batch;
+ * padding is masked out of attention and positions count from each prompt's first real token, so
+ * a row's output does not depend on the other rows. With the KV cache the prompt is run once
+ * (prefill) and then one token per step; without it the whole prefix is recomputed each step.
+ * Both paths call the same forward function, so greedy outputs agree.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { ConfigError, requireInt, requireNumber } from './errors';
+import { type GPT, type KvCache } from './model';
+import { Rng } from './rng';
+import { type Tokenizer } from './tokenizer';
+
+export interface SampleOptions {
+  /** Most new tokens per row. Default 64; also capped by the model's context length. */
+  maxTokens: number;
+  /** Softmax temperature; 0 means greedy (argmax). Default 1. */
+  temperature: number;
+  /** Keep only the k most likely tokens; 0 disables. Default 0. */
+  topK: number;
+  /** Nucleus sampling: keep the smallest set with probability ≥ topP; 1 disables. Default 1. */
+  topP: number;
+  /** Stop a row when its text contains one of these; the stop string is kept in the output. */
+  stop: string[];
+  /** Stop a row at the tokenizer's EOS token (kept in `tokens`, not in `text`). Default true. */
+  stopAtEos: boolean;
+  /** Use the KV cache (default true); false recomputes the prefix each step (tests, benchmarks). */
+  useCache: boolean;
+  /** Seed for the sampling stream when no `rng` is given. Default 0. */
+  seed: number;
+}
+
+export const SAMPLE_DEFAULTS: SampleOptions = {
+  maxTokens: 64,
+  temperature: 1,
+  topK: 0,
+  topP: 1,
+  stop: [],
+  stopAtEos: true,
+  useCache: true,
+  seed: 0,
+};
+
+export type FinishReason = 'eos' | 'stop' | 'length';
+
+export interface SampleResult {
+  /** The generated token ids (not the prompt). */
+  tokens: number[];
+  /** Decoded text of `tokens`, cut just after the stop string if one matched. */
+  text: string;
+  /** Log-probability of each generated token under the temperature-scaled policy (temperature 1 when greedy), before top-k/top-p truncation. */
+  logprobs: number[];
+  finishReason: FinishReason;
+  /** The stop string that ended the row, if any. */
+  stop?: string;
+}
+
+export function resolveSampleOptions(partial: Partial<SampleOptions> = {}): SampleOptions {
+  const o = { ...SAMPLE_DEFAULTS, ...partial };
+  requireInt('sample.maxTokens', o.maxTokens, 1);
+  requireNumber('sample.temperature', o.temperature, 0);
+  requireInt('sample.topK', o.topK, 0);
+  requireNumber('sample.topP', o.topP, Number.MIN_VALUE, 1);
+  if (!Array.isArray(o.stop) || o.stop.some((s) => typeof s !== 'string' || s.length === 0)) {
+    throw new ConfigError('sample.stop', 'must be an array of non-empty strings');
+  }
+  return o;
+}
+
+/** Generate a completion for every prompt. Runs without gradients and disposes every tensor it makes. */
+export function sample(
+  model: GPT,
+  tokenizer: Tokenizer,
+  prompts: readonly (readonly number[])[],
+  options: Partial<SampleOptions> = {},
+  rng?: Rng,
+): SampleResult[] {
+  const o = resolveSampleOptions(options);
+  if (prompts.length === 0) throw new ConfigError('prompts', 'must not be empty');
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new ConfigError(`prompts[${i}]`, 'must have at least one token (e.g. BOS)');
+  });
+  const random = rng ?? new Rng(o.seed);
+  const ctx = model.config.contextLength;
+  const B = prompts.length;
+  const L = Math.max(...prompts.map((p) => p.length));
+  const budget = Math.min(o.maxTokens, ctx - L);
+  if (budget <= 0) {
+    throw new ConfigError('prompts', `longest prompt has ${L} tokens, leaving no room in model.contextLength ${ctx}`);
+  }
+
+  // Left-pad: row b has pad[b] padding tokens, then its prompt.
+  const pad = prompts.map((p) => L - p.length);
+  const seqs = prompts.map((p, b) => [...new Array<number>(pad[b]).fill(tokenizer.pad), ...p]);
+  const keyMask = seqs.map((row, b) => row.map((_, j) => (j < pad[b] ? 0 : 1)));
+  const positionOf = (b: number, j: number) => Math.max(0, j - pad[b]);
+
+  const results: SampleResult[] = prompts.map(() => ({ tokens: [], text: '', logprobs: [], finishReason: 'length' }));
+  const done = new Array<boolean>(B).fill(false);
+  let cache: KvCache | null = null;
+  const banned = new Set([tokenizer.pad, tokenizer.bos]);
+
+  try {
+    for (let step = 0; step < budget; step++) {
+      let logits: Float32Array;
+      if (o.useCache) {
+        const first = cache === null;
+        const input = first ? seqs : seqs.map((row) => [row[row.length - 1]]);
+        const start = first ? 0 : seqs[0].length - 1;
+        const positions = input.map((row, b) => row.map((_, j) => positionOf(b, start + j)));
+        const prev: KvCache | null = cache;
+        const out = tf.tidy(() => {
+          const r = model.forward(input, {
+            positions,
+            keyMask,
+            cache: prev ?? undefined,
+            returnCache: true,
+            lastOnly: true,
+          });
+          return { logits: r.logits, keys: r.cache!.keys, values: r.cache!.values };
+        });
+        if (prev) disposeCache(prev);
+        cache = { keys: out.keys, values: out.values, length: seqs[0].length };
+        logits = out.logits.dataSync() as Float32Array;
+        out.logits.dispose();
+      } else {
+        const positions = seqs.map((row, b) => row.map((_, j) => positionOf(b, j)));
+        const t = tf.tidy(() => model.forward(seqs, { positions, keyMask, lastOnly: true }).logits);
+        logits = t.dataSync() as Float32Array;
+        t.dispose();
+      }
+
+      const V = logits.length / B;
+      for (let b = 0; b < B; b++) {
+        const row = logits.subarray(b * V, (b + 1) * V);
+        const { token, logprob } = done[b] ? { token: tokenizer.pad, logprob: 0 } : chooseToken(row, o, banned, random);
+        seqs[b].push(token);
+        keyMask[b].push(1);
+        if (done[b]) continue;
+        const r = results[b];
+        r.tokens.push(token);
+        r.logprobs.push(logprob);
+        if (o.stopAtEos && token === tokenizer.eos) {
+          r.finishReason = 'eos';
+          done[b] = true;
+          continue;
+        }
+        const before = r.text.length;
+        r.text = tokenizer.decode(r.tokens);
+        for (const s of o.stop) {
+          const at = r.text.indexOf(s, Math.max(0, before - s.length + 1));
+          if (at >= 0) {
+            r.text = r.text.slice(0, at + s.length);
+            r.finishReason = 'stop';
+            r.stop = s;
+            done[b] = true;
+            break;
+          }
+        }
+      }
+      if (done.every(Boolean)) break;
+    }
+  } finally {
+    if (cache) disposeCache(cache);
+  }
+  for (const r of results) if (r.finishReason !== 'stop') r.text = tokenizer.decode(r.tokens);
+  return results;
+}
+
+function disposeCache(cache: KvCache): void {
+  cache.keys.forEach((t) => t.dispose());
+  cache.values.forEach((t) => t.dispose());
+}
+
+/** Pick one token from a row of logits; returns it with its log-probability. */
+export function chooseToken(
+  logits: Float32Array,
+  o: Pick<SampleOptions, 'temperature' | 'topK' | 'topP'>,
+  banned: ReadonlySet<number>,
+  rng: Rng,
+): { token: number; logprob: number } {
+  const V = logits.length;
+  const t = o.temperature === 0 ? 1 : o.temperature;
+  let max = -Infinity;
+  for (let i = 0; i < V; i++) if (!banned.has(i) && logits[i] / t > max) max = logits[i] / t;
+  const logp = new Float64Array(V);
+  let z = 0;
+  for (let i = 0; i < V; i++) z += banned.has(i) ? 0 : Math.exp(logits[i] / t - max);
+  const logZ = Math.log(z) + max;
+  for (let i = 0; i < V; i++) logp[i] = banned.has(i) ? -Infinity : logits[i] / t - logZ;
+
+  if (o.temperature === 0) {
+    let best = -1;
+    for (let i = 0; i < V; i++) if (best < 0 || logp[i] > logp[best]) best = i;
+    return { token: best, logprob: logp[best] };
+  }
+  let candidates = Array.from({ length: V }, (_, i) => i).filter((i) => !banned.has(i));
+  if (o.topK > 0 || o.topP < 1) {
+    candidates.sort((a, b) => logp[b] - logp[a]);
+    if (o.topK > 0) candidates = candidates.slice(0, o.topK);
+    if (o.topP < 1) {
+      let mass = 0;
+      let keep = 0;
+      while (keep < candidates.length && mass < o.topP) mass += Math.exp(logp[candidates[keep++]]);
+      candidates = candidates.slice(0, Math.max(1, keep));
+    }
+  }
+  let total = 0;
+  for (const i of candidates) total += Math.exp(logp[i]);
+  let u = rng.next() * total;
+  for (const i of candidates) {
+    u -= Math.exp(logp[i]);
+    if (u <= 0) return { token: i, logprob: logp[i] };
+  }
+  const last = candidates[candidates.length - 1];
+  return { token: last, logprob: logp[last] };
+}
