@@ -1,0 +1,97 @@
+/**
+ * The messages between the host and the driver that runs inside the sandbox. Everything crosses
+ * as one JSON string each way; the host validates every response (see validate-response.ts).
+ */
+import { type Json, type ObjectSchema } from '../../../sdk/environment/schema';
+import { type ContextPolicy, type EnvironmentKind } from '../../../sdk/environment/define';
+
+export interface EnvironmentDescription {
+  kind: EnvironmentKind;
+  name: string;
+  description: string;
+  agents: string[];
+  context: ContextPolicy;
+  rowSchema: ObjectSchema | null;
+  tools: { name: string; description: string; parameters: ObjectSchema }[];
+  /** A paragraph listing the tools and the call syntax, for the system prompt. Empty without tools. */
+  toolPrompt: string;
+  bots: string[];
+  /** QuickJS stack of the define call, for locating errors the driver detects in the user's output. */
+  definedAt: string;
+}
+
+export interface ResetRequest {
+  episodeId: string;
+  /** Seeds the episode's rng. */
+  seed: number;
+  /** Seeds `sample(rng)`: episodes of one GRPO group share it, so they share the task. */
+  taskSeed: number;
+  /** The dataset row, for data-dependent environments. */
+  row?: Json;
+}
+
+export interface AgentTurnMessage {
+  agent: string;
+  observation: string;
+}
+
+export interface ResetResponse {
+  turn: AgentTurnMessage;
+  systemPrompts: Record<string, string>;
+  task: Json;
+}
+
+export interface StepRequest {
+  episodeId: string;
+  action: string;
+}
+
+export interface ToolCallRecord {
+  name: string | null;
+  ok: boolean;
+  error?: string;
+}
+
+export interface StepResponse {
+  /** One entry per agent (0 when the environment gave none). */
+  rewards: Record<string, number>;
+  terminated: boolean;
+  truncated: boolean;
+  info: Record<string, Json>;
+  /** Absent exactly when the episode ended. */
+  next: AgentTurnMessage | null;
+  /** Present when the action was a tool call the runtime handled. */
+  tool: ToolCallRecord | null;
+}
+
+export interface BotRequest {
+  episodeId: string;
+  bot: string;
+}
+
+export interface SandboxErrorPayload {
+  name: string;
+  message: string;
+  stack: string;
+  /** The user function that was running (reset, step, sample, a tool, a bot…). */
+  during: string;
+  /** True when the driver rejected the user's output rather than the user's code throwing. */
+  invalidOutput: boolean;
+}
+
+export type DriverResponse =
+  | { ok: true; value: Json; logs: string[] }
+  | { ok: false; error: SandboxErrorPayload; logs: string[] };
+
+export interface DriverMethods {
+  describe: { request: Record<string, never>; response: EnvironmentDescription };
+  reset: { request: ResetRequest; response: ResetResponse };
+  step: { request: StepRequest; response: StepResponse };
+  bot: { request: BotRequest; response: { action: string } };
+  close: { request: { episodeId: string }; response: { open: number } };
+}
+
+export type DriverMethod = keyof DriverMethods;
+
+/** The global the driver installs in the sandbox: request JSON in, response JSON out. */
+export const DISPATCH_GLOBAL = '__whetstone_dispatch';
