@@ -19,7 +19,7 @@ const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.Gr
       return [tf.matMul(dy as tf.Tensor2D, tf.transpose(sb)), tf.matMul(tf.transpose(sa), dy as tf.Tensor2D)];
     },
   };
-}) as unknown as tf.CustomGradientFunc<tf.Tensor>) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
 
 /** 2-D matmul on the path that is fast for the current backend. */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
@@ -28,7 +28,8 @@ export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
 
 /** Rows of `table` selected by integer ids: a one-hot matmul on the fast path, `gather` otherwise. */
 export function embed(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
-  if (useFastMatmulPath()) {
+  // gather's gradient (UnsortedSegmentSum) has no wasm kernel, whichever matmul path is chosen.
+  if (useFastMatmulPath() || tf.getBackend() === 'wasm') {
     return matMul2d(tf.oneHot(ids, table.shape[0]).toFloat() as tf.Tensor2D, table);
   }
   return tf.gather(table, ids) as tf.Tensor2D;
@@ -55,7 +56,7 @@ export const gelu = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
       return [dy.mul(t.add(1).add(sx.mul(dt)).mul(0.5))];
     },
   };
-}) as unknown as tf.CustomGradientFunc<tf.Tensor>) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
 
 /** log-softmax over the last axis of 2-D logits. */
 export function logSoftmax2d(logits: tf.Tensor2D): tf.Tensor2D {

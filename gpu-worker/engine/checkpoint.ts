@@ -1,0 +1,188 @@
+/**
+ * Checkpoints, in the safetensors layout (safetensors.ts):
+ * - training: weights (+ adapters), optimiser moments, trainer step, optimiser step, RNG state,
+ *   trainer config, model config, tokenizer: enough to resume exactly;
+ * - sampler: weights (adapters merged, or kept separate), model config, tokenizer;
+ * - adapter: only the LoRA adapters and their config (a small fraction of a full checkpoint).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type ModelConfig } from './config';
+import { CheckpointError } from './errors';
+import { type LoraConfig, adapterWeights, attachLora, mergedWeights } from './lora';
+import { GPT } from './model';
+import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
+import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
+import { type TrainerState } from './trainer-core';
+
+export type CheckpointKind = 'training' | 'sampler' | 'adapter';
+const FORMAT = '1';
+
+export interface SaveOptions {
+  /** Sampler checkpoints: fold LoRA adapters into the weights (default true). */
+  mergeLora?: boolean;
+  /** Free-form string stored in the metadata (e.g. the base checkpoint of an adapter). */
+  note?: string;
+}
+
+export interface LoadedCheckpoint {
+  kind: CheckpointKind;
+  model: GPT;
+  tokenizer: Tokenizer;
+  lora: LoraConfig | null;
+  /** Training checkpoints only. */
+  trainerState: TrainerState | null;
+  metadata: Record<string, string>;
+}
+
+function modelTensors(model: GPT, merge: boolean): Map<string, NamedTensor> {
+  const out = new Map<string, NamedTensor>();
+  const weights = merge ? mergedWeights(model) : null;
+  for (const [name, v] of model.params) {
+    out.set(`model.${name}`, weights ? weights.get(name)! : { shape: v.shape, data: v.dataSync() as Float32Array });
+  }
+  return out;
+}
+
+function baseMetadata(kind: CheckpointKind, model: GPT, tokenizer: Tokenizer, lora: LoraConfig | null, note?: string): Record<string, string> {
+  const meta: Record<string, string> = {
+    'whetstone.format': FORMAT,
+    'whetstone.kind': kind,
+    'whetstone.model': JSON.stringify(model.config),
+    'whetstone.tokenizer': JSON.stringify(tokenizer.toJSON()),
+  };
+  if (lora) meta['whetstone.lora'] = JSON.stringify(lora);
+  if (note) meta['whetstone.note'] = note;
+  return meta;
+}
+
+/** Weights, config and tokenizer, for serving. Returns the file size in bytes. */
+export async function saveSamplerCheckpoint(
+  file: string,
+  model: GPT,
+  tokenizer: Tokenizer,
+  lora: LoraConfig | null = null,
+  opts: SaveOptions = {},
+): Promise<number> {
+  const merge = opts.mergeLora ?? true;
+  const tensors = modelTensors(model, merge && model.adapters.size > 0);
+  if (!merge) for (const [k, t] of adapterWeights(model)) tensors.set(k, t);
+  return writeSafetensors(file, tensors, baseMetadata('sampler', model, tokenizer, merge ? null : lora, opts.note));
+}
+
+/** Everything needed to resume training exactly. */
+export async function saveTrainingCheckpoint(
+  file: string,
+  model: GPT,
+  tokenizer: Tokenizer,
+  trainer: { exportState(): TrainerState; core: { lastCheckpoint: string | null } },
+  lora: LoraConfig | null = null,
+  opts: SaveOptions = {},
+): Promise<number> {
+  const state = trainer.exportState();
+  const tensors = modelTensors(model, false);
+  for (const [k, t] of adapterWeights(model)) tensors.set(k, t);
+  const shapes = model.trainableVariables();
+  for (const [kind, moments] of [
+    ['m', state.moments.m],
+    ['v', state.moments.v],
+  ] as const) {
+    for (const [name, data] of moments) tensors.set(`optim.${kind}.${name}`, { shape: shapes.get(name)!.shape, data });
+  }
+  const meta = baseMetadata('training', model, tokenizer, lora, opts.note);
+  meta['whetstone.trainer'] = JSON.stringify({
+    algorithm: state.algorithm,
+    step: state.step,
+    optimizerStep: state.optimizerStep,
+    rng: state.rng,
+    config: state.config,
+  });
+  const bytes = await writeSafetensors(file, tensors, meta);
+  trainer.core.lastCheckpoint = file;
+  return bytes;
+}
+
+/** Only the LoRA adapters. */
+export async function saveAdapterCheckpoint(file: string, model: GPT, tokenizer: Tokenizer, lora: LoraConfig, opts: SaveOptions = {}): Promise<number> {
+  if (model.adapters.size === 0) throw new CheckpointError(file, 'the model has no LoRA adapters to save');
+  const tensors = new Map(adapterWeights(model));
+  return writeSafetensors(file, tensors, baseMetadata('adapter', model, tokenizer, lora, opts.note));
+}
+
+function parseJSON<T>(file: string, meta: Record<string, string>, key: string): T {
+  const raw = meta[key];
+  if (raw === undefined) throw new CheckpointError(file, `metadata is missing "${key}"`);
+  try {
+    return JSON.parse(raw) as T;
+  } catch {
+    throw new CheckpointError(file, `metadata "${key}" is not valid JSON`);
+  }
+}
+
+/** Load a training or sampler checkpoint into a new model (with its adapters and trainer state). */
+export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
+  const { tensors, metadata } = await readSafetensors(file);
+  if (metadata['whetstone.format'] !== FORMAT) throw new CheckpointError(file, `unknown format "${metadata['whetstone.format']}" (expected ${FORMAT})`);
+  const kind = metadata['whetstone.kind'] as CheckpointKind;
+  if (kind !== 'training' && kind !== 'sampler') {
+    throw new CheckpointError(file, kind === 'adapter' ? 'is an adapter checkpoint: load a base model and call loadAdapterCheckpoint' : `unknown kind "${kind}"`);
+  }
+  const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
+  const tokenizer = tokenizerFromJSON(parseJSON<TokenizerJSON>(file, metadata, 'whetstone.tokenizer'));
+  const weights = new Map<string, tf.Tensor>();
+  for (const [name, t] of tensors) if (name.startsWith('model.')) weights.set(name.slice(6), tf.tensor(t.data, t.shape));
+  let model: GPT;
+  try {
+    model = new GPT(config, weights);
+  } catch (err) {
+    throw new CheckpointError(file, (err as Error).message);
+  } finally {
+    weights.forEach((t) => t.dispose());
+  }
+  const lora = metadata['whetstone.lora'] ? parseJSON<LoraConfig>(file, metadata, 'whetstone.lora') : null;
+  if (lora) {
+    const ad = new Map<string, Float32Array>();
+    for (const [name, t] of tensors) if (name.startsWith('lora.')) ad.set(name, t.data);
+    try {
+      attachLora(model, lora, ad);
+    } catch (err) {
+      model.dispose();
+      throw new CheckpointError(file, (err as Error).message);
+    }
+  }
+  let trainerState: TrainerState | null = null;
+  if (kind === 'training') {
+    const t = parseJSON<Omit<TrainerState, 'moments'>>(file, metadata, 'whetstone.trainer');
+    const m = new Map<string, Float32Array>();
+    const v = new Map<string, Float32Array>();
+    for (const [name, ten] of tensors) {
+      if (name.startsWith('optim.m.')) m.set(name.slice(8), ten.data);
+      else if (name.startsWith('optim.v.')) v.set(name.slice(8), ten.data);
+    }
+    for (const name of model.trainableVariables().keys()) {
+      if (!m.has(name) || !v.has(name)) {
+        model.dispose();
+        throw new CheckpointError(file, `training checkpoint is missing optimiser moments of "${name}"`);
+      }
+    }
+    trainerState = { ...t, moments: { m, v } };
+  }
+  return { kind, model, tokenizer, lora, trainerState, metadata };
+}
+
+/** Attach the adapters of an adapter checkpoint to `model` (a base with the same config). */
+export async function loadAdapterCheckpoint(file: string, model: GPT): Promise<LoraConfig> {
+  const { tensors, metadata } = await readSafetensors(file);
+  if (metadata['whetstone.kind'] !== 'adapter') throw new CheckpointError(file, `is a ${metadata['whetstone.kind']} checkpoint, not an adapter`);
+  const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
+  for (const key of ['layers', 'width', 'vocabSize'] as const) {
+    if (config[key] !== model.config[key]) throw new CheckpointError(file, `adapter was trained on a model with ${key} ${config[key]}, this model has ${model.config[key]}`);
+  }
+  const lora = parseJSON<LoraConfig>(file, metadata, 'whetstone.lora');
+  const ad = new Map<string, Float32Array>();
+  for (const [name, t] of tensors) ad.set(name, t.data);
+  try {
+    return attachLora(model, lora, ad);
+  } catch (err) {
+    throw new CheckpointError(file, (err as Error).message);
+  }
+}

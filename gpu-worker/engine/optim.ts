@@ -1,0 +1,123 @@
+/**
+ * Adam(W) with warm-up and cosine decay and global-norm gradient clipping. Written out (rather
+ * than tf.train.adam) so that its moments and step are plain named tensors a checkpoint can save
+ * and restore exactly.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { ConfigError, requireInt, requireNumber } from './errors';
+
+export interface OptimConfig {
+  /** Peak learning rate. */
+  learningRate: number;
+  /** Linear warm-up from 0 over this many steps. */
+  warmupSteps: number;
+  /** Cosine decay to minLearningRateRatio × peak at this step; 0 keeps the peak after warm-up. */
+  totalSteps: number;
+  minLearningRateRatio: number;
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+  /** Decoupled weight decay on matrices (not biases, norms or embeddings' positions). */
+  weightDecay: number;
+  /** Clip the global gradient norm to this; 0 disables. */
+  gradClip: number;
+}
+
+export function validateOptimConfig(c: OptimConfig, prefix: string): void {
+  requireNumber(`${prefix}.learningRate`, c.learningRate, 0);
+  if (c.learningRate <= 0) throw new ConfigError(`${prefix}.learningRate`, 'must be positive');
+  requireInt(`${prefix}.warmupSteps`, c.warmupSteps, 0);
+  requireInt(`${prefix}.totalSteps`, c.totalSteps, 0);
+  requireNumber(`${prefix}.minLearningRateRatio`, c.minLearningRateRatio, 0, 1);
+  requireNumber(`${prefix}.beta1`, c.beta1, 0, 0.9999999);
+  requireNumber(`${prefix}.beta2`, c.beta2, 0, 0.9999999);
+  requireNumber(`${prefix}.epsilon`, c.epsilon, 0);
+  requireNumber(`${prefix}.weightDecay`, c.weightDecay, 0);
+  requireNumber(`${prefix}.gradClip`, c.gradClip, 0);
+}
+
+/** Learning rate at a 0-based optimiser step. */
+export function learningRateAt(c: OptimConfig, step: number): number {
+  if (step < c.warmupSteps) return (c.learningRate * (step + 1)) / c.warmupSteps;
+  if (c.totalSteps <= 0) return c.learningRate;
+  const progress = Math.min(1, (step - c.warmupSteps) / Math.max(1, c.totalSteps - c.warmupSteps));
+  const min = c.learningRate * c.minLearningRateRatio;
+  return min + 0.5 * (c.learningRate - min) * (1 + Math.cos(Math.PI * progress));
+}
+
+export class Adam {
+  readonly m = new Map<string, tf.Variable>();
+  readonly v = new Map<string, tf.Variable>();
+  /** Number of updates applied. */
+  t = 0;
+
+  constructor(
+    readonly vars: Map<string, tf.Variable>,
+    readonly config: OptimConfig,
+  ) {
+    for (const [name, p] of vars) {
+      this.m.set(name, tf.variable(tf.zerosLike(p), false));
+      this.v.set(name, tf.variable(tf.zerosLike(p), false));
+    }
+  }
+
+  /**
+   * Clip and apply `grads` (keyed like `vars`) at learning rate `lr`; returns the gradient norm
+   * before clipping. Disposes the gradients.
+   */
+  update(grads: Map<string, tf.Tensor>, lr: number): number {
+    const c = this.config;
+    const norm = tf.tidy(() => {
+      const sq = [...grads.values()].map((g) => g.square().sum());
+      return tf.addN(sq).sqrt();
+    });
+    const gradNorm = norm.dataSync()[0];
+    norm.dispose();
+    if (!Number.isFinite(gradNorm)) {
+      grads.forEach((g) => g.dispose());
+      return gradNorm;
+    }
+    const scale = c.gradClip > 0 && gradNorm > c.gradClip ? c.gradClip / gradNorm : 1;
+    this.t += 1;
+    const bc1 = 1 - c.beta1 ** this.t;
+    const bc2 = 1 - c.beta2 ** this.t;
+    tf.tidy(() => {
+      for (const [name, p] of this.vars) {
+        const g0 = grads.get(name);
+        if (!g0) continue;
+        const g = scale === 1 ? g0 : g0.mul(scale);
+        const m = this.m.get(name)!;
+        const v = this.v.get(name)!;
+        m.assign(m.mul(c.beta1).add(g.mul(1 - c.beta1)));
+        v.assign(v.mul(c.beta2).add(g.square().mul(1 - c.beta2)));
+        let step = m.div(bc1).div(v.div(bc2).sqrt().add(c.epsilon)).mul(lr);
+        if (c.weightDecay > 0 && p.rank === 2 && !name.startsWith('wpe')) step = step.add(p.mul(lr * c.weightDecay));
+        p.assign(p.sub(step));
+      }
+    });
+    grads.forEach((g) => g.dispose());
+    return gradNorm;
+  }
+
+  dispose(): void {
+    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+  }
+}
+
+/**
+ * Gradients of `loss` with respect to `vars`, keyed by our parameter names. `loss` runs inside a
+ * tidy; tensors it keeps with tf.keep survive for the caller to read and dispose.
+ */
+export function gradients(
+  loss: () => tf.Scalar,
+  vars: Map<string, tf.Variable>,
+): { value: tf.Scalar; grads: Map<string, tf.Tensor> } {
+  const list = [...vars.values()];
+  const { value, grads } = tf.variableGrads(loss, list);
+  const byName = new Map<string, tf.Tensor>();
+  for (const [name, v] of vars) {
+    const g = grads[v.name];
+    if (g) byName.set(name, g);
+  }
+  return { value, grads: byName };
+}

@@ -1,0 +1,125 @@
+/**
+ * The safetensors layout, read and written with plain file I/O: an 8-byte little-endian header
+ * length, a JSON header mapping names to {dtype, shape, data_offsets} (plus "__metadata__", a map
+ * of strings), then the raw little-endian tensor bytes. We add a CRC-32 of the data section to the
+ * metadata so that flipped bytes are reported, not loaded.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { CheckpointError } from './errors';
+
+export interface NamedTensor {
+  shape: number[];
+  data: Float32Array;
+}
+
+const CRC_KEY = 'whetstone.crc32';
+
+export function encodeSafetensors(tensors: Map<string, NamedTensor>, metadata: Record<string, string>): Buffer {
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  const names = [...tensors.keys()].sort();
+  for (const name of names) {
+    const t = tensors.get(name)!;
+    const bytes = t.data.length * 4;
+    if (t.shape.reduce((a, b) => a * b, 1) !== t.data.length) throw new Error(`tensor "${name}": shape [${t.shape}] does not match ${t.data.length} values`);
+    header[name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  const data = Buffer.alloc(offset);
+  for (const name of names) {
+    const t = tensors.get(name)!;
+    const [start] = (header[name] as { data_offsets: number[] }).data_offsets;
+    // Copy through a DataView so the bytes are little-endian whatever the host.
+    const view = new DataView(data.buffer, data.byteOffset + start, t.data.length * 4);
+    for (let i = 0; i < t.data.length; i++) view.setFloat32(i * 4, t.data[i], true);
+  }
+  header.__metadata__ = { ...metadata, [CRC_KEY]: String(crc32(data)) };
+  let json = JSON.stringify(header);
+  // Pad the header with spaces to an 8-byte boundary, as the reference implementation does.
+  json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
+  const head = Buffer.from(json, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(head.length));
+  return Buffer.concat([len, head, data]);
+}
+
+export function decodeSafetensors(
+  buf: Buffer,
+  where = '<buffer>',
+): { tensors: Map<string, NamedTensor>; metadata: Record<string, string> } {
+  const fail = (msg: string): never => {
+    throw new CheckpointError(where, msg);
+  };
+  if (buf.length < 8) fail(`truncated: ${buf.length} bytes, not even the 8-byte header length`);
+  const headerLen = Number(buf.readBigUInt64LE(0));
+  if (headerLen > buf.length - 8) fail(`truncated or corrupt: header claims ${headerLen} bytes but the file has ${buf.length - 8} after the length`);
+  let header: Record<string, unknown>;
+  try {
+    header = JSON.parse(buf.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
+  } catch (err) {
+    return fail(`corrupt header: not valid JSON (${(err as Error).message})`);
+  }
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) fail('corrupt header: not a JSON object');
+  const data = buf.subarray(8 + headerLen);
+  const metadata = (header.__metadata__ ?? {}) as Record<string, string>;
+  const tensors = new Map<string, NamedTensor>();
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+    if (e.dtype !== 'F32') fail(`tensor "${name}" has dtype ${String(e.dtype)}; only F32 is supported`);
+    if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isInteger(d) && d >= 0)) fail(`tensor "${name}" has an invalid shape`);
+    const offs = e.data_offsets;
+    if (!Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => Number.isInteger(o) && o >= 0) || offs[1] < offs[0]) {
+      fail(`tensor "${name}" has invalid data_offsets`);
+    }
+    const [start, end] = offs as number[];
+    if (end > data.length) fail(`truncated: tensor "${name}" needs bytes [${start}, ${end}) but the data section has ${data.length}`);
+    const shape = e.shape as number[];
+    const count = shape.reduce((a, b) => a * b, 1);
+    if (count * 4 !== end - start) fail(`tensor "${name}": shape [${shape}] needs ${count * 4} bytes, offsets give ${end - start}`);
+    const view = new DataView(data.buffer, data.byteOffset + start, end - start);
+    const values = new Float32Array(count);
+    for (let i = 0; i < count; i++) values[i] = view.getFloat32(i * 4, true);
+    tensors.set(name, { shape, data: values });
+  }
+  const expected = metadata[CRC_KEY];
+  if (expected !== undefined && String(crc32(data)) !== expected) fail('corrupt: the data section does not match its CRC-32 checksum');
+  return { tensors, metadata };
+}
+
+/** Write atomically: a temporary file in the same folder, then rename. */
+export async function writeSafetensors(file: string, tensors: Map<string, NamedTensor>, metadata: Record<string, string>): Promise<number> {
+  const buf = encodeSafetensors(tensors, metadata);
+  await fs.promises.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.promises.writeFile(tmp, buf);
+  await fs.promises.rename(tmp, file);
+  return buf.length;
+}
+
+export async function readSafetensors(file: string): Promise<{ tensors: Map<string, NamedTensor>; metadata: Record<string, string> }> {
+  let buf: Buffer;
+  try {
+    buf = await fs.promises.readFile(file);
+  } catch (err) {
+    throw new CheckpointError(file, `cannot be read: ${(err as Error).message}`);
+  }
+  return decodeSafetensors(buf, file);
+}
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+export function crc32(buf: Uint8Array): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
