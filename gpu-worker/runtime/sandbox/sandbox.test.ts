@@ -23,7 +23,7 @@ export default defineEnvironment<undefined, { n: number }>({
       case 'throw': throw new Error('user boom'); // @throw
       case 'loop': while (ctx.state.n > 0) { ctx.state.n++; } // @loop (QuickJS places while(true) back-edges on the previous line)
       case 'recurse': { const f = (n: number): number => f(n + 1) + 1; return { observation: String(f(0)), reward: 0, terminated: false }; } // @recurse
-      case 'memory': { const a: string[] = []; for (;;) a.push('y'.repeat(100000) + a.length); } // @memory
+      case 'memory': { const a: string[] = []; while (a.length >= 0) a.push('y'.repeat(100000) + a.length); } // @memory
       case 'huge': return { observation: 'x'.repeat(3000000), reward: 0, terminated: false };
       case 'nan': return { observation: '', reward: NaN, terminated: true };
       case 'text-reward': return { observation: '', reward: 'high' as unknown as number, terminated: true };

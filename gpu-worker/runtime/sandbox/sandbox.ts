@@ -4,6 +4,9 @@
  * limits, and only JSON strings cross. QuickJS here has no process, require, fetch, timers or
  * filesystem: the context starts with the ECMAScript intrinsics only, and we add nothing but a
  * console that buffers (prelude.ts).
+ *
+ * Known imprecision: QuickJS attributes the back-edge of a loop without a condition
+ * (`while (true)`, `for (;;)`) to the line before the loop, so a timeout there points one line up.
  */
 import { type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { type CompiledEnvironment } from './compile';
