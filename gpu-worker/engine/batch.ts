@@ -69,15 +69,20 @@ export function validateBatch(
   if (trainable === 0) throw new ConfigError('batch', 'has no trainable tokens (every lossMask is 0)');
 }
 
-export function prepareBatch(batch: readonly Sequence[], pad: number): PreparedBatch {
+/**
+ * Right-pad and shift. With `full`, inputs keep the last token too (cols = T), so a value head can
+ * read the state after the final token (PPO's bootstrap); that last column has no target.
+ */
+export function prepareBatch(batch: readonly Sequence[], pad: number, full = false): PreparedBatch {
   const T = Math.max(...batch.map((s) => s.tokens.length));
+  const cols = full ? T : T - 1;
   const inputs: number[][] = [];
   const targets: number[] = [];
   const mask: number[] = [];
   let trainableTokens = 0;
   for (const s of batch) {
-    const row = new Array<number>(T - 1).fill(pad);
-    for (let t = 0; t < T - 1; t++) {
+    const row = new Array<number>(cols).fill(pad);
+    for (let t = 0; t < cols; t++) {
       if (t < s.tokens.length) row[t] = s.tokens[t];
       const inside = t + 1 < s.tokens.length;
       targets.push(inside ? s.tokens[t + 1] : pad);
@@ -87,7 +92,7 @@ export function prepareBatch(batch: readonly Sequence[], pad: number): PreparedB
     }
     inputs.push(row);
   }
-  return { inputs, targets, mask, rows: batch.length, cols: T - 1, trainableTokens };
+  return { inputs, targets, mask, rows: batch.length, cols, trainableTokens };
 }
 
 /** Per-token rewards of a sequence: a final reward goes on the last trainable token. */
@@ -102,4 +107,25 @@ export function tokenRewards(s: Sequence): number[] {
 /** The sequence's return: the sum of its rewards. */
 export function sequenceReturn(s: Sequence): number {
   return tokenRewards(s).reduce((a, b) => a + b, 0);
+}
+
+/** Rows `rows` of a prepared batch plus per-token arrays aligned with it ([B·cols] flattened). */
+export function selectRows(b: PreparedBatch, rows: readonly number[], perToken: Record<string, ArrayLike<number>>) {
+  const cols = b.cols;
+  const pick = (a: ArrayLike<number>) => {
+    const out = new Float32Array(rows.length * cols);
+    rows.forEach((r, i) => {
+      for (let t = 0; t < cols; t++) out[i * cols + t] = a[r * cols + t];
+    });
+    return out;
+  };
+  const extra: Record<string, Float32Array> = {};
+  for (const [k, a] of Object.entries(perToken)) extra[k] = pick(a);
+  return {
+    inputs: rows.map((r) => b.inputs[r]),
+    targets: Int32Array.from(pick(b.targets)),
+    mask: pick(b.mask),
+    rows: rows.length,
+    extra,
+  };
 }

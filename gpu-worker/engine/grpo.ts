@@ -1,0 +1,234 @@
+/**
+ * GRPO: sample G completions per prompt, score them, and push up the log-probability of the
+ * better-than-average ones. Advantages come from the group (no critic); the update is PPO's
+ * clipped surrogate, optionally with a KL penalty to a frozen reference policy.
+ *
+ *   A_i = (R_i − mean_group R) / (std_group R + ε)        (or without "/ std": Dr. GRPO)
+ *   L   = agg_tokens( max(−r·A, −clip(r, 1−ε_low, 1+ε_high)·A) ) + β · agg_tokens(KL_k1|k3)
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type Sequence, prepareBatch, selectRows, sequenceReturn, validateBatch } from './batch';
+import { ConfigError, requireInt, requireNumber } from './errors';
+import { AGGREGATIONS, type Aggregation, type KlEstimator, aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
+import { mergedWeights } from './lora';
+import { GPT } from './model';
+import { rowEntropy, targetLogProbs } from './ops';
+import { type OptimConfig, validateOptimConfig } from './optim';
+import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
+
+export interface GRPOConfig extends OptimConfig {
+  /** Divide advantages by the group's std (GRPO, verl's default); false is Dr. GRPO (mean only), which does not up-weight near-unanimous groups. Default true. */
+  normalizeByStd: boolean;
+  /** Drop groups whose rewards are all equal before the update (DAPO's dynamic sampling): they carry no gradient but would dilute a token-mean. Default true. */
+  dropZeroVarianceGroups: boolean;
+  /** Token-loss aggregation (losses.ts). Default "token-mean" (verl, DAPO): long answers are not down-weighted. */
+  aggregation: Aggregation;
+  /** The constant of "seq-sum-norm"; 0 means the model's context length (Dr. GRPO uses the generation budget). */
+  normConstant: number;
+  /** Lower clip ε_low: ratio ≥ 1 − ε_low. Default 0.2 (PPO, verl). */
+  clipLow: number;
+  /** Upper clip ε_high: ratio ≤ 1 + ε_high. Default 0.28 (DAPO's clip-higher: lets unlikely good tokens grow, slowing entropy collapse). */
+  clipHigh: number;
+  /** Passes over each batch. Default 1 (verl): fresh samples are cheap here and later epochs are off-policy. */
+  epochs: number;
+  /** Minibatches per epoch (updates per epoch). Default 1. */
+  miniBatches: number;
+  /** Weight β of the KL penalty to the reference policy. Default 0 (TRL, DAPO): the clip already bounds each step; set 0.001 for verl's behaviour. */
+  klCoef: number;
+  /** KL estimator: k3 (unbiased, non-negative; verl's choice) or k1. Default k3. */
+  klEstimator: KlEstimator;
+  /** Entropy bonus weight. Default 0. */
+  entropyCoef: number;
+  /** Sampling temperature the log-probabilities are computed at; must match the sampler's. Default 1. */
+  temperature: number;
+  /** Added to the group std. Default 1e-6. */
+  advantageEpsilon: number;
+  seed: number;
+}
+
+export const GRPO_DEFAULTS: GRPOConfig = {
+  // 1e-4 is what moved a 0.1 M-parameter policy on this machine (OFFLINE.md); use 1e-6 … 1e-5 for large pretrained models.
+  learningRate: 1e-4,
+  warmupSteps: 0,
+  totalSteps: 0,
+  minLearningRateRatio: 0.1,
+  beta1: 0.9,
+  beta2: 0.99,
+  epsilon: 1e-8,
+  weightDecay: 0,
+  gradClip: 1,
+  normalizeByStd: true,
+  dropZeroVarianceGroups: true,
+  aggregation: 'token-mean',
+  normConstant: 0,
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  epochs: 1,
+  miniBatches: 1,
+  klCoef: 0,
+  klEstimator: 'k3',
+  entropyCoef: 0,
+  temperature: 1,
+  advantageEpsilon: 1e-6,
+  seed: 0,
+};
+
+export function resolveGRPOConfig(partial: Partial<GRPOConfig> = {}): GRPOConfig {
+  for (const key of Object.keys(partial)) if (!(key in GRPO_DEFAULTS)) throw new ConfigError(`grpo.${key}`, 'unknown field');
+  const c = { ...GRPO_DEFAULTS, ...partial };
+  validateOptimConfig(c, 'grpo');
+  if (!AGGREGATIONS.includes(c.aggregation)) throw new ConfigError('grpo.aggregation', `must be one of ${AGGREGATIONS.join(', ')}`);
+  if (c.klEstimator !== 'k1' && c.klEstimator !== 'k3') throw new ConfigError('grpo.klEstimator', 'must be k1 or k3');
+  requireNumber('grpo.normConstant', c.normConstant, 0);
+  requireNumber('grpo.clipLow', c.clipLow, 0, 1);
+  requireNumber('grpo.clipHigh', c.clipHigh, 0);
+  requireInt('grpo.epochs', c.epochs, 1, 100);
+  requireInt('grpo.miniBatches', c.miniBatches, 1, 1024);
+  requireNumber('grpo.klCoef', c.klCoef, 0);
+  requireNumber('grpo.entropyCoef', c.entropyCoef);
+  requireNumber('grpo.temperature', c.temperature, 1e-6);
+  requireNumber('grpo.advantageEpsilon', c.advantageEpsilon, 0);
+  requireInt('grpo.seed', c.seed, 0, 2 ** 32 - 1);
+  return c;
+}
+
+export class GRPOTrainer {
+  readonly config: GRPOConfig;
+  readonly core: TrainerCore;
+  /** Frozen reference policy for the KL penalty (a copy of the starting weights), if klCoef > 0. */
+  readonly reference: GPT | null;
+  private readonly ownsReference: boolean;
+
+  constructor(
+    readonly model: GPT,
+    config: Partial<GRPOConfig> = {},
+    reference?: GPT,
+  ) {
+    this.config = resolveGRPOConfig(config);
+    this.core = new TrainerCore(model, this.config, this.config.seed);
+    this.ownsReference = this.config.klCoef > 0 && !reference;
+    this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
+  }
+
+  step(batch: readonly Sequence[]): StepMetrics {
+    const c = this.config;
+    const { contextLength, vocabSize } = this.model.config;
+    validateBatch(batch, { contextLength, vocabSize, needRewards: true, needGroups: true });
+    const t0 = performance.now();
+
+    // 1. Group-relative advantages, one per sequence.
+    const returns = batch.map(sequenceReturn);
+    const { advantages, zeroVariance } = groupAdvantages(returns, batch.map((s) => s.group!), {
+      normalizeByStd: c.normalizeByStd,
+      epsilon: c.advantageEpsilon,
+    });
+    const keep = batch.map((_, i) => i).filter((i) => !(c.dropZeroVarianceGroups && zeroVariance[i]));
+    const stats = rewardStats(returns);
+    if (keep.length === 0) return this.finish(t0, stats, null, 0, 0);
+
+    // 2. Spread each sequence's advantage over its trainable tokens; log-probs before any update.
+    const b = prepareBatch(keep.map((i) => batch[i]), 0);
+    const tokenAdv = new Float32Array(b.rows * b.cols);
+    keep.forEach((i, r) => tokenAdv.fill(advantages[i], r * b.cols, (r + 1) * b.cols));
+    const oldLogp = this.logProbs(this.model, b.inputs, b.targets);
+    const refLogp = this.reference ? this.logProbs(this.reference, b.inputs, b.targets) : new Float32Array(b.rows * b.cols);
+
+    // 3. Epochs × minibatches of clipped policy-gradient updates.
+    const normConstant = c.normConstant > 0 ? c.normConstant : contextLength;
+    const sums = { loss: 0, policyLoss: 0, kl: 0, entropy: 0, clipFraction: 0, gradNorm: 0, learningRate: 0 };
+    let updates = 0;
+    for (let epoch = 0; epoch < c.epochs; epoch++) {
+      for (const rows of minibatches(b.rows, c.miniBatches, this.core.rng)) {
+        const mb = selectRows(b, rows, { adv: tokenAdv, old: oldLogp, ref: refLogp });
+        let kept: tf.Tensor[] = [];
+        const r = this.core.applyLoss(() => {
+          const logits = this.model.forward(mb.inputs, { training: true, rng: this.core.rng }).logits.div(c.temperature) as tf.Tensor2D;
+          const mask = tf.tensor1d(mb.mask);
+          const logp = targetLogProbs(logits, tf.tensor1d(mb.targets, 'int32'));
+          const pg = clippedPolicyLoss(logp, tf.tensor1d(mb.extra.old), tf.tensor1d(mb.extra.adv), c.clipLow, c.clipHigh);
+          const policyLoss = aggregate(pg.loss, mask, mb.rows, c.aggregation, normConstant);
+          const kl = aggregate(klPenalty(logp, tf.tensor1d(mb.extra.ref), c.klEstimator), mask, mb.rows, c.aggregation, normConstant);
+          const entropy = aggregate(rowEntropy(logits), mask, mb.rows, c.aggregation, normConstant);
+          const clipFraction = pg.clipped.mul(mask).sum().div(mask.sum());
+          kept = [policyLoss, kl, entropy, clipFraction].map((t) => tf.keep(t.clone()));
+          let loss = policyLoss;
+          if (this.reference) loss = loss.add(kl.mul(c.klCoef));
+          if (c.entropyCoef !== 0) loss = loss.sub(entropy.mul(c.entropyCoef));
+          return loss;
+        });
+        const [policyLoss, kl, entropy, clipFraction] = kept.map((t) => t.dataSync()[0]);
+        kept.forEach((t) => t.dispose());
+        sums.loss += r.loss;
+        sums.policyLoss += policyLoss;
+        sums.kl += kl;
+        sums.entropy += entropy;
+        sums.clipFraction += clipFraction;
+        sums.gradNorm += r.gradNorm;
+        sums.learningRate += r.learningRate;
+        updates++;
+      }
+    }
+    const mean = Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v / updates])) as typeof sums;
+    return this.finish(t0, stats, mean, b.trainableTokens * c.epochs, updates, b.trainableTokens);
+  }
+
+  /** Per-token log-probabilities [B·cols] under `policy`, without gradients. */
+  private logProbs(policy: GPT, inputs: number[][], targets: number[]): Float32Array {
+    const t = tf.tidy(() =>
+      targetLogProbs(policy.forward(inputs).logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32')),
+    );
+    const out = t.dataSync() as Float32Array;
+    t.dispose();
+    return out;
+  }
+
+  private finish(
+    t0: number,
+    stats: ReturnType<typeof rewardStats>,
+    m: { loss: number; policyLoss: number; kl: number; entropy: number; clipFraction: number; gradNorm: number; learningRate: number } | null,
+    processed: number,
+    updates: number,
+    tokens = 0,
+  ): StepMetrics {
+    const ms = performance.now() - t0;
+    const metrics: StepMetrics = {
+      step: this.core.step,
+      loss: m?.loss ?? 0,
+      policyLoss: m?.policyLoss ?? 0,
+      valueLoss: null,
+      kl: m ? m.kl : null,
+      entropy: m ? m.entropy : null,
+      clipFraction: m ? m.clipFraction : null,
+      gradNorm: m?.gradNorm ?? 0,
+      learningRate: m?.learningRate ?? this.core.learningRate(),
+      ...stats,
+      tokensPerSecond: processed / (ms / 1000),
+      stepTimeMs: ms,
+      tokens,
+      updates,
+    };
+    this.core.step += 1;
+    return metrics;
+  }
+
+  exportState(): TrainerState {
+    return this.core.exportState('grpo', this.config);
+  }
+
+  importState(state: TrainerState): void {
+    this.core.importState(state);
+  }
+
+  dispose(): void {
+    this.core.dispose();
+    if (this.reference && this.ownsReference) this.reference.dispose();
+  }
+}
+
+/** A copy of the policy's current weights (LoRA merged) that no optimiser touches. */
+export function frozenCopy(model: GPT): GPT {
+  const weights = new Map([...mergedWeights(model)].map(([k, t]) => [k, tf.tensor(t.data, t.shape)]));
+  const copy = new GPT(model.config, weights);
+  weights.forEach((t) => t.dispose());
+  return copy;
+}

@@ -1,0 +1,247 @@
+/**
+ * PPO with a value head on the policy's trunk. Each trainable token is one action; its state is
+ * everything before it. Environment tokens (mask 0) are part of the dynamics, not actions.
+ *
+ *   δ_t = r_t + γ V(s_{t+1}) − V(s_t),  A_t = Σ (γλ)^k δ_{t+k},  R_t = A_t + V(s_t)
+ *   V after the last action: 0 when the episode terminated, the critic's V(s_T) when truncated.
+ *   L = mean_tokens( max(−r·Â, −clip(r)·Â) ) + c_v · mean_tokens(clipped value loss) − c_e · entropy
+ */
+import * as tf from '@tensorflow/tfjs';
+import { type Sequence, prepareBatch, selectRows, sequenceReturn, tokenRewards, validateBatch } from './batch';
+import { ConfigError, requireInt, requireNumber } from './errors';
+import { frozenCopy } from './grpo';
+import { type KlEstimator, aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
+import { type GPT } from './model';
+import { rowEntropy, targetLogProbs } from './ops';
+import { type OptimConfig, validateOptimConfig } from './optim';
+import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
+
+export interface PPOConfig extends OptimConfig {
+  /** Discount γ. Default 1 (verl): episodes are short and the reward comes at the end. */
+  gamma: number;
+  /** GAE λ. Default 0.95: a little bias for much less variance than λ = 1 while the critic is young. */
+  lambda: number;
+  /** Ratio clip: 1 − clipLow ≤ r ≤ 1 + clipHigh. Default 0.2 both (PPO). */
+  clipLow: number;
+  clipHigh: number;
+  /** Clip the value update to ±valueClip around the old value; 0 disables. Default 0.2 (verl's cliprange_value is 0.5 for reward scales ~1-10; ours are ~1). */
+  valueClip: number;
+  /** Weight of the value loss. Default 0.5 (CleanRL). */
+  valueCoef: number;
+  /** Entropy bonus weight. Default 0. */
+  entropyCoef: number;
+  /** Whiten advantages over the batch's trainable tokens. Default true (CleanRL, verl). */
+  whitenAdvantages: boolean;
+  /** Passes over each batch. Default 2: the critic needs more than one look at each batch. */
+  epochs: number;
+  /** Minibatches per epoch. Default 1. */
+  miniBatches: number;
+  /** KL penalty to a frozen reference policy. Default 0. */
+  klCoef: number;
+  klEstimator: KlEstimator;
+  /** Sampling temperature of the log-probabilities. Default 1. */
+  temperature: number;
+  seed: number;
+}
+
+export const PPO_DEFAULTS: PPOConfig = {
+  learningRate: 1e-4,
+  warmupSteps: 0,
+  totalSteps: 0,
+  minLearningRateRatio: 0.1,
+  beta1: 0.9,
+  beta2: 0.99,
+  epsilon: 1e-8,
+  weightDecay: 0,
+  gradClip: 1,
+  gamma: 1,
+  lambda: 0.95,
+  clipLow: 0.2,
+  clipHigh: 0.2,
+  valueClip: 0.2,
+  valueCoef: 0.5,
+  entropyCoef: 0,
+  whitenAdvantages: true,
+  epochs: 2,
+  miniBatches: 1,
+  klCoef: 0,
+  klEstimator: 'k3',
+  temperature: 1,
+  seed: 0,
+};
+
+export function resolvePPOConfig(partial: Partial<PPOConfig> = {}): PPOConfig {
+  for (const key of Object.keys(partial)) if (!(key in PPO_DEFAULTS)) throw new ConfigError(`ppo.${key}`, 'unknown field');
+  const c = { ...PPO_DEFAULTS, ...partial };
+  validateOptimConfig(c, 'ppo');
+  requireNumber('ppo.gamma', c.gamma, 0, 1);
+  requireNumber('ppo.lambda', c.lambda, 0, 1);
+  requireNumber('ppo.clipLow', c.clipLow, 0, 1);
+  requireNumber('ppo.clipHigh', c.clipHigh, 0);
+  requireNumber('ppo.valueClip', c.valueClip, 0);
+  requireNumber('ppo.valueCoef', c.valueCoef, 0);
+  requireNumber('ppo.entropyCoef', c.entropyCoef);
+  requireInt('ppo.epochs', c.epochs, 1, 100);
+  requireInt('ppo.miniBatches', c.miniBatches, 1, 1024);
+  requireNumber('ppo.klCoef', c.klCoef, 0);
+  if (c.klEstimator !== 'k1' && c.klEstimator !== 'k3') throw new ConfigError('ppo.klEstimator', 'must be k1 or k3');
+  requireNumber('ppo.temperature', c.temperature, 1e-6);
+  requireInt('ppo.seed', c.seed, 0, 2 ** 32 - 1);
+  return c;
+}
+
+/**
+ * Per-action rewards of one sequence, aligned with the trainable tokens: a reward on an
+ * environment token is credited to the action before it (or the first action if none precedes).
+ */
+export function actionRewards(s: Sequence): { tokenIndex: number[]; rewards: number[] } {
+  const r = tokenRewards(s);
+  const tokenIndex: number[] = [];
+  const rewards: number[] = [];
+  let pending = 0;
+  for (let j = 0; j < s.tokens.length; j++) {
+    if (s.lossMask[j] === 1) {
+      tokenIndex.push(j);
+      rewards.push(r[j] + pending);
+      pending = 0;
+    } else if (r[j] !== 0) {
+      if (rewards.length > 0) rewards[rewards.length - 1] += r[j];
+      else pending += r[j];
+    }
+  }
+  return { tokenIndex, rewards };
+}
+
+export class PPOTrainer {
+  readonly config: PPOConfig;
+  readonly core: TrainerCore;
+  readonly reference: GPT | null;
+
+  constructor(
+    readonly model: GPT,
+    config: Partial<PPOConfig> = {},
+  ) {
+    this.config = resolvePPOConfig(config);
+    if (!model.config.valueHead) throw new ConfigError('model.valueHead', 'PPO needs a model created with valueHead: true');
+    this.core = new TrainerCore(model, this.config, this.config.seed);
+    this.reference = this.config.klCoef > 0 ? frozenCopy(model) : null;
+  }
+
+  step(batch: readonly Sequence[]): StepMetrics {
+    const c = this.config;
+    const { contextLength, vocabSize } = this.model.config;
+    validateBatch(batch, { contextLength, vocabSize, needRewards: true });
+    const t0 = performance.now();
+
+    // 1. Old log-probs and values, reading the full sequences so V(after last token) exists.
+    const b = prepareBatch(batch, 0, true);
+    const { logp: oldLogp, values: oldValues } = this.evaluate(this.model, b.inputs, b.targets);
+    const refLogp = this.reference ? this.evaluate(this.reference, b.inputs, b.targets).logp : new Float32Array(b.rows * b.cols);
+
+    // 2. GAE per sequence over its actions; bootstrap only when truncated.
+    const tokenAdv = new Float32Array(b.rows * b.cols);
+    const tokenRet = new Float32Array(b.rows * b.cols);
+    const slots: number[] = [];
+    const allAdv: number[] = [];
+    batch.forEach((s, i) => {
+      const { tokenIndex, rewards } = actionRewards(s);
+      // The action "token j" is predicted at column j − 1.
+      const values = tokenIndex.map((j) => oldValues[i * b.cols + j - 1]);
+      const next = s.truncated ? oldValues[i * b.cols + s.tokens.length - 1] : 0;
+      const { advantages, returns } = gae(rewards, values, next, c.gamma, c.lambda);
+      tokenIndex.forEach((j, k) => {
+        const at = i * b.cols + j - 1;
+        slots.push(at);
+        allAdv.push(advantages[k]);
+        tokenRet[at] = returns[k];
+      });
+    });
+    const adv = c.whitenAdvantages ? whiten(allAdv) : allAdv;
+    slots.forEach((at, k) => (tokenAdv[at] = adv[k]));
+
+    // 3. Epochs × minibatches of clipped policy and value updates.
+    const sums = { loss: 0, policyLoss: 0, valueLoss: 0, kl: 0, entropy: 0, clipFraction: 0, gradNorm: 0, learningRate: 0 };
+    let updates = 0;
+    for (let epoch = 0; epoch < c.epochs; epoch++) {
+      for (const rows of minibatches(b.rows, c.miniBatches, this.core.rng)) {
+        const mb = selectRows(b, rows, { adv: tokenAdv, ret: tokenRet, old: oldLogp, oldV: oldValues, ref: refLogp });
+        let kept: tf.Tensor[] = [];
+        const r = this.core.applyLoss(() => {
+          const out = this.model.forward(mb.inputs, { training: true, rng: this.core.rng });
+          const logits = out.logits.div(c.temperature) as tf.Tensor2D;
+          const mask = tf.tensor1d(mb.mask);
+          const logp = targetLogProbs(logits, tf.tensor1d(mb.targets, 'int32'));
+          const pg = clippedPolicyLoss(logp, tf.tensor1d(mb.extra.old), tf.tensor1d(mb.extra.adv), c.clipLow, c.clipHigh);
+          const policyLoss = aggregate(pg.loss, mask, mb.rows, 'token-mean', 1);
+          const vl = clippedValueLoss(out.values!.reshape([-1]) as tf.Tensor1D, tf.tensor1d(mb.extra.oldV), tf.tensor1d(mb.extra.ret), c.valueClip);
+          const valueLoss = aggregate(vl, mask, mb.rows, 'token-mean', 1);
+          const kl = aggregate(klPenalty(logp, tf.tensor1d(mb.extra.ref), c.klEstimator), mask, mb.rows, 'token-mean', 1);
+          const entropy = aggregate(rowEntropy(logits), mask, mb.rows, 'token-mean', 1);
+          const clipFraction = pg.clipped.mul(mask).sum().div(mask.sum());
+          kept = [policyLoss, valueLoss, kl, entropy, clipFraction].map((t) => tf.keep(t.clone()));
+          let loss = policyLoss.add(valueLoss.mul(c.valueCoef));
+          if (this.reference) loss = loss.add(kl.mul(c.klCoef));
+          if (c.entropyCoef !== 0) loss = loss.sub(entropy.mul(c.entropyCoef));
+          return loss as tf.Scalar;
+        });
+        const [policyLoss, valueLoss, kl, entropy, clipFraction] = kept.map((t) => t.dataSync()[0]);
+        kept.forEach((t) => t.dispose());
+        sums.loss += r.loss;
+        sums.policyLoss += policyLoss;
+        sums.valueLoss += valueLoss;
+        sums.kl += kl;
+        sums.entropy += entropy;
+        sums.clipFraction += clipFraction;
+        sums.gradNorm += r.gradNorm;
+        sums.learningRate += r.learningRate;
+        updates++;
+      }
+    }
+    const m = Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v / updates])) as typeof sums;
+    const ms = performance.now() - t0;
+    const metrics: StepMetrics = {
+      step: this.core.step,
+      loss: m.loss,
+      policyLoss: m.policyLoss,
+      valueLoss: m.valueLoss,
+      kl: this.reference ? m.kl : null,
+      entropy: m.entropy,
+      clipFraction: m.clipFraction,
+      gradNorm: m.gradNorm,
+      learningRate: m.learningRate,
+      ...rewardStats(batch.map(sequenceReturn)),
+      tokensPerSecond: (b.trainableTokens * c.epochs) / (ms / 1000),
+      stepTimeMs: ms,
+      tokens: b.trainableTokens,
+      updates,
+    };
+    this.core.step += 1;
+    return metrics;
+  }
+
+  /** Log-probs and values [B·cols] without gradients. */
+  private evaluate(policy: GPT, inputs: number[][], targets: number[]): { logp: Float32Array; values: Float32Array } {
+    const [lp, v] = tf.tidy(() => {
+      const out = policy.forward(inputs);
+      const logp = targetLogProbs(out.logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32'));
+      return [logp, out.values ? out.values.reshape([-1]) : tf.zerosLike(logp)];
+    });
+    const result = { logp: lp.dataSync() as Float32Array, values: v.dataSync() as Float32Array };
+    lp.dispose();
+    v.dispose();
+    return result;
+  }
+
+  exportState(): TrainerState {
+    return this.core.exportState('ppo', this.config);
+  }
+
+  importState(state: TrainerState): void {
+    this.core.importState(state);
+  }
+
+  dispose(): void {
+    this.core.dispose();
+    this.reference?.dispose();
+  }
+}
