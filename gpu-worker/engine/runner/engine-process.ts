@@ -18,7 +18,7 @@ export class EngineProcessError extends Error {
 
 export interface EngineProcessOptions {
   /** Extra environment for the child (e.g. WHETSTONE_BACKEND). */
-  env?: NodeJS.ProcessEnv;
+  env?: Record<string, string | undefined>;
 }
 
 export class EngineProcess {
