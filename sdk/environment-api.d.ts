@@ -143,8 +143,8 @@ declare module 'whetstone' {
       terminated: boolean;
       /** The episode was cut short (a step limit of the environment's own). */
       truncated?: boolean;
-      /** JSON-serialisable details, shown in rollouts and aggregated in metrics. */
-      info?: Record<string, Json>;
+      /** JSON-serialisable details, shown in rollouts and aggregated in metrics (undefined fields are dropped). */
+      info?: Record<string, Json | undefined>;
   }
   /**
    * How the agent's prompt grows over turns: `full` keeps the whole conversation, `latest` shows
@@ -186,7 +186,7 @@ declare module 'whetstone' {
   /** The value a reward function returns: a number, or a number with details. */
   export type RewardValue = number | {
       reward: number;
-      info?: Record<string, Json>;
+      info?: Record<string, Json | undefined>;
   };
   /** The single-turn shorthand: a prompt per task and a reward over the completion. */
   export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'context'> & TaskSource<Task> & {
@@ -207,7 +207,7 @@ declare module 'whetstone' {
       rewards: Partial<Record<Agent, number>>;
       terminated: boolean;
       truncated?: boolean;
-      info?: Record<string, Json>;
+      info?: Record<string, Json | undefined>;
       /** The next agent to act and its observation; required unless the episode ended. */
       next?: AgentTurn<Agent>;
   }

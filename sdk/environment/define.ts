@@ -26,8 +26,8 @@ export interface StepResult {
   terminated: boolean;
   /** The episode was cut short (a step limit of the environment's own). */
   truncated?: boolean;
-  /** JSON-serialisable details, shown in rollouts and aggregated in metrics. */
-  info?: Record<string, Json>;
+  /** JSON-serialisable details, shown in rollouts and aggregated in metrics (undefined fields are dropped). */
+  info?: Record<string, Json | undefined>;
 }
 
 /**
@@ -80,7 +80,7 @@ export type EnvironmentSpec<Task, State> = CommonSpec<Task, State> &
   };
 
 /** The value a reward function returns: a number, or a number with details. */
-export type RewardValue = number | { reward: number; info?: Record<string, Json> };
+export type RewardValue = number | { reward: number; info?: Record<string, Json | undefined> };
 
 /** The single-turn shorthand: a prompt per task and a reward over the completion. */
 export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'context'> &
@@ -104,7 +104,7 @@ export interface MultiAgentStepResult<Agent extends string = string> {
   rewards: Partial<Record<Agent, number>>;
   terminated: boolean;
   truncated?: boolean;
-  info?: Record<string, Json>;
+  info?: Record<string, Json | undefined>;
   /** The next agent to act and its observation; required unless the episode ended. */
   next?: AgentTurn<Agent>;
 }

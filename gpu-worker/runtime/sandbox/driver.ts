@@ -3,7 +3,7 @@
  * sandbox, calls the user's functions, runs tool calls, and checks every value the user returns
  * before it leaves as JSON. The host re-validates: code in the sandbox can replace anything here.
  */
-import { Rng } from '../../../sdk/environment/rng';
+import { Rng, hash32 } from '../../../sdk/environment/rng';
 import { type Json, validateValue } from '../../../sdk/environment/schema';
 import { describeTools, formatToolResult, parseToolCall } from '../../../sdk/environment/tools';
 import { type AgentTurn, type EnvironmentDefinition, type EpisodeContext } from '../../../sdk/environment/define';
@@ -66,7 +66,8 @@ const handlers: Record<string, (args: never) => unknown> = {
       if (problems.length > 0) throw new InvalidOutput(`the dataset row does not match rowSchema: ${problems.join('; ')}`);
       task = req.row;
     } else {
-      const taskRng = new Rng(req.taskSeed);
+      // A stream distinct from the episode's even when the two seeds are equal.
+      const taskRng = new Rng(hash32(req.taskSeed) ^ 0x2545f491);
       task = user('sample', taskRng, () => env.sample!(taskRng));
     }
     const ctx: EpisodeContext = { seed: req.seed, rng: new Rng(req.seed), task, row: env.rowSchema ? task : undefined, state: undefined };

@@ -1,0 +1,84 @@
+/**
+ * Gomoku rules: a square board, two players alternating, the first to make `winLength` or more
+ * stones in a row (overlines win, as in OpenTinker's free-style variant) wins; a full board is a draw.
+ */
+export type Stone = 0 | 1 | 2; // empty, black, white
+export const EMPTY = 0;
+export const BLACK = 1;
+export const WHITE = 2;
+export const SYMBOLS = ['.', 'X', 'O'] as const;
+
+export interface Board {
+  size: number;
+  winLength: number;
+  /** Row-major cells. */
+  cells: Stone[];
+  moves: number;
+}
+
+export function newBoard(size: number, winLength: number): Board {
+  if (!Number.isInteger(size) || size < 3 || size > 19) throw new RangeError(`board size must be 3..19, got ${size}`);
+  if (!Number.isInteger(winLength) || winLength < 3 || winLength > size) throw new RangeError(`win length must be 3..${size}, got ${winLength}`);
+  return { size, winLength, cells: new Array<Stone>(size * size).fill(EMPTY), moves: 0 };
+}
+
+export function at(board: Board, row: number, col: number): Stone {
+  return board.cells[row * board.size + col];
+}
+
+export function inside(board: Board, row: number, col: number): boolean {
+  return row >= 0 && col >= 0 && row < board.size && col < board.size;
+}
+
+const DIRECTIONS = [
+  [0, 1],
+  [1, 0],
+  [1, 1],
+  [1, -1],
+] as const;
+
+/** The longest line through (row, col) that `stone` would make there. */
+export function lineLength(board: Board, row: number, col: number, stone: Stone): number {
+  let best = 0;
+  for (const [dr, dc] of DIRECTIONS) {
+    let n = 1;
+    for (let r = row + dr, c = col + dc; inside(board, r, c) && at(board, r, c) === stone; r += dr, c += dc) n++;
+    for (let r = row - dr, c = col - dc; inside(board, r, c) && at(board, r, c) === stone; r -= dr, c -= dc) n++;
+    if (n > best) best = n;
+  }
+  return best;
+}
+
+/** Places a stone; returns whether it wins. The cell must be empty. */
+export function place(board: Board, row: number, col: number, stone: Stone): boolean {
+  board.cells[row * board.size + col] = stone;
+  board.moves++;
+  return lineLength(board, row, col, stone) >= board.winLength;
+}
+
+export function isFull(board: Board): boolean {
+  return board.moves >= board.size * board.size;
+}
+
+/** The board as text, with 1-based row and column numbers, as the policy reads it. */
+export function renderBoard(board: Board): string {
+  const w = String(board.size).length;
+  const pad = (s: string | number) => String(s).padStart(w, ' ');
+  const header = `${' '.repeat(w)} ${Array.from({ length: board.size }, (_, c) => pad(c + 1)).join(' ')}`;
+  const rows = Array.from({ length: board.size }, (_, r) => {
+    const cells = Array.from({ length: board.size }, (_, c) => pad(SYMBOLS[at(board, r, c)]));
+    return `${pad(r + 1)} ${cells.join(' ')}`;
+  });
+  return [header, ...rows].join('\n');
+}
+
+/** The move syntax: `<move>row,col</move>`, 1-based. Returns 0-based coordinates, or the problem. */
+export function parseMove(text: string): { row: number; col: number } | { problem: string } {
+  const m = /<move>\s*(\d+)\s*,\s*(\d+)\s*<\/move>/.exec(text);
+  if (!m) return { problem: 'no <move>row,col</move> found' };
+  return { row: Number(m[1]) - 1, col: Number(m[2]) - 1 };
+}
+
+export function formatMove(row: number, col: number): string {
+  return `<move>${row + 1},${col + 1}</move>`;
+}

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Rng } from '../../sdk/environment/rng';
+import { BLACK, WHITE, newBoard, parseMove, place, renderBoard } from './board';
+import { scriptedMove } from './bots';
+import { loadTemplate } from '../load-template';
+import { openInSandbox, playWith } from '../template-harness';
+import { type SandboxEnvironment } from '../../gpu-worker/runtime/sandbox/sandbox-environment';
+import { dryRun } from '../../gpu-worker/runtime/dry-run';
+
+const template = loadTemplate('gomoku');
+
+describe('gomoku rules', () => {
+  const line = (cells: [number, number][], winLength = 5, size = 9) => {
+    const board = newBoard(size, winLength);
+    return cells.map(([r, c]) => place(board, r, c, BLACK));
+  };
+
+  test.each([
+    ['across', [[4, 0], [4, 1], [4, 2], [4, 3], [4, 4]]],
+    ['down', [[0, 8], [1, 8], [2, 8], [3, 8], [4, 8]]],
+    ['diagonal', [[0, 0], [1, 1], [2, 2], [3, 3], [4, 4]]],
+    ['anti-diagonal', [[8, 0], [7, 1], [6, 2], [5, 3], [4, 4]]],
+    ['filled from the middle', [[4, 0], [4, 1], [4, 3], [4, 4], [4, 2]]],
+  ] as [string, [number, number][]][])('five %s wins on the last stone only', (_name, cells) => {
+    expect(line(cells)).toEqual([false, false, false, false, true]);
+  });
+
+  test('an overline wins; four does not; the opponent breaks a line', () => {
+    expect(line([[0, 0], [0, 1], [0, 2], [0, 4], [0, 5], [0, 3]])).toEqual([false, false, false, false, false, true]);
+    const board = newBoard(9, 5);
+    for (const c of [0, 1, 2, 3]) place(board, 0, c, BLACK);
+    place(board, 0, 4, WHITE);
+    expect(place(board, 0, 5, BLACK)).toBe(false);
+  });
+
+  test('rendering and move syntax', () => {
+    const board = newBoard(3, 3);
+    place(board, 0, 0, BLACK);
+    place(board, 1, 2, WHITE);
+    expect(renderBoard(board)).toBe('  1 2 3\n1 X . .\n2 . . O\n3 . . .');
+    expect(renderBoard(newBoard(10, 5)).split('\n')[0]).toBe('    1  2  3  4  5  6  7  8  9 10');
+    expect(parseMove('I play <move> 3, 4 </move>')).toEqual({ row: 2, col: 3 });
+    expect(parseMove('3,4')).toEqual({ problem: 'no <move>row,col</move> found' });
+  });
+
+  test('the scripted bot wins when it can and blocks when it must', () => {
+    const board = newBoard(9, 5);
+    for (const c of [1, 2, 3, 4]) place(board, 2, c, WHITE); // white threatens 2,0 or 2,5
+    for (const c of [1, 2, 3, 4]) place(board, 6, c, BLACK); // black threatens too
+    const win = scriptedMove(board, BLACK, new Rng(1), 0);
+    expect(win.row).toBe(6);
+    expect([0, 5]).toContain(win.col);
+    const quiet = newBoard(9, 5);
+    for (const c of [1, 2, 3, 4]) place(quiet, 2, c, WHITE);
+    const block = scriptedMove(quiet, BLACK, new Rng(1), 0);
+    expect(block.row).toBe(2);
+    expect([0, 5]).toContain(block.col);
+    expect(scriptedMove(newBoard(9, 5), BLACK, new Rng(1), 0)).toEqual({ row: 4, col: 4 }); // centre bias
+  });
+});
+
+describe('gomoku template in the sandbox', () => {
+  let env: SandboxEnvironment;
+  beforeAll(async () => {
+    env = await openInSandbox(template);
+  });
+  afterAll(() => env.dispose());
+
+  test('two agents, latest-observation context, both bots', () => {
+    expect(env.description).toMatchObject({ kind: 'multi-agent', agents: ['black', 'white'], context: 'latest', bots: ['scripted', 'random'] });
+  });
+
+  test('a game is a zero-sum match record: moves, players, raw text, result', async () => {
+    const t = await playWith(env, { black: 'scripted', white: 'random' }, { seed: 4 });
+    expect(t.endReason).toBe('terminated');
+    expect(t.totalRewards.black + t.totalRewards.white).toBe(0);
+    expect(t.turns[0]).toMatchObject({ agent: 'black', action: expect.stringMatching(/^<move>\d,\d<\/move>$/), info: { player: 'black', moveNumber: 1 } });
+    expect(t.turns[1].agent).toBe('white');
+    expect(t.turns[1].observation).toMatch(/black played \d,\d\.\nYou are white \(O\)\. Your move:$/);
+    expect(['black', 'white', 'draw']).toContain(t.finalInfo.result);
+  });
+
+  test('the scripted bot beats the random one', async () => {
+    let wins = 0;
+    const games = 16;
+    for (let seed = 0; seed < games; seed++) {
+      const t = await playWith(env, { black: 'scripted', white: 'random' }, { seed });
+      expect(t.totalRewards.black + t.totalRewards.white).toBe(0);
+      if (t.finalInfo.result === 'black') wins++;
+    }
+    expect(wins).toBeGreaterThanOrEqual(12);
+  });
+
+  test.each([
+    ['no move', 'I resign', /no <move>row,col<\/move> found/],
+    ['off the board', '<move>10,1</move>', /10,1 is off the board/],
+  ])('an invalid move (%s) forfeits', async (_name, text, reason) => {
+    const t = await playWith(env, { black: [text], white: 'random' });
+    expect(t.totalRewards).toEqual({ black: -1, white: 1 });
+    expect(t.finalInfo).toMatchObject({ result: 'white', reason: expect.stringMatching(reason) });
+  });
+
+  test('playing on a taken cell forfeits', async () => {
+    const t = await playWith(env, { black: ['<move>5,5</move>'], white: ['<move>5,5</move>'] });
+    expect(t.totalRewards).toEqual({ black: 1, white: -1 });
+    expect(t.finalInfo.reason).toMatch(/5,5 is taken/);
+  });
+
+  test('a step costs well under a millisecond', async () => {
+    const moves = Array.from({ length: 40 }, (_, i) => `<move>${Math.floor(i / 9) + 1},${(i % 9) + 1}</move>`);
+    // Fill rows in a pattern that never makes five: alternate black and white cells along rows.
+    let steps = 0;
+    const started = performance.now();
+    for (let game = 0; game < 10; game++) {
+      const id = `perf${game}`;
+      let turn = (await env.reset({ episodeId: id, seed: game, taskSeed: 0 })).turn;
+      for (let i = 0; i < 8; i++) {
+        const result = env.stepSync({ episodeId: id, action: moves[i] });
+        steps++;
+        if (!result.next) break;
+        turn = result.next;
+      }
+      expect(turn.agent).toBeDefined();
+      await env.close(id);
+    }
+    const perStepMs = (performance.now() - started) / steps;
+    expect(perStepMs).toBeLessThan(0.5);
+  });
+});
+
+describe('configurable size and win length', () => {
+  test('5 × 5, four in a row', async () => {
+    const env = await openInSandbox(template, { 'small.ts': "import { createGomoku } from './env';\nexport default createGomoku({ size: 5, winLength: 4 });\n" }, 'small.ts');
+    const t = await playWith(env, {
+      black: ['<move>1,1</move>', '<move>1,2</move>', '<move>1,3</move>', '<move>1,4</move>'],
+      white: ['<move>5,1</move>', '<move>5,2</move>', '<move>5,3</move>'],
+    });
+    expect(t.turns[0].observation.split('\n')[0]).toBe('  1 2 3 4 5');
+    expect(t.finalInfo).toMatchObject({ result: 'black', reason: '4 in a row' });
+    expect(t.totalRewards).toEqual({ black: 1, white: -1 });
+    await env.dispose();
+  });
+
+  test('a bad configuration is a load error at its line', async () => {
+    const e = await openInSandbox(template, { 'bad.ts': "import { createGomoku } from './env';\n\nexport default createGomoku({ size: 5, winLength: 7 });\n" }, 'bad.ts').catch((x: unknown) => x);
+    expect(e).toMatchObject({ kind: 'load', location: { file: 'board.ts' } });
+    expect((e as Error).message).toMatch(/win length must be 3..5, got 7/);
+  });
+
+  test('dry run with the bots', async () => {
+    const report = await dryRun({ source: template.source, manifest: template.manifest, episodes: 8 });
+    expect(report.ok).toBe(true);
+    expect(report.warnings).toEqual([]);
+    expect(report.rewards.black.mean + report.rewards.white.mean).toBeCloseTo(0);
+    expect(report.durationMs).toBeLessThan(5000);
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * Reads a built-in template from its folder: the code the sandbox bundles, its manifest and its
+ * datasets. Templates go through the same compile and sandbox path as user code.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseJsonlDataset } from '../sdk/dataset';
+import { type Json, type ObjectSchema } from '../sdk/environment/schema';
+import { type Manifest, parseManifest } from '../sdk/manifest';
+import { type EnvironmentSource } from '../gpu-worker/runtime/sandbox/compile';
+
+export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
+export type TemplateName = (typeof TEMPLATE_NAMES)[number];
+
+export interface LoadedTemplate {
+  manifest: Manifest;
+  source: EnvironmentSource;
+  readme: string;
+  /** Raw JSONL text by path, for data-dependent templates. */
+  datasetFiles: Record<string, string>;
+}
+
+export function templateDir(name: TemplateName): string {
+  return fileURLToPath(new URL(`./${name}/`, import.meta.url));
+}
+
+export function loadTemplate(name: TemplateName): LoadedTemplate {
+  const dir = templateDir(name);
+  const parsed = parseManifest(JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')));
+  if (!parsed.ok) throw new Error(`template ${name}: invalid manifest: ${parsed.problems.join('; ')}`);
+  const files: Record<string, string> = {};
+  const datasetFiles: Record<string, string> = {};
+  for (const path of walk(dir)) {
+    const rel = relative(dir, path).split('\\').join('/');
+    if (rel.endsWith('.test.ts')) continue;
+    if (rel.endsWith('.ts')) files[rel] = readFileSync(path, 'utf8');
+    else if (rel.endsWith('.jsonl')) datasetFiles[rel] = readFileSync(path, 'utf8');
+  }
+  const readmePath = join(dir, 'README.md');
+  return {
+    manifest: parsed.manifest,
+    source: { files, entry: parsed.manifest.entry },
+    readme: existsSync(readmePath) ? readFileSync(readmePath, 'utf8') : '',
+    datasetFiles,
+  };
+}
+
+/** The rows of a template's dataset split, validated against the row schema. */
+export function templateRows(template: LoadedTemplate, split: 'train' | 'heldOut', rowSchema: ObjectSchema): Record<string, Json>[] {
+  const path = split === 'train' ? template.manifest.dataset?.train : template.manifest.dataset?.heldOut;
+  if (!path) throw new Error(`template ${template.manifest.name} has no ${split} split`);
+  const text = template.datasetFiles[path];
+  if (text === undefined) throw new Error(`template ${template.manifest.name}: dataset file ${path} is missing`);
+  const { rows, problems } = parseJsonlDataset(text, rowSchema);
+  if (problems.length > 0) throw new Error(`${path}: ${problems.map((p) => `line ${p.line}: ${p.message}`).join('; ')}`);
+  return rows;
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? walk(join(dir, entry.name)) : [join(dir, entry.name)],
+  );
+}

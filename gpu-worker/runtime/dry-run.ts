@@ -1,0 +1,210 @@
+/**
+ * The dry run the server calls when a user saves an environment: compile, load in the sandbox,
+ * play a few episodes with the environment's bots or a random-text policy, and report what
+ * happened — episode lengths, reward distributions, errors located in the user's TypeScript, and a
+ * few transcripts — within a time budget of a few seconds.
+ */
+import { Rng } from '../../sdk/environment/rng';
+import { type Json } from '../../sdk/environment/schema';
+import { type Manifest } from '../../sdk/manifest';
+import { type CompileDiagnostic, type EnvironmentSource } from './sandbox/compile';
+import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
+import { type EnvironmentDescription } from './sandbox/protocol';
+import { SandboxEnvironment } from './sandbox/sandbox-environment';
+import { type Actor, type EndReason, type Transcript, playEpisode } from './play-episode';
+
+export interface DryRunOptions {
+  source: EnvironmentSource;
+  /** Limits and agents to check against; without one, 8 turns per agent. */
+  manifest?: Pick<Manifest, 'kind' | 'agents' | 'limits'>;
+  /** Dataset rows, required for data-dependent environments (a sample of the train split is enough). */
+  rows?: Json[];
+  episodes?: number;
+  /**
+   * Who plays: "bots" uses the environment's bots (`botPerAgent`, or its bots in turn), "random"
+   * writes random text, which checks that the environment survives garbage.
+   */
+  policy?: 'bots' | 'random';
+  botPerAgent?: Record<string, string>;
+  seed?: number;
+  /** Stop starting episodes after this long. */
+  timeBudgetMs?: number;
+  transcripts?: number;
+}
+
+export interface Distribution {
+  count: number;
+  mean: number;
+  std: number;
+  min: number;
+  max: number;
+  /** Distinct values (rounded to 3 decimals) with counts, most frequent first, at most 12. */
+  histogram: { value: number; count: number }[];
+}
+
+export interface DryRunError extends SandboxErrorJson {
+  episodes: number;
+}
+
+export interface DryRunReport {
+  ok: boolean;
+  compileErrors: CompileDiagnostic[];
+  /** The module failed to load (thrown at top level, no default export). */
+  loadError: SandboxErrorJson | null;
+  description: EnvironmentDescription | null;
+  /** Mismatches between the manifest and the code (agents, kind). */
+  warnings: string[];
+  policy: 'bots' | 'random';
+  episodes: number;
+  endReasons: Record<EndReason, number>;
+  /** Turns per episode (all agents). */
+  lengths: Distribution;
+  /** Episode return per agent. */
+  rewards: Record<string, Distribution>;
+  /** Distinct errors, each with how many episodes hit it. */
+  errors: DryRunError[];
+  transcripts: Transcript[];
+  logs: string[];
+  durationMs: number;
+}
+
+const MAX_LOG_LINES = 100;
+
+export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
+  const started = Date.now();
+  const logs: string[] = [];
+  const report: DryRunReport = {
+    ok: false,
+    compileErrors: [],
+    loadError: null,
+    description: null,
+    warnings: [],
+    policy: options.policy ?? 'bots',
+    episodes: 0,
+    endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 },
+    lengths: distribution([]),
+    rewards: {},
+    errors: [],
+    transcripts: [],
+    logs,
+    durationMs: 0,
+  };
+  const finish = () => ({ ...report, durationMs: Date.now() - started });
+
+  let env: SandboxEnvironment;
+  try {
+    const loaded = await SandboxEnvironment.load(options.source, {
+      onLogs: (lines, episodeId) => {
+        for (const line of lines) if (logs.length < MAX_LOG_LINES) logs.push(episodeId ? `[${episodeId}] ${line}` : line);
+      },
+    });
+    if (!loaded.ok) {
+      report.compileErrors = loaded.errors;
+      return finish();
+    }
+    env = loaded.env;
+  } catch (e) {
+    if (!(e instanceof SandboxError)) throw e;
+    report.loadError = e.toJSON();
+    return finish();
+  }
+
+  try {
+    const description = env.description;
+    report.description = description;
+    report.warnings = checkAgainstManifest(description, options.manifest);
+    if (description.rowSchema && (!options.rows || options.rows.length === 0)) {
+      report.warnings.push('this environment reads dataset rows (rowSchema) but the dry run was given none');
+      return finish();
+    }
+    const policy = report.policy === 'bots' && description.bots.length === 0 ? 'random' : report.policy;
+    report.policy = policy;
+    const episodes = options.episodes ?? 16;
+    const budget = options.timeBudgetMs ?? 3000;
+    const maxTurns = options.manifest?.limits.maxTurns ?? 8;
+    const seed = options.seed ?? 1;
+    const rng = new Rng(seed);
+    const transcripts: Transcript[] = [];
+    for (let i = 0; i < episodes && Date.now() - started < budget; i++) {
+      const episodeId = `dry-${i}`;
+      const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
+      const row = options.rows ? options.rows[i % options.rows.length] : undefined;
+      transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
+    }
+    summarise(report, transcripts, options.transcripts ?? 3);
+    report.ok = report.errors.length === 0 && report.compileErrors.length === 0;
+    return finish();
+  } finally {
+    await env.dispose();
+  }
+}
+
+function botActor(env: SandboxEnvironment, description: EnvironmentDescription, chosen: Record<string, string> = {}): Actor {
+  const byAgent: Record<string, string> = {};
+  description.agents.forEach((agent, i) => {
+    byAgent[agent] = chosen[agent] ?? description.bots[i % description.bots.length];
+  });
+  return (agent, _observation, episodeId) => env.bot({ episodeId, bot: byAgent[agent] });
+}
+
+/** Random short texts, sometimes shaped like the syntaxes environments parse (tool calls, moves, numbers). */
+function randomTextActor(rng: Rng, description: EnvironmentDescription): Actor {
+  const words = ['yes', 'no', 'A', 'B', '42', '-7', '3.5', '', ' ', '<move>1,1</move>', '<answer>12</answer>', '{"a":1}', '∑ ü 漢'];
+  return () => {
+    const roll = rng.next();
+    if (roll < 0.15 && description.tools.length > 0) return `<tool_call>${rng.pick(description.tools).name}(${rng.int(0, 1000)})</tool_call>`;
+    if (roll < 0.3) return String(rng.int(-100, 1000));
+    const n = rng.int(1, 4);
+    return Array.from({ length: n }, () => rng.pick(words)).join(' ');
+  };
+}
+
+function checkAgainstManifest(description: EnvironmentDescription, manifest: DryRunOptions['manifest']): string[] {
+  if (!manifest) return [];
+  const warnings: string[] = [];
+  if (manifest.agents.join(',') !== description.agents.join(',')) {
+    warnings.push(`manifest agents [${manifest.agents.join(', ')}] differ from the code's [${description.agents.join(', ')}]`);
+  }
+  const codeKind = description.kind;
+  const compatible = manifest.kind === codeKind || (manifest.kind === 'single-turn' && codeKind === 'multi-turn');
+  if (!compatible) warnings.push(`manifest kind "${manifest.kind}" but the code defines a ${codeKind} environment`);
+  return warnings;
+}
+
+function summarise(report: DryRunReport, transcripts: Transcript[], keep: number): void {
+  report.episodes = transcripts.length;
+  const errors = new Map<string, DryRunError>();
+  for (const t of transcripts) {
+    report.endReasons[t.endReason]++;
+    if (t.error) {
+      const key = `${t.error.kind}|${t.error.message}`;
+      const seen = errors.get(key);
+      if (seen) seen.episodes++;
+      else errors.set(key, { ...t.error, episodes: 1 });
+    }
+  }
+  report.errors = [...errors.values()];
+  report.lengths = distribution(transcripts.map((t) => t.turns.length));
+  const agents = report.description?.agents ?? [];
+  report.rewards = Object.fromEntries(
+    agents.map((agent) => [agent, distribution(transcripts.filter((t) => !t.error).map((t) => t.totalRewards[agent] ?? 0))]),
+  );
+  // Keep failing transcripts first: they are the ones a user needs to read.
+  report.transcripts = [...transcripts.filter((t) => t.error), ...transcripts.filter((t) => !t.error)].slice(0, keep);
+}
+
+export function distribution(values: number[]): Distribution {
+  if (values.length === 0) return { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] };
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const std = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);
+  const counts = new Map<number, number>();
+  for (const v of values) {
+    const key = Math.round(v * 1000) / 1000;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const histogram = [...counts.entries()]
+    .map(([value, count]) => ({ value, count }))
+    .sort((a, b) => b.count - a.count || a.value - b.value)
+    .slice(0, 12);
+  return { count: values.length, mean, std, min: Math.min(...values), max: Math.max(...values), histogram };
+}

@@ -1,0 +1,92 @@
+/**
+ * Plays one episode at the level of text: each turn an actor (a bot, a scripted or random policy,
+ * later a model) writes the current agent's action and the environment answers. The transcript is
+ * also the match record: every move, who played it, the raw text, and the result.
+ */
+import { type Json } from '../../sdk/environment/schema';
+import { type EnvironmentHandle } from './environment-handle';
+import { type ToolCallRecord } from './sandbox/protocol';
+import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
+
+export type Actor = (agent: string, observation: string, episodeId: string) => Promise<string> | string;
+
+export interface TranscriptTurn {
+  agent: string;
+  observation: string;
+  action: string;
+  rewards: Record<string, number>;
+  info: Record<string, Json>;
+  tool: ToolCallRecord | null;
+}
+
+export type EndReason = 'terminated' | 'truncated' | 'max-turns' | 'error';
+
+export interface Transcript {
+  episodeId: string;
+  seed: number;
+  task: Json;
+  systemPrompts: Record<string, string>;
+  turns: TranscriptTurn[];
+  endReason: EndReason;
+  /** Sum of each agent's rewards over the episode. */
+  totalRewards: Record<string, number>;
+  /** The info of the last step (a game's result lives here). */
+  finalInfo: Record<string, Json>;
+  error: SandboxErrorJson | null;
+}
+
+export interface PlayOptions {
+  episodeId: string;
+  seed: number;
+  taskSeed: number;
+  row?: Json;
+  actor: Actor;
+  /** Turns per agent before the episode is cut (manifest limits.maxTurns). */
+  maxTurns: number;
+}
+
+export async function playEpisode(env: EnvironmentHandle, options: PlayOptions): Promise<Transcript> {
+  const { episodeId, seed } = options;
+  const totalRewards = Object.fromEntries(env.description.agents.map((a) => [a, 0]));
+  const transcript: Transcript = {
+    episodeId,
+    seed,
+    task: null,
+    systemPrompts: {},
+    turns: [],
+    endReason: 'error',
+    totalRewards,
+    finalInfo: {},
+    error: null,
+  };
+  const turnsTaken: Record<string, number> = {};
+  try {
+    const reset = await env.reset({ episodeId, seed, taskSeed: options.taskSeed, row: options.row });
+    transcript.task = reset.task;
+    transcript.systemPrompts = reset.systemPrompts;
+    let turn = reset.turn;
+    for (;;) {
+      if ((turnsTaken[turn.agent] ?? 0) >= options.maxTurns) {
+        transcript.endReason = 'max-turns';
+        await env.close(episodeId);
+        break;
+      }
+      turnsTaken[turn.agent] = (turnsTaken[turn.agent] ?? 0) + 1;
+      const action = await options.actor(turn.agent, turn.observation, episodeId);
+      const result = await env.step({ episodeId, action });
+      for (const [agent, r] of Object.entries(result.rewards)) totalRewards[agent] = (totalRewards[agent] ?? 0) + r;
+      transcript.turns.push({ agent: turn.agent, observation: turn.observation, action, rewards: result.rewards, info: result.info, tool: result.tool });
+      transcript.finalInfo = result.info;
+      if (!result.next) {
+        transcript.endReason = result.terminated ? 'terminated' : 'truncated';
+        break;
+      }
+      turn = result.next;
+    }
+  } catch (e) {
+    if (!(e instanceof SandboxError)) throw e;
+    transcript.endReason = 'error';
+    transcript.error = e.toJSON();
+  }
+  return transcript;
+}
