@@ -18,9 +18,13 @@ export type SandboxErrorKind =
   /** A response larger than the output limit. */
   | 'output-too-large'
   /** The sandbox itself failed; it has been replaced. */
-  | 'crash';
+  | 'crash'
+  /** An HTTP environment did not answer (down, timed out, 5xx after retries). */
+  | 'unavailable'
+  /** An HTTP environment answered with something outside the protocol. */
+  | 'protocol';
 
-/** An error from user environment code, located in the user's TypeScript where possible. */
+/** An error from environment code (sandboxed or behind HTTP), located in the user's TypeScript where possible. */
 export class SandboxError extends Error {
   override name = 'SandboxError';
 
