@@ -42,18 +42,24 @@ export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Tensor1D, 
 }
 
 const GELU_C = Math.sqrt(2 / Math.PI);
+const GELU_A = 0.044715;
 
-/** GELU, tanh approximation (GPT-2), with a hand-written gradient: fewer kernels on the backward pass. */
+/**
+ * GELU, tanh approximation (GPT-2), computed as x·σ(2u) with u = c(x + a x³): identical to
+ * ½x(1 + tanh u), but wasm's Sigmoid kernel is ~6× faster than its Tanh, and x·x·x is ~10× faster
+ * than Pow. The gradient is written by hand to keep the backward pass to a few kernels:
+ *   d/dx = s + x·s(1 − s)·2c(1 + 3a x²),  s = σ(2u).
+ */
 export const gelu = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
-  const inner = tf.tanh(x.add(x.pow(3).mul(0.044715)).mul(GELU_C));
-  save([x, inner]);
+  const x2 = x.square();
+  const s = tf.sigmoid(x2.mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
+  save([x, x2, s]);
   return {
-    value: x.mul(inner.add(1)).mul(0.5),
+    value: x.mul(s),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sx, t] = saved;
-      // d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t²) c (1 + 3·0.044715 x²)
-      const dt = tf.scalar(1).sub(t.square()).mul(sx.square().mul(3 * 0.044715).add(1)).mul(GELU_C);
-      return [dy.mul(t.add(1).add(sx.mul(dt)).mul(0.5))];
+      const [sx, sx2, ss] = saved;
+      const du = sx2.mul(6 * GELU_C * GELU_A).add(2 * GELU_C);
+      return [dy.mul(ss.mul(tf.scalar(1).sub(ss)).mul(du).mul(sx).add(ss))];
     },
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
