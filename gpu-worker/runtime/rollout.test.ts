@@ -87,7 +87,7 @@ describe('rollout state machine', () => {
     ['turns', { maxTurns: 2 }, 'thinking', 'max-turns', 2],
     ['total tokens', { maxResponseTokens: 20 }, 'thinking about it', 'max-tokens', 2],
     ['context', { contextLength: 420 }, 'thinking about it', 'context', 1],
-  ] as const)('cut by %s', async (_name, limits, reply, reason, turns) => {
+  ] as [string, Partial<RolloutConfig>, string, string, number][])('cut by %s', async (_name, limits, reply, reason, turns) => {
     const policy = new ScriptedPolicy(tok, () => reply);
     const [r] = await runRollouts(mathTools, tok, { p: policy }, [solo(`cut-${reason}`)], { ...config, ...limits });
     expect(r.endReason).toBe(reason);
