@@ -1,0 +1,176 @@
+/**
+ * The multi-agent coordinator. Within an episode, the rollout state machine runs the turns in the
+ * environment's order. Across agents it enforces global barriers: every agent finishes the rollout
+ * phase before any policy updates, and every update finishes before the next rollout phase.
+ *
+ * Seats: each learning agent samples from its policy; policies named the same are shared (one
+ * set of weights, one optimiser, one batch from all its seats). The other seats are filled per
+ * episode from an opponent mix: an environment bot, a fixed policy, or a frozen snapshot of a
+ * learning policy, refreshed every few steps (self-play against the past, which peers found keeps
+ * self-play from collapsing).
+ */
+import { Rng } from '../../sdk/environment/rng';
+import { type Json } from '../../sdk/environment/schema';
+import { type EnvironmentHandle } from './environment-handle';
+import { type Policy, type Sequence, type Tokenizer, type Trainer } from './policy';
+import { type EpisodeRollout, type EpisodeSpec, type Player, type RolloutConfig, runRollouts, trainingBatch } from './rollout';
+
+export interface PolicySlot {
+  policy: Policy;
+  /** Required for policies that learn. */
+  trainer?: Trainer;
+  /** A frozen copy of the current weights, for `frozen:<policy>` opponents. */
+  freeze?: () => Promise<Policy>;
+}
+
+export interface CoordinatorOptions {
+  env: EnvironmentHandle;
+  tokenizer: Tokenizer;
+  policies: Record<string, PolicySlot>;
+  /** Agent → the policy it learns with. Agents not listed are opponents. */
+  learners: Record<string, string>;
+  /**
+   * Shares of episodes for each opponent seat: a bot name ("scripted"), "policy:<id>" (a policy
+   * that does not learn here) or "frozen:<id>" (a snapshot of a learning policy).
+   */
+  opponents?: Record<string, number>;
+  rollout: RolloutConfig;
+  /** Tasks per step; each gives `groupSize` episodes. */
+  tasksPerStep: number;
+  groupSize: number;
+  /** Dataset rows for data-dependent environments, cycled through in order. */
+  rows?: Json[];
+  /** Steps between refreshes of frozen snapshots. */
+  refreshFrozenEvery?: number;
+  seed: number;
+  onEvent?: (event: CoordinatorEvent) => void;
+}
+
+export type CoordinatorEvent =
+  | { type: 'rollout-start'; step: number }
+  | { type: 'rollout-end'; step: number; agent: string }
+  | { type: 'update-start'; step: number; policy: string; sequences: number }
+  | { type: 'update-end'; step: number; policy: string }
+  | { type: 'snapshot'; step: number; policy: string };
+
+export interface StepReport {
+  step: number;
+  rollouts: EpisodeRollout[];
+  /** Mean episode return per agent (episodes without errors). */
+  meanReward: Record<string, number>;
+  /** Trainer metrics per learning policy. */
+  metrics: Record<string, Record<string, number>>;
+  /** Opponent chosen per episode, by agent. */
+  opponents: Record<string, string>[];
+}
+
+export class MultiAgentCoordinator {
+  private step = 0;
+  private rowCursor = 0;
+  private readonly frozen = new Map<string, Policy>();
+  private readonly opponentAgents: string[];
+
+  constructor(private readonly o: CoordinatorOptions) {
+    const agents = o.env.description.agents;
+    for (const [agent, policy] of Object.entries(o.learners)) {
+      if (!agents.includes(agent)) throw new Error(`learner "${agent}" is not an agent of ${o.env.description.name} (${agents.join(', ')})`);
+      const slot = o.policies[policy];
+      if (!slot?.trainer) throw new Error(`learning policy "${policy}" needs a trainer`);
+    }
+    this.opponentAgents = agents.filter((a) => !(a in o.learners));
+    if (this.opponentAgents.length > 0) {
+      const mix = o.opponents ?? {};
+      if (!Object.values(mix).some((w) => w > 0)) throw new Error(`agents ${this.opponentAgents.join(', ')} need an opponent mix`);
+      for (const name of Object.keys(mix)) {
+        const [kind, id] = name.includes(':') ? name.split(':') : ['bot', name];
+        if (kind === 'bot' && !o.env.description.bots.includes(id)) throw new Error(`no bot "${id}" in ${o.env.description.name}`);
+        if ((kind === 'policy' || kind === 'frozen') && !o.policies[id]) throw new Error(`opponent "${name}": no policy "${id}"`);
+        if (kind === 'frozen' && !o.policies[id].freeze) throw new Error(`opponent "${name}": policy "${id}" cannot be frozen`);
+      }
+    }
+  }
+
+  /** One rollout phase and one update phase, separated by barriers. */
+  async runStep(): Promise<StepReport> {
+    const step = this.step++;
+    const { o } = this;
+    if (step === 0) await this.refreshSnapshots(step);
+
+    // Rollout phase.
+    o.onEvent?.({ type: 'rollout-start', step });
+    const rng = new Rng(o.seed * 7919 + step);
+    const specs: EpisodeSpec[] = [];
+    const opponents: Record<string, string>[] = [];
+    for (let t = 0; t < o.tasksPerStep; t++) {
+      const taskSeed = rng.int(0, 0x7fffffff);
+      const row = o.rows && o.rows.length > 0 ? o.rows[this.rowCursor++ % o.rows.length] : undefined;
+      for (let g = 0; g < o.groupSize; g++) {
+        const players: Record<string, Player> = {};
+        const chosen: Record<string, string> = {};
+        for (const [agent, policy] of Object.entries(o.learners)) players[agent] = { kind: 'policy', policy, learn: true };
+        for (const agent of this.opponentAgents) {
+          const name = pickWeighted(rng, o.opponents!);
+          chosen[agent] = name;
+          players[agent] = this.opponentPlayer(name);
+        }
+        opponents.push(chosen);
+        specs.push({ episodeId: `s${step}-t${t}-g${g}`, group: `s${step}-t${t}`, seed: rng.int(0, 0x7fffffff), taskSeed, row, players });
+      }
+    }
+    const policies: Record<string, Policy> = {};
+    for (const [id, slot] of Object.entries(o.policies)) policies[id] = slot.policy;
+    for (const [id, policy] of this.frozen) policies[`frozen:${id}`] = policy;
+    const rollouts = await runRollouts(o.env, o.tokenizer, policies, specs, { ...o.rollout, seed: o.seed * 1000003 + step });
+    // Barrier: the rollout phase is over for every agent before any update starts.
+    for (const agent of o.env.description.agents) o.onEvent?.({ type: 'rollout-end', step, agent });
+
+    // Update phase: one batch per learning policy, from every seat it played.
+    const batches = new Map<string, Sequence[]>();
+    for (const [agent, policy] of Object.entries(o.learners)) {
+      batches.set(policy, [...(batches.get(policy) ?? []), ...trainingBatch(rollouts, agent)]);
+    }
+    const metrics: Record<string, Record<string, number>> = {};
+    await Promise.all(
+      [...batches].map(async ([policy, batch]) => {
+        if (batch.length === 0) return;
+        o.onEvent?.({ type: 'update-start', step, policy, sequences: batch.length });
+        metrics[policy] = await o.policies[policy].trainer!.train(batch);
+        o.onEvent?.({ type: 'update-end', step, policy });
+      }),
+    );
+    // Barrier: all updates are done before snapshots and the next rollout phase.
+    if ((step + 1) % (o.refreshFrozenEvery ?? 10) === 0) await this.refreshSnapshots(step);
+
+    return { step, rollouts, meanReward: meanRewards(rollouts, o.env.description.agents), metrics, opponents };
+  }
+
+  private opponentPlayer(name: string): Player {
+    if (name.startsWith('policy:')) return { kind: 'policy', policy: name.slice(7), learn: false };
+    if (name.startsWith('frozen:')) return { kind: 'policy', policy: name, learn: false };
+    return { kind: 'bot', bot: name };
+  }
+
+  private async refreshSnapshots(step: number) {
+    const wanted = Object.keys(this.o.opponents ?? {}).filter((n) => n.startsWith('frozen:')).map((n) => n.slice(7));
+    for (const id of new Set(wanted)) {
+      this.frozen.set(id, await this.o.policies[id].freeze!());
+      this.o.onEvent?.({ type: 'snapshot', step, policy: id });
+    }
+  }
+}
+
+function pickWeighted(rng: Rng, mix: Record<string, number>): string {
+  const entries = Object.entries(mix).filter(([, w]) => w > 0);
+  const total = entries.reduce((a, [, w]) => a + w, 0);
+  let x = rng.next() * total;
+  for (const [name, w] of entries) {
+    x -= w;
+    if (x < 0) return name;
+  }
+  return entries[entries.length - 1][0];
+}
+
+function meanRewards(rollouts: EpisodeRollout[], agents: readonly string[]): Record<string, number> {
+  const ok = rollouts.filter((r) => r.endReason !== 'error');
+  return Object.fromEntries(agents.map((a) => [a, ok.length === 0 ? 0 : ok.reduce((s, r) => s + (r.agents[a]?.totalReward ?? 0), 0) / ok.length]));
+}
