@@ -15,6 +15,8 @@ export class SandboxEnvironment implements EnvironmentHandle {
   private generation = 0;
   private readonly episodeGeneration = new Map<string, number>();
   private lastFatal: SandboxError | null = null;
+  /** Calls into the sandbox and the wall time spent in them (for metrics and benchmarks). */
+  readonly stats = { calls: 0, ms: 0 };
 
   private constructor(
     private readonly pool: SandboxPool,
@@ -108,6 +110,7 @@ export class SandboxEnvironment implements EnvironmentHandle {
 
   private callSync<M extends DriverMethod>(method: M, args: DriverMethods[M]['request'], episodeId: string): DriverMethods[M]['response'] {
     if (!this.sandbox) throw new SandboxError('crash', method, 'no sandbox (use the async methods after a fatal error)', null, '');
+    const started = performance.now();
     try {
       const { value, logs } = this.sandbox.call(method, args);
       if (logs.length > 0) this.onLogs?.(logs, episodeId);
@@ -125,6 +128,9 @@ export class SandboxEnvironment implements EnvironmentHandle {
         this.episodeGeneration.delete(episodeId);
       }
       throw e;
+    } finally {
+      this.stats.calls++;
+      this.stats.ms += performance.now() - started;
     }
   }
 }
