@@ -63,12 +63,11 @@ let snapshot: GPT | null = null;
 let snapshotAt = 0;
 let snapshotAccuracy = 0;
 let step = 0;
-let acc = 0;
 while (elapsed() < BUDGET_S) {
   sft.step(Array.from({ length: batchSize }, () => example(...train[rng.int(train.length)])));
   step++;
   if (step % EVAL_EVERY_STEPS === 0) {
-    acc = accuracy(model);
+    const acc = accuracy(model);
     if (secondsTo90 === null && acc >= 0.9) secondsTo90 = elapsed();
   }
   if (!snapshot && elapsed() >= BUDGET_S * SFT_PART) {
@@ -90,7 +89,7 @@ emit('accuracy_sft_only', sftOnly, 'exact match', { budgetS: BUDGET_S, sftSteps:
 
 // Same budget: SFT up to the snapshot, then GRPO for the rest.
 const grpoBudget = BUDGET_S - snapshotAt;
-const grpo = new GRPOTrainer(snapshot!, { learningRate: 1e-4, clipLow: 0.2, clipHigh: 0.28, seed: 1 });
+const grpo = new GRPOTrainer(snapshot!, { learningRate: Number(process.env.LEARN_GRPO_LR ?? 1e-4), clipLow: 0.2, clipHigh: 0.28, seed: 1 });
 const g0 = performance.now();
 let grpoSteps = 0;
 const prompts = 32;
