@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "schema-engine is not available offline" >&2
+exit 1

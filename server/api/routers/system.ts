@@ -1,0 +1,5 @@
+import { publicProcedure, router } from '../trpc';
+
+export const systemRouter = router({
+  health: publicProcedure.query(({ ctx }) => ctx.deps.health()),
+});

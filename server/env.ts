@@ -1,0 +1,43 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { repoRoot } from './paths';
+
+// Every environment variable Whetstone reads, parsed once at start. README.md lists them.
+const flag = z
+  .enum(['0', '1', 'true', 'false', ''])
+  .optional()
+  .transform((v) => v === '1' || v === 'true');
+
+const envSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgresql:// URL')
+    .refine((v) => URL.canParse(v), 'is not a valid URL')
+    .optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  WHETSTONE_HOME: z.string().min(1).default(path.join(repoRoot, '.whetstone')),
+  /** The address users reach the server at, for printed links; defaults to http://HOST:PORT. */
+  WHETSTONE_PUBLIC_URL: z.url().optional(),
+  /** Next.js in development mode (hot reload) instead of the production build. */
+  WHETSTONE_DEV: flag,
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export type Env = z.infer<typeof envSchema> & { WHETSTONE_HOME: string };
+
+export class EnvError extends Error {}
+
+/** Parses the environment; throws EnvError naming every bad variable. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '?');
+      return `  ${name}=${JSON.stringify(source[name] ?? '')}: ${issue.message}`;
+    });
+    throw new EnvError(`Invalid environment variable${lines.length > 1 ? 's' : ''}:\n${lines.join('\n')}`);
+  }
+  return { ...parsed.data, WHETSTONE_HOME: path.resolve(parsed.data.WHETSTONE_HOME) };
+}

