@@ -62,14 +62,16 @@ export function isFull(board: Board): boolean {
 
 /** The board as text, with 1-based row and column numbers, as the policy reads it. */
 export function renderBoard(board: Board): string {
+  // Plain loops and concatenation: several times faster than map/join in the QuickJS interpreter.
   const w = String(board.size).length;
-  const pad = (s: string | number) => String(s).padStart(w, ' ');
-  const header = `${' '.repeat(w)} ${Array.from({ length: board.size }, (_, c) => pad(c + 1)).join(' ')}`;
-  const rows = Array.from({ length: board.size }, (_, r) => {
-    const cells = Array.from({ length: board.size }, (_, c) => pad(SYMBOLS[at(board, r, c)]));
-    return `${pad(r + 1)} ${cells.join(' ')}`;
-  });
-  return [header, ...rows].join('\n');
+  const pad = (s: string) => (s.length >= w ? s : ' '.repeat(w - s.length) + s);
+  let out = ' '.repeat(w);
+  for (let c = 1; c <= board.size; c++) out += ` ${pad(String(c))}`;
+  for (let r = 0; r < board.size; r++) {
+    out += `\n${pad(String(r + 1))}`;
+    for (let c = 0; c < board.size; c++) out += ` ${pad(SYMBOLS[board.cells[r * board.size + c]])}`;
+  }
+  return out;
 }
 
 /** The move syntax: `<move>row,col</move>`, 1-based. Returns 0-based coordinates, or the problem. */

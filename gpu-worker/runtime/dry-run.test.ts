@@ -58,6 +58,16 @@ export default defineEnvironment<number, number>({
     ]);
   });
 
+  test('a saved dataset is checked against the row schema, line by line', async () => {
+    const code = `${HEADER}export default defineSingleTurn<{ q: string; a: number }>({ name: 'x', systemPrompt: '', rowSchema: { type: 'object', properties: { q: { type: 'string' }, a: { type: 'number' } } }, prompt: (r) => r.q, reward: (_p, c, r) => (c === String(r.a) ? 1 : 0) });\n`;
+    const text = '{"q":"1+1","a":2}\n{"q":"2+2","a":"four"}\n{"q":"3+3","a":6}\n';
+    const report = await dryRun({ source: { entry: 'env.ts', files: { 'env.ts': code } }, dataset: { path: 'data/train.jsonl', text }, episodes: 4 });
+    expect(report.datasetProblems).toEqual([{ path: 'data/train.jsonl', line: 2, message: 'row.a: expected a finite number, got string' }]);
+    expect(report.ok).toBe(false);
+    expect(report.episodes).toBe(4);
+    expect(report.transcripts[0].task).toMatchObject({ q: expect.stringMatching(/^[13]\+[13]$/) });
+  });
+
   test('the time budget bounds a slow environment', async () => {
     const code = `${HEADER}export default defineSingleTurn({ name: 'slow', systemPrompt: '', sample: () => 0, prompt: () => 'p',
   reward: () => { const end = Date.now() + 150; while (Date.now() < end) {} return 0; } });\n`;

@@ -6,6 +6,7 @@
  */
 import { Rng } from '../../sdk/environment/rng';
 import { type Json } from '../../sdk/environment/schema';
+import { type DatasetProblem, parseJsonlDataset } from '../../sdk/dataset';
 import { type Manifest } from '../../sdk/manifest';
 import { type CompileDiagnostic, type EnvironmentSource } from './sandbox/compile';
 import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
@@ -19,6 +20,8 @@ export interface DryRunOptions {
   manifest?: Pick<Manifest, 'kind' | 'agents' | 'limits'>;
   /** Dataset rows, required for data-dependent environments (a sample of the train split is enough). */
   rows?: Json[];
+  /** Or the dataset file as saved: checked line by line against the code's rowSchema. */
+  dataset?: { path: string; text: string };
   episodes?: number;
   /**
    * Who plays: "bots" uses the environment's bots (`botPerAgent`, or its bots in turn), "random"
@@ -54,6 +57,8 @@ export interface DryRunReport {
   description: EnvironmentDescription | null;
   /** Mismatches between the manifest and the code (agents, kind). */
   warnings: string[];
+  /** Dataset lines that are not JSON or do not match rowSchema. */
+  datasetProblems: (DatasetProblem & { path: string })[];
   policy: 'bots' | 'random';
   episodes: number;
   endReasons: Record<EndReason, number>;
@@ -79,6 +84,7 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
     loadError: null,
     description: null,
     warnings: [],
+    datasetProblems: [],
     policy: options.policy ?? 'bots',
     episodes: 0,
     endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 },
@@ -113,7 +119,13 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
     const description = env.description;
     report.description = description;
     report.warnings = checkAgainstManifest(description, options.manifest);
-    if (description.rowSchema && (!options.rows || options.rows.length === 0)) {
+    let rows = options.rows;
+    if (description.rowSchema && options.dataset) {
+      const parsed = parseJsonlDataset(options.dataset.text, description.rowSchema);
+      report.datasetProblems = parsed.problems.map((p) => ({ ...p, path: options.dataset!.path }));
+      rows = parsed.rows;
+    }
+    if (description.rowSchema && (!rows || rows.length === 0)) {
       report.warnings.push('this environment reads dataset rows (rowSchema) but the dry run was given none');
       return finish();
     }
@@ -128,11 +140,11 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
     for (let i = 0; i < episodes && Date.now() - started < budget; i++) {
       const episodeId = `dry-${i}`;
       const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
-      const row = options.rows ? options.rows[i % options.rows.length] : undefined;
+      const row = rows ? rows[i % rows.length] : undefined;
       transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
     }
     summarise(report, transcripts, options.transcripts ?? 3);
-    report.ok = report.errors.length === 0 && report.compileErrors.length === 0;
+    report.ok = report.errors.length === 0 && report.datasetProblems.length === 0;
     return finish();
   } finally {
     await env.dispose();
