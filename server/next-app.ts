@@ -43,7 +43,7 @@ export function buildIsCurrent(): boolean {
 }
 
 /** Runs `next build` when the sources changed; resolves when a current build exists. */
-export async function ensureNextBuild(log: (line: string) => void): Promise<void> {
+export async function ensureNextBuild(log: (line: string) => void, signal?: AbortSignal): Promise<void> {
   if (buildIsCurrent()) return;
   const inputs = hashInputs();
   log('building the web app (first start, or the sources changed)…');
@@ -54,11 +54,13 @@ export async function ensureNextBuild(log: (line: string) => void): Promise<void
       cwd: repoRoot,
       env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      signal, // a server stopped mid-build stops its build too
+      killSignal: 'SIGKILL',
     });
     const keep = (chunk: Buffer) => output.push(chunk.toString());
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    child.on('error', reject);
+    child.on('error', (error) => reject(signal?.aborted ? new Error('build stopped') : error));
     child.on('exit', (code) =>
       code === 0 ? resolve() : reject(new Error(`next build failed (exit ${code}):\n${output.join('').slice(-4000)}`)),
     );

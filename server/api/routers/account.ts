@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { deleteSession, sessionCookie } from '../../auth/session';
 import { publicProcedure, router, userProcedure } from '../trpc';
 
@@ -12,6 +13,12 @@ export const accountRouter = router({
     });
     return { user: ctx.user, teams: memberships.map((m) => ({ ...m.team, role: m.role })) };
   }),
+
+  updateProfile: userProcedure
+    .input(z.object({ name: z.string().trim().min(1).max(100) }))
+    .mutation(({ ctx, input }) =>
+      ctx.db.user.update({ where: { id: ctx.user.id }, data: { name: input.name }, select: { id: true, name: true } }),
+    ),
 
   signOut: userProcedure.mutation(async ({ ctx }) => {
     if (ctx.sessionId) await deleteSession(ctx.db, ctx.sessionId);

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createUserWithTeam, startTestServer } from '../test-server';
+import { createSignInLink } from '../auth/session';
+
+/** A tRPC query over plain HTTP, as the browser sends it (superjson-wrapped input). */
+async function trpcGet(base: string, path: string, input: unknown, cookie?: string) {
+  const qs = input === undefined ? '' : `?input=${encodeURIComponent(JSON.stringify({ json: input }))}`;
+  const res = await fetch(`${base}/api/trpc/${path}${qs}`, { headers: cookie ? { cookie } : {} });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe('HTTP API', () => {
+  let t: TestDatabase;
+  let server: Awaited<ReturnType<typeof startTestServer>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    server = await startTestServer(t.db);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await t?.drop();
+  });
+
+  it('reports health: database up, migrations applied, workers online, uptime', async () => {
+    const res = await fetch(`${server.url}/api/health`);
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({
+      status: 'ok',
+      version: expect.any(String),
+      database: { reachable: true },
+      migrations: { pending: 0 },
+      workers: { online: 0 },
+      uptimeSeconds: expect.any(Number),
+    });
+    expect(body.migrations.applied).toBeGreaterThan(0);
+  });
+
+  it('counts only workers with a recent heartbeat as online', async () => {
+    const base = { hostname: 'h', backend: 'cpu', version: '1', credentialHash: '' };
+    await t.db.worker.create({ data: { ...base, name: 'fresh', credentialHash: 'a' } });
+    await t.db.worker.create({ data: { ...base, name: 'stale', credentialHash: 'b', lastHeartbeatAt: new Date(Date.now() - 120_000) } });
+    const body = await (await fetch(`${server.url}/api/health`)).json();
+    expect(body.workers.online).toBe(1);
+    await t.db.worker.deleteMany();
+  });
+
+  it('answers input that fails validation with BAD_REQUEST and the zod issues', async () => {
+    const { cookie } = await createUserWithTeam(t.db);
+    const res = await trpcGet(server.url, 'environments.list', { teamId: 42 }, cookie);
+    expect(res.status).toBe(400);
+    expect(res.body.error.json.data.code).toBe('BAD_REQUEST');
+    expect(res.body.error.json.data.issues[0]).toMatchObject({ path: ['teamId'], code: 'invalid_type' });
+    expect(JSON.stringify(res.body)).not.toMatch(/stack|at .*\.ts/);
+  });
+
+  it('refuses oversized bodies with 413, not a 500', async () => {
+    const { cookie } = await createUserWithTeam(t.db);
+    const post = (name: string) =>
+      fetch(`${server.url}/api/trpc/account.updateProfile`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ json: { name } }),
+      });
+    expect((await post('x'.repeat(2_000_000))).status).toBe(413);
+    expect((await post('x'.repeat(101))).status).toBe(400);
+    expect((await post('Ada')).status).toBe(200);
+  });
+
+  it('answers an unknown procedure and an unknown API route with 404', async () => {
+    expect((await trpcGet(server.url, 'nope.nothing', undefined)).status).toBe(404);
+    const res = await fetch(`${server.url}/api/nothing-here`);
+    expect(res.status).toBe(404);
+  });
+
+  it('requires a session for user and team procedures', async () => {
+    const { team } = await createUserWithTeam(t.db);
+    const res = await trpcGet(server.url, 'environments.list', { teamId: team.id });
+    expect(res.status).toBe(401);
+    expect((await trpcGet(server.url, 'account.me', undefined)).body.result.data.json).toBeNull();
+  });
+
+  it('scopes team data to members: another team is NOT_FOUND, its rows never appear', async () => {
+    const a = await createUserWithTeam(t.db);
+    const b = await createUserWithTeam(t.db);
+    await t.db.environment.create({ data: { teamId: b.team.id, name: 'secret-env' } });
+    await t.db.environment.create({ data: { teamId: a.team.id, name: 'my-env' } });
+    const mine = await trpcGet(server.url, 'environments.list', { teamId: a.team.id }, a.cookie);
+    expect(mine.body.result.data.json.map((e: { name: string }) => e.name)).toEqual(['my-env']);
+    const theirs = await trpcGet(server.url, 'environments.list', { teamId: b.team.id }, a.cookie);
+    expect(theirs.status).toBe(404);
+    expect(JSON.stringify(theirs.body)).not.toContain('secret-env');
+  });
+
+  it('signs in once with a local sign-in link, then the link is spent', async () => {
+    const { user } = await createUserWithTeam(t.db);
+    const link = await createSignInLink(t.db, user.id, server.url);
+    const first = await fetch(link, { redirect: 'manual' });
+    expect(first.status).toBe(303);
+    const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    const me = await trpcGet(server.url, 'account.me', undefined, cookie.split(';')[0]);
+    expect(me.body.result.data.json.user.id).toBe(user.id);
+    const again = await fetch(link, { redirect: 'manual' });
+    expect(again.status).toBe(400);
+    const stored = await t.db.verification.findMany();
+    expect(stored.every((v) => !link.includes(v.value))).toBe(true);
+  });
+
+  it('serves the page layer last, and says "starting" until it is ready', async () => {
+    const res = await fetch(`${server.url}/`);
+    expect(res.status).toBe(503);
+    expect(await res.text()).toMatch(/starting/);
+  });
+});

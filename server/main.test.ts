@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from './db/test-database';
+import { repoRoot } from './paths';
+
+// `npm start` as a user runs it: a real process, real PostgreSQL, real signals.
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>;
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>): Started {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    cwd: repoRoot,
+    env: { ...process.env, DATABASE_URL: '', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const waiters: Array<() => void> = [];
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    waiters.forEach((w) => w());
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const waitFor = (pattern: RegExp, timeoutMs = 60_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const check = () => {
+        const m = output.match(pattern);
+        if (m) resolve(m);
+      };
+      waiters.push(check);
+      check();
+      setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; output:\n${output}`)), timeoutMs);
+    });
+  return { child, output: () => output, waitFor, exited };
+}
+
+const homes: string[] = [];
+function tempHome(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-home-'));
+  fs.chmodSync(dir, 0o755);
+  homes.push(dir);
+  return dir;
+}
+afterAll(() => homes.forEach((h) => fs.rmSync(h, { recursive: true, force: true })));
+
+async function stop(s: Started): Promise<{ code: number | null; ms: number }> {
+  const t0 = Date.now();
+  s.child.kill('SIGINT');
+  const code = await s.exited;
+  return { code, ms: Date.now() - t0 };
+}
+
+describe('npm start', () => {
+  it('starts on the embedded PostgreSQL, serves health and the web app, stops on Ctrl-C, and keeps its data', async () => {
+    const home = tempHome();
+    const first = start({ WHETSTONE_HOME: home });
+    const [, url] = await first.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    expect(first.output()).toMatch(/first start: created the owner account/);
+    const link = (await first.waitFor(/(http:\/\/\S+\/auth\/local\?token=\S+)/))[1];
+    const health = await (await fetch(`${url}/api/health`)).json();
+    expect(health).toMatchObject({ status: 'ok', database: { reachable: true, embedded: true }, migrations: { pending: 0 } });
+    await first.waitFor(/web app ready/, 240_000);
+    const home1 = await fetch(`${url}/`);
+    expect(home1.status).toBe(200);
+    expect(await home1.text()).toContain('Whetstone');
+    // The sign-in link gives a session as the owner.
+    const signIn = await fetch(link, { redirect: 'manual' });
+    expect(signIn.status).toBe(303);
+    const stopped = await stop(first);
+    expect(stopped.code).toBe(0);
+    expect(stopped.ms).toBeLessThan(5_000);
+    expect(first.output()).toMatch(/stopped/);
+
+    const second = start({ WHETSTONE_HOME: home });
+    const [, url2] = await second.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    expect(second.output()).not.toMatch(/first start/);
+    expect(second.output()).toMatch(/database schema current/);
+    const link2 = (await second.waitFor(/(http:\/\/\S+\/auth\/local\?token=\S+)/))[1];
+    const cookie = (await fetch(link2, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0];
+    const me = await (await fetch(`${url2}/api/trpc/account.me`, { headers: { cookie } })).json();
+    expect(me.result.data.json.user.email).toBe('owner@localhost');
+    expect(me.result.data.json.teams).toHaveLength(1);
+    expect((await stop(second)).code).toBe(0);
+  }, 300_000);
+
+  it('uses DATABASE_URL when it is set', async () => {
+    const t = await createTestDatabase({ migrated: false });
+    try {
+      const s = start({ WHETSTONE_HOME: tempHome(), DATABASE_URL: t.url });
+      const [, url] = await s.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      expect(s.output()).toMatch(/using DATABASE_URL/);
+      const health = await (await fetch(`${url}/api/health`)).json();
+      expect(health.database.embedded).toBe(false);
+      expect(await t.db.user.count({ where: { email: 'owner@localhost' } })).toBe(1);
+      expect((await stop(s)).code).toBe(0);
+    } finally {
+      await t.drop();
+    }
+  }, 120_000);
+
+  it('exits 1 within 10 s naming host and port when DATABASE_URL is unreachable', async () => {
+    const t0 = Date.now();
+    const s = start({ WHETSTONE_HOME: tempHome(), DATABASE_URL: 'postgresql://nobody@127.0.0.1:1/none' });
+    expect(await s.exited).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(s.output()).toMatch(/Cannot connect to PostgreSQL at 127\.0\.0\.1:1/);
+    expect(s.output()).toMatch(/is PostgreSQL running/);
+  }, 20_000);
+
+  it('exits 1 with a clear message when the port is in use', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const s = start({ WHETSTONE_HOME: tempHome(), PORT: String(port) });
+      expect(await s.exited).toBe(1);
+      expect(s.output()).toMatch(new RegExp(`Port ${port} on 127.0.0.1 is in use`));
+    } finally {
+      blocker.close();
+    }
+  }, 20_000);
+
+  it('refuses a damaged data folder with its path, and deletes nothing', async () => {
+    const home = tempHome();
+    fs.mkdirSync(path.join(home, 'pg'));
+    fs.writeFileSync(path.join(home, 'pg', 'precious.txt'), 'keep me');
+    const s = start({ WHETSTONE_HOME: home });
+    expect(await s.exited).toBe(1);
+    expect(s.output()).toContain(`${path.join(home, 'pg')} is not a usable PostgreSQL data folder`);
+    expect(fs.readFileSync(path.join(home, 'pg', 'precious.txt'), 'utf8')).toBe('keep me');
+  }, 20_000);
+
+  it('exits 1 naming a bad environment variable', async () => {
+    const s = start({ WHETSTONE_HOME: tempHome(), PORT: 'abc' });
+    expect(await s.exited).toBe(1);
+    expect(s.output()).toMatch(/PORT="abc"/);
+  }, 20_000);
+});
