@@ -1,0 +1,29 @@
+/**
+ * Adapters from the engine (a tfjs GPT in this process) to the runtime's Policy and Trainer. The
+ * job runner may instead talk to the engine's child process; both shapes are the same.
+ */
+import { type GPT } from '../engine/model';
+import { Rng } from '../engine/rng';
+import { sample } from '../engine/sampler';
+import { type StepMetrics } from '../engine/trainer-core';
+import { type Policy, type Sequence, type Tokenizer, type Trainer } from './policy';
+
+export function modelPolicy(model: GPT, tokenizer: Tokenizer): Policy {
+  return {
+    async generate(prompts, options) {
+      return sample(model, tokenizer, prompts, { maxTokens: options.maxTokens, temperature: options.temperature, stop: options.stop }, new Rng(options.seed));
+    },
+  };
+}
+
+/** Wraps any engine trainer (SFT, GRPO, PPO: `step(batch) -> StepMetrics`). */
+export function engineTrainer(trainer: { step(batch: readonly Sequence[]): StepMetrics }): Trainer {
+  return {
+    async train(batch) {
+      const metrics = trainer.step(batch);
+      const numeric: Record<string, number> = {};
+      for (const [key, value] of Object.entries(metrics)) if (typeof value === 'number') numeric[key] = value;
+      return numeric;
+    },
+  };
+}
