@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, countParameters, resolveModelConfig } from './config';
-import { embed, gelu, layerNorm, matMul2d } from './ops';
+import { batchMatMul, embed, gelu, layerNorm, matMul2d } from './ops';
 import { Rng } from './rng';
 
 /** A low-rank adapter on one linear layer: y += scale · (x A) B. */
@@ -155,15 +155,12 @@ export class GPT {
         newKeys.push(kh);
         newValues.push(vh);
       }
-      const qr = heads(q).reshape([B * H, Tn, hd]) as tf.Tensor3D;
-      const scores = tf
-        .matMul(qr, kh.reshape([B * H, Tk, hd]) as tf.Tensor3D, false, true)
-        .mul(scale)
+      const qr = heads(q.mul(scale)).reshape([B * H, Tn, hd]) as tf.Tensor3D;
+      const scores = batchMatMul(qr, kh.reshape([B * H, Tk, hd]) as tf.Tensor3D, true)
         .reshape([B, H, Tn, Tk])
         .add(bias);
       const att = tf.softmax(scores).reshape([B * H, Tn, Tk]) as tf.Tensor3D;
-      const y = tf
-        .matMul(att, vh.reshape([B * H, Tk, hd]) as tf.Tensor3D)
+      const y = batchMatMul(att, vh.reshape([B * H, Tk, hd]) as tf.Tensor3D)
         .reshape([B, H, Tn, hd])
         .transpose([0, 2, 1, 3])
         .reshape([N, d]) as tf.Tensor2D;

@@ -26,6 +26,52 @@ export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return useFastMatmulPath() ? matMul2dFast(a, b) : tf.matMul(a, b);
 }
 
+/**
+ * Batched matmul [G, M, K] × [G, K, N] → [G, M, N] (or × [G, N, K]ᵀ with `transposeB`), as a
+ * depthwise convolution: wasm's BatchMatMul falls to a scalar loop (~2 GFLOP/s) for anything but
+ * one 2-D product, while DepthwiseConv2dNative runs through XNNPACK. Each of the G groups is a
+ * channel; A is the image [M rows, K columns], B the per-channel filter [1 × K] with N outputs.
+ * The gradients are the same primitive again (the wasm backend has no depthwise backprop kernels).
+ */
+function bmmConv(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
+  const [G, M, K] = a.shape;
+  const N = transposeB ? b.shape[1] : b.shape[2];
+  const image = a.transpose([1, 2, 0]).reshape([1, M, K, G]) as tf.Tensor4D;
+  const filter = (transposeB ? b.transpose([2, 0, 1]) : b.transpose([1, 0, 2])).reshape([1, K, G, N]) as tf.Tensor4D;
+  const out = tf.depthwiseConv2d(image, filter, 1, 'valid');
+  return out.reshape([M, G, N]).transpose([1, 0, 2]) as tf.Tensor3D;
+}
+
+const bmmNN = tf.customGrad(((a: tf.Tensor3D, b: tf.Tensor3D, save: tf.GradSaveFunc) => {
+  save([a, b]);
+  return {
+    value: bmmConv(a, b, false),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [sa, sb] = saved as tf.Tensor3D[];
+      // dA = dC Bᵀ, dB = Aᵀ dC
+      return [bmmConv(dy as tf.Tensor3D, sb, true), bmmConv(sa.transpose([0, 2, 1]), dy as tf.Tensor3D, false)];
+    },
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor3D, b: tf.Tensor3D) => tf.Tensor3D;
+
+const bmmNT = tf.customGrad(((a: tf.Tensor3D, b: tf.Tensor3D, save: tf.GradSaveFunc) => {
+  save([a, b]);
+  return {
+    value: bmmConv(a, b, true),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [sa, sb] = saved as tf.Tensor3D[];
+      // C = A Bᵀ: dA = dC B, dB = dCᵀ A
+      return [bmmConv(dy as tf.Tensor3D, sb, false), bmmConv((dy as tf.Tensor3D).transpose([0, 2, 1]), sa, false)];
+    },
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor3D, b: tf.Tensor3D) => tf.Tensor3D;
+
+/** Batched matmul for attention, on the path that is fast for the current backend. */
+export function batchMatMul(a: tf.Tensor3D, b: tf.Tensor3D, transposeB = false): tf.Tensor3D {
+  if (!useFastMatmulPath()) return tf.matMul(a, b, false, transposeB);
+  return transposeB ? bmmNT(a, b) : bmmNN(a, b);
+}
+
 /** Rows of `table` selected by integer ids: a one-hot matmul on the fast path, `gather` otherwise. */
 export function embed(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
   // gather's gradient (UnsortedSegmentSum) has no wasm kernel, whichever matmul path is chosen.
