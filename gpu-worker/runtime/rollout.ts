@@ -248,7 +248,8 @@ export async function runRollouts(
     );
     removeEnded();
   }
-  return finished.sort((a, b) => specs.findIndex((s) => s.episodeId === a.episodeId) - specs.findIndex((s) => s.episodeId === b.episodeId));
+  const order = new Map(specs.map((s, i) => [s.episodeId, i]));
+  return finished.sort((a, b) => order.get(a.episodeId)! - order.get(b.episodeId)!);
 
   function end(ep: Live, reason: RolloutEndReason) {
     if (ep.out.state === 'TERMINATED') return;

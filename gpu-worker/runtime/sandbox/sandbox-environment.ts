@@ -123,6 +123,13 @@ export class SandboxEnvironment implements EnvironmentHandle {
           this.sandbox = null;
           this.generation++;
           this.lastFatal = e;
+        } else if (method !== 'close' && method !== 'describe') {
+          // An interrupted call never reached the driver's own clean-up: drop the episode there too.
+          try {
+            this.sandbox.call('close', { episodeId });
+          } catch {
+            // Best effort; the episode is already reported as failed.
+          }
         }
         // The failing episode is over either way.
         this.episodeGeneration.delete(episodeId);

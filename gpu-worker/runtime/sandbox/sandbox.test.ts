@@ -141,6 +141,15 @@ describe('sandbox battery', () => {
     expect(r1.rewards.agent).toBe(r2.rewards.agent);
   });
 
+  test('an episode stopped by its deadline is closed inside the sandbox too', async () => {
+    await env.reset({ episodeId: 'looped', seed: 1, taskSeed: 0 });
+    await expect(env.step({ episodeId: 'looped', action: 'loop' })).rejects.toThrow(/longer than/);
+    await env.reset({ episodeId: 'count', seed: 1, taskSeed: 0 });
+    // The driver's close reports how many episodes remain open: only "count".
+    expect((env as unknown as { sandbox: { call: (m: string, a: object) => { value: { open: number } } } }).sandbox.call('close', { episodeId: 'none' }).value.open).toBe(1);
+    await env.close('count');
+  });
+
   test('an episode that failed is closed', async () => {
     await env.reset({ episodeId: 'closed', seed: 1, taskSeed: 0 });
     await expect(env.step({ episodeId: 'closed', action: 'throw' })).rejects.toThrow(/user boom/);
