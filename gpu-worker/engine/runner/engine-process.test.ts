@@ -19,6 +19,8 @@ describe('engine child process', () => {
   it('trains 200 steps with a flat tensor count, samples, saves, and reports errors with their fields', async () => {
     const engine = new EngineProcess({ env: { WHETSTONE_BACKEND: process.env.WHETSTONE_BACKEND ?? 'wasm' } });
     try {
+      const report = await engine.request('backend', {});
+      expect(report.devices[0].kind).toMatch(/cuda|cpu|wasm/);
       const init = await engine.request('init', {
         model: { config: { contextLength: 12, layers: 1, width: 16, heads: 2 }, tokenizer: tok.toJSON() },
         trainer: { algorithm: 'sft', config: { learningRate: 3e-3 } },

@@ -39,6 +39,8 @@ export interface InitResult {
 }
 
 export interface Requests {
+  /** Initialise (or re-initialise) the backend only, to advertise it before any job. */
+  backend: { params: { backend?: string }; result: BackendReport };
   init: { params: InitParams; result: InitResult };
   setTrainer: { params: TrainerSpec; result: { step: number } };
   sample: { params: { prompts: number[][]; options?: Partial<SampleOptions> }; result: SampleResult[] };

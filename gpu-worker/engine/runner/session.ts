@@ -26,6 +26,8 @@ export class EngineSession {
 
   async handle<M extends Method>(method: M, params: Requests[M]['params']): Promise<Requests[M]['result']> {
     switch (method) {
+      case 'backend':
+        return (await initBackend((params as Requests['backend']['params']).backend)) as Requests[M]['result'];
       case 'init':
         return (await this.init(params as Requests['init']['params'])) as Requests[M]['result'];
       case 'setTrainer':
