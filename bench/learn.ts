@@ -68,6 +68,7 @@ let snapshotAt = 0;
 let snapshotAccuracy = 0;
 let sftOnly: number | null = null;
 let stepsAtBudget = 0;
+let stepsTo90 = 0;
 let step = 0;
 // SFT runs until the budget is spent and 90% is reached (or the cap): the SFT-only accuracy is
 // read at the budget, the seconds to 90% whenever it happens.
@@ -85,12 +86,15 @@ for (;;) {
   if (sftOnly !== null && (secondsTo90 !== null || t >= CAP_S)) break;
   sft.step(Array.from({ length: batchSize }, () => example(...train[rng.int(train.length)])));
   step++;
-  if (secondsTo90 === null && step % EVAL_EVERY_STEPS === 0 && accuracy(model) >= 0.9) secondsTo90 = elapsed();
+  if (secondsTo90 === null && step % EVAL_EVERY_STEPS === 0 && accuracy(model) >= 0.9) {
+    secondsTo90 = elapsed();
+    stepsTo90 = step;
+  }
 }
 emit('seconds_to_90', secondsTo90 ?? CAP_S, 's', {
   backend: report.backend,
   reached: secondsTo90 !== null,
-  sftStepsTo90: secondsTo90 !== null ? step : null,
+  sftStepsTo90: secondsTo90 !== null ? stepsTo90 : null,
   batch: batchSize,
   heldOut: heldOut.length,
   model: { layers: 2, width: 64, heads: 4 },

@@ -194,7 +194,8 @@ export class GRPOTrainer {
     const metrics: StepMetrics = {
       step: this.core.step,
       loss: m?.loss ?? 0,
-      policyLoss: m?.policyLoss ?? 0,
+      // null when every group was dropped and no update was made (updates: 0).
+      policyLoss: m ? m.policyLoss : null,
       valueLoss: null,
       kl: m ? m.kl : null,
       entropy: m ? m.entropy : null,

@@ -98,6 +98,7 @@ export function sample(
   const results: SampleResult[] = prompts.map(() => ({ tokens: [], text: '', logprobs: [], finishReason: 'length' }));
   const done = new Array<boolean>(B).fill(false);
   let cache: KvCache | null = null;
+  // Padding and BOS only ever come from the caller; never let the policy write them.
   const banned = new Set([tokenizer.pad, tokenizer.bos]);
 
   try {
