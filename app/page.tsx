@@ -1,6 +1,7 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
+import { authClient } from './auth-client';
 import { useTRPC } from './trpc';
 
 function SystemStatus() {
@@ -61,9 +62,10 @@ export default function HomePage() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const me = useQuery(trpc.account.me.queryOptions());
-  const signOut = useMutation(
-    trpc.account.signOut.mutationOptions({ onSuccess: () => queryClient.invalidateQueries() }),
-  );
+  const signOut = useMutation({
+    mutationFn: () => authClient.signOut(),
+    onSuccess: () => queryClient.invalidateQueries(),
+  });
   const [chosenTeam, setChosenTeam] = useState<string | null>(null);
   const teams = me.data?.teams ?? [];
   const team = teams.find((t) => t.id === chosenTeam) ?? teams[0];

@@ -22,6 +22,8 @@ const envSchema = z.object({
   /** Next.js in development mode (hot reload) instead of the production build. */
   WHETSTONE_DEV: flag,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** Signs session cookies; every server replica must share it. Default: made once, kept in WHETSTONE_HOME. */
+  WHETSTONE_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 export type Env = z.infer<typeof envSchema> & { WHETSTONE_HOME: string };
@@ -29,7 +31,7 @@ export type Env = z.infer<typeof envSchema> & { WHETSTONE_HOME: string };
 export class EnvError extends Error {}
 
 /** Parses the environment; throws EnvError naming every bad variable. */
-export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== ''));
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {

@@ -1,15 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHTTPHandler } from '@trpc/server/adapters/standalone';
-import { consumeSignInLink, createSession, sessionCookie } from './auth/session';
+import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
+import { handleWorkerApi } from './workers/api';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
 /** tRPC bodies above this size are refused (413) before they are parsed. */
 const MAX_BODY_BYTES = 1_000_000;
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
 }
@@ -26,8 +27,19 @@ function sendPage(res: ServerResponse, status: number, title: string, text: stri
 }
 
 /**
- * The one request listener: health, tRPC, the local sign-in link, then Next.js for everything
- * else. socket.io attaches to the same server for /socket.io.
+ * A state-changing request that carries the session cookie must come from one of our own pages
+ * (cross-site request forgery). Requests with an API key and no cookie are not a browser's.
+ */
+function crossSiteWithCookie(req: IncomingMessage, trustedOrigins: string[]): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD' || !req.headers.cookie) return false;
+  const origin = req.headers.origin;
+  if (!origin) return req.headers['sec-fetch-site'] === 'cross-site';
+  return !trustedOrigins.includes(origin);
+}
+
+/**
+ * The one request listener: health, auth (better-auth), tRPC, the worker API, then Next.js for
+ * everything else. socket.io attaches to the same server for /socket.io.
  */
 export function createRequestListener(deps: ServerDeps, getNext: () => NextHandler | null) {
   const trpc = createHTTPHandler({
@@ -36,25 +48,26 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     maxBodySize: MAX_BODY_BYTES,
     createContext: ({ req, res }) => createContext(deps, req, res),
   });
+  const authHandler = toNodeHandler(deps.auth);
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    // better-auth reads the client's address from this header; set it from the socket so a
+    // client cannot choose its own (sign-in limits are per address).
+    req.headers['x-whetstone-client-ip'] = req.socket.remoteAddress ?? '';
     try {
       if (url.pathname === '/api/health') {
         const report = await deps.health();
         return sendJson(res, report.database.reachable ? 200 : 503, report);
       }
-      if (url.pathname.startsWith('/api/trpc/')) return trpc(req, res);
-      if (url.pathname === '/auth/local') {
-        const userId = await consumeSignInLink(deps.db, url.searchParams.get('token') ?? '');
-        if (!userId) {
-          return sendPage(res, 400, 'Sign-in link not valid',
-            'This sign-in link is wrong, expired or already used. Restart Whetstone (npm start) to print a new one.');
+      if (url.pathname.startsWith('/api/auth/')) return await authHandler(req, res);
+      if (url.pathname.startsWith('/api/trpc/')) {
+        if (crossSiteWithCookie(req, deps.trustedOrigins)) {
+          return sendJson(res, 403, { error: 'Cross-site request refused' });
         }
-        const token = await createSession(deps.db, userId, { ip: req.socket.remoteAddress, userAgent: req.headers['user-agent'] });
-        res.writeHead(303, { location: '/', 'set-cookie': sessionCookie(token, deps.secureCookies), 'cache-control': 'no-store' });
-        return void res.end();
+        return trpc(req, res);
       }
+      if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(deps.db, req, res, url);
       if (url.pathname.startsWith('/api/')) return sendJson(res, 404, { error: `No route ${url.pathname}` });
       const next = getNext();
       if (!next) return sendPage(res, 503, 'Whetstone is starting', 'The web app is being prepared; this page reloads by itself.', 3);

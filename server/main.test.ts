@@ -66,7 +66,7 @@ describe('npm start', () => {
     const first = start({ WHETSTONE_HOME: home });
     const [, url] = await first.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     expect(first.output()).toMatch(/first start: created the owner account/);
-    const link = (await first.waitFor(/(http:\/\/\S+\/auth\/local\?token=\S+)/))[1];
+    const link = (await first.waitFor(/(http:\/\/\S+\/api\/auth\/local-sign-in\?token=\S+)/))[1];
     const health = await (await fetch(`${url}/api/health`)).json();
     expect(health).toMatchObject({ status: 'ok', database: { reachable: true, embedded: true }, migrations: { pending: 0 } });
     await first.waitFor(/web app ready/, 240_000);
@@ -75,7 +75,8 @@ describe('npm start', () => {
     expect(await home1.text()).toContain('Whetstone');
     // The sign-in link gives a session as the owner.
     const signIn = await fetch(link, { redirect: 'manual' });
-    expect(signIn.status).toBe(303);
+    expect(signIn.status).toBe(302);
+    expect(signIn.headers.get('set-cookie')).toMatch(/session_token/);
     const stopped = await stop(first);
     expect(stopped.code).toBe(0);
     expect(stopped.ms).toBeLessThan(5_000);
@@ -85,8 +86,8 @@ describe('npm start', () => {
     const [, url2] = await second.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
     expect(second.output()).not.toMatch(/first start/);
     expect(second.output()).toMatch(/database schema current/);
-    const link2 = (await second.waitFor(/(http:\/\/\S+\/auth\/local\?token=\S+)/))[1];
-    const cookie = (await fetch(link2, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0];
+    const link2 = (await second.waitFor(/(http:\/\/\S+\/api\/auth\/local-sign-in\?token=\S+)/))[1];
+    const cookie = (await fetch(link2, { redirect: 'manual' })).headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
     const me = await (await fetch(`${url2}/api/trpc/account.me`, { headers: { cookie } })).json();
     expect(me.result.data.json.user.email).toBe('owner@localhost');
     expect(me.result.data.json.teams).toHaveLength(1);

@@ -10,6 +10,8 @@ import { createHealthCheck } from './health';
 import { createRequestListener, type NextHandler } from './http';
 import { ensureNextBuild, startNext, type NextApp } from './next-app';
 import { attachRealtime } from './realtime/gateway';
+import { createAuth } from './auth/auth';
+import { authSecret } from './auth/secret';
 import { createSignInLink } from './auth/session';
 
 // `npm start`: PostgreSQL (embedded unless DATABASE_URL), migrations, first-start seed, then one
@@ -77,7 +79,15 @@ async function main(): Promise<void> {
 
   let nextApp: NextApp | null = null;
   const db = createDb(database.url);
-  const io = attachRealtime(server, db);
+  const trustedOrigins = [...new Set([new URL(publicUrl).origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`])];
+  const auth = createAuth({
+    db,
+    baseURL: publicUrl,
+    secret: authSecret(env.WHETSTONE_HOME, env.WHETSTONE_AUTH_SECRET),
+    trustedOrigins,
+    secureCookies: publicUrl.startsWith('https://'),
+  });
+  const io = attachRealtime(server, db, auth);
   const buildAbort = new AbortController();
   let stopping = false;
   const shutdown = async (signal: string, exitCode = 0) => {
@@ -123,8 +133,10 @@ async function main(): Promise<void> {
 
   const deps = {
     db,
+    auth,
     health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
-    secureCookies: publicUrl.startsWith('https://'),
+    trustedOrigins,
+    publicUrl,
   };
   listener = createRequestListener(deps, () => nextHandler);
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);

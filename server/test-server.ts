@@ -1,32 +1,55 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAuth } from './auth/auth';
 import type { Db } from './db/client';
 import { createHealthCheck } from './health';
 import { createRequestListener, type NextHandler } from './http';
-import { createSession } from './auth/session';
 import { attachRealtime } from './realtime/gateway';
 
-/** The real request listener and socket.io on an ephemeral port, without Next.js. */
+/** The real request listener, better-auth and socket.io on an ephemeral port, without Next.js. */
 export async function startTestServer(db: Db, next: NextHandler | null = null) {
-  const deps = { db, health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }), secureCookies: false };
-  const server = http.createServer(createRequestListener(deps, () => next));
-  const io = attachRealtime(server, db);
+  const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false });
+  const deps = { db, auth, health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }), trustedOrigins: [url], publicUrl: url };
+  server.on('request', createRequestListener(deps, () => next));
+  const io = attachRealtime(server, db, auth);
   return {
     url,
+    auth,
     close: () => new Promise<void>((resolve) => io.close(() => resolve())),
   };
 }
 
 let counter = 0;
+export const TEST_PASSWORD = 'correct horse battery staple';
 
-/** A user with a team of their own and a signed-in session cookie. */
-export async function createUserWithTeam(db: Db, role: 'OWNER' | 'ADMIN' | 'MEMBER' | 'VIEWER' = 'OWNER') {
+/** Signs up through the real auth endpoint; returns the session cookie and the user's own team. */
+export async function signUp(url: string, db: Db, opts: { email?: string; headers?: Record<string, string> } = {}) {
   const n = `${Date.now().toString(36)}${(counter++).toString(36)}`;
-  const user = await db.user.create({ data: { email: `u${n}@example.test`, name: `User ${n}` } });
-  const team = await db.team.create({ data: { name: `Team ${n}`, slug: `team-${n}`, quota: { create: {} } } });
-  await db.membership.create({ data: { teamId: team.id, userId: user.id, role } });
-  const token = await createSession(db, user.id, {});
-  return { user, team, cookie: `whetstone_session=${token}` };
+  const email = opts.email ?? `u${n}@example.test`;
+  const res = await fetch(`${url}/api/auth/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url, ...opts.headers },
+    body: JSON.stringify({ email, password: TEST_PASSWORD, name: `User ${n}` }),
+  });
+  if (!res.ok) throw new Error(`sign-up failed: ${res.status} ${await res.text()}`);
+  const cookie = res.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const user = await db.user.findUniqueOrThrow({ where: { email } });
+  const membership = await db.membership.findFirst({ where: { userId: user.id }, include: { team: true } });
+  return { user, cookie, email, team: membership?.team ?? null };
+}
+
+/** A signed-up user with a team of their own (role OWNER there). */
+export async function createUserWithTeam(url: string, db: Db) {
+  const u = await signUp(url, db);
+  return { ...u, team: u.team! };
+}
+
+/** Adds a user to a team with a role; returns their cookie. */
+export async function addMember(url: string, db: Db, teamId: string, role: 'OWNER' | 'ADMIN' | 'MEMBER' | 'VIEWER') {
+  const u = await signUp(url, db);
+  await db.membership.create({ data: { teamId, userId: u.user.id, role } });
+  return u;
 }

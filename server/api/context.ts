@@ -1,12 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Auth } from '../auth/auth';
+import { resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
-import { sessionFromRequest, type SessionUser } from '../auth/session';
 
 export interface ServerDeps {
   db: Db;
+  auth: Auth;
   /** Answers for the health report and the system router. */
   health: () => Promise<HealthReport>;
-  secureCookies: boolean;
+  /** Origins whose pages may send state-changing requests with the session cookie. */
+  trustedOrigins: string[];
+  /** The address users reach, for links the API hands out (invitations). */
+  publicUrl: string;
 }
 
 export interface HealthReport {
@@ -21,13 +26,13 @@ export interface HealthReport {
 export interface Context {
   db: Db;
   deps: ServerDeps;
-  user: SessionUser | null;
-  sessionId: string | null;
+  caller: Caller | null;
+  ip: string | null;
   req: IncomingMessage;
   res: ServerResponse;
 }
 
 export async function createContext(deps: ServerDeps, req: IncomingMessage, res: ServerResponse): Promise<Context> {
-  const session = await sessionFromRequest(deps.db, req);
-  return { db: deps.db, deps, user: session?.user ?? null, sessionId: session?.sessionId ?? null, req, res };
+  const caller = await resolveCaller(deps.db, deps.auth, req.headers);
+  return { db: deps.db, deps, caller, ip: req.socket.remoteAddress ?? null, req, res };
 }

@@ -1,15 +1,33 @@
 import { accountRouter } from './routers/account';
+import { apiKeysRouter } from './routers/api-keys';
+import { auditRouter } from './routers/audit';
 import { environmentsRouter } from './routers/environments';
+import { installationRouter } from './routers/installation';
+import { invitationsRouter } from './routers/invitations';
+import { jobsRouter } from './routers/jobs';
+import { membersRouter } from './routers/members';
+import { quotasRouter } from './routers/quotas';
 import { systemRouter } from './routers/system';
 import { teamsRouter } from './routers/teams';
+import { workerTokensRouter } from './routers/worker-tokens';
+import { workersRouter } from './routers/workers';
 import { router } from './trpc';
 
 /** One router per domain, merged here. */
 export const appRouter = router({
   system: systemRouter,
+  installation: installationRouter,
   account: accountRouter,
   teams: teamsRouter,
+  members: membersRouter,
+  invitations: invitationsRouter,
+  apiKeys: apiKeysRouter,
+  workerTokens: workerTokensRouter,
+  workers: workersRouter,
+  quotas: quotasRouter,
+  audit: auditRouter,
   environments: environmentsRouter,
+  jobs: jobsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -6,9 +6,12 @@ import type { Role } from '../db/generated/prisma/enums';
 import { roleAtLeast } from '../auth/roles';
 import type { Context } from './context';
 
-/** Every procedure says who may call it; the authorization tests read this. */
+/**
+ * Every procedure says who may call it; server/api/authorization.test.ts reads this for every
+ * procedure of the root router, so a new procedure cannot skip the check.
+ */
 export interface ProcedureMeta {
-  access: 'public' | 'user' | Role;
+  access: 'public' | 'user' | 'installation-admin' | Role;
 }
 
 const t = initTRPC
@@ -19,12 +22,11 @@ const t = initTRPC
     // Never send stack traces to the browser.
     isDev: false,
     errorFormatter({ shape, error }) {
-      const zodError = error.cause instanceof ZodError ? z.flattenError(error.cause) : null;
       const issues = error.cause instanceof ZodError ? error.cause.issues : null;
       return {
         ...shape,
         message: error.code === 'INTERNAL_SERVER_ERROR' ? 'Internal server error' : shape.message,
-        data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, zodError, issues },
+        data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, issues },
       };
     },
   });
@@ -53,30 +55,47 @@ export const userProcedure = t.procedure
   .use(mapErrors)
   .meta({ access: 'user' })
   .use(({ ctx, next }) => {
-    if (!ctx.user) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in first' });
-    return next({ ctx: { ...ctx, user: ctx.user } });
+    if (!ctx.caller) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in first' });
+    return next({ ctx: { ...ctx, caller: ctx.caller, user: ctx.caller.user } });
+  });
+
+/** Installation-wide settings and the shared worker pool: installation admins, signed in (no API keys). */
+export const installationAdminProcedure = userProcedure
+  .meta({ access: 'installation-admin' })
+  .use(({ ctx, next }) => {
+    if (!ctx.user.isInstallationAdmin || ctx.caller.apiKey) {
+      throw new TRPCError({ code: 'FORBIDDEN', message: 'This needs an installation admin' });
+    }
+    return next();
   });
 
 export const teamInput = z.object({ teamId: z.string().min(1).max(64) });
 
+/** The answers of the team gate, which the authorization test tells apart from handlers' own. */
+export const NO_SUCH_TEAM = 'No such team';
+export const needsRole = (role: Role) => `This needs the ${role.toLowerCase()} role or higher`;
+
 /**
  * A procedure on one team's data: the caller must belong to `input.teamId` with at least
- * `role`. Handlers get `ctx.membership` and must scope every query by `ctx.membership.teamId`.
+ * `role` (an API key acts with its creator's current role, in its own team only). Handlers get
+ * `ctx.membership` and must scope every query by `ctx.membership.teamId`.
  */
 export function teamProcedure(role: Role) {
   return userProcedure
     .meta({ access: role })
     .input(teamInput)
     .use(async ({ ctx, input, next }) => {
-      const membership = await ctx.db.membership.findUnique({
-        where: { teamId_userId: { teamId: input.teamId, userId: ctx.user.id } },
-        select: { teamId: true, role: true },
-      });
+      const keyTeam = ctx.caller.apiKey?.teamId;
+      const membership =
+        keyTeam && keyTeam !== input.teamId
+          ? null
+          : await ctx.db.membership.findUnique({
+              where: { teamId_userId: { teamId: input.teamId, userId: ctx.user.id } },
+              select: { teamId: true, role: true },
+            });
       // Not a member: answer as if the team did not exist, so ids of other teams leak nothing.
-      if (!membership) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such team' });
-      if (!roleAtLeast(membership.role, role)) {
-        throw new TRPCError({ code: 'FORBIDDEN', message: `This needs the ${role.toLowerCase()} role or higher` });
-      }
+      if (!membership) throw new TRPCError({ code: 'NOT_FOUND', message: NO_SUCH_TEAM });
+      if (!roleAtLeast(membership.role, role)) throw new TRPCError({ code: 'FORBIDDEN', message: needsRole(role) });
       return next({ ctx: { ...ctx, membership } });
     });
 }

@@ -13,7 +13,7 @@ export async function ensureOwnerAndTeam(db: Db): Promise<{ ownerId: string; cre
     const owner = await tx.user.upsert({
       where: { email: LOCAL_OWNER_EMAIL },
       update: {},
-      create: { email: LOCAL_OWNER_EMAIL, name: 'Owner', emailVerified: true },
+      create: { email: LOCAL_OWNER_EMAIL, name: 'Owner', emailVerified: true, isInstallationAdmin: true },
     });
     const team = await tx.team.create({
       data: { name: 'Default team', slug: 'default', quota: { create: {} } },

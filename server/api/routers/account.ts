@@ -1,17 +1,20 @@
 import { z } from 'zod';
-import { deleteSession, sessionCookie } from '../../auth/session';
 import { publicProcedure, router, userProcedure } from '../trpc';
 
 export const accountRouter = router({
-  /** The signed-in user and their teams, or null. */
+  /** The caller and their teams, or null when signed out. */
   me: publicProcedure.query(async ({ ctx }) => {
-    if (!ctx.user) return null;
+    if (!ctx.caller) return null;
     const memberships = await ctx.db.membership.findMany({
-      where: { userId: ctx.user.id },
+      where: { userId: ctx.caller.user.id, ...(ctx.caller.apiKey ? { teamId: ctx.caller.apiKey.teamId } : {}) },
       select: { role: true, team: { select: { id: true, name: true, slug: true } } },
       orderBy: { createdAt: 'asc' },
     });
-    return { user: ctx.user, teams: memberships.map((m) => ({ ...m.team, role: m.role })) };
+    return {
+      user: ctx.caller.user,
+      viaApiKey: ctx.caller.apiKey !== null,
+      teams: memberships.map((m) => ({ ...m.team, role: m.role })),
+    };
   }),
 
   updateProfile: userProcedure
@@ -19,10 +22,4 @@ export const accountRouter = router({
     .mutation(({ ctx, input }) =>
       ctx.db.user.update({ where: { id: ctx.user.id }, data: { name: input.name }, select: { id: true, name: true } }),
     ),
-
-  signOut: userProcedure.mutation(async ({ ctx }) => {
-    if (ctx.sessionId) await deleteSession(ctx.db, ctx.sessionId);
-    ctx.res.setHeader('Set-Cookie', sessionCookie('', ctx.deps.secureCookies, 0));
-    return { ok: true };
-  }),
 });

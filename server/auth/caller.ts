@@ -1,0 +1,46 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Db } from '../db/client';
+import type { Auth } from './auth';
+import { hashSecret } from './tokens';
+
+/** Who is calling: a signed-in user, or a user acting through an API key bound to one team. */
+export interface Caller {
+  user: { id: string; email: string; name: string; isInstallationAdmin: boolean };
+  sessionId: string | null;
+  /** Set when the call came with an API key: the caller may act in this team only. */
+  apiKey: { id: string; teamId: string } | null;
+}
+
+export const API_KEY_PREFIX = 'wsk_';
+/** lastUsedAt is written at most this often per key, to keep hot keys off the write path. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export function toHeaders(headers: IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const [key, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) out.append(key, v);
+  }
+  return out;
+}
+
+const userSelect = { id: true, email: true, name: true, isInstallationAdmin: true } as const;
+
+/** Resolves `Authorization: Bearer wsk_…` or the session cookie. Null when neither is valid. */
+export async function resolveCaller(db: Db, auth: Auth, headers: IncomingHttpHeaders): Promise<Caller | null> {
+  const bearer = /^Bearer\s+(\S+)$/i.exec(headers.authorization ?? '')?.[1];
+  if (bearer) {
+    if (!bearer.startsWith(API_KEY_PREFIX) || bearer.length > 200) return null;
+    const key = await db.apiKey.findUnique({ where: { keyHash: hashSecret(bearer) }, include: { user: { select: userSelect } } });
+    if (!key || key.revokedAt || (key.expiresAt && key.expiresAt < new Date())) return null;
+    if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: new Date() } });
+    }
+    return { user: key.user, sessionId: null, apiKey: { id: key.id, teamId: key.teamId } };
+  }
+  if (!headers.cookie) return null;
+  const session = await auth.api.getSession({ headers: toHeaders(headers) });
+  if (!session) return null;
+  const user = await db.user.findUnique({ where: { id: session.user.id }, select: userSelect });
+  return user ? { user, sessionId: session.session.id, apiKey: null } : null;
+}

@@ -1,0 +1,799 @@
+/**
+ * The planner: a pure function from the cluster as it is (queued jobs, running jobs, workers and
+ * their devices, team quotas, the time) to decisions (place, preempt, wait), each explained in
+ * words the UI shows. It reads no clock and does no I/O; the loop around it applies the plan.
+ *
+ * The rules, in the order they apply:
+ *
+ * 1. Order. Jobs are considered one at a time, highest priority first. Among equal priorities, the
+ *    team with the smaller fair share goes first, then, within a team, the user with the smaller
+ *    share, then the oldest job, then the job id. Shares are recomputed after every placement, so
+ *    equal teams take turns within one plan.
+ *
+ * 2. Fair share is dominant-resource share with equal weights (DRF). The resources are device
+ *    kinds. A team's share is, over the kinds, the largest fraction of the shared pool's devices of
+ *    that kind (workers with teamId null, ONLINE or DRAINING) that the team holds; teams compete
+ *    only for the shared pool, so their private workers do not count. A user's share is the same
+ *    measure within the team: the largest fraction of the devices of the team's pools (its own
+ *    workers and the shared pool) that the user's jobs hold. Holding 1 of 2 GPUs is a share of
+ *    0.5; holding 4 of 64 CPUs is 0.0625.
+ *
+ * 3. Eligibility. A job in backoff (notBefore after now) waits. A job asking for more devices than
+ *    its team's quota waits (it cannot ever run; the submit check refuses it too). Placement needs
+ *    the team's held devices (running, stopping, placed or held for preemptors in this plan) plus
+ *    the request to be within maxConcurrentDevices.
+ *
+ * 4. Gang placement. All of a job's devices are on one ONLINE worker of its pools (its team's
+ *    workers or the shared pool), are all of one kind (the requested one, or any one kind when
+ *    none is requested), and each has at least the requested memory. Among workers that fit: the
+ *    team's own workers first, then the tightest fit (fewest free matching devices left, to keep
+ *    large holes for large gangs), then CUDA, CPU, WASM, then the worker id.
+ *
+ * 5. Reservations and backfill. A job that cannot be placed for lack of devices (and cannot
+ *    preempt) reserves the worker where it is expected to start soonest; a job blocked by its
+ *    team's quota reserves the quota. Its expected start (estimatedStartAt, shown in the UI) comes
+ *    from declared time limits: a free device, or one of a stopping job, is available now; a
+ *    running job's at startedAt + timeLimit; a job without a limit is assumed to run on. A later
+ *    job in the order (lower priority, or equal priority behind in fair share) may be placed only
+ *    if it cannot make any reserved job start later, whenever the jobs without a limit happen to
+ *    end. Exactly (see `delays`): with T0 the reserved job's earliest possible start (every job
+ *    without a limit ending now), the later job is allowed when its own declared end is at or
+ *    before T0, or when the devices it takes are spare at the reserved job's start however things
+ *    end: the most the other holders can still hold then (the largest sum of holdings that may
+ *    outlive T0 without exceeding capacity - need) + its devices + the reserved job's need fit in
+ *    the pool (the worker's matching devices, or the team quota). A job without a time limit
+ *    counts as ending never. So a short job with a time limit is backfilled into a gap that ends
+ *    before a big job can start, and any job may take devices that are surplus to the big job.
+ *    Preemptors hold their devices with their own declared end, and are checked the same way.
+ *    Jobs waiting only because they are behind another (BEHIND) reserve nothing.
+ *
+ * 6. Preemption, when a job cannot be placed (no free devices, or team quota): it may stop
+ *    running jobs of strictly lower priority, never of equal or higher. Candidates are taken in
+ *    Kueue's order: jobs of teams borrowing (holding more than their quota, or more than an equal
+ *    share 1/n of the shared pool among the n teams with work) first, then lowest priority, then
+ *    most recently started, then id. Per worker, candidates are added in that order until the job
+ *    would fit on that worker (and within its quota), then, as Kueue does, each is dropped again,
+ *    last added first, if the job still fits without it. Devices of jobs already stopping count
+ *    as free at no cost. Among workers the plan with fewest non-borrowing victims, then the lowest
+ *    highest victim priority, then fewest victims, then fewest preempted devices, then fewest
+ *    currently free devices taken (they stay free for others) wins. The job
+ *    then waits (PREEMPTING) with its devices held for it: no later job may take them, and a
+ *    later plan, seeing the victims stopping, holds them again without preempting more.
+ */
+import type {
+  DeviceKind,
+  Placement,
+  Plan,
+  PlanInput,
+  PlanQueuedJob,
+  PlanTeamQuota,
+  Preemption,
+  Waiting,
+  WaitCode,
+  WorkerState,
+} from './types';
+
+/** The schema's TeamQuota defaults, for teams without a row. */
+export const DEFAULT_QUOTA: Omit<PlanTeamQuota, 'teamId'> = {
+  maxConcurrentDevices: 4,
+  maxQueuedJobs: 100,
+  maxPriority: 100,
+};
+
+/** The highest priority anyone may ask for (admins; members are held to maxPriority). */
+export const PRIORITY_CAP = 1000;
+
+const NEVER = Number.POSITIVE_INFINITY;
+const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
+
+// ───────────────────────────── submit-time check ─────────────────────────────
+
+export interface AdmitInput {
+  deviceCount: number;
+  priority: number;
+  /** The team's jobs in state QUEUED now. */
+  queuedJobs: number;
+  quota: PlanTeamQuota | null;
+  /** Admins and owners may go above maxPriority, up to PRIORITY_CAP. */
+  mayExceedMaxPriority: boolean;
+}
+
+export type Admission = { ok: true } | { ok: false; reason: string };
+
+/** Whether a job may be submitted: refused jobs never enter the queue. */
+export function admitJob(input: AdmitInput): Admission {
+  const quota = input.quota ?? DEFAULT_QUOTA;
+  if (!Number.isInteger(input.deviceCount) || input.deviceCount < 1) {
+    return { ok: false, reason: 'a job needs at least 1 device' };
+  }
+  if (input.deviceCount > quota.maxConcurrentDevices) {
+    return {
+      ok: false,
+      reason: `needs ${input.deviceCount} devices, more than the team quota of ${quota.maxConcurrentDevices}`,
+    };
+  }
+  const limit = input.mayExceedMaxPriority ? PRIORITY_CAP : Math.min(quota.maxPriority, PRIORITY_CAP);
+  if (!Number.isInteger(input.priority) || input.priority > limit || input.priority < -PRIORITY_CAP) {
+    return { ok: false, reason: `priority must be a whole number from ${-PRIORITY_CAP} to ${limit}` };
+  }
+  if (input.queuedJobs >= quota.maxQueuedJobs) {
+    return {
+      ok: false,
+      reason: `team queue is full: ${input.queuedJobs} jobs queued (limit ${quota.maxQueuedJobs})`,
+    };
+  }
+  return { ok: true };
+}
+
+// ───────────────────────────── working state ─────────────────────────────
+
+/** Who holds devices (and quota): a running job, a job placed by this plan, or a preemptor's hold. */
+interface Holding {
+  source: 'running' | 'placed' | 'held';
+  jobId: string;
+  teamId: string;
+  ownerId: string;
+  priority: number;
+  workerId: string | null;
+  startedAt: number;
+  devices: number;
+  /** When its devices are expected back (NEVER: unknown). */
+  release: number;
+  stopping: boolean;
+}
+
+interface Slot {
+  index: number;
+  kind: DeviceKind;
+  memoryBytes: number;
+  holder: Holding | null;
+}
+
+interface WorkerSlots {
+  id: string;
+  teamId: string | null;
+  state: WorkerState;
+  slots: Slot[];
+}
+
+type KindCount = Record<DeviceKind, number>;
+
+interface DeviceReservation {
+  job: PlanQueuedJob;
+  workerId: string;
+  kind: DeviceKind;
+  startAt: number;
+}
+
+interface QuotaReservation {
+  job: PlanQueuedJob;
+  startAt: number;
+}
+
+type Reservation = ({ type: 'devices' } & DeviceReservation) | ({ type: 'quota' } & QuotaReservation);
+
+interface State {
+  now: number;
+  workers: WorkerSlots[];
+  quotas: Map<string, number>;
+  /** Per team: everything counted against its quota. */
+  ledger: Map<string, Holding[]>;
+  sharedTotal: KindCount;
+  teamPoolTotal: Map<string, KindCount>;
+  sharedUse: Map<string, KindCount>;
+  userUse: Map<string, KindCount>;
+  activeTeams: number;
+  deviceReservations: Map<string, DeviceReservation[]>;
+  quotaReservations: Map<string, QuotaReservation[]>;
+}
+
+const zero = (): KindCount => ({ CUDA: 0, CPU: 0, WASM: 0 });
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const userKey = (teamId: string, ownerId: string): string => `${teamId}\u0000${ownerId}`;
+
+function bump(map: Map<string, KindCount>, key: string, kind: DeviceKind, by: number): void {
+  const counts = map.get(key) ?? zero();
+  counts[kind] += by;
+  map.set(key, counts);
+}
+
+function endOf(startedAt: number, timeLimitSeconds: number | null): number {
+  return timeLimitSeconds === null ? NEVER : startedAt + timeLimitSeconds * 1000;
+}
+
+function buildState(input: PlanInput): State {
+  const { now } = input;
+  const workers: WorkerSlots[] = [...input.workers]
+    .sort((a, b) => cmp(a.id, b.id))
+    .map((w) => ({
+      id: w.id,
+      teamId: w.teamId,
+      state: w.state,
+      slots: [...w.devices]
+        .sort((a, b) => a.index - b.index)
+        .map((d) => ({ index: d.index, kind: d.kind, memoryBytes: d.memoryBytes, holder: null })),
+    }));
+  const byId = new Map(workers.map((w) => [w.id, w]));
+
+  const s: State = {
+    now,
+    workers,
+    quotas: new Map(input.quotas.map((q) => [q.teamId, q.maxConcurrentDevices])),
+    ledger: new Map(),
+    sharedTotal: zero(),
+    teamPoolTotal: new Map(),
+    sharedUse: new Map(),
+    userUse: new Map(),
+    activeTeams: new Set([...input.queued, ...input.running].map((j) => j.teamId)).size,
+    deviceReservations: new Map(),
+    quotaReservations: new Map(),
+  };
+
+  // Capacity for shares: workers that exist and hold or take work.
+  for (const w of workers) {
+    if (w.state !== 'ONLINE' && w.state !== 'DRAINING') continue;
+    for (const slot of w.slots) {
+      if (w.teamId === null) s.sharedTotal[slot.kind] += 1;
+      else bump(s.teamPoolTotal, w.teamId, slot.kind, 1);
+    }
+  }
+
+  for (const job of [...input.running].sort((a, b) => cmp(a.id, b.id))) {
+    const holding: Holding = {
+      source: 'running',
+      jobId: job.id,
+      teamId: job.teamId,
+      ownerId: job.ownerId,
+      priority: job.priority,
+      workerId: job.workerId,
+      startedAt: job.startedAt,
+      devices: job.deviceIndexes.length,
+      release: Math.max(now, endOf(job.startedAt, job.timeLimitSeconds)),
+      stopping: job.stopping,
+    };
+    ledgerOf(s, job.teamId).push(holding);
+    const worker = job.workerId === null ? undefined : byId.get(job.workerId);
+    for (const index of job.deviceIndexes) {
+      const slot = worker?.slots.find((d) => d.index === index);
+      if (!worker || !slot) continue;
+      slot.holder = holding;
+      countUse(s, worker, slot.kind, holding, 1);
+    }
+  }
+  return s;
+}
+
+function ledgerOf(s: State, teamId: string): Holding[] {
+  let list = s.ledger.get(teamId);
+  if (!list) s.ledger.set(teamId, (list = []));
+  return list;
+}
+
+function countUse(s: State, worker: WorkerSlots, kind: DeviceKind, h: Holding, by: number): void {
+  if (worker.state !== 'ONLINE' && worker.state !== 'DRAINING') return;
+  if (worker.teamId === null) bump(s.sharedUse, h.teamId, kind, by);
+  bump(s.userUse, userKey(h.teamId, h.ownerId), kind, by);
+}
+
+const workerOf = (s: State, id: string): WorkerSlots => s.workers.find((w) => w.id === id) as WorkerSlots;
+const quotaOf = (s: State, teamId: string): number => s.quotas.get(teamId) ?? DEFAULT_QUOTA.maxConcurrentDevices;
+const heldBy = (s: State, teamId: string): number => ledgerOf(s, teamId).reduce((n, h) => n + h.devices, 0);
+
+// ───────────────────────────── fair share ─────────────────────────────
+
+function dominantShare(use: KindCount | undefined, total: KindCount): number {
+  if (!use) return 0;
+  let share = 0;
+  for (const kind of KIND_ORDER) if (total[kind] > 0) share = Math.max(share, use[kind] / total[kind]);
+  return share;
+}
+
+function teamShare(s: State, teamId: string): number {
+  return dominantShare(s.sharedUse.get(teamId), s.sharedTotal);
+}
+
+function userShare(s: State, teamId: string, ownerId: string): number {
+  const own = s.teamPoolTotal.get(teamId) ?? zero();
+  const total = zero();
+  for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
+  return dominantShare(s.userUse.get(userKey(teamId, ownerId)), total);
+}
+
+/** Rule 1: priority, then team share, then user share, then age, then id. */
+function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const teams = teamShare(s, a.teamId) - teamShare(s, b.teamId);
+  if (teams !== 0) return teams;
+  const users = userShare(s, a.teamId, a.ownerId) - userShare(s, b.teamId, b.ownerId);
+  if (users !== 0) return users;
+  if (a.queuedAt !== b.queuedAt) return a.queuedAt - b.queuedAt;
+  return cmp(a.id, b.id);
+}
+
+function nextJobIndex(s: State, jobs: PlanQueuedJob[]): number {
+  let best = 0;
+  for (let i = 1; i < jobs.length; i += 1) if (compareJobs(s, jobs[i], jobs[best]) < 0) best = i;
+  return best;
+}
+
+/** Holding more than its quota, or more than an equal share of the shared pool. */
+function isBorrowing(s: State, teamId: string): 'quota' | 'share' | null {
+  const held = ledgerOf(s, teamId)
+    .filter((h) => h.source !== 'held')
+    .reduce((n, h) => n + h.devices, 0);
+  if (held > quotaOf(s, teamId)) return 'quota';
+  if (s.activeTeams > 0 && teamShare(s, teamId) > 1 / s.activeTeams) return 'share';
+  return null;
+}
+
+// ───────────────────────────── devices and estimates ─────────────────────────────
+
+function fits(slot: Slot, kind: DeviceKind, memoryBytes: number): boolean {
+  return slot.kind === kind && slot.memoryBytes >= memoryBytes;
+}
+
+function releaseOf(s: State, slot: Slot): number {
+  if (slot.holder === null || slot.holder.stopping) return s.now;
+  return slot.holder.release;
+}
+
+/** A worker and device kind that could ever hold the job's gang. */
+interface Shape {
+  worker: WorkerSlots;
+  kind: DeviceKind;
+  matching: Slot[];
+}
+
+function shapesFor(s: State, job: PlanQueuedJob): Shape[] {
+  const shapes: Shape[] = [];
+  for (const worker of s.workers) {
+    if (worker.state !== 'ONLINE') continue;
+    if (worker.teamId !== null && worker.teamId !== job.teamId) continue;
+    for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
+      const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
+      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching });
+    }
+  }
+  return shapes;
+}
+
+/** A pool of interchangeable units (a worker's matching devices, or a team's quota). */
+interface Pool {
+  capacity: number;
+  /** Units held, by holder; stopping holders count as released now. */
+  held: { units: number; release: number }[];
+}
+
+/**
+ * Rule 5: would taking `add.units` of the pool until `add.release` make a job needing `need`
+ * start later? Jobs without a time limit may end at any moment, so the answer must hold whenever
+ * they end. Taking is safe when it ends before the earliest start the waiting job could possibly
+ * have (every open-ended job ending now), or when, however the open-ended jobs end, the units it
+ * takes are spare at that start: the most the others can still hold then (the largest sum of
+ * holdings that could outlive the earliest start and still leave room for the job) plus the
+ * units taken plus the need fit in the pool. With only declared limits this is exact: the start
+ * computed from the limits does not move.
+ */
+function delays(s: State, pool: Pool, need: number, add: { units: number; release: number }): boolean {
+  if (add.units === 0) return false;
+  const earliest = earliestStart(s, pool, need);
+  if (add.release <= earliest) return false;
+  const outliving = pool.held.filter((h) => h.release > earliest).map((h) => h.units);
+  return largestSubsetSum(outliving, pool.capacity - need) + add.units + need > pool.capacity;
+}
+
+/** The earliest start possible: every holder without a time limit ending now. */
+function earliestStart(s: State, pool: Pool, need: number): number {
+  const held = pool.held.map((h) => ({ units: h.units, release: h.release === NEVER ? s.now : h.release }));
+  return startOf(s, { capacity: pool.capacity, held }, need);
+}
+
+/** The first time `need` units of the pool are free, by the holders' releases. */
+function startOf(s: State, pool: Pool, need: number): number {
+  const times = [s.now, ...pool.held.map((h) => h.release).filter((t) => t > s.now && t < NEVER)].sort((a, b) => a - b);
+  for (const t of times) {
+    const held = pool.held.reduce((n, h) => (h.release > t ? n + h.units : n), 0);
+    if (held + need <= pool.capacity) return t;
+  }
+  return NEVER;
+}
+
+function largestSubsetSum(items: number[], limit: number): number {
+  if (limit <= 0) return 0;
+  const reachable = new Uint8Array(limit + 1);
+  reachable[0] = 1;
+  for (const item of items) for (let v = limit; v >= item; v -= 1) if (reachable[v - item]) reachable[v] = 1;
+  let best = limit;
+  while (best > 0 && !reachable[best]) best -= 1;
+  return best;
+}
+
+/** A reservation's devices on its worker, as a pool; `freed` holders count as gone. */
+function devicePool(s: State, worker: WorkerSlots, r: DeviceReservation, freed: ReadonlySet<Holding>): Pool {
+  const matching = worker.slots.filter((slot) => fits(slot, r.kind, r.job.memoryBytes));
+  const byHolder = new Map<Holding, number>();
+  for (const slot of matching) {
+    if (slot.holder === null || freed.has(slot.holder)) continue;
+    byHolder.set(slot.holder, (byHolder.get(slot.holder) ?? 0) + 1);
+  }
+  const held = [...byHolder].map(([h, units]) => ({ units, release: h.stopping ? s.now : h.release }));
+  return { capacity: matching.length, held };
+}
+
+/** The first reservation on this worker that taking `chosen` until `end` would delay. */
+function deviceConflict(
+  s: State,
+  worker: WorkerSlots,
+  chosen: Slot[],
+  end: number,
+  freed: ReadonlySet<Holding> = new Set(),
+): DeviceReservation | null {
+  for (const r of s.deviceReservations.get(worker.id) ?? []) {
+    const units = chosen.filter((slot) => fits(slot, r.kind, r.job.memoryBytes)).length;
+    if (delays(s, devicePool(s, worker, r, freed), r.job.deviceCount, { units, release: end })) return r;
+  }
+  return null;
+}
+
+/** A team's quota as a pool; `released` jobs (being preempted) count as gone. */
+function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = new Set()): Pool {
+  const held = ledgerOf(s, teamId)
+    .filter((h) => !released.has(h.jobId))
+    .map((h) => ({ units: h.devices, release: h.stopping ? s.now : h.release }));
+  return { capacity: quotaOf(s, teamId), held };
+}
+
+/** The first quota reservation of the team that taking `units` until `end` would delay. */
+function quotaConflict(s: State, teamId: string, units: number, end: number, released?: ReadonlySet<string>): QuotaReservation | null {
+  for (const r of s.quotaReservations.get(teamId) ?? []) {
+    if (delays(s, quotaPool(s, teamId, released), r.job.deviceCount, { units, release: end })) return r;
+  }
+  return null;
+}
+
+// ───────────────────────────── words ─────────────────────────────
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function bytes(n: number): string {
+  const gib = n / 2 ** 30;
+  if (gib >= 1) return `${Number.isInteger(gib) ? gib : gib.toFixed(1)} GiB`;
+  return `${Math.ceil(n / 2 ** 20)} MiB`;
+}
+
+/** "2 free CUDA devices with ≥ 16 GiB each" */
+function describe(job: PlanQueuedJob, adjective = ''): string {
+  const n = job.deviceCount;
+  const words = [String(n), adjective, job.deviceKind ?? '', n === 1 ? 'device' : 'devices'].filter(Boolean);
+  const memory = job.memoryBytes > 0 ? ` with ≥ ${bytes(job.memoryBytes)}${n === 1 ? '' : ' each'}` : '';
+  return `${words.join(' ')}${memory}`;
+}
+
+function jobWords(id: string, priority: number): string {
+  return `job ${id} (priority ${priority})`;
+}
+
+function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
+  const who =
+    r.job.priority > job.priority
+      ? `higher-priority ${jobWords(r.job.id, r.job.priority)}`
+      : `${jobWords(r.job.id, r.job.priority)}, ahead in fair share`;
+  const when = r.startAt === NEVER ? 'when they free up' : `from ${iso(r.startAt)}`;
+  const what =
+    r.type === 'devices'
+      ? `which has ${r.job.deviceCount} ${r.kind} device${r.job.deviceCount === 1 ? '' : 's'} on worker ${r.workerId} reserved ${when}`
+      : `which waits for the team quota (${when.replace('from', 'expected')})`;
+  const pool = r.type === 'devices' ? devicePool(s, workerOf(s, r.workerId), r, new Set()) : quotaPool(s, r.job.teamId);
+  const earliest = earliestStart(s, pool, r.job.deviceCount);
+  const hint = earliest > s.now ? `; it could run now if it ended by ${iso(earliest)}` : '';
+  return `waiting: behind ${who}, ${what}${hint}`;
+}
+
+// ───────────────────────────── the plan ─────────────────────────────
+
+export function plan(input: PlanInput): Plan {
+  const s = buildState(input);
+  const out: Plan = { placements: [], preemptions: [], waiting: [] };
+  const remaining = [...input.queued].sort((a, b) => cmp(a.id, b.id));
+  while (remaining.length > 0) {
+    const [job] = remaining.splice(nextJobIndex(s, remaining), 1);
+    decide(s, job, out);
+  }
+  return out;
+}
+
+function wait(
+  out: Plan,
+  job: PlanQueuedJob,
+  code: WaitCode,
+  reason: string,
+  extra: Partial<Pick<Waiting, 'estimatedStartAt' | 'target'>> = {},
+): void {
+  out.waiting.push({ jobId: job.id, code, reason, estimatedStartAt: null, target: null, ...extra });
+}
+
+/** One job's decision: the rules of the header, in order. */
+function decide(s: State, job: PlanQueuedJob, out: Plan): void {
+  if (job.notBefore !== null && job.notBefore > s.now) {
+    return wait(out, job, 'BACKOFF', `waiting: backing off after a lost lease until ${iso(job.notBefore)}`);
+  }
+  const quota = quotaOf(s, job.teamId);
+  if (job.deviceCount > quota) {
+    return wait(out, job, 'EXCEEDS_QUOTA', `waiting: needs ${job.deviceCount} devices, more than the team quota of ${quota}`);
+  }
+  const shapes = shapesFor(s, job);
+  if (shapes.length === 0) {
+    return wait(out, job, 'NO_WORKER', `waiting: no online worker available to this team has ${describe(job)}`);
+  }
+
+  const end = endOf(s.now, job.timeLimitSeconds);
+  const held = heldBy(s, job.teamId);
+  const quotaOk = held + job.deviceCount <= quota;
+  let blocker: Reservation | null = null;
+  if (quotaOk) {
+    const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
+    if (quotaBlocker) {
+      blocker = { type: 'quota', ...quotaBlocker };
+    } else {
+      const attempt = tryPlace(s, job, shapes, end);
+      if ('placement' in attempt) {
+        out.placements.push(attempt.placement);
+        return;
+      }
+      blocker = attempt.blocker;
+    }
+  }
+
+  const preemption = tryPreempt(s, job, shapes, end, quotaOk);
+  if (preemption) return applyPreemption(s, job, preemption, out);
+
+  if (blocker) return wait(out, job, 'BEHIND', behindWords(s, job, blocker));
+  if (!quotaOk) {
+    const startAt = startOf(s, quotaPool(s, job.teamId), job.deviceCount);
+    const list = s.quotaReservations.get(job.teamId) ?? [];
+    list.push({ job, startAt });
+    s.quotaReservations.set(job.teamId, list);
+    const reason = `waiting: team quota of ${quota} devices reached (${held} in use, this job needs ${job.deviceCount})`;
+    return wait(out, job, 'QUOTA', reason, { estimatedStartAt: startAt === NEVER ? null : startAt });
+  }
+  const r = reserveDevices(s, job, shapes);
+  const when =
+    r.startAt === NEVER
+      ? 'start unknown: jobs without a time limit hold the devices it needs'
+      : `expected to start by ${iso(r.startAt)} on worker ${r.workerId}`;
+  wait(out, job, 'NO_CAPACITY', `waiting: no online worker has ${describe(job, 'free')}; ${when}`, {
+    estimatedStartAt: r.startAt === NEVER ? null : r.startAt,
+    target: { workerId: r.workerId, kind: r.kind, deviceIndexes: r.deviceIndexes },
+  });
+}
+
+// ── placing ──
+
+type PlaceAttempt = { placement: Placement } | { blocker: Reservation | null };
+
+/** Rule 4 and 5: the best worker with enough free matching devices that delays no reservation. */
+function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
+  let blocker: Reservation | null = null;
+  let best: { shape: Shape; chosen: Slot[]; left: number; backfill: DeviceReservation | null } | null = null;
+  for (const shape of shapes) {
+    const free = shape.matching.filter((slot) => slot.holder === null);
+    if (free.length < job.deviceCount) continue;
+    // Devices no reservation could use go first, so a backfill disturbs as little as possible.
+    const reservations = s.deviceReservations.get(shape.worker.id) ?? [];
+    const contested = (slot: Slot) => reservations.some((r) => fits(slot, r.kind, r.job.memoryBytes));
+    const chosen = [...free]
+      .sort((a, b) => Number(contested(a)) - Number(contested(b)) || a.index - b.index)
+      .slice(0, job.deviceCount);
+    const conflict = deviceConflict(s, shape.worker, chosen, end);
+    if (conflict) {
+      blocker ??= { type: 'devices', ...conflict };
+      continue;
+    }
+    const candidate = {
+      shape,
+      chosen,
+      left: free.length - job.deviceCount,
+      backfill: reservations.find((r) => chosen.some((slot) => fits(slot, r.kind, r.job.memoryBytes))) ?? null,
+    };
+    if (!best || comparePlaces(candidate, best) < 0) best = candidate;
+  }
+  if (!best) return { blocker };
+
+  const { shape, chosen } = best;
+  const holding = hold(s, job, shape.worker.id, 'placed', chosen.length, end);
+  for (const slot of chosen) {
+    slot.holder = holding;
+    countUse(s, shape.worker, slot.kind, holding, 1);
+  }
+  const deviceIndexes = chosen.map((slot) => slot.index);
+  const ahead = best.backfill?.job ?? quotaReservationOf(s, job);
+  const backfill = ahead !== null;
+  const reason =
+    `placed on worker ${shape.worker.id} (${shape.kind} ${deviceIndexes.length === 1 ? 'device' : 'devices'} ${deviceIndexes.join(', ')})` +
+    (ahead ? `, backfilled ahead of ${jobWords(ahead.id, ahead.priority)} without delaying it` : '');
+  return { placement: { jobId: job.id, workerId: shape.worker.id, deviceIndexes, backfill, reason } };
+}
+
+/** Own pool first, then the tightest fit, then kind order, then worker id. */
+function comparePlaces(a: { shape: Shape; left: number }, b: { shape: Shape; left: number }): number {
+  const own = Number(a.shape.worker.teamId === null) - Number(b.shape.worker.teamId === null);
+  if (own !== 0) return own;
+  if (a.left !== b.left) return a.left - b.left;
+  const kinds = KIND_ORDER.indexOf(a.shape.kind) - KIND_ORDER.indexOf(b.shape.kind);
+  if (kinds !== 0) return kinds;
+  return cmp(a.shape.worker.id, b.shape.worker.id);
+}
+
+/** A waiting job of the same team holding a quota reservation: this placement went ahead of it. */
+function quotaReservationOf(s: State, job: PlanQueuedJob): PlanQueuedJob | null {
+  const quota = s.quotaReservations.get(job.teamId)?.[0];
+  return quota?.job ?? null;
+}
+
+function hold(s: State, job: PlanQueuedJob, workerId: string, source: Holding['source'], devices: number, end: number): Holding {
+  const holding: Holding = {
+    source,
+    jobId: job.id,
+    teamId: job.teamId,
+    ownerId: job.ownerId,
+    priority: job.priority,
+    workerId,
+    startedAt: s.now,
+    devices,
+    release: end,
+    stopping: false,
+  };
+  ledgerOf(s, job.teamId).push(holding);
+  return holding;
+}
+
+// ── reserving ──
+
+function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceReservation & { deviceIndexes: number[] } {
+  let best: { shape: Shape; startAt: number; unknown: number; slots: Slot[] } | null = null;
+  for (const shape of shapes) {
+    const slots = [...shape.matching]
+      .sort((a, b) => releaseOf(s, a) - releaseOf(s, b) || a.index - b.index)
+      .slice(0, job.deviceCount);
+    const startAt = releaseOf(s, slots[slots.length - 1]);
+    const unknown = slots.filter((slot) => releaseOf(s, slot) === NEVER).length;
+    const better =
+      !best ||
+      startAt < best.startAt ||
+      (startAt === best.startAt && (unknown < best.unknown || (unknown === best.unknown && comparePlaces({ shape, left: 0 }, { shape: best.shape, left: 0 }) < 0)));
+    if (better) best = { shape, startAt, unknown, slots };
+  }
+  // shapesFor returned at least one shape, so best is set.
+  const { shape, startAt, slots } = best as NonNullable<typeof best>;
+  const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
+  const list = s.deviceReservations.get(shape.worker.id) ?? [];
+  list.push(reservation);
+  s.deviceReservations.set(shape.worker.id, list);
+  return { ...reservation, deviceIndexes: slots.map((slot) => slot.index) };
+}
+
+// ── preempting ──
+
+interface PreemptionPlan {
+  shape: Shape;
+  victims: Holding[];
+  chosen: Slot[];
+  cost: number[];
+}
+
+/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
+function victimOrder(s: State): (a: Holding, b: Holding) => number {
+  const borrowing = new Map<string, boolean>();
+  const borrows = (teamId: string) => {
+    if (!borrowing.has(teamId)) borrowing.set(teamId, isBorrowing(s, teamId) !== null);
+    return borrowing.get(teamId) as boolean;
+  };
+  return (a, b) =>
+    Number(borrows(b.teamId)) - Number(borrows(a.teamId)) ||
+    a.priority - b.priority ||
+    b.startedAt - a.startedAt ||
+    cmp(a.jobId, b.jobId);
+}
+
+/** Rule 6: the cheapest way to free room for the job on one worker, or null. */
+function tryPreempt(s: State, job: PlanQueuedJob, shapes: Shape[], end: number, quotaOk: boolean): PreemptionPlan | null {
+  const quotaDeficit =
+    ledgerOf(s, job.teamId).reduce((n, h) => (h.stopping ? n : n + h.devices), 0) + job.deviceCount - quotaOf(s, job.teamId);
+  const order = victimOrder(s);
+  const preemptible = (h: Holding | null): h is Holding =>
+    h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
+
+  let best: PreemptionPlan | null = null;
+  for (const shape of shapes) {
+    const available = shape.matching.filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping));
+    const deviceDeficit = job.deviceCount - available.length;
+    const candidates = new Set<Holding>();
+    if (deviceDeficit > 0) for (const slot of shape.matching) if (preemptible(slot.holder)) candidates.add(slot.holder);
+    if (quotaDeficit > 0) for (const h of ledgerOf(s, job.teamId)) if (preemptible(h)) candidates.add(h);
+
+    const onWorker = (h: Holding) => shape.matching.filter((slot) => slot.holder === h).length;
+    const ofTeam = (h: Holding) => (h.teamId === job.teamId ? h.devices : 0);
+    const enough = (set: Holding[]) =>
+      set.reduce((n, h) => n + onWorker(h), 0) >= deviceDeficit && set.reduce((n, h) => n + ofTeam(h), 0) >= quotaDeficit;
+
+    // Add in Kueue's order, skipping candidates that help with nothing still missing.
+    const victims: Holding[] = [];
+    for (const h of [...candidates].sort(order)) {
+      if (enough(victims)) break;
+      const devicesShort = deviceDeficit - victims.reduce((n, v) => n + onWorker(v), 0) > 0;
+      const quotaShort = quotaDeficit - victims.reduce((n, v) => n + ofTeam(v), 0) > 0;
+      if ((devicesShort && onWorker(h) > 0) || (quotaShort && ofTeam(h) > 0)) victims.push(h);
+    }
+    if (!enough(victims)) continue;
+    // Then drop, last added first, every victim the job fits without.
+    for (let i = victims.length - 1; i >= 0; i -= 1) {
+      const without = victims.filter((_, j) => j !== i);
+      if (enough(without)) victims.splice(i, 1);
+    }
+
+    const rank = (slot: Slot) => (slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2);
+    const chosen = shape.matching
+      .filter((slot) => available.includes(slot) || victims.includes(slot.holder as Holding))
+      .sort((a, b) => rank(a) - rank(b) || a.index - b.index)
+      .slice(0, job.deviceCount);
+    // All free, no victims and room in the quota: that was a placement, refused for a reservation.
+    if (victims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) continue;
+    if (deviceConflict(s, shape.worker, chosen, end, new Set(victims))) continue;
+    const released = new Set(victims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
+    if (quotaConflict(s, job.teamId, job.deviceCount, end, released)) continue;
+
+    const candidate: PreemptionPlan = {
+      shape,
+      victims,
+      chosen,
+      cost: [
+        victims.filter((v) => isBorrowing(s, v.teamId) === null).length,
+        Math.max(Number.NEGATIVE_INFINITY, ...victims.map((v) => v.priority)),
+        victims.length,
+        victims.reduce((n, v) => n + v.devices, 0),
+        // Free devices stay free for others when the victims' own devices suffice.
+        chosen.filter((slot) => slot.holder === null).length,
+      ],
+    };
+    if (!best || comparePreemptions(candidate, best) < 0) best = candidate;
+  }
+  return best;
+}
+
+function comparePreemptions(a: PreemptionPlan, b: PreemptionPlan): number {
+  for (let i = 0; i < a.cost.length; i += 1) if (a.cost[i] !== b.cost[i]) return a.cost[i] - b.cost[i];
+  return comparePlaces({ shape: a.shape, left: 0 }, { shape: b.shape, left: 0 });
+}
+
+function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: Plan): void {
+  const stoppingBefore = [
+    ...new Set(p.chosen.flatMap((slot) => (slot.holder?.stopping ? [slot.holder.jobId] : []))),
+  ];
+  for (const victim of p.victims) {
+    victim.stopping = true;
+    const borrowing = isBorrowing(s, victim.teamId);
+    const why = borrowing === null ? '' : `; team ${victim.teamId} is over its ${borrowing === 'quota' ? 'quota' : 'fair share'}`;
+    const preemption: Preemption = {
+      jobId: victim.jobId,
+      forJobId: job.id,
+      workerId: victim.workerId,
+      reason: `preempting ${jobWords(victim.jobId, victim.priority)} for ${jobWords(job.id, job.priority)}${why}`,
+    };
+    out.preemptions.push(preemption);
+  }
+  const holding = hold(s, job, p.shape.worker.id, 'held', job.deviceCount, endOf(s.now, job.timeLimitSeconds));
+  for (const slot of p.chosen) slot.holder = holding;
+
+  const where = `on worker ${p.shape.worker.id}`;
+  const reason =
+    p.victims.length > 0
+      ? `waiting: preempting ${p.victims.map((v) => jobWords(v.jobId, v.priority)).join(', ')} to make room ${where}`
+      : stoppingBefore.length > 0
+        ? `waiting: devices ${where} are being freed (${stoppingBefore.map((id) => `job ${id}`).join(', ')} stopping); they are held for this job`
+        : `waiting: team quota is being freed by stopping jobs; devices ${where} are held for this job`;
+  wait(out, job, 'PREEMPTING', reason, {
+    target: { workerId: p.shape.worker.id, kind: p.shape.kind, deviceIndexes: p.chosen.map((slot) => slot.index) },
+  });
+}
