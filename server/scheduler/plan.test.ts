@@ -210,14 +210,14 @@ describe('placement', () => {
   });
 
   it('keeps a team pool to its team and uses it before the shared pool', () => {
-    const workers = [worker('shared', 4), worker('own-t1', 4, { teamId: 't1' })];
+    const workers = [worker('a-shared', 4), worker('own-t1', 4, { teamId: 't1' })];
     const p = run({
       workers,
       quotas: [quota('t2', 8)],
       queued: [queued('a', { teamId: 't1' }), queued('b', { teamId: 't2', deviceCount: 4 }), queued('c', { teamId: 't2' })],
     });
     expect(placed(p, 'a')?.workerId).toBe('own-t1');
-    expect(placed(p, 'b')?.workerId).toBe('shared');
+    expect(placed(p, 'b')?.workerId).toBe('a-shared');
     expect(waiting(p, 'c')?.code).toBe('NO_CAPACITY'); // t1's free devices are not for t2
     const q = run({ workers: [worker('own-t1', 4, { teamId: 't1' })], queued: [queued('x', { teamId: 't2' })] });
     expect(waiting(q, 'x')?.code).toBe('NO_WORKER');
@@ -392,6 +392,24 @@ describe('priority and fair share', () => {
     expect(placedIds(p)).toEqual(['a']);
   });
 
+  it('leaves team workers out of the shared pool capacity', () => {
+    // A holds 1 of 2 shared GPUs (0.5), B 6 of 8 shared CPUs (0.75): A is below B. Counting C's
+    // 8 private CPUs as shared would make B's share 6/16 and put B first.
+    const p = run({
+      workers: [worker('gpu', 2), worker('cpu', 8, { kind: 'CPU' }), worker('own-C', 8, { kind: 'CPU', teamId: 'C' })],
+      running: [
+        running('ra', 'gpu', [0], { teamId: 'A', priority: 9 }),
+        running('rb', 'cpu', [0, 1, 2, 3, 4, 5], { teamId: 'B', priority: 9 }),
+      ],
+      quotas: [quota('B', 8)],
+      queued: [
+        queued('b', { teamId: 'B', deviceKind: 'CUDA', queuedAt: NOW - 100 }),
+        queued('a', { teamId: 'A', deviceKind: 'CUDA', queuedAt: NOW }),
+      ],
+    });
+    expect(placedIds(p)).toEqual(['a']);
+  });
+
   it('lets priority beat fair share', () => {
     const p = run({
       workers: [worker('w1', 2)],
@@ -417,7 +435,7 @@ describe('backfill', () => {
     expect(waiting(p, 'B')).toMatchObject({
       code: 'NO_CAPACITY',
       estimatedStartAt: NOW + 100 * S,
-      target: { workerId: 'w1', kind: 'CUDA', deviceIndexes: [2, 3, 0, 1] },
+      target: { workerId: 'w1', kind: 'CUDA', deviceIndexes: [0, 1, 2, 3] },
       reason: `waiting: no online worker has 4 free devices; expected to start by ${new Date(NOW + 100 * S).toISOString()} on worker w1`,
     });
     expect(p.preemptions).toEqual([]);
@@ -599,15 +617,15 @@ describe('preemption', () => {
   it('then takes the lowest priority, then the most recently started', () => {
     const running3 = [
       running('p1', 'w1', [0], { teamId: 'B', priority: 1, startedAt: NOW - 1 * S }),
-      running('p0-old', 'w1', [1], { teamId: 'B', priority: 0, startedAt: NOW - 100 * S }),
-      running('p0-new', 'w1', [2], { teamId: 'B', priority: 0, startedAt: NOW - 50 * S }),
+      running('p0-a-old', 'w1', [1], { teamId: 'B', priority: 0, startedAt: NOW - 100 * S }),
+      running('p0-b-new', 'w1', [2], { teamId: 'B', priority: 0, startedAt: NOW - 50 * S }),
     ];
     const workers = [worker('w1', 3)];
     const quotas = [quota('B', 3)];
     const one = run({ workers, quotas, running: running3, queued: [queued('h', { teamId: 'A', priority: 10 })] });
-    expect(one.preemptions.map((x) => x.jobId)).toEqual(['p0-new']);
+    expect(one.preemptions.map((x) => x.jobId)).toEqual(['p0-b-new']);
     const two = run({ workers, quotas, running: running3, queued: [queued('h', { teamId: 'A', priority: 10, deviceCount: 2 })] });
-    expect(two.preemptions.map((x) => x.jobId)).toEqual(['p0-new', 'p0-old']);
+    expect(two.preemptions.map((x) => x.jobId)).toEqual(['p0-b-new', 'p0-a-old']);
   });
 
   it('drops victims it does not need (the smallest set that frees enough)', () => {
@@ -682,14 +700,14 @@ describe('preemption', () => {
 
   it('preempts its own team lower-priority work to fit its quota', () => {
     const p = run({
-      workers: [worker('w1', 2), worker('w2', 4)],
-      running: [running('mine-low', 'w1', [0, 1], { priority: 0 })],
+      workers: [worker('b-mine', 2), worker('a-free', 4)],
+      running: [running('mine-low', 'b-mine', [0, 1], { priority: 0 })],
       quotas: [quota('t1', 2)],
       queued: [queued('mine-high', { priority: 10, deviceCount: 2 })],
     });
     expect(p.preemptions.map((x) => x.jobId)).toEqual(['mine-low']);
-    // it waits for mine-low's own devices rather than holding w2's free ones
-    expect(waiting(p, 'mine-high')).toMatchObject({ code: 'PREEMPTING', target: { workerId: 'w1', deviceIndexes: [0, 1] } });
+    // it waits for mine-low's own devices rather than holding free ones elsewhere
+    expect(waiting(p, 'mine-high')).toMatchObject({ code: 'PREEMPTING', target: { workerId: 'b-mine', deviceIndexes: [0, 1] } });
   });
 
   it('does not preempt another team to get around its own quota', () => {
@@ -701,6 +719,28 @@ describe('preemption', () => {
     });
     expect(p.preemptions).toEqual([]);
     expect(waiting(p, 'h')?.code).toBe('QUOTA');
+  });
+
+  it('does not preempt into devices a higher-priority reservation counts on, unless it ends in time', () => {
+    // B (priority 20) needs all of w1 and cannot preempt x (priority 30); it could have l's
+    // devices by the time x ends. J (priority 10) may preempt l only if J is gone by then.
+    const input = (limit: number | null): Partial<PlanInput> => ({
+      workers: [worker('w1', 4)],
+      running: [
+        running('x', 'w1', [0, 1], { teamId: 'X', priority: 30, startedAt: NOW, timeLimitSeconds: 100 }),
+        running('l', 'w1', [2, 3], { teamId: 'L', priority: 0 }),
+      ],
+      queued: [
+        queued('B', { teamId: 'B', priority: 20, deviceCount: 4 }),
+        queued('J', { teamId: 'J', priority: 10, deviceCount: 2, timeLimitSeconds: limit }),
+      ],
+    });
+    const open = run(input(null));
+    expect(waiting(open, 'B')?.code).toBe('NO_CAPACITY');
+    expect(open.preemptions).toEqual([]);
+    expect(waiting(open, 'J')?.code).toBe('NO_CAPACITY');
+    const short = run(input(60));
+    expect(short.preemptions.map((x) => [x.jobId, x.forJobId])).toEqual([['l', 'J']]);
   });
 
   it('does not reach into another team pool', () => {

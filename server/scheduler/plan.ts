@@ -480,11 +480,12 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
     r.job.priority > job.priority
       ? `higher-priority ${jobWords(r.job.id, r.job.priority)}`
       : `${jobWords(r.job.id, r.job.priority)}, ahead in fair share`;
-  const when = r.startAt === NEVER ? 'when they free up' : `from ${iso(r.startAt)}`;
+  const plural = r.job.deviceCount === 1 ? '' : 's';
   const what =
     r.type === 'devices'
-      ? `which has ${r.job.deviceCount} ${r.kind} device${r.job.deviceCount === 1 ? '' : 's'} on worker ${r.workerId} reserved ${when}`
-      : `which waits for the team quota (${when.replace('from', 'expected')})`;
+      ? `which has ${r.job.deviceCount} ${r.kind} device${plural} on worker ${r.workerId} reserved ` +
+        (r.startAt === NEVER ? 'until they free up' : `from ${iso(r.startAt)}`)
+      : `which waits for the team quota (${r.startAt === NEVER ? 'start unknown' : `expected ${iso(r.startAt)}`})`;
   const pool = r.type === 'devices' ? devicePool(s, workerOf(s, r.workerId), r, new Set()) : quotaPool(s, r.job.teamId);
   const earliest = earliestStart(s, pool, r.job.deviceCount);
   const hint = earliest > s.now ? `; it could run now if it ended by ${iso(earliest)}` : '';
@@ -671,7 +672,7 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceRe
   const list = s.deviceReservations.get(shape.worker.id) ?? [];
   list.push(reservation);
   s.deviceReservations.set(shape.worker.id, list);
-  return { ...reservation, deviceIndexes: slots.map((slot) => slot.index) };
+  return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
 }
 
 // ── preempting ──

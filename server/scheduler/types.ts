@@ -76,7 +76,10 @@ export interface Placement {
   jobId: string;
   workerId: string;
   deviceIndexes: number[];
-  /** True when the job went ahead of a waiting job whose expected start it does not delay. */
+  /**
+   * True when it took devices or quota that a waiting job ahead of it counts on, because it does
+   * not delay that job's start (plan.ts, rule 5).
+   */
   backfill: boolean;
   reason: string;
 }
