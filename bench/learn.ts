@@ -10,10 +10,11 @@
  * Figures:
  * - seconds_to_90: wall seconds (evaluation included) from the first SFT step until held-out exact
  *   match first reaches 90%;
- * - accuracy_sft_only / accuracy_after_grpo: held-out exact match after the same wall-clock budget
- *   (LEARN_BUDGET_S, default 60 s, short enough that SFT has not saturated) spent on SFT alone,
- *   versus SFT for the first 60% of it and then GRPO (32 prompts × 8 samples, lr LEARN_GRPO_LR,
- *   default 1e-4 as measured in OFFLINE.md).
+ * - accuracy_sft_only / accuracy_after_grpo: held-out exact match after the same budget spent on
+ *   SFT alone (LEARN_SFT_STEPS, default 600 steps of 128 problems, short of saturation) versus SFT
+ *   for the first 75% of those steps and then GRPO for as many seconds as the SFT-only run spent
+ *   training on the remaining 25% (32 prompts × 8 samples per step, lr LEARN_GRPO_LR, default 1e-4
+ *   as measured in OFFLINE.md).
  */
 import { type Sequence } from '../gpu-worker/engine/batch';
 import { initBackend } from '../gpu-worker/engine/backend';
@@ -26,8 +27,9 @@ import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
 import { GPT as Model } from '../gpu-worker/engine/model';
 import { emit } from './engine-measure';
 
-const BUDGET_S = Number(process.env.LEARN_BUDGET_S ?? 60);
-const SFT_PART = 0.6;
+/** SFT steps of the SFT-only run, and the step at which the other run switches to GRPO. */
+const TOTAL_STEPS = Number(process.env.LEARN_SFT_STEPS ?? 600);
+const SWITCH_STEP = Math.round(TOTAL_STEPS * 0.75);
 const EVAL_EVERY_STEPS = 25;
 /** Give up on reaching 90% after this many seconds. */
 const CAP_S = 300;
@@ -63,28 +65,25 @@ const batchSize = 128;
 const start = performance.now();
 const elapsed = () => (performance.now() - start) / 1000;
 let secondsTo90: number | null = null;
+let stepsTo90 = 0;
 let snapshot: GPT | null = null;
-let snapshotAt = 0;
 let snapshotAccuracy = 0;
 let sftOnly: number | null = null;
-let stepsAtBudget = 0;
-let stepsTo90 = 0;
+// Seconds spent inside SFT steps (evaluation excluded) after the switch step: GRPO's budget.
+let trainSecondsAfterSwitch = 0;
 let step = 0;
-// SFT runs until the budget is spent and 90% is reached (or the cap): the SFT-only accuracy is
-// read at the budget, the seconds to 90% whenever it happens.
+// SFT runs until TOTAL_STEPS and until 90% is reached (or the cap). The switch is a step count, not
+// a time, so that a busy machine does not move it across the sharp rise of this task's curve.
 for (;;) {
-  const t = elapsed();
-  if (!snapshot && t >= BUDGET_S * SFT_PART) {
+  if (step === SWITCH_STEP) {
     snapshot = frozenCopy(model);
-    snapshotAt = t;
     snapshotAccuracy = accuracy(model);
   }
-  if (sftOnly === null && t >= BUDGET_S) {
-    sftOnly = accuracy(model);
-    stepsAtBudget = step;
-  }
-  if (sftOnly !== null && (secondsTo90 !== null || t >= CAP_S)) break;
+  if (step === TOTAL_STEPS) sftOnly = accuracy(model);
+  if (step >= TOTAL_STEPS && (secondsTo90 !== null || elapsed() >= CAP_S)) break;
+  const t0 = performance.now();
   sft.step(Array.from({ length: batchSize }, () => example(...train[rng.int(train.length)])));
+  if (step >= SWITCH_STEP && step < TOTAL_STEPS) trainSecondsAfterSwitch += (performance.now() - t0) / 1000;
   step++;
   if (secondsTo90 === null && step % EVAL_EVERY_STEPS === 0 && accuracy(model) >= 0.9) {
     secondsTo90 = elapsed();
@@ -99,10 +98,10 @@ emit('seconds_to_90', secondsTo90 ?? CAP_S, 's', {
   heldOut: heldOut.length,
   model: { layers: 2, width: 64, heads: 4 },
 });
-emit('accuracy_sft_only', sftOnly, 'exact match', { budgetS: BUDGET_S, sftSteps: stepsAtBudget });
+emit('accuracy_sft_only', sftOnly!, 'exact match', { sftSteps: TOTAL_STEPS });
 
-// Same budget: SFT up to the snapshot, then GRPO for the rest.
-const grpoBudget = BUDGET_S - snapshotAt;
+// The same budget: SFT up to SWITCH_STEP, then GRPO for as long as SFT spent on the remaining steps.
+const grpoBudget = trainSecondsAfterSwitch;
 const grpo = new GRPOTrainer(snapshot!, { learningRate: Number(process.env.LEARN_GRPO_LR ?? 1e-4), clipLow: 0.2, clipHigh: 0.28, seed: 1 });
 const g0 = performance.now();
 let grpoSteps = 0;
@@ -127,8 +126,8 @@ while ((performance.now() - g0) / 1000 < grpoBudget) {
 }
 const afterGrpo = accuracy(snapshot!);
 emit('accuracy_after_grpo', afterGrpo, 'exact match', {
-  budgetS: BUDGET_S,
-  sftSecondsBeforeGrpo: Number(snapshotAt.toFixed(1)),
+  sftSteps: SWITCH_STEP,
+  grpoSeconds: Number(grpoBudget.toFixed(1)),
   accuracyAtSwitch: snapshotAccuracy,
   grpoSteps,
   promptsPerStep: prompts,
