@@ -182,6 +182,8 @@ interface State {
   teamPoolTotal: Map<string, KindCount>;
   sharedUse: Map<string, KindCount>;
   userUse: Map<string, KindCount>;
+  /** Shares by team and by user, dropped when their use changes: ordering compares them often. */
+  shares: Map<string, number>;
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
@@ -224,6 +226,7 @@ function buildState(input: PlanInput): State {
     teamPoolTotal: new Map(),
     sharedUse: new Map(),
     userUse: new Map(),
+    shares: new Map(),
     activeTeams: new Set([...input.queued, ...input.running].map((j) => j.teamId)).size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
@@ -273,6 +276,8 @@ function countUse(s: State, worker: WorkerSlots, kind: DeviceKind, h: Holding, b
   if (worker.state !== 'ONLINE' && worker.state !== 'DRAINING') return;
   if (worker.teamId === null) bump(s.sharedUse, h.teamId, kind, by);
   bump(s.userUse, userKey(h.teamId, h.ownerId), kind, by);
+  s.shares.delete(`team:${h.teamId}`);
+  s.shares.delete(`user:${userKey(h.teamId, h.ownerId)}`);
 }
 
 const workerOf = (s: State, id: string): WorkerSlots => s.workers.find((w) => w.id === id) as WorkerSlots;
@@ -288,15 +293,24 @@ function dominantShare(use: KindCount | undefined, total: KindCount): number {
   return share;
 }
 
+function cachedShare(s: State, key: string, compute: () => number): number {
+  let share = s.shares.get(key);
+  if (share === undefined) s.shares.set(key, (share = compute()));
+  return share;
+}
+
 function teamShare(s: State, teamId: string): number {
-  return dominantShare(s.sharedUse.get(teamId), s.sharedTotal);
+  return cachedShare(s, `team:${teamId}`, () => dominantShare(s.sharedUse.get(teamId), s.sharedTotal));
 }
 
 function userShare(s: State, teamId: string, ownerId: string): number {
-  const own = s.teamPoolTotal.get(teamId) ?? zero();
-  const total = zero();
-  for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
-  return dominantShare(s.userUse.get(userKey(teamId, ownerId)), total);
+  const key = userKey(teamId, ownerId);
+  return cachedShare(s, `user:${key}`, () => {
+    const own = s.teamPoolTotal.get(teamId) ?? zero();
+    const total = zero();
+    for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
+    return dominantShare(s.userUse.get(key), total);
+  });
 }
 
 /** Rule 1: priority, then team share, then user share, then age, then id. */
@@ -310,10 +324,27 @@ function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
   return cmp(a.id, b.id);
 }
 
-function nextJobIndex(s: State, jobs: PlanQueuedJob[]): number {
-  let best = 0;
-  for (let i = 1; i < jobs.length; i += 1) if (compareJobs(s, jobs[i], jobs[best]) < 0) best = i;
-  return best;
+/**
+ * The queue in rule 1's order, as shares change. A user's own jobs keep a fixed order (their
+ * shares are the same), so only the heads of the users' queues need comparing at each step.
+ */
+function* inOrder(s: State, queued: PlanQueuedJob[]): Generator<PlanQueuedJob> {
+  const byUser = new Map<string, PlanQueuedJob[]>();
+  for (const job of queued) {
+    const key = userKey(job.teamId, job.ownerId);
+    byUser.set(key, [...(byUser.get(key) ?? []), job]);
+  }
+  const queues = [...byUser.values()].map((jobs) => ({ jobs: jobs.sort((a, b) => compareJobs(s, a, b)), next: 0 }));
+  for (;;) {
+    let best: (typeof queues)[number] | null = null;
+    for (const q of queues) {
+      if (q.next === q.jobs.length) continue;
+      if (!best || compareJobs(s, q.jobs[q.next], best.jobs[best.next]) < 0) best = q;
+    }
+    if (!best) return;
+    best.next += 1;
+    yield best.jobs[best.next - 1];
+  }
 }
 
 /** Holding more than its quota, or more than an equal share of the shared pool. */
@@ -497,11 +528,7 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
 export function plan(input: PlanInput): Plan {
   const s = buildState(input);
   const out: Plan = { placements: [], preemptions: [], waiting: [] };
-  const remaining = [...input.queued].sort((a, b) => cmp(a.id, b.id));
-  while (remaining.length > 0) {
-    const [job] = remaining.splice(nextJobIndex(s, remaining), 1);
-    decide(s, job, out);
-  }
+  for (const job of inOrder(s, input.queued)) decide(s, job, out);
   return out;
 }
 

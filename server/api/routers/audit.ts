@@ -4,7 +4,7 @@ import { router, teamProcedure } from '../trpc';
 export const auditRouter = router({
   /** The team's audit log, newest first, a page at a time (cursor: the last id seen). */
   list: teamProcedure('ADMIN')
-    .input(z.object({ cursor: z.bigint().optional(), limit: z.number().int().min(1).max(200).default(50), action: z.string().max(64).optional() }))
+    .input(z.object({ cursor: z.coerce.bigint().positive().optional(), limit: z.number().int().min(1).max(200).default(50), action: z.string().max(64).optional() }))
     .query(async ({ ctx, input }) => {
       const rows = await ctx.db.auditLog.findMany({
         where: {

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { io as connect } from 'socket.io-client';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { addMember, createUserWithTeam, startTestServer } from '../test-server';
+
+async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function mutate(base: string, cookie: string, path: string, input: unknown) {
+  const res = await fetch(`${base}/api/trpc/${path}`, {
+    method: 'POST',
+    headers: { cookie, origin: base, 'content-type': 'application/json' },
+    body: JSON.stringify({ json: input }),
+  });
+  return ((await res.json()) as any).result?.data.json;
+}
+
+const device = { index: 0, kind: 'CPU', name: 'cpu', memoryBytes: 1 << 30 };
+const registration = (token: string) => ({ token, name: 'w1', hostname: 'host-1', backend: 'wasm', version: '0.1.0', devices: [device] });
+
+describe('worker tokens and registration', () => {
+  let t: TestDatabase;
+  let server: Awaited<ReturnType<typeof startTestServer>>;
+  let installationAdmin: Awaited<ReturnType<typeof createUserWithTeam>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    server = await startTestServer(t.db);
+    installationAdmin = await createUserWithTeam(server.url, t.db); // the first account
+  });
+  afterAll(async () => {
+    await server?.close();
+    await t?.drop();
+  });
+
+  it('registers with a team token, heartbeats, drains, and is shut out once revoked', async () => {
+    const owner = await createUserWithTeam(server.url, t.db);
+    const teamId = owner.team.id;
+    const created = await mutate(server.url, owner.cookie, 'workerTokens.create', { teamId, name: 'rack 1' });
+    expect(created.token).toMatch(/^wst_/);
+    expect(await t.db.workerToken.count({ where: { tokenHash: created.token } })).toBe(0);
+
+    const reg = await post(server.url, '/api/workers/register', registration(created.token));
+    expect(reg.status).toBe(201);
+    expect(reg.body).toMatchObject({ pool: 'team', credential: expect.stringMatching(/^wsw_/) });
+    const worker = await t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId }, include: { devices: true } });
+    expect(worker.teamId).toBe(teamId);
+    expect(worker.devices).toHaveLength(1);
+    expect(worker.credentialHash).not.toBe(reg.body.credential);
+
+    const auth = { authorization: `Bearer ${reg.body.credential}` };
+    expect(await post(server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE' } });
+    await mutate(server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
+    expect(await post(server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'DRAINING' } });
+    await mutate(server.url, owner.cookie, 'workers.revoke', { teamId, workerId: worker.id });
+    expect((await post(server.url, '/api/workers/heartbeat', {}, auth)).status).toBe(401);
+
+    // A revoked token registers nothing more, and says so.
+    await mutate(server.url, owner.cookie, 'workerTokens.revoke', { teamId, tokenId: created.id });
+    const again = await post(server.url, '/api/workers/register', registration(created.token));
+    expect(again.status).toBe(401);
+    expect(again.body.error).toMatch(/not valid/);
+    const actions = (await t.db.auditLog.findMany({ where: { teamId }, select: { action: true } })).map((a) => a.action);
+    expect(actions).toEqual(expect.arrayContaining(['worker_token.created', 'worker.registered', 'worker.drained', 'worker.revoked', 'worker_token.revoked', 'worker.registration_refused']));
+  });
+
+  it('refuses malformed registrations with 400 and the reasons', async () => {
+    const bad = await post(server.url, '/api/workers/register', { token: 'wst_x', name: '', devices: [device, device] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.issues.length).toBeGreaterThan(0);
+    const notJson = await fetch(`${server.url}/api/workers/register`, { method: 'POST', body: '{' });
+    expect(notJson.status).toBe(400);
+    const huge = await fetch(`${server.url}/api/workers/register`, { method: 'POST', body: 'x'.repeat(100_000) });
+    expect(huge.status).toBe(413);
+  });
+
+  it('shared-pool tokens are for installation admins and register shared workers', async () => {
+    const owner = await createUserWithTeam(server.url, t.db);
+    const refused = await fetch(`${server.url}/api/trpc/workerTokens.createShared`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, origin: server.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { name: 'shared' } }),
+    });
+    expect(refused.status).toBe(403);
+    const created = await mutate(server.url, installationAdmin.cookie, 'workerTokens.createShared', { name: 'shared' });
+    const reg = await post(server.url, '/api/workers/register', registration(created.token));
+    expect(reg.body.pool).toBe('shared');
+    expect((await t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId } })).teamId).toBeNull();
+  });
+});
+
+describe('socket.io subscriptions', () => {
+  let t: TestDatabase;
+  let server: Awaited<ReturnType<typeof startTestServer>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    server = await startTestServer(t.db);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await t?.drop();
+  });
+
+  const open = (cookie?: string) =>
+    connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: cookie ? { cookie } : {}, reconnection: false });
+
+  it('refuses a connection without a session', async () => {
+    const socket = open();
+    const error = await new Promise<Error>((resolve) => socket.on('connect_error', resolve));
+    expect(error.message).toMatch(/UNAUTHORIZED/);
+    socket.close();
+  });
+
+  it("lets a member join their own team's run room, and not another team's", async () => {
+    const a = await createUserWithTeam(server.url, t.db);
+    const b = await createUserWithTeam(server.url, t.db);
+    const viewer = await addMember(server.url, t.db, a.team.id, 'VIEWER');
+    const jobA = await t.db.job.create({ data: { teamId: a.team.id, ownerId: a.user.id, kind: 'TRAIN', config: {} } });
+    const jobB = await t.db.job.create({ data: { teamId: b.team.id, ownerId: b.user.id, kind: 'TRAIN', config: {} } });
+    const socket = open(viewer.cookie);
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', () => resolve());
+      socket.on('connect_error', reject);
+    });
+    const subscribe = (room: string) => socket.emitWithAck('subscribe', { room }) as Promise<{ ok: boolean; error?: string }>;
+    expect(await subscribe(`run:${jobA.id}`)).toEqual({ ok: true });
+    expect(await subscribe(`run:${jobB.id}`)).toEqual({ ok: false, error: 'NOT_FOUND: no such run' });
+    expect(await subscribe('run:does-not-exist')).toEqual({ ok: false, error: 'NOT_FOUND: no such run' });
+    expect((await subscribe('team:everything')).ok).toBe(false);
+    socket.close();
+  });
+});
