@@ -84,6 +84,7 @@ export const DEFAULT_QUOTA: Omit<PlanTeamQuota, 'teamId'> = {
 export const PRIORITY_CAP = 1000;
 
 const NEVER = Number.POSITIVE_INFINITY;
+const NONE: ReadonlySet<never> = new Set();
 const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
 
 // ───────────────────────────── submit-time check ─────────────────────────────
@@ -332,7 +333,9 @@ function* inOrder(s: State, queued: PlanQueuedJob[]): Generator<PlanQueuedJob> {
   const byUser = new Map<string, PlanQueuedJob[]>();
   for (const job of queued) {
     const key = userKey(job.teamId, job.ownerId);
-    byUser.set(key, [...(byUser.get(key) ?? []), job]);
+    const jobs = byUser.get(key);
+    if (jobs) jobs.push(job);
+    else byUser.set(key, [job]);
   }
   const queues = [...byUser.values()].map((jobs) => ({ jobs: jobs.sort((a, b) => compareJobs(s, a, b)), next: 0 }));
   for (;;) {
@@ -457,7 +460,7 @@ function deviceConflict(
   worker: WorkerSlots,
   chosen: Slot[],
   end: number,
-  freed: ReadonlySet<Holding> = new Set(),
+  freed: ReadonlySet<Holding> = NONE,
 ): DeviceReservation | null {
   for (const r of s.deviceReservations.get(worker.id) ?? []) {
     const units = chosen.filter((slot) => fits(slot, r.kind, r.job.memoryBytes)).length;
@@ -467,7 +470,7 @@ function deviceConflict(
 }
 
 /** A team's quota as a pool; `released` jobs (being preempted) count as gone. */
-function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = new Set()): Pool {
+function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = NONE): Pool {
   const held = ledgerOf(s, teamId)
     .filter((h) => !released.has(h.jobId))
     .map((h) => ({ units: h.devices, release: h.stopping ? s.now : h.release }));
@@ -517,7 +520,7 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
       ? `which has ${r.job.deviceCount} ${r.kind} device${plural} on worker ${r.workerId} reserved ` +
         (r.startAt === NEVER ? 'until they free up' : `from ${iso(r.startAt)}`)
       : `which waits for the team quota (${r.startAt === NEVER ? 'start unknown' : `expected ${iso(r.startAt)}`})`;
-  const pool = r.type === 'devices' ? devicePool(s, workerOf(s, r.workerId), r, new Set()) : quotaPool(s, r.job.teamId);
+  const pool = r.type === 'devices' ? devicePool(s, workerOf(s, r.workerId), r, NONE) : quotaPool(s, r.job.teamId);
   const earliest = earliestStart(s, pool, r.job.deviceCount);
   const hint = earliest > s.now ? `; it could run now if it ended by ${iso(earliest)}` : '';
   return `waiting: behind ${who}, ${what}${hint}`;
@@ -732,6 +735,9 @@ function tryPreempt(s: State, job: PlanQueuedJob, shapes: Shape[], end: number, 
   const order = victimOrder(s);
   const preemptible = (h: Holding | null): h is Holding =>
     h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
+
+  // Nothing to preempt and nothing stopping: skip the search (most waiting jobs, on a busy day).
+  if (!s.ledger.size || ![...s.ledger.values()].some((list) => list.some((h) => h.stopping || preemptible(h)))) return null;
 
   let best: PreemptionPlan | null = null;
   for (const shape of shapes) {
