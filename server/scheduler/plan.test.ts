@@ -945,6 +945,17 @@ function checkInvariants(input: PlanInput, p: Plan): void {
     expect(p.waiting.find((w) => w.jobId === forJob.id)?.code).toBe('PREEMPTING');
   }
 
+  // Every decision is explained in words the UI can show as they are.
+  const words = [
+    ...p.placements.map((x) => [/^placed on worker /, x.reason] as const),
+    ...p.waiting.map((x) => [/^waiting: /, x.reason] as const),
+    ...p.preemptions.map((x) => [/^preempting job /, x.reason] as const),
+  ];
+  for (const [start, reason] of words) {
+    expect(reason).toMatch(start);
+    expect(reason).not.toMatch(/undefined|NaN|Infinity|null|\[object/);
+  }
+
   const release = releasesAfter(input, p);
   for (const wt of p.waiting) {
     const job = jobs.get(wt.jobId)!;

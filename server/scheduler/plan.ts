@@ -30,22 +30,22 @@
  *    large holes for large gangs), then CUDA, CPU, WASM, then the worker id.
  *
  * 5. Reservations and backfill. A job that cannot be placed for lack of devices (and cannot
- *    preempt) reserves the worker where it is expected to start soonest; a job blocked by its
- *    team's quota reserves the quota. Its expected start (estimatedStartAt, shown in the UI) comes
- *    from declared time limits: a free device, or one of a stopping job, is available now; a
- *    running job's at startedAt + timeLimit; a job without a limit is assumed to run on. A later
- *    job in the order (lower priority, or equal priority behind in fair share) may be placed only
- *    if it cannot make any reserved job start later, whenever the jobs without a limit happen to
- *    end. Exactly (see `delays`): with T0 the reserved job's earliest possible start (every job
- *    without a limit ending now), the later job is allowed when its own declared end is at or
- *    before T0, or when the devices it takes are spare at the reserved job's start however things
- *    end: the most the other holders can still hold then (the largest sum of holdings that may
- *    outlive T0 without exceeding capacity - need) + its devices + the reserved job's need fit in
- *    the pool (the worker's matching devices, or the team quota). A job without a time limit
- *    counts as ending never. So a short job with a time limit is backfilled into a gap that ends
- *    before a big job can start, and any job may take devices that are surplus to the big job.
- *    Preemptors hold their devices with their own declared end, and are checked the same way.
- *    Jobs waiting only because they are behind another (BEHIND) reserve nothing.
+ *    preempt) reserves one worker: the soonest expected start, then the fewest devices held by
+ *    jobs without a limit, then rule 4's order. A job blocked by its team's quota reserves the
+ *    quota. The expected start (estimatedStartAt, shown in the UI) comes from declared time
+ *    limits: free devices and those of stopping jobs are available now, a running job's at
+ *    startedAt + timeLimitSeconds, and a job without a limit is taken to run on.
+ *    A job later in the order (lower priority, or equal priority but behind in fair share) may
+ *    take devices or quota that a reservation counts on only if that cannot make the reserved job
+ *    start later, however the jobs without a limit end (see `delays`). Either its own declared end
+ *    is at or before T0, the earliest start the reserved job could possibly have (every job
+ *    without a limit ending now); or what it takes is spare at the reserved job's start: the most
+ *    the other holders could still hold then (the largest sum of holdings that may outlive T0, up
+ *    to capacity - need) + what it takes + the reserved job's need fit in the pool (the worker's
+ *    matching devices, or the team quota). A job without a limit counts as never ending. When
+ *    every job declares a limit this is exactly "the start computed from the limits does not
+ *    move". Preemptors' held devices are checked the same way. Jobs waiting only because they
+ *    are behind another (BEHIND) reserve nothing.
  *
  * 6. Preemption, when a job cannot be placed (no free devices, or team quota): it may stop
  *    running jobs of strictly lower priority, never of equal or higher. Candidates are taken in
@@ -56,9 +56,9 @@
  *    last added first, if the job still fits without it. Devices of jobs already stopping count
  *    as free at no cost. Among workers the plan with fewest non-borrowing victims, then the lowest
  *    highest victim priority, then fewest victims, then fewest preempted devices, then fewest
- *    currently free devices taken (they stay free for others) wins. The job
- *    then waits (PREEMPTING) with its devices held for it: no later job may take them, and a
- *    later plan, seeing the victims stopping, holds them again without preempting more.
+ *    currently free devices taken (they stay free for others) wins. The job then waits
+ *    (PREEMPTING) with its devices held for it: no later job may take them, and a later plan,
+ *    seeing the victims stopping, holds them again without preempting more.
  */
 import type {
   DeviceKind,
