@@ -91,6 +91,11 @@ describe('npm start', () => {
     const me = await (await fetch(`${url2}/api/trpc/account.me`, { headers: { cookie } })).json();
     expect(me.result.data.json.user.email).toBe('owner@localhost');
     expect(me.result.data.json.teams).toHaveLength(1);
+    const teamId = me.result.data.json.teams[0].id;
+    const envs = await (
+      await fetch(`${url2}/api/trpc/environments.list?input=${encodeURIComponent(JSON.stringify({ json: { teamId } }))}`, { headers: { cookie } })
+    ).json();
+    expect(envs.result.data.json.map((e: { name: string }) => e.name).sort()).toEqual(['bandit', 'gomoku', 'math', 'math-tools']);
     expect((await stop(second)).code).toBe(0);
   }, 300_000);
 

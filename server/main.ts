@@ -11,6 +11,8 @@ import { createRequestListener, type NextHandler } from './http';
 import { ensureNextBuild, startNext, type NextApp } from './next-app';
 import { attachRealtime } from './realtime/gateway';
 import { createAuth } from './auth/auth';
+import { FsBlobStore } from './blobs/store';
+import { ensureTemplates, validatePendingTemplates } from './environments/templates';
 import { authSecret } from './auth/secret';
 import { createSignInLink } from './auth/session';
 
@@ -80,7 +82,13 @@ async function main(): Promise<void> {
   let nextApp: NextApp | null = null;
   const db = createDb(database.url);
   const trustedOrigins = [...new Set([new URL(publicUrl).origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`])];
+  const blobs = new FsBlobStore(path.join(env.WHETSTONE_HOME, 'blobs'));
+  const seedTeam = async (teamId: string) => {
+    await ensureTemplates(db, blobs, teamId);
+    void validatePendingTemplates(db, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
+  };
   const auth = createAuth({
+    seedTeam,
     db,
     baseURL: publicUrl,
     secret: authSecret(env.WHETSTONE_HOME, env.WHETSTONE_AUTH_SECRET),
@@ -130,6 +138,11 @@ async function main(): Promise<void> {
 
   const { ownerId, created } = await ensureOwnerAndTeam(db);
   if (created) log('first start: created the owner account and a default team');
+  // Every team gets the built-in environments, and new versions of them when they change.
+  let seeded = 0;
+  for (const team of await db.team.findMany({ select: { id: true } })) seeded += await ensureTemplates(db, blobs, team.id);
+  if (seeded) log(`added ${seeded} built-in environment version(s)`);
+  void validatePendingTemplates(db, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
 
   const deps = {
     db,
@@ -137,6 +150,7 @@ async function main(): Promise<void> {
     health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
     trustedOrigins,
     publicUrl,
+    seedTeam,
   };
   listener = createRequestListener(deps, () => nextHandler);
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);

@@ -11,8 +11,10 @@ export async function startTestServer(db: Db, next: NextHandler | null = null) {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false });
-  const deps = { db, auth, health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }), trustedOrigins: [url], publicUrl: url };
+  // Teams start empty here; server/environments/templates.test.ts covers seeding.
+  const seedTeam = async () => {};
+  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false, seedTeam });
+  const deps = { db, auth, health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }), trustedOrigins: [url], publicUrl: url, seedTeam };
   server.on('request', createRequestListener(deps, () => next));
   const io = attachRealtime(server, db, auth);
   return {

@@ -12,6 +12,8 @@ export interface ServerDeps {
   trustedOrigins: string[];
   /** The address users reach, for links the API hands out (invitations). */
   publicUrl: string;
+  /** Gives a new team what every team starts with (the built-in environments). */
+  seedTeam: (teamId: string) => Promise<void>;
 }
 
 export interface HealthReport {

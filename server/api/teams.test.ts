@@ -57,7 +57,7 @@ describe('teams, members and invitations', () => {
     const memberApi = trpc(server.url, member.cookie);
     const job = await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: {} });
     expect(job.ok).toBe(true);
-    await t.db.environment.create({ data: { teamId, name: 'member-env', versions: { create: { version: 1, contentHash: 'h', code: 'x', manifest: {}, createdById: member.user.id } } } });
+    await t.db.environment.create({ data: { teamId, name: 'member-env', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': 'x' }, entry: 'env.ts', manifest: {}, createdById: member.user.id } } } });
     const key = await memberApi.mutate('apiKeys.create', { teamId, name: 'k' });
     expect(await trpc(server.url, owner.cookie).mutate('members.remove', { teamId, userId: member.user.id })).toMatchObject({ ok: true });
     expect(await t.db.job.count({ where: { teamId, ownerId: member.user.id } })).toBe(1);

@@ -22,6 +22,8 @@ export interface AuthOptions {
   secret: string;
   trustedOrigins?: string[];
   secureCookies: boolean;
+  /** Called for the team a new account gets. */
+  seedTeam: (teamId: string) => Promise<void>;
 }
 
 function ipOf(headers: Headers | undefined): string | null {
@@ -53,7 +55,7 @@ function localSignIn(db: Db): BetterAuthPlugin {
   };
 }
 
-export function createAuth({ db, baseURL, secret, trustedOrigins = [], secureCookies }: AuthOptions) {
+export function createAuth({ db, baseURL, secret, trustedOrigins = [], secureCookies, seedTeam }: AuthOptions) {
   return betterAuth({
     appName: 'Whetstone',
     baseURL,
@@ -124,7 +126,7 @@ export function createAuth({ db, baseURL, secret, trustedOrigins = [], secureCoo
             const others = await db.user.count({ where: { id: { not: user.id } } });
             if (others === 0) await db.user.update({ where: { id: user.id }, data: { isInstallationAdmin: true } });
             if (ctx?.headers?.get(INVITATION_HEADER)) return;
-            await createPersonalTeam(db, user.id, user.name);
+            await seedTeam(await createPersonalTeam(db, user.id, user.name));
           },
         },
       },

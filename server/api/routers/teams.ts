@@ -23,6 +23,7 @@ export const teamsRouter = router({
       select: { id: true, name: true, slug: true },
     });
     await audit(ctx.db, { teamId: team.id, actorUserId: ctx.user.id, action: 'team.created', targetType: 'team', targetId: team.id, ipAddress: ctx.ip });
+    await ctx.deps.seedTeam(team.id);
     return team;
   }),
 

@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import { dryRun } from '../../gpu-worker/runtime/dry-run';
+import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } from '../../env-templates/load-template';
+import type { BlobStore } from '../blobs/store';
+import type { Db } from '../db/client';
+import type { Prisma } from '../db/generated/prisma/client';
+import { environmentContentHash } from './content-hash';
+
+// The built-in environments (env-templates/) are seeded into teams as ordinary environments, so
+// they are listed, versioned, validated and trained exactly like a user's own.
+
+const loaded = new Map<TemplateName, LoadedTemplate>();
+function template(name: TemplateName): LoadedTemplate {
+  if (!loaded.has(name)) loaded.set(name, loadTemplate(name));
+  return loaded.get(name)!;
+}
+
+function templateContent(name: TemplateName) {
+  const t = template(name);
+  const content = { entry: t.source.entry, files: t.source.files, manifest: t.manifest as unknown as Prisma.InputJsonObject };
+  return { ...content, contentHash: environmentContentHash(content) };
+}
+
+/**
+ * Makes sure a team has every template at its current content: a new environment the first
+ * time, a new version when the template changed since. Returns how many versions it created.
+ */
+export async function ensureTemplates(db: Db, blobs: BlobStore, teamId: string): Promise<number> {
+  let created = 0;
+  for (const name of TEMPLATE_NAMES) {
+    const t = template(name);
+    const content = templateContent(name);
+    const environment = await db.environment.upsert({
+      where: { teamId_name: { teamId, name } },
+      update: {},
+      create: { teamId, name, template: name, description: t.manifest.description ?? '' },
+    });
+    const existing = await db.environmentVersion.findUnique({
+      where: { environmentId_contentHash: { environmentId: environment.id, contentHash: content.contentHash } },
+    });
+    if (!existing) {
+      const last = await db.environmentVersion.findFirst({ where: { environmentId: environment.id }, orderBy: { version: 'desc' } });
+      await db.environmentVersion.create({
+        data: { environmentId: environment.id, version: (last?.version ?? 0) + 1, ...content },
+      });
+      created++;
+    }
+    for (const [file, text] of Object.entries(t.datasetFiles)) {
+      await ensureDataset(db, blobs, teamId, `${name}/${file}`, text);
+    }
+  }
+  return created;
+}
+
+async function ensureDataset(db: Db, blobs: BlobStore, teamId: string, name: string, text: string): Promise<void> {
+  const data = Buffer.from(text);
+  const contentHash = createHash('sha256').update(data).digest('hex');
+  const dataset = await db.dataset.upsert({
+    where: { teamId_name: { teamId, name } },
+    update: {},
+    create: { teamId, name, description: 'Shipped with the built-in environment template.' },
+  });
+  const existing = await db.datasetVersion.findUnique({ where: { datasetId_contentHash: { datasetId: dataset.id, contentHash } } });
+  if (existing) return;
+  const stored = await blobs.put(data, 'datasets');
+  const last = await db.datasetVersion.findFirst({ where: { datasetId: dataset.id }, orderBy: { version: 'desc' } });
+  await db.datasetVersion.create({
+    data: {
+      datasetId: dataset.id,
+      version: (last?.version ?? 0) + 1,
+      contentHash,
+      storageKey: stored.key,
+      rowCount: text.split('\n').filter((line) => line.trim()).length,
+      bytes: BigInt(stored.bytes),
+    },
+  });
+}
+
+/**
+ * Dry-runs template versions still waiting for validation, once per distinct content, and
+ * records the report on every version with that content.
+ */
+export async function validatePendingTemplates(db: Db, log: (line: string) => void = () => {}): Promise<number> {
+  const pending = await db.environmentVersion.findMany({
+    where: { validationStatus: 'PENDING', environment: { template: { not: null } } },
+    select: { contentHash: true, environment: { select: { template: true } } },
+    distinct: ['contentHash'],
+  });
+  for (const version of pending) {
+    const name = version.environment.template as TemplateName;
+    if (!TEMPLATE_NAMES.includes(name) || templateContent(name).contentHash !== version.contentHash) continue;
+    const t = template(name);
+    const train = t.manifest.dataset?.train;
+    const report = await dryRun({
+      source: t.source,
+      manifest: t.manifest,
+      dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined,
+      episodes: 8,
+      timeBudgetMs: 5_000,
+    });
+    await db.environmentVersion.updateMany({
+      where: { contentHash: version.contentHash, validationStatus: 'PENDING' },
+      data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject },
+    });
+    log(`template ${name}: dry run ${report.ok ? 'passed' : 'FAILED'} (${report.episodes} episodes, ${report.durationMs} ms)`);
+  }
+  return pending.length;
+}
