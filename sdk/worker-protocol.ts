@@ -1,0 +1,142 @@
+import { z } from 'zod';
+
+// The contract between the control plane and worker daemons (DESIGN.md, step 4). HTTP with the
+// worker's own credential (`Authorization: Bearer wsw_…`), plus socket.io namespace /workers
+// for pushes. Every write about a job carries the attempt's fencing token: a worker whose token
+// is no longer the job's current one has lost its lease, and the server refuses its writes (409).
+
+export const deviceSchema = z.object({
+  index: z.number().int().min(0).max(1023),
+  kind: z.enum(['CUDA', 'CPU', 'WASM']),
+  name: z.string().max(200),
+  memoryBytes: z.number().int().min(0),
+});
+
+/** POST /api/workers/register (no credential: the pool's registration token is in the body). */
+export const registerRequestSchema = z.object({
+  token: z.string().startsWith('wst_').max(200),
+  name: z.string().trim().min(1).max(100),
+  hostname: z.string().trim().min(1).max(255),
+  backend: z.string().min(1).max(40),
+  version: z.string().min(1).max(40),
+  labels: z.record(z.string().max(64), z.string().max(256)).default({}),
+  devices: z
+    .array(deviceSchema)
+    .max(64)
+    .refine((d) => new Set(d.map((x) => x.index)).size === d.length, 'device indexes must be distinct'),
+});
+export const registerResponseSchema = z.object({ workerId: z.string(), credential: z.string(), pool: z.enum(['team', 'shared']) });
+
+/** A job's placement on this worker, pushed over socket.io and returned by heartbeats until started. */
+export const assignmentSchema = z.object({
+  attemptId: z.string(),
+  /** A decimal string: bigints do not survive JSON. */
+  fencingToken: z.string(),
+  jobId: z.string(),
+  attempt: z.number().int(),
+  kind: z.enum(['TRAIN', 'SFT', 'INFERENCE', 'EVAL']),
+  config: z.record(z.string(), z.unknown()),
+  deviceIndexes: z.array(z.number().int()),
+  leaseExpiresAt: z.string(),
+  timeLimitSeconds: z.number().int().nullable(),
+  /** The newest training checkpoint of the job, to resume from. */
+  resumeFrom: z.object({ checkpointId: z.string(), storageKey: z.string(), step: z.number().int() }).nullable(),
+  /** The environment the job trains or evaluates on, when it has one. */
+  environment: z
+    .object({ versionId: z.string(), files: z.record(z.string(), z.string()), entry: z.string(), manifest: z.record(z.string(), z.unknown()) })
+    .nullable(),
+});
+export type Assignment = z.infer<typeof assignmentSchema>;
+
+/** POST /api/workers/heartbeat: renews the leases of the attempts the worker runs. */
+export const heartbeatRequestSchema = z.object({
+  attempts: z.array(z.object({ attemptId: z.string().max(64), fencingToken: z.string().max(32) })).max(256).default([]),
+});
+export const leaseStatusSchema = z.object({
+  attemptId: z.string(),
+  /** False: the lease is lost (expired and requeued, or superseded); stop the job, write nothing more. */
+  valid: z.boolean(),
+  leaseExpiresAt: z.string().nullable(),
+  /** Stop now: the job was cancelled. */
+  cancel: z.boolean(),
+  /** Checkpoint and stop within the grace period: the job was preempted. */
+  preempt: z.boolean(),
+});
+export const heartbeatResponseSchema = z.object({
+  workerId: z.string(),
+  state: z.enum(['ONLINE', 'DRAINING', 'OFFLINE', 'REVOKED']),
+  leases: z.array(leaseStatusSchema),
+  assignments: z.array(assignmentSchema),
+  /** How often to heartbeat; a lease lasts a few of these. */
+  heartbeatSeconds: z.number(),
+});
+
+const fenced = { attemptId: z.string().max(64), fencingToken: z.string().max(32) };
+
+/** POST /api/workers/attempts/start: the runner is up; the job becomes RUNNING. */
+export const startRequestSchema = z.object(fenced);
+
+/** POST /api/workers/attempts/finish: the attempt ended. */
+export const finishRequestSchema = z.object({
+  ...fenced,
+  outcome: z.enum(['succeeded', 'failed', 'preempted', 'cancelled']),
+  reason: z.string().max(4000).default(''),
+  exitCode: z.number().int().nullable().default(null),
+});
+
+export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(100), value: z.number() });
+export const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
+export const rolloutItemSchema = z.object({
+  step: z.number().int().min(0),
+  agent: z.string().max(64).default('agent'),
+  index: z.number().int().min(0),
+  segments: z.array(segmentSchema).max(500),
+  reward: z.number(),
+  turnRewards: z.array(z.number()).max(1000).default([]),
+  endReason: z.string().max(64).nullable().default(null),
+  info: z.record(z.string(), z.unknown()).default({}),
+});
+export const logItemSchema = z.object({
+  line: z.number().int().min(0),
+  level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  message: z.string().max(10_000),
+  time: z.string().optional(),
+});
+export const matchItemSchema = z.object({
+  step: z.number().int().min(0).nullable(),
+  agents: z.array(z.object({ name: z.string().max(64), policy: z.string().max(200) })).max(16),
+  moves: z.array(z.record(z.string(), z.unknown())).max(10_000),
+  result: z.record(z.string(), z.unknown()),
+  winner: z.string().max(64).nullable(),
+});
+/** A live board position: fanned out to watchers, not stored (matches are). */
+export const boardItemSchema = z.object({ step: z.number().int().min(0), game: z.number().int().min(0), text: z.string().max(10_000), move: z.number().int().min(0) });
+
+/**
+ * POST /api/workers/stream: one batch of one kind. (job, attempt, seq) makes it idempotent: a
+ * batch sent twice (a retry after a lost answer) changes nothing the second time.
+ */
+export const streamBatchSchema = z.discriminatedUnion('kind', [
+  z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('metrics'), items: z.array(metricItemSchema).max(10_000) }),
+  z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('rollouts'), items: z.array(rolloutItemSchema).max(1_000) }),
+  z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('logs'), items: z.array(logItemSchema).max(10_000) }),
+  z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('matches'), items: z.array(matchItemSchema).max(200) }),
+  z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('boards'), items: z.array(boardItemSchema).max(1_000) }),
+]);
+export type StreamBatch = z.infer<typeof streamBatchSchema>;
+export const streamResponseSchema = z.object({ accepted: z.boolean(), duplicate: z.boolean() });
+
+/**
+ * PUT /api/workers/checkpoints?attemptId=…&fencingToken=…&kind=TRAINING|SAMPLER&step=N[&adapter=1]
+ * with the checkpoint file as the body (application/octet-stream); answers { checkpointId, storageKey }.
+ */
+export const checkpointQuerySchema = z.object({
+  ...fenced,
+  kind: z.enum(['TRAINING', 'SAMPLER']),
+  step: z.coerce.number().int().min(0),
+  adapter: z.enum(['0', '1']).default('0'),
+});
+export const checkpointResponseSchema = z.object({ checkpointId: z.string(), storageKey: z.string() });
+
+/** GET /api/workers/blobs/<key>: a checkpoint or dataset the worker's job may read. */
+export const BLOB_ROUTE = '/api/workers/blobs/';
