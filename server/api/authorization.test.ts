@@ -14,6 +14,7 @@ const rank: Record<Role, number> = { VIEWER: 0, MEMBER: 1, ADMIN: 2, OWNER: 3 };
 
 interface Fixture {
   teamId: string;
+  environmentVersionId: string;
   otherTeamId: string;
   memberUserId: string;
   environmentId: string;
@@ -62,7 +63,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'quotas.update': ['ADMIN', (f) => ({ teamId: f.teamId, maxConcurrentDevices: 4, maxQueuedJobs: 100, maxPriority: 100 })],
   'audit.list': ['ADMIN', (f) => ({ teamId: f.teamId })],
   'environments.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
-  'jobs.submit': ['MEMBER', (f) => ({ teamId: f.teamId, kind: 'TRAIN', config: { matrix: true } })],
+  'jobs.submit': ['MEMBER', (f) => ({ teamId: f.teamId, kind: 'TRAIN', config: { environmentVersionId: f.environmentVersionId } })],
   'jobs.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'jobs.get': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'jobs.cancel': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
@@ -142,8 +143,14 @@ describe('authorization matrix', () => {
     }
     const outsider = await createUserWithTeam(server.url, t.db);
     cookies.outsider = outsider.cookie;
-    const environment = await t.db.environment.create({ data: { teamId: owner.team.id, name: 'env-a' } });
-    fixture = { teamId: owner.team.id, otherTeamId: outsider.team.id, memberUserId: userIds.MEMBER!, environmentId: environment.id };
+    const environment = await t.db.environment.create({
+      data: { teamId: owner.team.id, name: 'env-a', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': '' }, entry: 'env.ts', manifest: {} } } },
+      include: { versions: true },
+    });
+    fixture = {
+      teamId: owner.team.id, environmentVersionId: environment.versions[0].id, otherTeamId: outsider.team.id,
+      memberUserId: userIds.MEMBER!, environmentId: environment.id,
+    };
   });
   afterAll(async () => {
     await server?.close();

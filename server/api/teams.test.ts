@@ -55,9 +55,12 @@ describe('teams, members and invitations', () => {
     const member = await addMember(server.url, t.db, owner.team.id, 'MEMBER');
     const teamId = owner.team.id;
     const memberApi = trpc(server.url, member.cookie);
-    const job = await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: {} });
+    const env = await t.db.environment.create({
+      data: { teamId, name: 'member-env', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': 'x' }, entry: 'env.ts', manifest: {}, createdById: member.user.id } } },
+      include: { versions: true },
+    });
+    const job = await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: { environmentVersionId: env.versions[0].id } });
     expect(job.ok).toBe(true);
-    await t.db.environment.create({ data: { teamId, name: 'member-env', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': 'x' }, entry: 'env.ts', manifest: {}, createdById: member.user.id } } } });
     const key = await memberApi.mutate('apiKeys.create', { teamId, name: 'k' });
     expect(await trpc(server.url, owner.cookie).mutate('members.remove', { teamId, userId: member.user.id })).toMatchObject({ ok: true });
     expect(await t.db.job.count({ where: { teamId, ownerId: member.user.id } })).toBe(1);
@@ -121,9 +124,16 @@ describe('teams, members and invitations', () => {
     const ownerApi = trpc(server.url, owner.cookie);
     expect(await ownerApi.mutate('quotas.update', { teamId, maxConcurrentDevices: 2, maxQueuedJobs: 1, maxPriority: 10 })).toMatchObject({ ok: true });
     const memberApi = trpc(server.url, member.cookie);
-    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', priority: 11, config: {} })).toMatchObject({ ok: false, code: 'FORBIDDEN' });
-    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', priority: 10, config: {} })).toMatchObject({ ok: true });
-    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: {} })).toMatchObject({ ok: false, code: 'TOO_MANY_REQUESTS', message: expect.stringMatching(/quota of 1 queued/) });
+    const env = await t.db.environment.create({
+      data: { teamId, name: 'quota-env', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': 'x' }, entry: 'env.ts', manifest: {} } } },
+      include: { versions: true },
+    });
+    const config = { environmentVersionId: env.versions[0].id };
+    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', priority: 11, config })).toMatchObject({ ok: false, code: 'FORBIDDEN' });
+    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: {} })).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: expect.stringMatching(/config.environmentVersionId/) });
+    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config: { environmentVersionId: 'someone-elses' } })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', priority: 10, config })).toMatchObject({ ok: true });
+    expect(await memberApi.mutate('jobs.submit', { teamId, kind: 'TRAIN', config })).toMatchObject({ ok: false, code: 'TOO_MANY_REQUESTS', message: expect.stringMatching(/queue is full/) });
     expect(await memberApi.query('quotas.get', { teamId })).toMatchObject({ ok: true, data: { maxQueuedJobs: 1, usage: { queuedJobs: 1 } } });
     expect(await ownerApi.mutate('quotas.update', { teamId, maxConcurrentDevices: -1, maxQueuedJobs: 1, maxPriority: 10 })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
     const entry = await t.db.auditLog.findFirstOrThrow({ where: { teamId, action: 'quota.changed' } });

@@ -2,46 +2,73 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { roleAtLeast } from '../../auth/roles';
 import type { Prisma } from '../../db/generated/prisma/client';
+import { SCHEDULER_CHANNEL } from '../../scheduler/loop';
 import { router, teamProcedure } from '../trpc';
-import { MAX_PRIORITY } from './quotas';
+import { jobConfigSchemas } from '../../../sdk/job-config';
+import type { Db } from '../../db/client';
+import { admitJob, PRIORITY_CAP } from '../../scheduler/plan';
+
+/** Every environment version, dataset version and checkpoint a config names must be the team's own. */
+async function checkReferences(db: Db, teamId: string, config: Record<string, unknown>): Promise<void> {
+  const missing = (what: string) => new TRPCError({ code: 'NOT_FOUND', message: `No such ${what} in this team` });
+  if (typeof config.environmentVersionId === 'string') {
+    const found = await db.environmentVersion.findFirst({ where: { id: config.environmentVersionId, environment: { teamId } } });
+    if (!found) throw missing('environment version');
+  }
+  if (typeof config.datasetVersionId === 'string') {
+    const found = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId } } });
+    if (!found) throw missing('dataset version');
+  }
+  const against = config.against as { checkpointId?: unknown } | undefined;
+  for (const id of [config.baseCheckpointId, config.checkpointId, against?.checkpointId]) {
+    if (typeof id === 'string' && !(await db.checkpoint.findFirst({ where: { id, teamId } }))) throw missing('checkpoint');
+  }
+}
 
 const jobId = z.object({ jobId: z.string().min(1).max(64) });
 const jsonObject = z.record(z.string(), z.unknown());
 
-/** Wakes the scheduler (LISTEN/NOTIFY) after a change it should act on. */
-export const SCHEDULER_CHANNEL = 'whetstone_scheduler';
 
 export const jobsRouter = router({
-  /** Queues a job. Admission applies the team's quotas: queued jobs and the highest priority. */
+  /**
+   * Queues a job. Its config is validated against its kind's schema (sdk/job-config.ts), every id
+   * it names must belong to the team, and admission applies the team's quotas (the planner's rule).
+   */
   submit: teamProcedure('MEMBER')
     .input(
       z.object({
         kind: z.enum(['TRAIN', 'SFT', 'INFERENCE', 'EVAL']),
         experimentId: z.string().min(1).max(64).optional(),
-        priority: z.number().int().min(0).max(MAX_PRIORITY).default(0),
+        priority: z.number().int().min(0).max(PRIORITY_CAP).default(0),
         deviceCount: z.number().int().min(1).max(64).default(1),
         deviceKind: z.enum(['CUDA', 'CPU', 'WASM']).optional(),
         memoryBytes: z.number().int().min(0).max(2 ** 50).default(0),
         timeLimitSeconds: z.number().int().min(1).max(30 * 86400).optional(),
+        maxAttempts: z.number().int().min(1).max(20).default(3),
         config: jsonObject,
       }),
     )
     .mutation(async ({ ctx, input }) => {
       const teamId = ctx.membership.teamId;
+      const parsed = jobConfigSchemas[input.kind].safeParse(input.config);
+      if (!parsed.success) {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid ${input.kind.toLowerCase()} config: ${parsed.error.issues.map((i) => `${['config', ...i.path].join('.')}: ${i.message}`).join('; ')}`, cause: parsed.error });
+      }
+      const config = parsed.data as Record<string, unknown>;
+      await checkReferences(ctx.db, teamId, config);
+      if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
+        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
+      }
       const quota = await ctx.db.teamQuota.upsert({ where: { teamId }, update: {}, create: { teamId } });
-      if (input.priority > quota.maxPriority && !roleAtLeast(ctx.membership.role, 'ADMIN')) {
-        throw new TRPCError({ code: 'FORBIDDEN', message: `Priority ${input.priority} is above the team's limit of ${quota.maxPriority}` });
-      }
-      if (input.experimentId) {
-        const experiment = await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } });
-        if (!experiment) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
-      }
+      const mayExceedMaxPriority = roleAtLeast(ctx.membership.role, 'ADMIN');
       return ctx.db.$transaction(async (tx) => {
         // Serialise admissions per team so two submits cannot both take the last queue slot.
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`queue:${teamId}`}))`;
-        const queued = await tx.job.count({ where: { teamId, state: 'QUEUED' } });
-        if (queued >= quota.maxQueuedJobs) {
-          throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `The team quota of ${quota.maxQueuedJobs} queued jobs is reached` });
+        const queuedJobs = await tx.job.count({ where: { teamId, state: 'QUEUED' } });
+        const admission = admitJob({ deviceCount: input.deviceCount, priority: input.priority, queuedJobs, quota, mayExceedMaxPriority });
+        if (!admission.ok) {
+          const code = input.priority > quota.maxPriority && !mayExceedMaxPriority ? 'FORBIDDEN' : queuedJobs >= quota.maxQueuedJobs ? 'TOO_MANY_REQUESTS' : 'BAD_REQUEST';
+          throw new TRPCError({ code, message: `Not queued: ${admission.reason}` });
         }
         const job = await tx.job.create({
           data: {
@@ -54,7 +81,8 @@ export const jobsRouter = router({
             deviceKind: input.deviceKind,
             memoryBytes: BigInt(input.memoryBytes),
             timeLimitSeconds: input.timeLimitSeconds,
-            config: input.config as Prisma.InputJsonObject,
+            maxAttempts: input.maxAttempts,
+            config: config as Prisma.InputJsonObject,
             events: { create: { toState: 'QUEUED', actorType: 'USER', actorId: ctx.user.id, reason: 'submitted' } },
           },
           select: { id: true, state: true, kind: true, priority: true, createdAt: true },

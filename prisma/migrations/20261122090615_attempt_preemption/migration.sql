@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "JobAttempt" ADD COLUMN     "preemptRequestedAt" TIMESTAMP(3);
