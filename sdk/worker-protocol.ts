@@ -45,6 +45,12 @@ export const assignmentSchema = z.object({
   environment: z
     .object({ versionId: z.string(), files: z.record(z.string(), z.string()), entry: z.string(), manifest: z.record(z.string(), z.unknown()) })
     .nullable(),
+  /**
+   * Storage keys (for GET /api/workers/blobs/<key>) of the checkpoints and dataset versions the
+   * config names by id (baseCheckpointId, datasetVersionId, checkpointId…), keyed by that id.
+   * Optional extension: a job that names none needs none.
+   */
+  blobKeys: z.record(z.string(), z.string()).optional(),
 });
 export type Assignment = z.infer<typeof assignmentSchema>;
 

@@ -1,0 +1,82 @@
+/**
+ * Checkpoints as the job runner uses them: written by the engine to a temporary file, uploaded as
+ * bytes through the sink, and fetched back by storage key to resume or to start from a base.
+ * A training checkpoint's note records the runner's step (its count of completed steps), which
+ * can differ from the trainer's own step count (a step whose batch was empty trains nothing).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint, type LoadedCheckpoint } from '../engine/checkpoint';
+import { type GPT } from '../engine/model';
+import { type Tokenizer } from '../engine/tokenizer';
+import { type TrainerState } from '../engine/trainer-core';
+import { type JobSink, type UploadedCheckpoint } from './sink';
+
+export interface RunnerNote {
+  /** Steps the runner had completed when the checkpoint was written. */
+  step: number;
+  jobId: string;
+  attempt: number;
+}
+
+interface Savable {
+  exportState(): TrainerState;
+  core: { lastCheckpoint: string | null };
+}
+
+export class CheckpointStore {
+  readonly dir: string;
+  private counter = 0;
+
+  constructor(private readonly sink: JobSink) {
+    this.dir = mkdtempSync(join(tmpdir(), 'whetstone-job-'));
+  }
+
+  async uploadTraining(model: GPT, tok: Tokenizer, trainer: Savable, note: RunnerNote): Promise<UploadedCheckpoint> {
+    const file = join(this.dir, `training-${note.step}-${this.counter++}.safetensors`);
+    await saveTrainingCheckpoint(file, model, tok, trainer, null, { note: JSON.stringify({ runner: note }) });
+    return this.upload('TRAINING', note.step, file);
+  }
+
+  async uploadSampler(model: GPT, tok: Tokenizer, step: number): Promise<UploadedCheckpoint> {
+    const file = join(this.dir, `sampler-${step}-${this.counter++}.safetensors`);
+    await saveSamplerCheckpoint(file, model, tok);
+    return this.upload('SAMPLER', step, file);
+  }
+
+  /** Fetches a checkpoint by storage key and loads it (model, tokenizer, trainer state, note). */
+  async load(storageKey: string): Promise<LoadedCheckpoint & { note: RunnerNote | null }> {
+    const bytes = await this.sink.fetchBlob(storageKey);
+    const file = join(this.dir, `fetched-${this.counter++}.safetensors`);
+    writeFileSync(file, bytes);
+    try {
+      const loaded = await loadCheckpoint(file);
+      return { ...loaded, note: parseNote(loaded.metadata['whetstone.note']) };
+    } finally {
+      rmSync(file, { force: true });
+    }
+  }
+
+  dispose(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private async upload(kind: 'TRAINING' | 'SAMPLER', step: number, file: string): Promise<UploadedCheckpoint> {
+    try {
+      return await this.sink.uploadCheckpoint(kind, step, readFileSync(file));
+    } finally {
+      rmSync(file, { force: true });
+    }
+  }
+}
+
+function parseNote(raw: string | undefined): RunnerNote | null {
+  if (!raw) return null;
+  try {
+    const parsed = JSON.parse(raw) as { runner?: RunnerNote };
+    return parsed.runner && Number.isInteger(parsed.runner.step) ? parsed.runner : null;
+  } catch {
+    return null;
+  }
+}

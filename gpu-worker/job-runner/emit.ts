@@ -1,0 +1,146 @@
+/**
+ * Turns what the runtime produces (step reports, rollouts, match records) into stream items, and
+ * numbers log lines. One Emitter per attempt.
+ */
+import { ROLES, type Role } from '../engine/tokenizer';
+import { type Tokenizer } from '../runtime/policy';
+import { type EpisodeRollout } from '../runtime/rollout';
+import { type BoardItem, type JobSink, type LogItem, type MatchItem, type MetricItem, type RolloutItem } from './sink';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export class Emitter {
+  private line = 0;
+  private logBuffer: LogItem[] = [];
+
+  constructor(readonly sink: JobSink) {}
+
+  /** Buffers a log line; `flushLogs` (called after every step and at the end) sends them. */
+  log(level: LogLevel, message: string): void {
+    this.logBuffer.push({ line: this.line++, level, message: message.slice(0, 10_000), time: new Date().toISOString() });
+  }
+
+  async flushLogs(): Promise<void> {
+    while (this.logBuffer.length > 0) await this.sink.sendBatch('logs', this.logBuffer.splice(0, 1000));
+  }
+
+  /** Finite numbers only: a NaN or infinite value has no place in a series. */
+  async metrics(step: number, values: Record<string, number | null | undefined>): Promise<void> {
+    const items: MetricItem[] = [];
+    for (const [key, value] of Object.entries(values)) {
+      if (typeof value === 'number' && Number.isFinite(value)) items.push({ step, key, value });
+    }
+    if (items.length > 0) await this.sink.sendBatch('metrics', items);
+  }
+
+  async rollouts(items: RolloutItem[]): Promise<void> {
+    if (items.length > 0) await this.sink.sendBatch('rollouts', items);
+  }
+
+  async matches(items: MatchItem[]): Promise<void> {
+    if (items.length > 0) await this.sink.sendBatch('matches', items);
+  }
+
+  async boards(items: BoardItem[]): Promise<void> {
+    if (items.length > 0) await this.sink.sendBatch('boards', items);
+  }
+}
+
+export interface Segment {
+  text: string;
+  trainable: boolean;
+  role: string;
+}
+
+/**
+ * Splits a token sequence into text segments: a new segment at every role separator (its role
+ * names the segment) and wherever the loss mask changes, so the UI can show which text the policy
+ * wrote (trainable) and which it read. BOS, EOS and padding are dropped.
+ */
+export function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[]): Segment[] {
+  const roleOf = new Map<number, Role>(ROLES.map((r) => [tok.roleToken(r), r]));
+  const segments: Segment[] = [];
+  let role = 'context';
+  let current: { ids: number[]; trainable: boolean; role: string } | null = null;
+  const close = () => {
+    if (current && current.ids.length > 0) segments.push({ text: tok.decode(current.ids), trainable: current.trainable, role: current.role });
+    current = null;
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    const id = tokens[i];
+    const r = roleOf.get(id);
+    if (r !== undefined) {
+      close();
+      role = r;
+      continue;
+    }
+    if (id === tok.bos || id === tok.eos || id === tok.pad) continue;
+    const trainable = lossMask[i] === 1;
+    if (!current || current.trainable !== trainable || current.role !== role) {
+      close();
+      current = { ids: [], trainable, role };
+    }
+    current.ids.push(id);
+  }
+  close();
+  return segments;
+}
+
+/** The rollout samples of one step: the first `limit` episodes, each learning seat's sequences. */
+export function rolloutItems(tok: Tokenizer, step: number, rollouts: readonly EpisodeRollout[], limit: number): RolloutItem[] {
+  const items: RolloutItem[] = [];
+  let index = 0;
+  for (const r of rollouts.slice(0, limit)) {
+    for (const traj of Object.values(r.agents)) {
+      if (!traj.learn) continue;
+      const segments = traj.sequences.flatMap((s) => sequenceSegments(tok, s.tokens, s.lossMask));
+      items.push({
+        step,
+        agent: traj.agent,
+        index: index++,
+        segments: segments.slice(0, 500),
+        reward: traj.totalReward,
+        turnRewards: traj.turnRewards.slice(0, 1000),
+        endReason: r.endReason,
+        info: { episodeId: r.episodeId, group: r.group, task: r.task, ...(r.error ? { error: r.error } : {}), finalInfo: r.finalInfo },
+      });
+    }
+  }
+  return items;
+}
+
+/** A match record for a multi-agent episode: every move with its raw text, and the result. */
+export function matchItem(step: number | null, r: EpisodeRollout, opponents: Record<string, string> = {}): MatchItem {
+  const agents = Object.values(r.agents).map((t) => ({ name: t.agent, policy: t.policy ?? `bot:${opponents[t.agent] ?? 'bot'}` }));
+  const returns = Object.fromEntries(Object.values(r.agents).map((t) => [t.agent, t.totalReward]));
+  return {
+    step,
+    agents,
+    moves: r.moves.slice(0, 10_000).map((m, i) => ({
+      index: i,
+      agent: m.agent,
+      text: m.text,
+      byBot: m.byBot,
+      observation: m.observation,
+      rewards: m.rewards,
+      info: m.info,
+    })),
+    result: { endReason: r.endReason, returns, info: r.finalInfo, ...(r.error ? { error: r.error.message } : {}) },
+    winner: winnerOf(r),
+  };
+}
+
+/** The winner named by the environment's final info (`result` or `winner`), else the one agent with the best positive return. */
+export function winnerOf(r: EpisodeRollout): string | null {
+  const named = r.finalInfo.winner ?? r.finalInfo.result;
+  if (typeof named === 'string' && named in r.agents) return named;
+  const returns = Object.values(r.agents).map((t) => [t.agent, t.totalReward] as const);
+  const best = Math.max(...returns.map(([, v]) => v));
+  const top = returns.filter(([, v]) => v === best);
+  return best > 0 && top.length === 1 ? top[0][0] : null;
+}
+
+/** Board texts of one game: the observation before each move (multi-agent games show the board there). */
+export function boardItems(step: number, game: number, r: EpisodeRollout): BoardItem[] {
+  return r.moves.slice(0, 1000).map((m, move) => ({ step, game, move, text: m.observation.slice(0, 10_000) }));
+}

@@ -1,0 +1,142 @@
+/**
+ * An EVAL job: N episodes of a checkpoint's policy, scored. In a multi-agent environment the
+ * policy plays every seat in turn against a fixed opponent (the environment's scripted bot,
+ * random moves, or another checkpoint), and each game is streamed as a match; the score is the
+ * win rate. In a single-agent environment the score is the mean episode return. The policy does
+ * not learn; everything is seeded from the config's seed.
+ */
+import { type GPT } from '../engine/model';
+import { type Tokenizer } from '../engine/tokenizer';
+import { modelPolicy } from '../runtime/engine-policy';
+import { type EpisodeRollout, type EpisodeSpec, type Player, runRollouts } from '../runtime/rollout';
+import { type Policy } from '../runtime/policy';
+import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
+import { evalJobConfigSchema } from '../../sdk/job-config';
+import { manifestSchema } from '../../sdk/manifest';
+import { type Assignment } from '../../sdk/worker-protocol';
+import { CheckpointStore } from './checkpoints';
+import { Emitter, matchItem } from './emit';
+import { type JobControl, type JobSink } from './sink';
+import { failureReason } from './train';
+import { JobFailure, type JobResult } from './types';
+
+export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
+  const emit = new Emitter(sink);
+  const store = new CheckpointStore(sink);
+  const models: GPT[] = [];
+  let env: SandboxEnvironment | null = null;
+  try {
+    const config = evalJobConfigSchema.parse(assignment.config);
+    if (!assignment.environment) throw new JobFailure('an EVAL job needs an environment version');
+    const manifest = manifestSchema.parse(assignment.environment.manifest);
+    const loaded = await SandboxEnvironment.load({ files: assignment.environment.files, entry: assignment.environment.entry });
+    if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => e.message).join('; ')}`);
+    env = loaded.env;
+
+    const load = async (id: string): Promise<{ model: GPT; tokenizer: Tokenizer }> => {
+      const key = assignment.blobKeys?.[id];
+      if (!key) throw new JobFailure(`the assignment has no storage key for checkpoint ${id}`);
+      const ckpt = await store.load(key);
+      models.push(ckpt.model);
+      return ckpt;
+    };
+    const { model, tokenizer: tok } = await load(config.checkpointId);
+    const policies: Record<string, Policy> = { policy: modelPolicy(model, tok) };
+    const agents = env.description.agents;
+
+    let opponent: Player | null = null;
+    let opponentName = '';
+    if (agents.length > 1) {
+      if (typeof config.against === 'object') {
+        const other = await load(config.against.checkpointId);
+        if (other.tokenizer.vocabSize !== tok.vocabSize) throw new JobFailure('the opponent checkpoint uses a different tokenizer');
+        policies.opponent = modelPolicy(other.model, other.tokenizer);
+        opponent = { kind: 'policy', policy: 'opponent', learn: false };
+        opponentName = `checkpoint:${config.against.checkpointId}`;
+      } else {
+        const bots = env.description.bots;
+        const bot = config.against === 'random' ? bots.find((b) => b === 'random') : (bots.find((b) => b !== 'random') ?? bots[0]);
+        if (!bot) throw new JobFailure(`${manifest.name} has no ${config.against === 'random' ? '"random" bot' : 'bot'} to play against`);
+        opponent = { kind: 'bot', bot };
+        opponentName = bot;
+      }
+    }
+
+    // Games in rounds of one per seat, sharing their seeds, so each seat meets the same randomness.
+    const specs: EpisodeSpec[] = [];
+    const seats: string[] = [];
+    for (let g = 0; g < config.games; g++) {
+      const seat = agents[g % agents.length];
+      const round = Math.floor(g / agents.length);
+      const seed = config.seed * 100_003 + round;
+      const players: Record<string, Player> = {};
+      for (const agent of agents) players[agent] = agent === seat ? { kind: 'policy', policy: 'policy', learn: false } : opponent!;
+      specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed, taskSeed: seed, players });
+      seats.push(seat);
+    }
+    emit.log('info', `evaluating ${config.checkpointId} on ${manifest.name}: ${config.games} games${opponent ? ` against ${opponentName}` : ''}`);
+    await emit.flushLogs();
+
+    // In chunks, so a cancel or preempt is seen between them (an evaluation has nothing to checkpoint).
+    const rollouts: EpisodeRollout[] = [];
+    const chunk = Math.max(agents.length, 16);
+    for (let i = 0; i < specs.length; i += chunk) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (control.cancelled || control.preempted) {
+        const outcome = control.cancelled ? 'cancelled' : 'preempted';
+        emit.log('info', `${outcome} after ${rollouts.length} games`);
+        await emit.flushLogs();
+        return { outcome, reason: `${outcome} after ${rollouts.length} of ${config.games} games` };
+      }
+      const part = await runRollouts(env, tok, policies, specs.slice(i, i + chunk), {
+        maxTurns: manifest.limits.maxTurns,
+        maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
+        maxResponseTokens: manifest.limits.maxResponseTokens,
+        temperature: manifest.training.temperature,
+        contextLength: model.config.contextLength,
+        seed: config.seed * 7919 + i,
+      });
+      rollouts.push(...part);
+      if (agents.length > 1) {
+        await emit.matches(part.map((r, k) => matchItem(null, r, Object.fromEntries(agents.filter((a) => a !== seats[i + k]).map((a) => [a, opponentName])))));
+      }
+    }
+
+    const metrics: Record<string, number> = {};
+    const score = (list: number[]) => {
+      const games = rollouts.filter((r, k) => list.includes(k) && r.endReason !== 'error');
+      const returns = games.map((r) => r.agents[seats[rollouts.indexOf(r)]].totalReward);
+      return {
+        games: games.length,
+        errors: list.length - games.length,
+        meanReturn: returns.length === 0 ? 0 : returns.reduce((a, b) => a + b, 0) / returns.length,
+        wins: returns.filter((r) => r > 0).length,
+        losses: returns.filter((r) => r < 0).length,
+        draws: returns.filter((r) => r === 0).length,
+      };
+    };
+    const all = score(rollouts.map((_, k) => k));
+    Object.assign(metrics, all);
+    metrics.winRate = all.games === 0 ? 0 : all.wins / all.games;
+    metrics.score = agents.length > 1 ? metrics.winRate : all.meanReturn;
+    if (agents.length > 1) {
+      for (const seat of agents) {
+        const s = score(seats.flatMap((x, k) => (x === seat ? [k] : [])));
+        metrics[`winRate.${seat}`] = s.games === 0 ? 0 : s.wins / s.games;
+      }
+    }
+    await emit.metrics(0, metrics);
+    emit.log('info', `score ${metrics.score.toFixed(3)} over ${all.games} games (${all.errors} errors)`);
+    await emit.flushLogs();
+    return { outcome: 'succeeded', reason: '' };
+  } catch (e) {
+    const reason = failureReason(e);
+    emit.log('error', reason);
+    await emit.flushLogs().catch(() => undefined);
+    return { outcome: 'failed', reason };
+  } finally {
+    models.forEach((m) => m.dispose());
+    await env?.dispose();
+    store.dispose();
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Runs one assignment to its end, whatever its kind, and says how it ended. Never throws: a
+ * failure is an outcome with a reason.
+ */
+import { type Assignment } from '../../sdk/worker-protocol';
+import { runEval } from './eval';
+import { runSft } from './sft';
+import { type JobControl, type JobSink } from './sink';
+import { failureReason, runTrain } from './train';
+import { type JobResult, type RunOptions } from './types';
+
+export async function runJob(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
+  try {
+    switch (assignment.kind) {
+      case 'TRAIN':
+        return await runTrain(assignment, sink, control, options);
+      case 'SFT':
+        return await runSft(assignment, sink, control, options);
+      case 'EVAL':
+        return await runEval(assignment, sink, control);
+      case 'INFERENCE':
+        return { outcome: 'failed', reason: 'inference sessions are not supported by this worker yet' };
+      default:
+        return { outcome: 'failed', reason: `unknown job kind "${String((assignment as { kind: unknown }).kind)}"` };
+    }
+  } catch (e) {
+    return { outcome: 'failed', reason: failureReason(e) };
+  }
+}

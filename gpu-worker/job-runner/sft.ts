@@ -1,0 +1,168 @@
+/**
+ * An SFT job: supervised training on a dataset version's rows as demonstrations. A row is either
+ *
+ *   { "prompt": "...", "completion": "...", "system"?: "..." }     (loss on the completion), or
+ *   { "messages": [{ "role": "system"|"user"|"assistant"|"tool", "content": "..." }, ...] }
+ *                                                                  (loss on every assistant turn),
+ *
+ * laid out in the engine's chat format (BOS, role separator, content, EOS), the same the rollout
+ * runtime prompts with. Batches are a function of (seed, step) — epoch-wise shuffles — so a resumed
+ * job sees the same batches the uninterrupted one would have.
+ */
+import { type Sequence } from '../engine/batch';
+import { GPT } from '../engine/model';
+import { Rng } from '../engine/rng';
+import { SFTTrainer } from '../engine/sft';
+import { CharTokenizer, ROLES, type Role, type Tokenizer } from '../engine/tokenizer';
+import { type Json } from '../../sdk/environment/schema';
+import { sftJobConfigSchema } from '../../sdk/job-config';
+import { type Assignment } from '../../sdk/worker-protocol';
+import { CheckpointStore } from './checkpoints';
+import { Emitter } from './emit';
+import { type JobControl, type JobSink } from './sink';
+import { failureReason, parseJsonl, yieldToEvents } from './train';
+import { JobFailure, type JobResult, type RunOptions } from './types';
+
+export async function runSft(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
+  const emit = new Emitter(sink);
+  const store = new CheckpointStore(sink);
+  const disposables: { dispose(): void }[] = [];
+  try {
+    const config = sftJobConfigSchema.parse(assignment.config);
+    const key = assignment.blobKeys?.[config.datasetVersionId];
+    if (!key) throw new JobFailure(`the assignment has no storage key for dataset version ${config.datasetVersionId}`);
+    const rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(key)));
+
+    let model: GPT;
+    let tok: Tokenizer;
+    let startStep = 0;
+    let state = null;
+    if (assignment.resumeFrom) {
+      const ckpt = await store.load(assignment.resumeFrom.storageKey);
+      if (!ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
+      ({ model, tokenizer: tok } = ckpt);
+      state = ckpt.trainerState;
+      startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
+      emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} at step ${startStep}`);
+    } else if (config.baseCheckpointId) {
+      const base = assignment.blobKeys?.[config.baseCheckpointId];
+      if (!base) throw new JobFailure(`the assignment has no storage key for base checkpoint ${config.baseCheckpointId}`);
+      ({ model, tokenizer: tok } = await store.load(base));
+    } else {
+      tok = new CharTokenizer();
+      const m = config.model;
+      model = new GPT({ vocabSize: tok.vocabSize, contextLength: m.context, layers: m.layers, width: m.width, heads: m.heads, seed: config.seed });
+    }
+    disposables.push(model);
+    const trainer = new SFTTrainer(model, { learningRate: config.learningRate, seed: config.seed });
+    disposables.push(trainer);
+    if (state) {
+      if (state.algorithm !== 'sft') throw new JobFailure(`checkpoint was trained with ${state.algorithm}, this job is SFT`);
+      trainer.importState(state);
+    }
+
+    const sequences: Sequence[] = [];
+    let tooLong = 0;
+    rows.forEach((row, i) => {
+      const seq = demonstration(tok, row, i);
+      if (seq.tokens.length > model.config.contextLength) tooLong++;
+      else sequences.push(seq);
+    });
+    if (tooLong > 0) emit.log('warn', `${tooLong} of ${rows.length} rows are longer than the context (${model.config.contextLength} tokens) and are left out`);
+    if (sequences.length === 0) throw new JobFailure('no row fits the model context');
+    emit.log('info', `SFT on ${sequences.length} demonstrations, ${config.steps} steps of ${config.batchSize}`);
+
+    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt });
+    let lastCheckpoint = assignment.resumeFrom ? startStep : -1;
+    const checkpoint = async (step: number) => {
+      if (lastCheckpoint === step) return;
+      const up = await store.uploadTraining(model, tok, trainer, note(step));
+      lastCheckpoint = step;
+      emit.log('info', `training checkpoint at step ${step}: ${up.checkpointId}`);
+    };
+
+    for (let step = startStep; step < config.steps; step++) {
+      await yieldToEvents();
+      if (control.cancelled) return await stop('cancelled', `cancelled at step ${step}`);
+      if (control.preempted) {
+        await checkpoint(step);
+        return await stop('preempted', `preempted at step ${step}; checkpointed`);
+      }
+      const batch = batchIndexes(sequences.length, config.batchSize, config.seed, step).map((i) => sequences[i]);
+      const metrics = trainer.step(batch);
+      await emit.metrics(step, { ...metrics, step: null, trainerStep: metrics.step, epoch: Math.floor((step * config.batchSize) / sequences.length) });
+      if (step % 10 === 0 || step === config.steps - 1) emit.log('info', `step ${step}: loss ${metrics.loss.toFixed(4)}`);
+      await emit.flushLogs();
+      const done = step + 1;
+      if (done % config.checkpointEvery === 0 && done < config.steps) await checkpoint(done);
+      options.onStep?.(step);
+    }
+    await checkpoint(config.steps);
+    await store.uploadSampler(model, tok, config.steps);
+    emit.log('info', `finished ${config.steps} steps`);
+    await emit.flushLogs();
+    return { outcome: 'succeeded', reason: '' };
+  } catch (e) {
+    const reason = failureReason(e);
+    emit.log('error', reason);
+    await emit.flushLogs().catch(() => undefined);
+    return { outcome: 'failed', reason };
+  } finally {
+    for (const d of disposables.reverse()) d.dispose();
+    store.dispose();
+  }
+
+  async function stop(outcome: 'cancelled' | 'preempted', reason: string): Promise<JobResult> {
+    emit.log('info', reason);
+    await emit.flushLogs();
+    return { outcome, reason };
+  }
+}
+
+/** The rows of step `step`: consecutive slices of per-epoch shuffles of 0..n-1. */
+export function batchIndexes(n: number, batchSize: number, seed: number, step: number): number[] {
+  const out: number[] = [];
+  let position = step * batchSize;
+  let epoch = -1;
+  let order: number[] = [];
+  while (out.length < batchSize) {
+    const e = Math.floor(position / n);
+    if (e !== epoch) {
+      epoch = e;
+      order = new Rng(seed * 1_000_003 + e).shuffle(Array.from({ length: n }, (_, i) => i));
+    }
+    out.push(order[position % n]);
+    position++;
+  }
+  return out;
+}
+
+/** One demonstration row as a training sequence (see the file comment for the two shapes). */
+export function demonstration(tok: Tokenizer, row: Json, index: number): Sequence {
+  const where = `dataset row ${index + 1}`;
+  if (!row || typeof row !== 'object' || Array.isArray(row)) throw new JobFailure(`${where}: not an object`);
+  const tokens = [tok.bos];
+  const lossMask = [0];
+  const add = (ids: number[], trainable: boolean) => {
+    tokens.push(...ids);
+    lossMask.push(...ids.map(() => (trainable ? 1 : 0)));
+  };
+  if (Array.isArray(row.messages)) {
+    for (const [i, m] of row.messages.entries()) {
+      if (!m || typeof m !== 'object' || Array.isArray(m) || typeof m.content !== 'string' || !ROLES.includes(m.role as Role)) {
+        throw new JobFailure(`${where}: messages[${i}] needs a role (${ROLES.join(', ')}) and a string content`);
+      }
+      const role = m.role as Role;
+      add([tok.roleToken(role)], false);
+      add([...tok.encode(m.content), tok.eos], role === 'assistant');
+    }
+  } else if (typeof row.prompt === 'string' && typeof row.completion === 'string') {
+    if (typeof row.system === 'string' && row.system !== '') add([tok.roleToken('system'), ...tok.encode(row.system), tok.eos], false);
+    add([tok.roleToken('user'), ...tok.encode(row.prompt), tok.eos, tok.roleToken('assistant')], false);
+    add([...tok.encode(row.completion), tok.eos], true);
+  } else {
+    throw new JobFailure(`${where}: needs "prompt" and "completion" strings, or "messages"`);
+  }
+  if (!lossMask.includes(1)) throw new JobFailure(`${where}: nothing to learn (no assistant text)`);
+  return { tokens, lossMask };
+}

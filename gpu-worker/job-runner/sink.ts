@@ -1,0 +1,115 @@
+/**
+ * Where a job runner's output goes. The runner only knows this interface: in the worker it is the
+ * runner child's IPC link to the daemon (which numbers batches, fences and retries them over HTTP),
+ * in tests an in-memory sink. Items are exactly the stream items of sdk/worker-protocol.ts.
+ */
+import { type z } from 'zod';
+import {
+  type boardItemSchema,
+  type logItemSchema,
+  type matchItemSchema,
+  type metricItemSchema,
+  type rolloutItemSchema,
+} from '../../sdk/worker-protocol';
+
+export type MetricItem = z.input<typeof metricItemSchema>;
+export type RolloutItem = z.input<typeof rolloutItemSchema>;
+export type LogItem = z.input<typeof logItemSchema>;
+export type MatchItem = z.input<typeof matchItemSchema>;
+export type BoardItem = z.input<typeof boardItemSchema>;
+
+export interface StreamItems {
+  metrics: MetricItem;
+  rollouts: RolloutItem;
+  logs: LogItem;
+  matches: MatchItem;
+  boards: BoardItem;
+}
+export type StreamKind = keyof StreamItems;
+export const STREAM_KINDS: readonly StreamKind[] = ['metrics', 'rollouts', 'logs', 'matches', 'boards'];
+
+export type CheckpointUploadKind = 'TRAINING' | 'SAMPLER';
+
+export interface UploadedCheckpoint {
+  checkpointId: string;
+  storageKey: string;
+}
+
+export interface JobSink {
+  /** One batch of one kind; the transport keeps the order of calls. */
+  sendBatch<K extends StreamKind>(kind: K, items: StreamItems[K][]): void | Promise<void>;
+  /** Stores a checkpoint file; resolves once the control plane has it. */
+  uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint>;
+  /** A blob the job may read (a checkpoint, a dataset), by storage key. */
+  fetchBlob(key: string): Promise<Uint8Array>;
+}
+
+/** Asks a running job to stop. Read by the runner between steps. */
+export class JobControl {
+  private preemptFlag = false;
+  private cancelFlag = false;
+  private readonly waiters: (() => void)[] = [];
+
+  /** Checkpoint, then stop with outcome "preempted". */
+  preempt(): void {
+    this.preemptFlag = true;
+    this.wake();
+  }
+
+  /** Stop at once with outcome "cancelled", without a checkpoint. */
+  cancel(): void {
+    this.cancelFlag = true;
+    this.wake();
+  }
+
+  get preempted(): boolean {
+    return this.preemptFlag;
+  }
+
+  get cancelled(): boolean {
+    return this.cancelFlag;
+  }
+
+  /** Resolves on the next preempt or cancel request (for waits inside a job). */
+  changed(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private wake() {
+    for (const w of this.waiters.splice(0)) w();
+  }
+}
+
+/** Keeps everything in memory: for tests, and for running a job without a server. */
+export class MemorySink implements JobSink {
+  readonly batches: { kind: StreamKind; items: unknown[] }[] = [];
+  readonly checkpoints: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; storageKey: string }[] = [];
+  readonly blobs = new Map<string, Uint8Array>();
+  /** Called after every batch (tests use it to preempt or cancel at a given point). */
+  onBatch: ((kind: StreamKind, items: unknown[]) => void) | null = null;
+  private counter = 0;
+
+  sendBatch<K extends StreamKind>(kind: K, items: StreamItems[K][]): void {
+    // A copy through JSON, as the wire would make it.
+    const copy = JSON.parse(JSON.stringify(items)) as unknown[];
+    this.batches.push({ kind, items: copy });
+    this.onBatch?.(kind, copy);
+  }
+
+  async uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint> {
+    const storageKey = `checkpoints/mem-${this.counter++}`;
+    this.blobs.set(storageKey, bytes.slice());
+    this.checkpoints.push({ kind, step, bytes: bytes.slice(), storageKey });
+    return { checkpointId: `ckpt-${this.counter}`, storageKey };
+  }
+
+  async fetchBlob(key: string): Promise<Uint8Array> {
+    const blob = this.blobs.get(key);
+    if (!blob) throw new Error(`no blob "${key}"`);
+    return blob.slice();
+  }
+
+  items<K extends StreamKind>(kind: K): StreamItems[K][] {
+    return this.batches.filter((b) => b.kind === kind).flatMap((b) => b.items as StreamItems[K][]);
+  }
+}
