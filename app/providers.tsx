@@ -4,11 +4,24 @@ import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { useState, type ReactNode } from 'react';
 import superjson from 'superjson';
 import type { AppRouter } from '../server/api/root';
+import { httpStatusOf } from './_ui/errors';
 import { TRPCProvider } from './trpc';
 
 export function Providers({ children }: { children: ReactNode }) {
   const [queryClient] = useState(
-    () => new QueryClient({ defaultOptions: { queries: { staleTime: 5_000, retry: 1 } } }),
+    () =>
+      new QueryClient({
+        defaultOptions: {
+          queries: {
+            staleTime: 5_000,
+            // An answer such as "not found" or "sign in first" will not change on retry.
+            retry: (failures, error) => {
+              const status = httpStatusOf(error);
+              return failures < 1 && !(status !== undefined && status >= 400 && status < 500);
+            },
+          },
+        },
+      }),
   );
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { test as base, expect, type Page } from '@playwright/test';
+import { test as base, expect, type BrowserContextOptions, type Page } from '@playwright/test';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -18,7 +18,7 @@ export interface Whetstone {
  * A real Whetstone for each test worker: `server/main.ts` on a free port with its own
  * WHETSTONE_HOME and embedded PostgreSQL (or DATABASE_URL's server, in a new database).
  */
-export const test = base.extend<object, { whetstone: Whetstone }>({
+export const test = base.extend<object, { whetstone: Whetstone; ownerState: OwnerState }>({
   whetstone: [
     // eslint-disable-next-line no-empty-pattern -- Playwright reads the fixtures a function names from its first parameter
     async ({}, use) => {
@@ -35,7 +35,7 @@ export const test = base.extend<object, { whetstone: Whetstone }>({
         const onData = (chunk: Buffer) => {
           output += chunk.toString();
           const url = output.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
-          const signInLink = output.match(/(http:\/\/\S+\/auth\/local\?token=\S+)/)?.[1];
+          const signInLink = output.match(/(http:\/\/\S+\/api\/auth\/local-sign-in\?token=\S+)/)?.[1];
           if (url && signInLink && /web app ready/.test(output)) {
             clearTimeout(timer);
             resolve({ url, signInLink, output: () => output });
@@ -54,13 +54,38 @@ export const test = base.extend<object, { whetstone: Whetstone }>({
     },
     { scope: 'worker', timeout: 300_000 },
   ],
+
+  // The owner's session, made once per server with the printed one-time link (which cannot be
+  // used twice). Tests open `browser.newContext({ storageState: ownerState })` to act as the owner
+  // (the installation admin); they must not sign that session out.
+  ownerState: [
+    async ({ browser, whetstone }, use) => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(whetstone.signInLink);
+      await page.waitForURL(/\/teams\/[^/]+$/);
+      const state = await context.storageState();
+      await context.close();
+      await use(state);
+    },
+    { scope: 'worker' },
+  ],
 });
 
-/** Fails the test on console errors, uncaught exceptions and any request leaving this machine. */
-export function watchPage(page: Page) {
+export type OwnerState = Exclude<BrowserContextOptions['storageState'], string | undefined>;
+
+/**
+ * Fails the test on console errors, uncaught exceptions and any request leaving this machine.
+ * `expectedStatuses`: HTTP error statuses the test provokes on purpose (Chromium logs each one).
+ */
+export function watchPage(page: Page, opts: { expectedStatuses?: number[] } = {}) {
   const problems: string[] = [];
   page.on('console', (msg) => {
-    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+    if (msg.type() !== 'error') return;
+    // A test that provokes an API refusal (404, 403…) on purpose names its status; Chromium logs it.
+    const status = /^Failed to load resource: the server responded with a status of (\d{3})/.exec(msg.text())?.[1];
+    if (status && opts.expectedStatuses?.includes(Number(status))) return;
+    problems.push(`console error: ${msg.text()}`);
   });
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   page.on('request', (request) => {

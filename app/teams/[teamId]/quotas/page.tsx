@@ -1,0 +1,141 @@
+'use client';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type ChangeEvent, type FormEvent } from 'react';
+import { ErrorNote, Field, Loading, Notice, PageTitle } from '../../../_ui/components';
+import { formatDateTime } from '../../../_ui/format';
+import { atLeast } from '../../../_ui/roles';
+import { useTeam } from '../../../_ui/team-context';
+import { useTRPC } from '../../../trpc';
+
+interface Limits {
+  maxConcurrentDevices: number;
+  maxQueuedJobs: number;
+  maxPriority: number;
+}
+
+function Meter({ label, used, limit }: { label: string; used: number; limit: number }) {
+  const share = limit > 0 ? Math.min(1, used / limit) : used > 0 ? 1 : 0;
+  return (
+    <div className="meter">
+      <div className="meter-head">
+        <span>{label}</span>
+        <span className="tabular">
+          {used} of {limit}
+        </span>
+      </div>
+      <div
+        className={`meter-bar ${share >= 1 ? 'meter-full' : share >= 0.8 ? 'meter-high' : ''}`}
+        role="meter"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={limit}
+        aria-valuenow={used}
+      >
+        <span style={{ width: `${share * 100}%` }} />
+      </div>
+    </div>
+  );
+}
+
+function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const [values, setValues] = useState({
+    maxConcurrentDevices: String(initial.maxConcurrentDevices),
+    maxQueuedJobs: String(initial.maxQueuedJobs),
+    maxPriority: String(initial.maxPriority),
+  });
+  const [saved, setSaved] = useState(false);
+  const update = useMutation(
+    trpc.quotas.update.mutationOptions({
+      onSuccess: () => {
+        setSaved(true);
+        return queryClient.invalidateQueries({ queryKey: trpc.quotas.get.queryKey({ teamId }) });
+      },
+    }),
+  );
+  const set = (k: keyof typeof values) => (e: ChangeEvent<HTMLInputElement>) => {
+    setSaved(false);
+    setValues((v) => ({ ...v, [k]: e.target.value }));
+  };
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    setSaved(false);
+    update.mutate({
+      teamId,
+      maxConcurrentDevices: Number(values.maxConcurrentDevices),
+      maxQueuedJobs: Number(values.maxQueuedJobs),
+      maxPriority: Number(values.maxPriority),
+    });
+  }
+  const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number }> = [
+    { key: 'maxConcurrentDevices', label: 'Concurrent devices', hint: 'Devices the team’s running jobs may hold at once.', max: 10_000 },
+    { key: 'maxQueuedJobs', label: 'Queued jobs', hint: 'Jobs that may wait in the queue at once.', max: 100_000 },
+    { key: 'maxPriority', label: 'Highest priority for members', hint: 'Admins may go up to 1000.', max: 1000 },
+  ];
+  return (
+    <form className="form" onSubmit={submit} aria-label="Edit quotas">
+      <div className="form-grid">
+        {fields.map((f) => (
+          <Field key={f.key} label={f.label} hint={f.hint}>
+            {(props) => (
+              <input {...props} type="number" inputMode="numeric" min={0} max={f.max} step={1} required value={values[f.key]} onChange={set(f.key)} />
+            )}
+          </Field>
+        ))}
+      </div>
+      <ErrorNote error={update.error} />
+      {saved ? <Notice kind="success">Quotas saved.</Notice> : null}
+      <div className="actions">
+        <button type="submit" className="btn btn-primary" disabled={update.isPending}>
+          {update.isPending ? 'Saving…' : 'Save quotas'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export default function QuotasPage() {
+  const trpc = useTRPC();
+  const team = useTeam();
+  const quota = useQuery(trpc.quotas.get.queryOptions({ teamId: team.id }));
+  const isAdmin = atLeast(team.role, 'ADMIN');
+  return (
+    <>
+      <PageTitle title="Quotas" />
+      <p className="muted lead">Limits on what this team’s jobs may use. The scheduler enforces them.</p>
+      {quota.isPending ? (
+        <Loading />
+      ) : quota.isError ? (
+        <ErrorNote error={quota.error} />
+      ) : (
+        <div className="grid grid-2">
+          <section className="panel" aria-labelledby="usage-title">
+            <h2 id="usage-title">Usage now</h2>
+            <Meter label="Devices in use" used={quota.data.usage.devicesInUse} limit={quota.data.maxConcurrentDevices} />
+            <Meter label="Queued jobs" used={quota.data.usage.queuedJobs} limit={quota.data.maxQueuedJobs} />
+          </section>
+          <section className="panel" aria-labelledby="limits-title">
+            <h2 id="limits-title">Limits</h2>
+            {isAdmin ? (
+              <QuotaForm initial={quota.data} teamId={team.id} />
+            ) : (
+              <>
+                <dl className="facts" aria-label="Quota limits">
+                  <dt>Concurrent devices</dt>
+                  <dd>{quota.data.maxConcurrentDevices}</dd>
+                  <dt>Queued jobs</dt>
+                  <dd>{quota.data.maxQueuedJobs}</dd>
+                  <dt>Highest priority for members</dt>
+                  <dd>{quota.data.maxPriority}</dd>
+                </dl>
+                <p className="muted small">Only admins of this team change quotas.</p>
+              </>
+            )}
+            <p className="muted small">Last changed {formatDateTime(quota.data.updatedAt)}.</p>
+          </section>
+        </div>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { expect, type Page } from '@playwright/test';
+
+export const PASSWORD = 'correct horse battery';
+
+export function uniqueEmail(who: string): string {
+  return `${who}-${randomBytes(4).toString('hex')}@example.test`;
+}
+
+/** Fills and sends the sign-up form on the page it is on. */
+export async function fillSignUp(page: Page, user: { name: string; email: string; password?: string }) {
+  await page.getByLabel('Name').fill(user.name);
+  await page.getByLabel('E-mail').fill(user.email);
+  await page.getByLabel('Password').fill(user.password ?? PASSWORD);
+  await page.getByRole('button', { name: /^Create account/ }).click();
+}
+
+/** Signs up a new user with no invitation; returns the id of the team they get. */
+export async function signUp(page: Page, baseUrl: string, user: { name: string; email: string; password?: string }) {
+  await page.goto(`${baseUrl}/sign-up`);
+  await fillSignUp(page, user);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  await expect(page.getByRole('heading', { level: 1, name: `${user.name}'s team` })).toBeVisible();
+  return teamIdOf(page);
+}
+
+export function teamIdOf(page: Page): string {
+  const id = /\/teams\/([^/?#]+)/.exec(page.url())?.[1];
+  if (!id) throw new Error(`not a team page: ${page.url()}`);
+  return id;
+}
+
+/** Creates an invitation link on the team's Members page and returns it. */
+export async function createInvitation(page: Page, baseUrl: string, teamId: string, role: 'Admin' | 'Member' | 'Viewer') {
+  await page.goto(`${baseUrl}/teams/${teamId}/members`);
+  const form = page.getByRole('form', { name: 'Create an invitation' });
+  await form.getByLabel('Role').selectOption({ label: role });
+  await form.getByRole('button', { name: 'Create invitation link' }).click();
+  const link = await page.getByRole('region', { name: 'Invitation link' }).getByRole('textbox').inputValue();
+  expect(link).toMatch(new RegExp(`^${baseUrl}/invite/`));
+  return link;
+}
+
+/** The error shown next to a form (not Next's route announcer, which is also role=alert). */
+export function errorNote(page: Page) {
+  return page.locator('.notice-error[role="alert"]');
+}

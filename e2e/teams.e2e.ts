@@ -1,0 +1,257 @@
+import { expect, test, watchPage } from './fixtures';
+import { createInvitation, errorNote, fillSignUp, PASSWORD, signUp, teamIdOf, uniqueEmail } from './helpers';
+
+test('team journey: sign up, invite, a second user joins by the link and sees only that team', async ({ browser, whetstone }) => {
+  const url = whetstone.url;
+
+  // Ada signs up and gets a team of her own.
+  const ada = await browser.newContext();
+  const adaPage = await ada.newPage();
+  const adaWatch = watchPage(adaPage);
+  const adaTeam = await signUp(adaPage, url, { name: 'Ada', email: uniqueEmail('ada') });
+
+  // Cleo signs up too: her team is the one Bob must not see.
+  const cleo = await browser.newContext();
+  const cleoPage = await cleo.newPage();
+  const cleoTeam = await signUp(cleoPage, url, { name: 'Cleo', email: uniqueEmail('cleo') });
+  await cleo.close();
+
+  // Ada invites a member; the link is shown once.
+  await adaPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Members' }).click();
+  await expect(adaPage).toHaveURL(`${url}/teams/${adaTeam}/members`);
+  const link = await createInvitation(adaPage, url, adaTeam, 'Member');
+  await expect(adaPage.getByRole('table', { name: 'Invitations' })).toContainText('pending');
+
+  // Bob opens the link signed out, chooses to create an account, and joins Ada's team.
+  const bob = await browser.newContext();
+  const bobPage = await bob.newPage();
+  const bobWatch = watchPage(bobPage, { expectedStatuses: [400, 404] }); // the spent link, Cleo's team
+  const bobEmail = uniqueEmail('bob');
+  await bobPage.goto(link);
+  await expect(bobPage.getByRole('heading', { name: 'You are invited to a team' })).toBeVisible();
+  await bobPage.getByRole('link', { name: 'Create an account' }).click();
+  await expect(bobPage.getByText('You are signing up with an invitation')).toBeVisible();
+  await fillSignUp(bobPage, { name: 'Bob', email: bobEmail });
+  await bobPage.waitForURL(`${url}/teams/${adaTeam}`);
+  await expect(bobPage.getByRole('heading', { level: 1, name: "Ada's team" })).toBeVisible();
+  await expect(bobPage.getByText(/You are a member of this team/)).toBeVisible();
+
+  // The switcher lists Ada's team (and only it: an invited user gets no team of their own).
+  // Keyboard: Enter opens it and focuses the current team.
+  await bobPage.getByRole('button', { name: /^Team/ }).focus();
+  await bobPage.keyboard.press('Enter');
+  const teams = bobPage.getByRole('navigation', { name: 'Your teams' });
+  await expect(teams.getByRole('link')).toHaveCount(1);
+  await expect(teams.getByRole('link', { name: /Ada's team/ })).toBeFocused();
+  await bobPage.keyboard.press('Escape');
+  await expect(teams).toBeHidden();
+
+  // Bob sees the members of Ada's team.
+  await bobPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Members' }).click();
+  const members = bobPage.getByRole('table');
+  await expect(members.getByRole('row', { name: /Ada/ })).toContainText('Owner');
+  await expect(members.getByRole('row', { name: /Bob \(you\)/ })).toContainText('Member');
+  await expect(bobPage.getByRole('form', { name: 'Create an invitation' })).toHaveCount(0);
+
+  // The link is spent: opening it again says so.
+  await bobPage.goto(link);
+  await expect(errorNote(bobPage)).toContainText('This invitation was already used');
+
+  // Cleo's team does not exist for Bob, and none of its data shows.
+  for (const section of ['members', 'api-keys', 'quotas', '']) {
+    await bobPage.goto(`${url}/teams/${cleoTeam}${section ? `/${section}` : ''}`);
+    await expect(bobPage.getByRole('heading', { name: 'No such team' })).toBeVisible();
+    await expect(bobPage.getByText('Cleo')).toHaveCount(0);
+    await expect(bobPage.getByRole('table')).toHaveCount(0);
+  }
+
+  // Ada sees Bob among her members and the invitation as accepted.
+  await adaPage.reload();
+  await expect(adaPage.getByRole('table', { name: 'Invitations' })).toContainText('accepted');
+  await expect(adaPage.getByRole('row', { name: /Bob/ })).toContainText(bobEmail);
+
+  adaWatch.expectClean();
+  bobWatch.expectClean();
+  await ada.close();
+  await bob.close();
+});
+
+test('API keys: created with a name, shown once with a copy button, used, then revoked', async ({ browser, whetstone }) => {
+  const url = whetstone.url;
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url });
+  const page = await context.newPage();
+  const watch = watchPage(page);
+  const email = uniqueEmail('kim');
+  const teamId = await signUp(page, url, { name: 'Kim', email });
+
+  await page.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'API keys' }).click();
+  await expect(page.getByText('No API keys yet.')).toBeVisible();
+  const form = page.getByRole('form', { name: 'Create an API key' });
+  await form.getByLabel('Name').fill('laptop CLI');
+  await form.getByLabel('Expires after').selectOption({ label: '30 days' });
+  await form.getByRole('button', { name: 'Create key' }).click();
+
+  const shown = page.getByRole('region', { name: 'New API key “laptop CLI”' });
+  const key = await shown.getByRole('textbox').inputValue();
+  expect(key).toMatch(/^wsk_\S{20,}$/);
+  await shown.getByRole('button', { name: 'Copy' }).click();
+  await expect(shown.getByText('Copied to the clipboard.')).toBeVisible();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key);
+
+  // The key works as a bearer token for this team.
+  const me = async () =>
+    (await (await page.request.get(`${url}/api/trpc/account.me`, { headers: { authorization: `Bearer ${key}`, cookie: '' } })).json()).result.data.json;
+  expect((await me()).user.email).toBe(email);
+  expect((await me()).teams.map((t: any) => t.id)).toEqual([teamId]);
+
+  // Once dismissed, it is gone for good: the list shows only its prefix.
+  await shown.getByRole('button', { name: 'Done' }).click();
+  await page.reload();
+  const row = page.getByRole('table', { name: 'API keys' }).getByRole('row', { name: /laptop CLI/ });
+  await expect(row).toContainText(`${key.slice(0, 12)}…`);
+  await expect(row).toContainText('active');
+  await expect(row).not.toContainText('never'); // used just now; expires in 30 days
+  expect(await page.content()).not.toContain(key);
+
+  await row.getByRole('button', { name: 'Revoke laptop CLI' }).click();
+  await row.getByRole('button', { name: 'Yes, revoke' }).click();
+  await expect(row).toContainText('revoked');
+  await expect(row.getByRole('button', { name: 'Revoke laptop CLI' })).toHaveCount(0);
+  expect(await me()).toBeNull();
+
+  watch.expectClean();
+  await context.close();
+});
+
+test('quotas: an admin edits them; a viewer sees them read-only', async ({ browser, ownerState, whetstone }) => {
+  const url = whetstone.url;
+  const owner = await browser.newContext({ storageState: ownerState });
+  const ownerPage = await owner.newPage();
+  const ownerWatch = watchPage(ownerPage);
+  await ownerPage.goto(url);
+  await ownerPage.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(ownerPage);
+
+  await ownerPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Quotas' }).click();
+  const form = ownerPage.getByRole('form', { name: 'Edit quotas' });
+  await form.getByLabel('Concurrent devices').fill('6');
+  await form.getByLabel('Queued jobs').fill('40');
+  await form.getByLabel('Highest priority for members').fill('250');
+  await form.getByRole('button', { name: 'Save quotas' }).click();
+  await expect(ownerPage.getByText('Quotas saved.')).toBeVisible();
+  await ownerPage.reload();
+  await expect(ownerPage.getByLabel('Concurrent devices')).toHaveValue('6');
+  await expect(ownerPage.getByRole('meter', { name: 'Queued jobs' })).toHaveAttribute('aria-valuemax', '40');
+
+  const link = await createInvitation(ownerPage, url, teamId, 'Viewer');
+  ownerWatch.expectClean();
+  await owner.close();
+
+  const viewer = await browser.newContext();
+  const page = await viewer.newPage();
+  const watch = watchPage(page);
+  await page.goto(`${url}/sign-up?invitation=${link.split('/invite/')[1]}`);
+  await fillSignUp(page, { name: 'Vera', email: uniqueEmail('vera') });
+  await page.waitForURL(`${url}/teams/${teamId}`);
+  await page.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Quotas' }).click();
+  const limits = page.getByRole('definition');
+  await expect(page.getByLabel('Quota limits')).toBeVisible();
+  await expect(limits.nth(0)).toHaveText('6');
+  await expect(limits.nth(1)).toHaveText('40');
+  await expect(limits.nth(2)).toHaveText('250');
+  await expect(page.getByText('Only admins of this team change quotas.')).toBeVisible();
+  await expect(page.getByRole('spinbutton')).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Save quotas' })).toHaveCount(0);
+
+  // Nor does a viewer get the audit log.
+  await expect(page.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Audit log' })).toHaveCount(0);
+  await page.goto(`${url}/teams/${teamId}/audit`);
+  await expect(errorNote(page)).toContainText('The audit log is for admins of this team.');
+  watch.expectClean();
+  await viewer.close();
+});
+
+test('the installation admin closes sign-up: an uninvited sign-up is refused, an invited one admitted', async ({ browser, ownerState, whetstone }) => {
+  const url = whetstone.url;
+  const owner = await browser.newContext({ storageState: ownerState });
+  const ownerPage = await owner.newPage();
+  const visitor = await browser.newContext();
+  const page = await visitor.newPage();
+  const watch = watchPage(page, { expectedStatuses: [403] }); // the refused sign-up
+
+  // The visitor opens the form while sign-up is still open…
+  await page.goto(`${url}/sign-up`);
+  await expect(page.getByRole('form', { name: 'Sign up' })).toBeVisible();
+
+  // …the owner (installation admin) closes it…
+  await ownerPage.goto(`${url}/account`);
+  const toggle = ownerPage.getByRole('switch', { name: 'Open sign-up' });
+  await expect(toggle).toBeChecked();
+  try {
+    await toggle.uncheck();
+    await expect(ownerPage.getByText('Sign-up is closed: only people with an invitation link')).toBeVisible();
+
+    // …so the server refuses the visitor, who is told why.
+    await fillSignUp(page, { name: 'Uma', email: uniqueEmail('uma') });
+    await expect(errorNote(page)).toContainText('Sign-up is by invitation only on this installation');
+    await expect(page).toHaveURL(`${url}/sign-up`);
+
+    // A fresh visit says so before anyone types anything.
+    await page.reload();
+    await expect(errorNote(page)).toContainText('Sign-up is by invitation only on this installation');
+    await expect(page.getByRole('form', { name: 'Sign up' })).toHaveCount(0);
+
+    // An invitation still admits.
+    await ownerPage.goto(url);
+    await ownerPage.waitForURL(/\/teams\/[^/]+$/);
+    const teamId = teamIdOf(ownerPage);
+    const link = await createInvitation(ownerPage, url, teamId, 'Member');
+    await page.goto(link);
+    await page.getByRole('link', { name: 'Create an account' }).click();
+    await fillSignUp(page, { name: 'Ivo', email: uniqueEmail('ivo') });
+    await page.waitForURL(`${url}/teams/${teamId}`);
+    await expect(page.getByRole('heading', { level: 1, name: 'Default team' })).toBeVisible();
+  } finally {
+    await ownerPage.goto(`${url}/account`);
+    await ownerPage.getByRole('switch', { name: 'Open sign-up' }).check();
+    await expect(ownerPage.getByText('Anyone who can reach this server can create an account')).toBeVisible();
+  }
+  watch.expectClean();
+  await owner.close();
+  await visitor.close();
+});
+
+test('a wrong password gets one clear error that does not tell whether the e-mail exists', async ({ browser, whetstone }) => {
+  const url = whetstone.url;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const email = uniqueEmail('wes');
+  await signUp(page, url, { name: 'Wes', email });
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page.getByText('You are not signed in')).toBeVisible();
+
+  // By keyboard only: labels lead to the fields, Enter sends the form.
+  const attempt = async (mail: string, password: string) => {
+    await page.goto(`${url}/sign-in`);
+    await page.getByLabel('E-mail').focus();
+    await page.keyboard.type(mail);
+    await page.keyboard.press('Tab');
+    await expect(page.getByLabel('Password')).toBeFocused();
+    await page.keyboard.type(password);
+    await page.keyboard.press('Enter');
+  };
+
+  await attempt(email, 'not the password at all');
+  const wrongPassword = (await errorNote(page).textContent())?.trim();
+  expect(wrongPassword).toBeTruthy();
+  expect(wrongPassword).toMatch(/invalid e-?mail or password/i);
+
+  await attempt(uniqueEmail('nobody'), 'not the password at all');
+  await expect(errorNote(page)).toHaveText(wrongPassword!);
+
+  await attempt(email, PASSWORD);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  await expect(page.getByRole('heading', { level: 1, name: "Wes's team" })).toBeVisible();
+  await context.close();
+});
