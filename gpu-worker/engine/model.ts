@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, countParameters, resolveModelConfig } from './config';
-import { batchMatMul, embed, gelu, layerNorm, matMul2d } from './ops';
+import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
 import { Rng } from './rng';
 
 /** A low-rank adapter on one linear layer: y += scale · (x A) B. */
@@ -17,7 +17,7 @@ export interface Adapter {
   scale: number;
 }
 
-/** Per-layer attention keys and values, [batch, heads, time, headSize]. */
+/** Per-layer attention keys and values, [batch, time, heads, headSize]. */
 export interface KvCache {
   keys: tf.Tensor4D[];
   values: tf.Tensor4D[];
@@ -104,7 +104,7 @@ export class GPT {
 
   /** x[N, in] W + b (+ LoRA) for the linear layer `name`. */
   linear(x: tf.Tensor2D, name: string): tf.Tensor2D {
-    let y = matMul2d(x, this.p(`${name}.w`) as tf.Tensor2D).add(this.p(`${name}.b`)) as tf.Tensor2D;
+    let y = linear2d(x, this.p(`${name}.w`) as tf.Tensor2D, this.p(`${name}.b`) as tf.Tensor1D);
     const ad = this.adapters.get(name);
     if (ad) y = y.add(matMul2d(matMul2d(x, ad.a as tf.Tensor2D), ad.b as tf.Tensor2D).mul(ad.scale));
     return y;
@@ -130,8 +130,7 @@ export class GPT {
       const pos = tf.tensor1d(opts.positions.flat(), 'int32');
       x = x.add(embed(this.p('wpe') as tf.Tensor2D, pos)) as tf.Tensor2D;
     } else {
-      const wpe = this.p('wpe').slice([past, 0], [Tn, d]);
-      x = x.reshape([B, Tn, d]).add(wpe).reshape([N, d]) as tf.Tensor2D;
+      x = addPositions(x, this.p('wpe').slice([past, 0], [Tn, d]) as tf.Tensor2D);
     }
     x = this.dropout(x, opts);
 
@@ -144,26 +143,20 @@ export class GPT {
       const h = layerNorm(x, this.p(`${pre}.ln1.g`) as tf.Tensor1D, this.p(`${pre}.ln1.b`) as tf.Tensor1D);
       const qkv = this.linear(h, `${pre}.attn.qkv`);
       const [q, k, v] = tf.split(qkv, 3, 1);
-      const heads = (t: tf.Tensor) => t.reshape([B, Tn, H, hd]).transpose([0, 2, 1, 3]) as tf.Tensor4D;
-      let kh = heads(k);
-      let vh = heads(v);
+      // Heads stay in the projection's [B, T, H, hd] layout; ops.ts multiplies them without transposes.
+      let kh = k.reshape([B, Tn, H, hd]) as tf.Tensor4D;
+      let vh = v.reshape([B, Tn, H, hd]) as tf.Tensor4D;
       if (opts.cache) {
-        kh = tf.concat([opts.cache.keys[l], kh], 2);
-        vh = tf.concat([opts.cache.values[l], vh], 2);
+        kh = tf.concat([opts.cache.keys[l], kh], 1);
+        vh = tf.concat([opts.cache.values[l], vh], 1);
       }
       if (opts.returnCache) {
         newKeys.push(kh);
         newValues.push(vh);
       }
-      const qr = heads(q.mul(scale)).reshape([B * H, Tn, hd]) as tf.Tensor3D;
-      const scores = batchMatMul(qr, kh.reshape([B * H, Tk, hd]) as tf.Tensor3D, true)
-        .reshape([B, H, Tn, Tk])
-        .add(bias);
-      const att = tf.softmax(scores).reshape([B * H, Tn, Tk]) as tf.Tensor3D;
-      const y = batchMatMul(att, vh.reshape([B * H, Tk, hd]) as tf.Tensor3D)
-        .reshape([B, H, Tn, hd])
-        .transpose([0, 2, 1, 3])
-        .reshape([N, d]) as tf.Tensor2D;
+      const qh = q.mul(scale).reshape([B, Tn, H, hd]) as tf.Tensor4D;
+      const att = tf.softmax(attentionScores(qh, kh).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
+      const y = attentionMix(att, vh).reshape([N, d]) as tf.Tensor2D;
       x = x.add(this.dropout(this.linear(y, `${pre}.attn.proj`), opts));
       const h2 = layerNorm(x, this.p(`${pre}.ln2.g`) as tf.Tensor1D, this.p(`${pre}.ln2.b`) as tf.Tensor1D);
       const m = this.linear(gelu(this.linear(h2, `${pre}.mlp.fc`)), `${pre}.mlp.proj`);
@@ -178,9 +171,7 @@ export class GPT {
     const result: ForwardResult = { logits };
     if (c.valueHead) {
       const rows = opts.lastOnly ? 1 : Tn;
-      result.values = matMul2d(hf, this.p('value.w') as tf.Tensor2D)
-        .add(this.p('value.b'))
-        .reshape([B, rows]) as tf.Tensor2D;
+      result.values = linear2d(hf, this.p('value.w') as tf.Tensor2D, this.p('value.b') as tf.Tensor1D).reshape([B, rows]) as tf.Tensor2D;
     }
     if (opts.returnCache) result.cache = { keys: newKeys, values: newValues, length: Tk };
     return result;
@@ -215,20 +206,20 @@ function uid(): number {
   return uidCounter++;
 }
 
-/** Additive attention bias [B|1, 1, Tn, Tk]: causal, plus padding keys masked out. */
+/** Additive attention bias [Tn, B|1, 1, Tk] (the score layout): causal, plus padding keys masked out. */
 function attentionBias(B: number, Tn: number, past: number, keyMask?: number[][]): tf.Tensor4D {
   const Tk = past + Tn;
   const rows = keyMask ? B : 1;
-  const data = new Float32Array(rows * Tn * Tk);
-  for (let b = 0; b < rows; b++) {
-    for (let i = 0; i < Tn; i++) {
+  const data = new Float32Array(Tn * rows * Tk);
+  for (let i = 0; i < Tn; i++) {
+    for (let b = 0; b < rows; b++) {
       for (let j = 0; j < Tk; j++) {
         const masked = j > past + i || (keyMask !== undefined && keyMask[b][j] === 0);
-        data[(b * Tn + i) * Tk + j] = masked ? -1e9 : 0;
+        data[(i * rows + b) * Tk + j] = masked ? -1e9 : 0;
       }
     }
   }
-  return tf.tensor4d(data, [rows, 1, Tn, Tk]);
+  return tf.tensor4d(data, [Tn, rows, 1, Tk]);
 }
 
 /** Name → shape of every base parameter, in a fixed order. */

@@ -21,55 +21,120 @@ const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.Gr
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
 
+/**
+ * Sum over the rows of [n, m] → [m] as a ones-vector matmul: wasm's Sum over axis 0 transposes
+ * first and costs ~1.5 ms at [2048, 256], the matmul ~0.05 ms. Bias and norm gradients use it.
+ */
+export function columnSum(m: tf.Tensor2D): tf.Tensor1D {
+  return tf.matMul(tf.ones([1, m.shape[0]]) as tf.Tensor2D, m).reshape([m.shape[1]]);
+}
+
+/** x[n, in] W[in, out] + b[out] with the fast-path gradient (bias gradient by columnSum). */
+const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, save: tf.GradSaveFunc) => {
+  save([x, w]);
+  return {
+    value: tf.matMul(x, w).add(b),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [sx, sw] = saved as tf.Tensor2D[];
+      const g = dy as tf.Tensor2D;
+      return [tf.matMul(g, tf.transpose(sw)), tf.matMul(tf.transpose(sx), g), columnSum(g)];
+    },
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D) => tf.Tensor2D;
+
+/** An affine layer on the path that is fast for the current backend. */
+export function linear2d(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
+  return useFastMatmulPath() ? linearFast(x, w, b) : (tf.matMul(x, w).add(b) as tf.Tensor2D);
+}
+
+/** rows [B·T, d] + table [T, d] broadcast over B; the table's gradient is a column sum. */
+const addPerPosition = tf.customGrad(((rows: tf.Tensor2D, table: tf.Tensor2D, save: tf.GradSaveFunc) => {
+  const [T, d] = table.shape;
+  const B = rows.shape[0] / T;
+  save([]);
+  return {
+    value: rows.reshape([B, T, d]).add(table).reshape([B * T, d]),
+    // The rows pass dy through; a clone, because the tape disposes dy after this call.
+    gradFunc: (dy: tf.Tensor) => [dy.clone(), columnSum(dy.reshape([B, T * d]) as tf.Tensor2D).reshape([T, d])],
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (rows: tf.Tensor2D, table: tf.Tensor2D) => tf.Tensor2D;
+
+/** Add position embeddings [T, d] to every sequence of rows [B·T, d]. */
+export function addPositions(rows: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D {
+  if (useFastMatmulPath()) return addPerPosition(rows, table);
+  const [T, d] = table.shape;
+  return rows.reshape([-1, T, d]).add(table).reshape([-1, d]) as tf.Tensor2D;
+}
+
 /** 2-D matmul on the path that is fast for the current backend. */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return useFastMatmulPath() ? matMul2dFast(a, b) : tf.matMul(a, b);
 }
 
-/**
- * Batched matmul [G, M, K] × [G, K, N] → [G, M, N] (or × [G, N, K]ᵀ with `transposeB`), as a
- * depthwise convolution: wasm's BatchMatMul falls to a scalar loop (~2 GFLOP/s) for anything but
- * one 2-D product, while DepthwiseConv2dNative runs through XNNPACK. Each of the G groups is a
- * channel; A is the image [M rows, K columns], B the per-channel filter [1 × K] with N outputs.
- * The gradients are the same primitive again (the wasm backend has no depthwise backprop kernels).
+/*
+ * Attention's two batched products, on [B, T, H, hd] heads as the qkv projection lays them out:
+ *   scores[i, b, h, j] = Σ_c q[b, i, h, c] · k[b, j, h, c]     → [Tq, B, H, Tk]
+ *   mix[b, i, h, c]    = Σ_j a[i, b, h, j] · v[b, j, h, c]     → [B, Tq, H, hd]
+ * On the fast path each is one depthwise convolution: wasm's BatchMatMul falls to a scalar loop
+ * (~2 GFLOP/s) for anything but one 2-D product, while DepthwiseConv2dNative runs through XNNPACK.
+ * Every (b, h) pair is a channel; the "image" holds one operand, the per-channel filter the other.
+ * The [Tq, B, H, Tk] score layout needs no transpose on the way out, and softmax runs over its last
+ * axis. The gradients of each product are the other product again (the wasm backend has no
+ * depthwise backprop kernels):
+ *   d q = mix(dS, k),  d k = mix(dSᵀ, q),  d a = scores(dY, v),  d v = mix(aᵀ, dY),  ᵀ = [3,1,2,0].
  */
-function bmmConv(a: tf.Tensor3D, b: tf.Tensor3D, transposeB: boolean): tf.Tensor3D {
-  const [G, M, K] = a.shape;
-  const N = transposeB ? b.shape[1] : b.shape[2];
-  const image = a.transpose([1, 2, 0]).reshape([1, M, K, G]) as tf.Tensor4D;
-  const filter = (transposeB ? b.transpose([2, 0, 1]) : b.transpose([1, 0, 2])).reshape([1, K, G, N]) as tf.Tensor4D;
-  const out = tf.depthwiseConv2d(image, filter, 1, 'valid');
-  return out.reshape([M, G, N]).transpose([1, 0, 2]) as tf.Tensor3D;
+function scoresConv(q: tf.Tensor4D, k: tf.Tensor4D): tf.Tensor4D {
+  const [B, Tq, H, hd] = q.shape;
+  const Tk = k.shape[1];
+  const image = q.transpose([1, 3, 0, 2]).reshape([1, Tq, hd, B * H]) as tf.Tensor4D;
+  const filter = k.transpose([3, 0, 2, 1]).reshape([1, hd, B * H, Tk]) as tf.Tensor4D;
+  return tf.depthwiseConv2d(image, filter, 1, 'valid').reshape([Tq, B, H, Tk]);
 }
 
-const bmmNN = tf.customGrad(((a: tf.Tensor3D, b: tf.Tensor3D, save: tf.GradSaveFunc) => {
-  save([a, b]);
+function mixConv(a: tf.Tensor4D, v: tf.Tensor4D): tf.Tensor4D {
+  const [Tq, B, H, Tk] = a.shape;
+  const hd = v.shape[3];
+  const image = a.transpose([0, 3, 1, 2]).reshape([1, Tq, Tk, B * H]) as tf.Tensor4D;
+  const filter = v.transpose([1, 0, 2, 3]).reshape([1, Tk, B * H, hd]) as tf.Tensor4D;
+  return tf.depthwiseConv2d(image, filter, 1, 'valid').reshape([Tq, B, H, hd]).transpose([1, 0, 2, 3]);
+}
+
+const swapQueryKey = (t: tf.Tensor) => t.transpose([3, 1, 2, 0]) as tf.Tensor4D;
+
+const scoresFast = tf.customGrad(((q: tf.Tensor4D, k: tf.Tensor4D, save: tf.GradSaveFunc) => {
+  save([q, k]);
   return {
-    value: bmmConv(a, b, false),
+    value: scoresConv(q, k),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sa, sb] = saved as tf.Tensor3D[];
-      // dA = dC Bᵀ, dB = Aᵀ dC
-      return [bmmConv(dy as tf.Tensor3D, sb, true), bmmConv(sa.transpose([0, 2, 1]), dy as tf.Tensor3D, false)];
+      const [sq, sk] = saved as tf.Tensor4D[];
+      return [mixConv(dy as tf.Tensor4D, sk), mixConv(swapQueryKey(dy), sq)];
     },
   };
-}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor3D, b: tf.Tensor3D) => tf.Tensor3D;
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (q: tf.Tensor4D, k: tf.Tensor4D) => tf.Tensor4D;
 
-const bmmNT = tf.customGrad(((a: tf.Tensor3D, b: tf.Tensor3D, save: tf.GradSaveFunc) => {
-  save([a, b]);
+const mixFast = tf.customGrad(((a: tf.Tensor4D, v: tf.Tensor4D, save: tf.GradSaveFunc) => {
+  save([a, v]);
   return {
-    value: bmmConv(a, b, true),
+    value: mixConv(a, v),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sa, sb] = saved as tf.Tensor3D[];
-      // C = A Bᵀ: dA = dC B, dB = dCᵀ A
-      return [bmmConv(dy as tf.Tensor3D, sb, false), bmmConv((dy as tf.Tensor3D).transpose([0, 2, 1]), sa, false)];
+      const [sa, sv] = saved as tf.Tensor4D[];
+      return [scoresConv(dy as tf.Tensor4D, sv), mixConv(swapQueryKey(sa), dy as tf.Tensor4D)];
     },
   };
-}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor3D, b: tf.Tensor3D) => tf.Tensor3D;
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor4D, v: tf.Tensor4D) => tf.Tensor4D;
 
-/** Batched matmul for attention, on the path that is fast for the current backend. */
-export function batchMatMul(a: tf.Tensor3D, b: tf.Tensor3D, transposeB = false): tf.Tensor3D {
-  if (!useFastMatmulPath()) return tf.matMul(a, b, false, transposeB);
-  return transposeB ? bmmNT(a, b) : bmmNN(a, b);
+/** Attention scores [Tq, B, H, Tk] of queries [B, Tq, H, hd] against keys [B, Tk, H, hd]. */
+export function attentionScores(q: tf.Tensor4D, k: tf.Tensor4D): tf.Tensor4D {
+  if (useFastMatmulPath()) return scoresFast(q, k);
+  const s = tf.matMul(q.transpose([0, 2, 1, 3]), k.transpose([0, 2, 1, 3]), false, true); // [B, H, Tq, Tk]
+  return s.transpose([2, 0, 1, 3]);
+}
+
+/** Attention output [B, Tq, H, hd]: weights [Tq, B, H, Tk] applied to values [B, Tk, H, hd]. */
+export function attentionMix(a: tf.Tensor4D, v: tf.Tensor4D): tf.Tensor4D {
+  if (useFastMatmulPath()) return mixFast(a, v);
+  const y = tf.matMul(a.transpose([1, 2, 0, 3]), v.transpose([0, 2, 1, 3])); // [B, H, Tq, hd]
+  return y.transpose([0, 2, 1, 3]);
 }
 
 /** Rows of `table` selected by integer ids: a one-hot matmul on the fast path, `gather` otherwise. */
@@ -96,7 +161,7 @@ const layerNormFused = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bias: tf.T
       const [sxhat, srstd, sgain] = saved;
       const dxhat = dy.mul(sgain);
       const dx = dxhat.sub(dxhat.mean(-1, true)).sub(sxhat.mul(dxhat.mul(sxhat).mean(-1, true))).mul(srstd);
-      return [dx, dy.mul(sxhat).sum(0), dy.sum(0)];
+      return [dx, columnSum(dy.mul(sxhat) as tf.Tensor2D), columnSum(dy as tf.Tensor2D)];
     },
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
