@@ -49,6 +49,12 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     createContext: ({ req, res }) => createContext(deps, req, res),
   });
   const authHandler = toNodeHandler(deps.auth);
+  const workerApi = {
+    db: deps.db,
+    blobs: deps.blobs,
+    publish: deps.realtime.publishRun,
+    jobChanged: deps.realtime.jobChanged,
+  };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -67,7 +73,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
         }
         return trpc(req, res);
       }
-      if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(deps.db, req, res, url);
+      if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(workerApi, req, res, url);
       if (url.pathname.startsWith('/api/')) return sendJson(res, 404, { error: `No route ${url.pathname}` });
       const next = getNext();
       if (!next) return sendPage(res, 503, 'Whetstone is starting', 'The web app is being prepared; this page reloads by itself.', 3);

@@ -10,6 +10,8 @@ import { createHealthCheck } from './health';
 import { createRequestListener, type NextHandler } from './http';
 import { ensureNextBuild, startNext, type NextApp } from './next-app';
 import { attachRealtime } from './realtime/gateway';
+import { SchedulerLoop } from './scheduler/loop';
+import { schedulerEvents } from './scheduler/events';
 import { createAuth } from './auth/auth';
 import { FsBlobStore } from './blobs/store';
 import { ensureTemplates, validatePendingTemplates } from './environments/templates';
@@ -95,7 +97,8 @@ async function main(): Promise<void> {
     trustedOrigins,
     secureCookies: publicUrl.startsWith('https://'),
   });
-  const io = attachRealtime(server, db, auth);
+  const realtime = attachRealtime(server, db, auth);
+  const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(db, realtime), log);
   const buildAbort = new AbortController();
   let stopping = false;
   const shutdown = async (signal: string, exitCode = 0) => {
@@ -108,9 +111,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     await new Promise<void>((resolve) => {
-      io.close(() => resolve()); // also closes the HTTP server
+      realtime.io.close(() => resolve()); // also closes the HTTP server
       server.closeAllConnections();
     });
+    await scheduler.stop();
     await nextApp?.close().catch(() => {});
     await db.$disconnect().catch(() => {});
     await database.stop().catch(() => {});
@@ -147,12 +151,15 @@ async function main(): Promise<void> {
   const deps = {
     db,
     auth,
+    blobs,
+    realtime,
     health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
     trustedOrigins,
     publicUrl,
     seedTeam,
   };
   listener = createRequestListener(deps, () => nextHandler);
+  await scheduler.start();
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);
 
   const signInUrl = await createSignInLink(db, ownerId, publicUrl);

@@ -1,26 +1,48 @@
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { createAuth } from './auth/auth';
+import { FsBlobStore } from './blobs/store';
 import type { Db } from './db/client';
 import { createHealthCheck } from './health';
 import { createRequestListener, type NextHandler } from './http';
 import { attachRealtime } from './realtime/gateway';
+import { schedulerEvents } from './scheduler/events';
+import { SchedulerLoop } from './scheduler/loop';
 
-/** The real request listener, better-auth and socket.io on an ephemeral port, without Next.js. */
-export async function startTestServer(db: Db, next: NextHandler | null = null) {
+/**
+ * The real request listener, better-auth, socket.io and (when given the database URL) the
+ * scheduler loop, on an ephemeral port, without Next.js.
+ */
+export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number } = {}) {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const blobRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-test-blobs-'));
   // Teams start empty here; server/environments/templates.test.ts covers seeding.
   const seedTeam = async () => {};
   const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false, seedTeam });
-  const deps = { db, auth, health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }), trustedOrigins: [url], publicUrl: url, seedTeam };
-  server.on('request', createRequestListener(deps, () => next));
-  const io = attachRealtime(server, db, auth);
+  const realtime = attachRealtime(server, db, auth);
+  const deps = {
+    db, auth, realtime, blobs: new FsBlobStore(blobRoot),
+    health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
+    trustedOrigins: [url], publicUrl: url, seedTeam,
+  };
+  server.on('request', createRequestListener(deps, () => opts.next ?? null));
+  const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(db, realtime), () => {}, opts.tickMs ?? 200) : null;
+  await scheduler?.start();
   return {
     url,
     auth,
-    close: () => new Promise<void>((resolve) => io.close(() => resolve())),
+    realtime,
+    scheduler,
+    close: async () => {
+      await scheduler?.stop();
+      await new Promise<void>((resolve) => realtime.io.close(() => resolve()));
+      fs.rmSync(blobRoot, { recursive: true, force: true });
+    },
   };
 }
 

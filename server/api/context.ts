@@ -1,11 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Auth } from '../auth/auth';
 import { resolveCaller, type Caller } from '../auth/caller';
+import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
+import type { RealtimeHub } from '../realtime/gateway';
 
 export interface ServerDeps {
   db: Db;
   auth: Auth;
+  blobs: BlobStore;
+  realtime: RealtimeHub;
   /** Answers for the health report and the system router. */
   health: () => Promise<HealthReport>;
   /** Origins whose pages may send state-changing requests with the session cookie. */

@@ -1,19 +1,44 @@
 import type { Server as HttpServer } from 'node:http';
 import { Server } from 'socket.io';
 import { z } from 'zod';
+import type { Assignment } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
-import { resolveCaller } from '../auth/caller';
+import { resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
+import type { StoredBatch } from '../streams/ingest';
+import { authenticateWorker } from '../workers/api';
 
-/** Rooms a browser may join: one per run (job), named after it. */
-const subscribeInput = z.object({ room: z.string().regex(/^run:[A-Za-z0-9_-]{1,64}$/) });
+/** Rooms a browser may join: a run (job) of one of its teams, or a team's job list. */
+const subscribeInput = z.object({ room: z.string().regex(/^(run|team):[A-Za-z0-9_-]{1,64}$/) });
+
+/** What the rest of the server sends to live clients: browsers in rooms, and worker daemons. */
+export interface RealtimeHub {
+  io: Server;
+  /** A stored stream batch of a run, to its watchers (event "stream"). */
+  publishRun(job: { id: string; teamId: string }, batch: StoredBatch): void;
+  /** A job of the team changed state (event "job"), for live job lists and run pages. */
+  jobChanged(teamId: string, jobId: string): void;
+  /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
+  pushAssignment(workerId: string, assignment: Assignment): void;
+  /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
+  signalWorker(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
+}
+
+async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
+  const [kind, id] = room.split(':');
+  const teamId = kind === 'team' ? id : (await db.job.findUnique({ where: { id }, select: { teamId: true } }))?.teamId;
+  if (!teamId) return false;
+  if (caller.apiKey && caller.apiKey.teamId !== teamId) return false;
+  return Boolean(await db.membership.findUnique({ where: { teamId_userId: { teamId, userId: caller.user.id } } }));
+}
 
 /**
- * socket.io on the same HTTP server, at /socket.io. A connection needs a valid session or API
- * key; `subscribe` joins a run's room only if the caller belongs to the run's team, checked the
- * same way tRPC team procedures check it.
+ * socket.io on the same HTTP server, at /socket.io. Browsers (default namespace) need a valid
+ * session or API key; `subscribe` joins a room only if the caller belongs to its team, checked
+ * the same way tRPC team procedures check it. Worker daemons use the /workers namespace with
+ * their credential.
  */
-export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): Server {
+export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): RealtimeHub {
   const io = new Server(httpServer, {
     path: '/socket.io',
     serveClient: false,
@@ -32,19 +57,13 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): Serv
     }
   });
   io.on('connection', (socket) => {
-    const caller = socket.data.caller as NonNullable<Awaited<ReturnType<typeof resolveCaller>>>;
+    const caller = socket.data.caller as Caller;
     socket.on('subscribe', async (payload: unknown, ack?: (answer: { ok: boolean; error?: string }) => void) => {
       const reply = typeof ack === 'function' ? ack : () => {};
       const parsed = subscribeInput.safeParse(payload);
-      if (!parsed.success) return reply({ ok: false, error: 'BAD_REQUEST: room must look like run:<id>' });
-      const jobId = parsed.data.room.slice('run:'.length);
-      const job = await db.job.findUnique({ where: { id: jobId }, select: { teamId: true } });
-      const allowed =
-        job &&
-        (!caller.apiKey || caller.apiKey.teamId === job.teamId) &&
-        (await db.membership.findUnique({ where: { teamId_userId: { teamId: job.teamId, userId: caller.user.id } } }));
-      // Another team's run and a missing run look the same.
-      if (!allowed) return reply({ ok: false, error: 'NOT_FOUND: no such run' });
+      if (!parsed.success) return reply({ ok: false, error: 'BAD_REQUEST: room must look like run:<id> or team:<id>' });
+      // Another team's room and a missing one look the same.
+      if (!(await mayJoin(db, caller, parsed.data.room))) return reply({ ok: false, error: 'NOT_FOUND: no such run' });
       await socket.join(parsed.data.room);
       reply({ ok: true });
     });
@@ -53,5 +72,28 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): Serv
       if (parsed.success) await socket.leave(parsed.data.room);
     });
   });
-  return io;
+
+  const workers = io.of('/workers');
+  workers.use(async (socket, next) => {
+    try {
+      const credential = (socket.handshake.auth as { credential?: unknown })?.credential;
+      const worker = await authenticateWorker(db, typeof credential === 'string' ? `Bearer ${credential}` : undefined);
+      socket.data.workerId = worker.id;
+      next();
+    } catch {
+      next(new Error('UNAUTHORIZED: unknown or revoked worker credential'));
+    }
+  });
+  workers.on('connection', (socket) => void socket.join(`worker:${socket.data.workerId as string}`));
+
+  return {
+    io,
+    publishRun: (job, batch) => void io.to(`run:${job.id}`).emit('stream', { jobId: job.id, ...batch }),
+    jobChanged: (teamId, jobId) => {
+      io.to(`team:${teamId}`).emit('job', { jobId });
+      io.to(`run:${jobId}`).emit('job', { jobId });
+    },
+    pushAssignment: (workerId, assignment) => void workers.to(`worker:${workerId}`).emit('assignment', assignment),
+    signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
+  };
 }

@@ -144,6 +144,9 @@ export const jobsRouter = router({
         }
         await tx.job.update({ where: { id: job.id }, data: { cancelRequestedAt: new Date() } });
         await tx.$executeRaw`SELECT pg_notify(${SCHEDULER_CHANNEL}, ${job.id})`;
+        const attempt = await tx.jobAttempt.findFirst({ where: { jobId: job.id, state: 'ACTIVE' } });
+        // The worker also learns it from its next heartbeat; the push makes it immediate.
+        if (attempt?.workerId) ctx.deps.realtime.signalWorker(attempt.workerId, { attemptId: attempt.id, cancel: true });
         return { state: job.state, cancelRequested: true };
       });
     }),

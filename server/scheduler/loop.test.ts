@@ -1,0 +1,216 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { io as connect } from 'socket.io-client';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createUserWithTeam, startTestServer } from '../test-server';
+import { SchedulerLoop, scheduleOnce } from './loop';
+
+// The scheduler loop and the worker protocol together, with a real PostgreSQL and a simulated
+// worker speaking HTTP: placement, leases, fencing, idempotent streams, preemption, leadership.
+
+type Server = Awaited<ReturnType<typeof startTestServer>>;
+
+async function http(base: string, method: string, path: string, body?: unknown, credential?: string) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
+    body: body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? (body as string) : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json().catch(() => null)) as any };
+}
+
+async function trpc(base: string, cookie: string, path: string, input: unknown) {
+  const res = await fetch(`${base}/api/trpc/${path}`, {
+    method: 'POST',
+    headers: { cookie, origin: base, 'content-type': 'application/json' },
+    body: JSON.stringify({ json: input }),
+  });
+  const body = (await res.json()) as any;
+  if (body.error) throw new Error(body.error.json.message);
+  return body.result.data.json;
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('scheduler loop and worker protocol', () => {
+  let t: TestDatabase;
+  let server: Server;
+  let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
+  let envVersionId: string;
+
+  async function newWorker(devices = 1) {
+    const { token } = await trpc(server.url, owner.cookie, 'workerTokens.create', { teamId: owner.team.id, name: `pool-${Math.random()}` });
+    const reg = await http(server.url, 'POST', '/api/workers/register', {
+      token, name: 'sim', hostname: 'sim-host', backend: 'wasm', version: '0.1.0',
+      devices: Array.from({ length: devices }, (_, index) => ({ index, kind: 'WASM', name: 'wasm', memoryBytes: 1 << 30 })),
+    });
+    expect(reg.status).toBe(201);
+    return reg.body as { workerId: string; credential: string };
+  }
+  const submit = (config: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
+    trpc(server.url, owner.cookie, 'jobs.submit', { teamId: owner.team.id, kind: 'TRAIN', config: { environmentVersionId: envVersionId, ...config }, ...extra });
+  const heartbeat = (w: { credential: string }, attempts: Array<{ attemptId: string; fencingToken: string }> = []) =>
+    http(server.url, 'POST', '/api/workers/heartbeat', { attempts }, w.credential);
+
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    server = await startTestServer(t.db, { databaseUrl: t.url, tickMs: 100 });
+    owner = await createUserWithTeam(server.url, t.db);
+    await t.db.teamQuota.upsert({ where: { teamId: owner.team.id }, update: { maxConcurrentDevices: 8 }, create: { teamId: owner.team.id, maxConcurrentDevices: 8 } });
+    const env = await t.db.environment.create({
+      data: { teamId: owner.team.id, name: 'bandit', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': 'export default 1' }, entry: 'env.ts', manifest: { name: 'bandit' } } } },
+      include: { versions: true },
+    });
+    envVersionId = env.versions[0].id;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await t?.drop();
+  });
+
+  it('places a job on a worker, streams idempotently, keeps checkpoints, and finishes', async () => {
+    const worker = await newWorker();
+    // Pushes arrive over socket.io; heartbeats are the fallback, and both must carry the assignment.
+    const socket = connect(`${server.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: worker.credential } });
+    const pushed = new Promise<any>((resolve) => socket.on('assignment', resolve));
+    const submittedAt = Date.now();
+    const job = await submit();
+    const assignment = await pushed;
+    const placedMs = Date.now() - submittedAt;
+    expect(placedMs).toBeLessThan(2_000);
+    socket.close();
+    expect(assignment).toMatchObject({ jobId: job.id, attempt: 1, kind: 'TRAIN', environment: { versionId: envVersionId, entry: 'env.ts' }, resumeFrom: null });
+    const hb = await heartbeat(worker);
+    expect(hb.body.assignments.map((a: any) => a.attemptId)).toEqual([assignment.attemptId]);
+    const fence = { attemptId: assignment.attemptId, fencingToken: assignment.fencingToken };
+
+    expect((await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential)).body.state).toBe('RUNNING');
+    const metrics = { ...fence, seq: 0, kind: 'metrics', items: [{ step: 1, key: 'reward/mean', value: 0.25 }, { step: 2, key: 'reward/mean', value: 0.5 }] };
+    expect((await http(server.url, 'POST', '/api/workers/stream', metrics, worker.credential)).body).toEqual({ accepted: true, duplicate: false });
+    expect((await http(server.url, 'POST', '/api/workers/stream', metrics, worker.credential)).body).toEqual({ accepted: false, duplicate: true });
+    const ckpt = await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence.attemptId}&fencingToken=${fence.fencingToken}&kind=TRAINING&step=2`, {
+      method: 'PUT', headers: { authorization: `Bearer ${worker.credential}` }, body: Buffer.from('weights-at-step-2'),
+    });
+    expect(ckpt.status).toBe(201);
+    const checkpoint = await t.db.checkpoint.findFirstOrThrow({ where: { jobId: job.id } });
+    expect(checkpoint).toMatchObject({ step: 2, kind: 'TRAINING', metrics: { 'reward/mean': 0.5 } });
+    const blob = await fetch(`${server.url}/api/workers/blobs/${checkpoint.storageKey}`, { headers: { authorization: `Bearer ${worker.credential}` } });
+    expect(Buffer.from(await blob.arrayBuffer()).toString()).toBe('weights-at-step-2');
+
+    const finished = await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'succeeded', reason: 'done' }, worker.credential);
+    expect(finished.body.state).toBe('SUCCEEDED');
+    expect(await t.db.metricPoint.count({ where: { jobId: job.id } })).toBe(2);
+    const events = await t.db.jobEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
+    // A finished attempt's writes are refused.
+    expect((await http(server.url, 'POST', '/api/workers/stream', { ...metrics, seq: 1 }, worker.credential)).status).toBe(409);
+    await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
+  });
+
+  it('requeues a job whose lease expired, resumes it from its checkpoint, and fences the stale worker out', async () => {
+    const stale = await newWorker();
+    const job = await submit();
+    const first = (await waitFor('an assignment', async () => (await heartbeat(stale)).body.assignments[0])) as any;
+    const fence1 = { attemptId: first.attemptId, fencingToken: first.fencingToken };
+    await http(server.url, 'POST', '/api/workers/attempts/start', fence1, stale.credential);
+    await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence1.attemptId}&fencingToken=${fence1.fencingToken}&kind=TRAINING&step=5`, {
+      method: 'PUT', headers: { authorization: `Bearer ${stale.credential}` }, body: Buffer.from('step-5'),
+    });
+    await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 0, kind: 'metrics', items: [5, 6, 7].map((step) => ({ step, key: 'loss', value: step })) }, stale.credential);
+    // The worker goes silent: its lease runs out and it stops counting as online.
+    await t.db.jobAttempt.update({ where: { id: first.attemptId }, data: { leaseExpiresAt: new Date(Date.now() - 1000) } });
+    await t.db.worker.update({ where: { id: stale.workerId }, data: { lastHeartbeatAt: new Date(Date.now() - 120_000) } });
+    await waitFor('the requeue', async () => (await t.db.job.findUnique({ where: { id: job.id } }))?.state === 'QUEUED');
+    const requeued = await t.db.job.findUniqueOrThrow({ where: { id: job.id } });
+    expect(requeued.notBefore!.getTime()).toBeGreaterThan(Date.now());
+    await t.db.job.update({ where: { id: job.id }, data: { notBefore: null } }); // skip the backoff wait
+
+    const fresh = await newWorker();
+    const second = (await waitFor('a second assignment', async () => (await heartbeat(fresh)).body.assignments[0])) as any;
+    expect(second).toMatchObject({ jobId: job.id, attempt: 2, resumeFrom: { step: 5 } });
+    expect(BigInt(second.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
+    const fence2 = { attemptId: second.attemptId, fencingToken: second.fencingToken };
+
+    // The stale worker wakes up: its lease is invalid and its writes are refused.
+    const staleBeat = await heartbeat(stale, [fence1]);
+    expect(staleBeat.body.leases[0]).toMatchObject({ valid: false });
+    expect((await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 1, kind: 'metrics', items: [{ step: 8, key: 'loss', value: 999 }] }, stale.credential)).status).toBe(409);
+    // The new attempt replays steps 6 and 7 from the checkpoint: each step still exists once.
+    await http(server.url, 'POST', '/api/workers/attempts/start', fence2, fresh.credential);
+    await http(server.url, 'POST', '/api/workers/stream', { ...fence2, seq: 0, kind: 'metrics', items: [6, 7, 8].map((step) => ({ step, key: 'loss', value: step + 0.5 })) }, fresh.credential);
+    const points = await t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'loss' }, orderBy: { step: 'asc' } });
+    expect(points.map((p) => [p.step, p.value, p.attempt])).toEqual([[5, 5, 1], [6, 6.5, 2], [7, 7.5, 2], [8, 8.5, 2]]);
+    await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence2, outcome: 'succeeded' }, fresh.credential);
+    for (const w of [stale, fresh]) await t.db.worker.update({ where: { id: w.workerId }, data: { state: 'REVOKED' } });
+  });
+
+  it('preempts a low-priority job for a high-priority one on a full pool; the low one resumes later', async () => {
+    const worker = await newWorker(1);
+    const low = await submit({}, { priority: 0 });
+    const a1 = (await waitFor('low placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    const fence = { attemptId: a1.attemptId, fencingToken: a1.fencingToken };
+    await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential);
+    await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence.attemptId}&fencingToken=${fence.fencingToken}&kind=TRAINING&step=3`, {
+      method: 'PUT', headers: { authorization: `Bearer ${worker.credential}` }, body: Buffer.from('low-step-3'),
+    });
+    const high = await submit({}, { priority: 50 });
+    const lease = await waitFor('a preempt request', async () => {
+      const l = (await heartbeat(worker, [fence])).body.leases[0];
+      return l.preempt ? l : null;
+    });
+    expect(lease).toMatchObject({ valid: true, preempt: true, cancel: false });
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: high.id } })).waitingReason).toMatch(/being freed .* held for this job/);
+    // The runner checkpoints and stops; the job goes back to the queue, the high one runs.
+    await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'preempted', reason: 'checkpointed at step 3' }, worker.credential);
+    const a2 = (await waitFor('high placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    expect(a2.jobId).toBe(high.id);
+    const lowEvents = await t.db.jobEvent.findMany({ where: { jobId: low.id }, orderBy: { id: 'asc' } });
+    expect(lowEvents.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'RUNNING', 'PREEMPTED', 'QUEUED']);
+    await http(server.url, 'POST', '/api/workers/attempts/finish', { attemptId: a2.attemptId, fencingToken: a2.fencingToken, outcome: 'succeeded' }, worker.credential);
+    const a3 = (await waitFor('low resumed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    expect(a3).toMatchObject({ jobId: low.id, attempt: 2, resumeFrom: { step: 3 } });
+    await http(server.url, 'POST', '/api/workers/attempts/finish', { attemptId: a3.attemptId, fencingToken: a3.fencingToken, outcome: 'succeeded' }, worker.credential);
+    await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
+  });
+
+  it('cancelling a running job reaches its worker', async () => {
+    const worker = await newWorker(1);
+    const job = await submit();
+    const a = (await waitFor('placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    const fence = { attemptId: a.attemptId, fencingToken: a.fencingToken };
+    await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential);
+    expect(await trpc(server.url, owner.cookie, 'jobs.cancel', { teamId: owner.team.id, jobId: job.id })).toMatchObject({ cancelRequested: true });
+    expect((await heartbeat(worker, [fence])).body.leases[0]).toMatchObject({ valid: true, cancel: true });
+    expect((await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'cancelled' }, worker.credential)).body.state).toBe('CANCELLED');
+    await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
+  });
+
+  it('exactly one of two schedulers leads, and the other takes over when it stops', async () => {
+    const events = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
+    const a = new SchedulerLoop(t.db, t.url, events, () => {}, 100);
+    const b = new SchedulerLoop(t.db, t.url, events, () => {}, 100);
+    // The test server's own loop leads already; stop it so these two compete.
+    await server.scheduler!.stop();
+    await a.start();
+    await b.start();
+    await waitFor('a leader', async () => a.isLeader || b.isLeader);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([a.isLeader, b.isLeader].filter(Boolean)).toHaveLength(1);
+    const [leader, other] = a.isLeader ? [a, b] : [b, a];
+    await leader.stop();
+    await waitFor('the other to take over', async () => other.isLeader);
+    await other.stop();
+  });
+
+  it('a planning round is a no-op when nothing changed', async () => {
+    const events = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
+    expect(await scheduleOnce(t.db, events)).toEqual({ placed: 0, preempted: 0 });
+  });
+});
