@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint } from './checkpoint';
 import { CheckpointError, ConfigError, NonFiniteLossError } from './errors';
+import { GRPOTrainer } from './grpo';
 import { GPT } from './model';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
@@ -68,6 +69,32 @@ describe('checkpoints', () => {
     expect(Array.from(logitsOf(loaded.model))).toEqual(Array.from(logitsOf(straight)));
     [t1, t3].forEach((t) => t.dispose());
     [straight, loaded.model].forEach((m) => m.dispose());
+  });
+
+  it('resume GRPO with a KL penalty exactly: the reference policy is saved, not re-taken at resume', async () => {
+    const grpoBatch = (step: number) =>
+      batchAt(step).map((s, i) => ({ ...s, rewards: (i + step) % 3 === 0 ? 1 : 0, group: i % 2 }));
+    const config = { learningRate: 1e-2, klCoef: 0.5, seed: 5 };
+    const straight = new GPT(cfg);
+    const g1 = new GRPOTrainer(straight, config);
+    const lossesStraight = Array.from({ length: 6 }, (_, s) => g1.step(grpoBatch(s)).loss);
+
+    const first = new GPT(cfg);
+    const g2 = new GRPOTrainer(first, config);
+    const lossesResumed = Array.from({ length: 3 }, (_, s) => g2.step(grpoBatch(s)).loss);
+    const file = path.join(dir, 'grpo.safetensors');
+    await saveTrainingCheckpoint(file, first, tok, g2);
+    g2.dispose();
+    first.dispose();
+
+    const loaded = await loadCheckpoint(file);
+    expect(loaded.reference).not.toBeNull();
+    const g3 = new GRPOTrainer(loaded.model, loaded.trainerState!.config as object, loaded.reference!);
+    g3.importState(loaded.trainerState!);
+    for (let s = 3; s < 6; s++) lossesResumed.push(g3.step(grpoBatch(s)).loss);
+    expect(lossesResumed).toEqual(lossesStraight);
+    [g1, g3].forEach((t) => t.dispose());
+    [straight, loaded.model, loaded.reference!].forEach((m) => m.dispose());
   });
 
   it('report corrupt and truncated files clearly', async () => {

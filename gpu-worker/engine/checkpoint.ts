@@ -31,6 +31,8 @@ export interface LoadedCheckpoint {
   lora: LoraConfig | null;
   /** Training checkpoints only. */
   trainerState: TrainerState | null;
+  /** Training checkpoints of a trainer with a KL penalty: its frozen reference policy. */
+  reference: GPT | null;
   metadata: Record<string, string>;
 }
 
@@ -74,7 +76,7 @@ export async function saveTrainingCheckpoint(
   file: string,
   model: GPT,
   tokenizer: Tokenizer,
-  trainer: { exportState(): TrainerState; core: { lastCheckpoint: string | null } },
+  trainer: { exportState(): TrainerState; core: { lastCheckpoint: string | null }; reference?: GPT | null },
   lora: LoraConfig | null = null,
   opts: SaveOptions = {},
 ): Promise<number> {
@@ -87,6 +89,10 @@ export async function saveTrainingCheckpoint(
     ['v', state.moments.v],
   ] as const) {
     for (const [name, data] of moments) tensors.set(`optim.${kind}.${name}`, { shape: shapes.get(name)!.shape, data });
+  }
+  // The KL reference is the policy at the start of training, not at the resume: keep it.
+  if (trainer.reference) {
+    for (const [name, v] of trainer.reference.params) tensors.set(`reference.${name}`, { shape: v.shape, data: v.dataSync() as Float32Array });
   }
   const meta = baseMetadata('training', model, tokenizer, lora, opts.note);
   meta['whetstone.trainer'] = JSON.stringify({
@@ -166,7 +172,20 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
     }
     trainerState = { ...t, moments: { m, v } };
   }
-  return { kind, model, tokenizer, lora, trainerState, metadata };
+  let reference: GPT | null = null;
+  const refWeights = new Map<string, tf.Tensor>();
+  for (const [name, t] of tensors) if (name.startsWith('reference.')) refWeights.set(name.slice(10), tf.tensor(t.data, t.shape));
+  if (refWeights.size > 0) {
+    try {
+      reference = new GPT(config, refWeights);
+    } catch (err) {
+      model.dispose();
+      throw new CheckpointError(file, `reference policy: ${(err as Error).message}`);
+    } finally {
+      refWeights.forEach((t) => t.dispose());
+    }
+  }
+  return { kind, model, tokenizer, lora, trainerState, reference, metadata };
 }
 
 /** Attach the adapters of an adapter checkpoint to `model` (a base with the same config). */

@@ -99,6 +99,7 @@ export class GRPOTrainer {
   readonly reference: GPT | null;
   private readonly ownsReference: boolean;
 
+  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
   constructor(
     readonly model: GPT,
     config: Partial<GRPOConfig> = {},

@@ -116,15 +116,19 @@ export class PPOTrainer {
   readonly config: PPOConfig;
   readonly core: TrainerCore;
   readonly reference: GPT | null;
+  private readonly ownsReference: boolean;
 
+  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
   constructor(
     readonly model: GPT,
     config: Partial<PPOConfig> = {},
+    reference?: GPT,
   ) {
     this.config = resolvePPOConfig(config);
     if (!model.config.valueHead) throw new ConfigError('model.valueHead', 'PPO needs a model created with valueHead: true');
     this.core = new TrainerCore(model, this.config, this.config.seed);
-    this.reference = this.config.klCoef > 0 ? frozenCopy(model) : null;
+    this.ownsReference = this.config.klCoef > 0 && !reference;
+    this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
   }
 
   step(batch: readonly Sequence[]): StepMetrics {
@@ -242,6 +246,6 @@ export class PPOTrainer {
 
   dispose(): void {
     this.core.dispose();
-    this.reference?.dispose();
+    if (this.reference && this.ownsReference) this.reference.dispose();
   }
 }

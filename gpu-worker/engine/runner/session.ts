@@ -23,6 +23,8 @@ export class EngineSession {
   private tokenizer: Tokenizer | null = null;
   private lora: LoraConfig | null = null;
   private trainer: Trainer | null = null;
+  /** A KL reference restored from a training checkpoint, handed to the next GRPO/PPO trainer. */
+  private reference: GPT | null = null;
 
   async handle<M extends Method>(method: M, params: Requests[M]['params']): Promise<Requests[M]['result']> {
     switch (method) {
@@ -69,6 +71,7 @@ export class EngineSession {
       this.tokenizer = loaded.tokenizer;
       this.lora = loaded.lora;
       state = loaded.trainerState;
+      this.reference = loaded.reference;
     } else if (p.model) {
       this.tokenizer = tokenizerFromJSON(p.model.tokenizer);
       this.model = new GPT({ ...p.model.config, vocabSize: this.tokenizer.vocabSize });
@@ -86,8 +89,8 @@ export class EngineSession {
     let next: Trainer;
     // Build the new trainer first so that a bad config leaves the current one in place.
     if (spec.algorithm === 'sft') next = new SFTTrainer(model, spec.config);
-    else if (spec.algorithm === 'grpo') next = new GRPOTrainer(model, spec.config);
-    else if (spec.algorithm === 'ppo') next = new PPOTrainer(model, spec.config);
+    else if (spec.algorithm === 'grpo') next = new GRPOTrainer(model, spec.config, this.reference ?? undefined);
+    else if (spec.algorithm === 'ppo') next = new PPOTrainer(model, spec.config, this.reference ?? undefined);
     else throw new ConfigError('trainer.algorithm', `must be sft, grpo or ppo, got "${(spec as { algorithm: string }).algorithm}"`);
     if (state && state.algorithm === spec.algorithm) next.importState(state);
     this.trainer?.dispose();
@@ -109,8 +112,10 @@ export class EngineSession {
   dispose(): void {
     this.trainer?.dispose();
     this.model?.dispose();
+    this.reference?.dispose();
     this.trainer = null;
     this.model = null;
+    this.reference = null;
     this.tokenizer = null;
     this.lora = null;
   }
