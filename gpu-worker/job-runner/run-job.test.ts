@@ -3,7 +3,7 @@
  * its checkpoints, exact resume, preempt and cancel; an SFT run; an evaluation of gomoku games.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { z } from 'zod';
+import { type z } from 'zod';
 import { testBackend } from '../engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
 import { type Assignment, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema } from '../../sdk/worker-protocol';

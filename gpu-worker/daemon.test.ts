@@ -1,0 +1,315 @@
+/**
+ * The worker daemon against a small fake control plane implementing sdk/worker-protocol.ts over
+ * real HTTP and socket.io: registration and the saved credential, an assignment pushed over
+ * socket.io and one handed out by a heartbeat, start / stream / checkpoint / finish, a 409 that
+ * kills the job, and SIGTERM draining a real daemon process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Server as IoServer, type Socket } from 'socket.io';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadTemplate } from '../env-templates/load-template';
+import {
+  type Assignment,
+  checkpointQuerySchema,
+  finishRequestSchema,
+  heartbeatRequestSchema,
+  registerRequestSchema,
+  startRequestSchema,
+  type StreamBatch,
+  streamBatchSchema,
+} from '../sdk/worker-protocol';
+import { WorkerDaemon } from './daemon';
+
+const CREDENTIAL = 'wsw_test_credential';
+const TOKEN = 'wst_test_token';
+
+interface Event {
+  type: string;
+  attemptId?: string;
+  detail?: unknown;
+}
+
+class FakeControlPlane {
+  readonly http: HttpServer;
+  readonly io: IoServer;
+  url = '';
+  registrations = 0;
+  heartbeats = 0;
+  readonly events: Event[] = [];
+  readonly batches = new Map<string, Map<number, StreamBatch>>();
+  readonly checkpoints: { attemptId: string; kind: string; step: number; bytes: number }[] = [];
+  readonly finishes: { attemptId: string; outcome: string; reason: string }[] = [];
+  /** Handed out by the next heartbeat (the polling fallback). */
+  readonly pollAssignments: Assignment[] = [];
+  /** Attempts whose lease was taken over: their writes get 409. */
+  readonly fenced = new Set<string>();
+  readonly sockets: Socket[] = [];
+
+  constructor() {
+    this.http = createServer((req, res) => {
+      void this.handle(req).then(
+        ([status, body]) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        },
+        (e: Error) => {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: e.message }));
+        },
+      );
+    });
+    this.io = new IoServer(this.http);
+    this.io.of('/workers').use((socket, next) => {
+      if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
+      else next(new Error('unauthorised'));
+    });
+    this.io.of('/workers').on('connection', (socket) => {
+      this.sockets.push(socket);
+      socket.on('disconnect', () => this.sockets.splice(this.sockets.indexOf(socket), 1));
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.http.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.http.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    await this.io.close();
+  }
+
+  push(assignment: Assignment): void {
+    this.io.of('/workers').emit('assignment', assignment);
+  }
+
+  items(attemptId: string, kind: StreamBatch['kind']): Record<string, unknown>[] {
+    const byseq = [...(this.batches.get(attemptId)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
+    return byseq.filter((b) => b.kind === kind).flatMap((b) => b.items as Record<string, unknown>[]);
+  }
+
+  private async handle(req: IncomingMessage): Promise<[number, unknown]> {
+    const url = new URL(req.url!, 'http://x');
+    const body = await read(req);
+    if (url.pathname === '/api/workers/register') {
+      registerRequestSchema.parse(JSON.parse(body.toString()));
+      this.registrations++;
+      return [200, { workerId: 'worker-1', credential: CREDENTIAL, pool: 'team' }];
+    }
+    if (req.headers.authorization !== `Bearer ${CREDENTIAL}`) return [401, { error: 'unauthorised' }];
+    const json = () => JSON.parse(body.toString()) as unknown;
+    switch (url.pathname) {
+      case '/api/workers/heartbeat': {
+        const { attempts } = heartbeatRequestSchema.parse(json());
+        this.heartbeats++;
+        const leases = attempts.map((a) => ({
+          attemptId: a.attemptId,
+          valid: !this.fenced.has(a.attemptId),
+          leaseExpiresAt: new Date(Date.now() + 30_000).toISOString(),
+          cancel: false,
+          preempt: false,
+        }));
+        return [200, { workerId: 'worker-1', state: 'ONLINE', leases, assignments: this.pollAssignments.splice(0), heartbeatSeconds: 0.3 }];
+      }
+      case '/api/workers/attempts/start': {
+        const { attemptId } = startRequestSchema.parse(json());
+        this.events.push({ type: 'start', attemptId });
+        return this.fenced.has(attemptId) ? [409, { error: 'lease lost' }] : [200, { ok: true }];
+      }
+      case '/api/workers/stream': {
+        const batch = streamBatchSchema.parse(json());
+        const refused = this.fenced.has(batch.attemptId);
+        this.events.push({ type: 'stream', attemptId: batch.attemptId, detail: refused ? 409 : 200 });
+        if (refused) return [409, { error: 'lease lost' }];
+        const seqs = this.batches.get(batch.attemptId) ?? new Map<number, StreamBatch>();
+        this.batches.set(batch.attemptId, seqs);
+        const duplicate = seqs.has(batch.seq);
+        seqs.set(batch.seq, batch);
+        return [200, { accepted: true, duplicate }];
+      }
+      case '/api/workers/checkpoints': {
+        const q = checkpointQuerySchema.parse(Object.fromEntries(url.searchParams));
+        if (this.fenced.has(q.attemptId)) return [409, { error: 'lease lost' }];
+        this.checkpoints.push({ attemptId: q.attemptId, kind: q.kind, step: q.step, bytes: body.length });
+        this.events.push({ type: 'checkpoint', attemptId: q.attemptId, detail: `${q.kind}@${q.step}` });
+        return [200, { checkpointId: `ck-${this.checkpoints.length}`, storageKey: `checkpoints/${this.checkpoints.length}` }];
+      }
+      case '/api/workers/attempts/finish': {
+        const f = finishRequestSchema.parse(json());
+        this.events.push({ type: 'finish', attemptId: f.attemptId, detail: f.outcome });
+        if (this.fenced.has(f.attemptId)) return [409, { error: 'lease lost' }];
+        this.finishes.push({ attemptId: f.attemptId, outcome: f.outcome, reason: f.reason });
+        return [200, { ok: true }];
+      }
+    }
+    return [404, { error: 'not found' }];
+  }
+}
+
+function read(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 45_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const bandit = loadTemplate('bandit');
+function banditAssignment(attemptId: string, steps: number, checkpointEvery: number): Assignment {
+  return {
+    attemptId,
+    fencingToken: '7',
+    jobId: `job-${attemptId}`,
+    attempt: 1,
+    kind: 'TRAIN',
+    config: {
+      environmentVersionId: 'bandit-v1',
+      model: { layers: 1, width: 16, heads: 2, context: 72 },
+      training: { steps, batchSize: 2, groupSize: 2, checkpointEvery },
+    },
+    deviceIndexes: [0],
+    leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
+    timeLimitSeconds: null,
+    resumeFrom: null,
+    environment: { versionId: 'bandit-v1', files: bandit.source.files, entry: bandit.source.entry, manifest: bandit.manifest as unknown as Record<string, unknown> },
+  };
+}
+
+function alive(pid: number | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('worker daemon', () => {
+  const server = new FakeControlPlane();
+  let home: string;
+  let daemon: WorkerDaemon;
+  const logs: string[] = [];
+
+  beforeAll(async () => {
+    await server.listen();
+    home = mkdtempSync(path.join(tmpdir(), 'whetstone-daemon-'));
+    daemon = new WorkerDaemon({ server: server.url, token: TOKEN, name: 'test-worker', home, backend: 'wasm', heartbeatSeconds: 0.3, log: (l, m) => logs.push(`${l}: ${m}`) });
+    await daemon.start();
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('registers once, keeps the credential, and a restart reuses it', async () => {
+    expect(server.registrations).toBe(1);
+    const saved = JSON.parse(readFileSync(path.join(home, 'worker-test-worker.json'), 'utf8')) as { credential: string; workerId: string };
+    expect(saved).toMatchObject({ credential: CREDENTIAL, workerId: 'worker-1' });
+    const again = new WorkerDaemon({ server: server.url, name: 'test-worker', home, heartbeatSeconds: 0.3, log: () => undefined });
+    const before = server.heartbeats;
+    await again.start();
+    await until('a heartbeat of the restarted daemon', () => server.heartbeats >= before + 2);
+    await again.stop();
+    expect(server.registrations).toBe(1);
+  });
+
+  test('runs a pushed assignment: start, ordered fenced batches, checkpoints, finish', async () => {
+    await until('the push channel', () => server.sockets.length > 0);
+    server.push(banditAssignment('a1', 3, 2));
+    await until('the finish of a1', () => server.finishes.some((f) => f.attemptId === 'a1'));
+    expect(server.finishes.find((f) => f.attemptId === 'a1')).toMatchObject({ outcome: 'succeeded' });
+
+    const mine = server.events.filter((e) => e.attemptId === 'a1');
+    expect(mine[0].type).toBe('start');
+    expect(mine.at(-1)!.type).toBe('finish');
+    const seqs = [...server.batches.get('a1')!.keys()].sort((a, b) => a - b);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    const rewards = server.items('a1', 'metrics').filter((m) => m.key === 'reward');
+    expect(rewards.map((m) => m.step)).toEqual([0, 1, 2]);
+    expect(server.items('a1', 'rollouts').length).toBeGreaterThan(0);
+    expect(server.items('a1', 'logs').length).toBeGreaterThan(0);
+    expect(server.checkpoints.filter((c) => c.attemptId === 'a1').map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@2', 'TRAINING@3', 'SAMPLER@3']);
+    expect(server.checkpoints.every((c) => c.bytes > 1000)).toBe(true);
+    expect(daemon.jobs.size).toBe(0);
+  });
+
+  test('an assignment from a heartbeat whose stream gets 409: the runner is killed and nothing more is sent', async () => {
+    server.pollAssignments.push(banditAssignment('a2', 200, 1000));
+    let pid: number | undefined;
+    await until('a2 running', () => {
+      pid = daemon.jobs.get('a2')?.runner?.pid;
+      return server.events.some((e) => e.attemptId === 'a2' && e.type === 'stream');
+    });
+    expect(alive(pid)).toBe(true);
+    server.fenced.add('a2');
+    await until('a2 dropped', () => !daemon.jobs.has('a2'));
+    await until('its runner gone', () => !alive(pid), 5000);
+    const refusedAt = server.events.findIndex((e) => e.attemptId === 'a2' && e.type === 'stream' && e.detail === 409);
+    expect(refusedAt).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1000));
+    // Batches go one at a time: after the refused one, nothing (no batch, checkpoint or finish).
+    expect(server.events.slice(refusedAt + 1).filter((e) => e.attemptId === 'a2')).toEqual([]);
+    expect(server.finishes.some((f) => f.attemptId === 'a2')).toBe(false);
+    expect(logs.some((l) => l.includes('attempt a2: lease lost'))).toBe(true);
+  });
+});
+
+describe('worker daemon process', () => {
+  const server = new FakeControlPlane();
+  let home: string;
+  let child: ChildProcess | null = null;
+
+  beforeAll(async () => {
+    await server.listen();
+    home = mkdtempSync(path.join(tmpdir(), 'whetstone-daemon-'));
+  });
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('SIGTERM drains: the running job checkpoints, is reported preempted, and the daemon exits 0', async () => {
+    const daemonPath = fileURLToPath(new URL('./daemon.ts', import.meta.url));
+    child = spawn(process.execPath, ['--import', 'tsx', daemonPath, '--server', server.url, '--token', TOKEN, '--name', 'drainer'], {
+      env: { ...process.env, WHETSTONE_HOME: home, WHETSTONE_BACKEND: 'wasm' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    await until('the daemon to connect', () => server.sockets.length > 0);
+    expect(existsSync(path.join(home, 'worker-drainer.json'))).toBe(true);
+    server.push(banditAssignment('d1', 500, 1000));
+    await until('the first metrics', () => server.items('d1', 'metrics').length > 0);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    expect(server.finishes).toEqual([expect.objectContaining({ attemptId: 'd1', outcome: 'preempted' })]);
+    const training = server.checkpoints.filter((c) => c.kind === 'TRAINING');
+    expect(training).toHaveLength(1);
+    const lastStep = Math.max(...server.items('d1', 'metrics').map((m) => m.step as number));
+    // The checkpoint is at the number of completed steps: a resumed attempt runs the next one.
+    expect(training[0].step).toBe(lastStep + 1);
+    expect(training[0].step).toBeLessThan(500);
+    // Every batch reached the server before the finish.
+    const order = server.events.filter((e) => e.attemptId === 'd1').map((e) => e.type);
+    expect(order.at(-1)).toBe('finish');
+  });
+});

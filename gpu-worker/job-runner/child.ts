@@ -1,0 +1,69 @@
+/**
+ * Entry point of a job runner child process (forked by RunnerProcess): one assignment, then exit.
+ * Stream batches go to the daemon as IPC messages in order; checkpoint uploads and blob fetches
+ * are requests the daemon answers. Preempt and cancel arrive as messages and are read between
+ * steps. The process exits with its parent: an orphaned trainer would hold memory and a device.
+ */
+import { initBackend } from '../engine/backend';
+import { type FromRunner, type RunnerRequests, type ToRunner } from './ipc';
+import { runJob } from './run-job';
+import { JobControl, type JobSink } from './sink';
+
+const control = new JobControl();
+const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+let nextId = 1;
+let started = false;
+
+function send(msg: FromRunner): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (!process.send) return reject(new Error('not a child process'));
+    process.send(msg, undefined, {}, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+function request<M extends keyof RunnerRequests>(method: M, params: RunnerRequests[M]['params']): Promise<RunnerRequests[M]['result']> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+    send({ type: 'request', id, method, params } as FromRunner).catch(reject);
+  });
+}
+
+const sink: JobSink = {
+  sendBatch: (kind, items) => send({ type: 'batch', kind, items }),
+  uploadCheckpoint: (kind, step, bytes) => request('uploadCheckpoint', { kind, step, bytes }),
+  fetchBlob: async (key) => new Uint8Array(await request('fetchBlob', { key })),
+};
+
+process.on('message', (msg: ToRunner) => {
+  switch (msg.type) {
+    case 'start':
+      if (started) return;
+      started = true;
+      void (async () => {
+        const result = await initBackend(process.env.WHETSTONE_BACKEND)
+          .then(() => runJob(msg.assignment, sink, control))
+          .catch((e: unknown) => ({ outcome: 'failed' as const, reason: `runner: ${(e as Error).message}` }));
+        await send({ type: 'done', result });
+        process.disconnect();
+      })();
+      return;
+    case 'preempt':
+      control.preempt();
+      return;
+    case 'cancel':
+      control.cancel();
+      return;
+    case 'reply': {
+      const p = pending.get(msg.id);
+      if (!p) return;
+      pending.delete(msg.id);
+      if (msg.ok) p.resolve(msg.result);
+      else p.reject(new Error(msg.error));
+      return;
+    }
+  }
+});
+
+process.on('disconnect', () => process.exit(started ? 0 : 1));
+void send({ type: 'ready', pid: process.pid });

@@ -1,0 +1,22 @@
+/** Messages between the daemon (RunnerProcess) and a job runner child process (child.ts). */
+import { type Assignment } from '../../sdk/worker-protocol';
+import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './sink';
+import { type JobResult } from './types';
+
+export type ToRunner =
+  | { type: 'start'; assignment: Assignment }
+  | { type: 'preempt' }
+  | { type: 'cancel' }
+  | { type: 'reply'; id: number; ok: true; result: unknown }
+  | { type: 'reply'; id: number; ok: false; error: string };
+
+export interface RunnerRequests {
+  uploadCheckpoint: { params: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array }; result: UploadedCheckpoint };
+  fetchBlob: { params: { key: string }; result: Uint8Array };
+}
+
+export type FromRunner =
+  | { type: 'ready'; pid: number }
+  | { type: 'batch'; kind: StreamKind; items: unknown[] }
+  | { [M in keyof RunnerRequests]: { type: 'request'; id: number; method: M; params: RunnerRequests[M]['params'] } }[keyof RunnerRequests]
+  | { type: 'done'; result: JobResult };
