@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { z } from 'zod';
+import { type z } from 'zod';
 import {
   checkpointQuerySchema,
   finishRequestSchema,
