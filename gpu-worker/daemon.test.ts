@@ -50,9 +50,15 @@ class FakeControlPlane {
   /** Attempts whose lease was taken over: their writes get 409. */
   readonly fenced = new Set<string>();
   readonly sockets: Socket[] = [];
+  /** While true every request fails at the network level (the connection is dropped). */
+  down = false;
 
   constructor() {
     this.http = createServer((req, res) => {
+      if (this.down) {
+        req.socket.destroy();
+        return;
+      }
       void this.handle(req).then(
         ([status, body]) => {
           res.writeHead(status, { 'content-type': 'application/json' });
@@ -268,6 +274,53 @@ describe('worker daemon', () => {
     expect(server.events.slice(refusedAt + 1).filter((e) => e.attemptId === 'a2')).toEqual([]);
     expect(server.finishes.some((f) => f.attemptId === 'a2')).toBe(false);
     expect(logs.some((l) => l.includes('attempt a2: lease lost'))).toBe(true);
+  });
+});
+
+describe('worker daemon: outages and signals', () => {
+  const server = new FakeControlPlane();
+  let home: string;
+  let daemon: WorkerDaemon;
+
+  beforeAll(async () => {
+    await server.listen();
+    home = mkdtempSync(path.join(tmpdir(), 'whetstone-daemon-'));
+    daemon = new WorkerDaemon({ server: server.url, token: TOKEN, name: 'w2', home, backend: 'wasm', heartbeatSeconds: 0.3, log: () => undefined });
+    await daemon.start();
+    await until('the push channel', () => server.sockets.length > 0);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  test('the server goes away mid-run: the job keeps running, batches wait and arrive in order, once', async () => {
+    server.push(banditAssignment('o1', 12, 1000));
+    await until('the first metrics', () => server.items('o1', 'metrics').length > 0);
+    server.down = true;
+    const stepsBefore = Math.max(...server.items('o1', 'metrics').map((m) => m.step as number));
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(daemon.jobs.get('o1')?.queue.length ?? 0).toBeGreaterThan(0); // buffered while the server is away
+    server.down = false;
+    await until('the finish of o1', () => server.finishes.some((f) => f.attemptId === 'o1'));
+    expect(server.finishes.find((f) => f.attemptId === 'o1')?.outcome).toBe('succeeded');
+    const seqs = [...server.batches.get('o1')!.keys()].sort((a, b) => a - b);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward').map((m) => m.step);
+    expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(stepsBefore).toBeLessThan(11);
+  });
+
+  test('a cancel pushed over socket.io stops the job at once, without a checkpoint', async () => {
+    server.push(banditAssignment('c1', 500, 1000));
+    await until('the first metrics', () => server.items('c1', 'metrics').length > 0);
+    server.io.of('/workers').emit('signal', { attemptId: 'c1', cancel: true });
+    await until('the finish of c1', () => server.finishes.some((f) => f.attemptId === 'c1'), 10_000);
+    expect(server.finishes.find((f) => f.attemptId === 'c1')?.outcome).toBe('cancelled');
+    expect(server.checkpoints.filter((c) => c.attemptId === 'c1')).toEqual([]);
+    expect(Math.max(...server.items('c1', 'metrics').map((m) => m.step as number))).toBeLessThan(50);
   });
 });
 
