@@ -106,6 +106,8 @@ const backoff = (failures: number, base = 250, max = 15_000) => Math.min(max, ba
 export class WorkerDaemon {
   readonly name: string;
   readonly jobs = new Map<string, DaemonJob>();
+  /** Attempts already run here: a late heartbeat answer may still list one. */
+  private readonly done = new Set<string>();
   private credential: string | null = null;
   workerId: string | null = null;
   private socket: Socket | null = null;
@@ -303,6 +305,7 @@ export class WorkerDaemon {
 
   private accept(a: Assignment): Promise<void> {
     if (this.jobs.has(a.attemptId)) return this.jobs.get(a.attemptId)!.over;
+    if (this.done.has(a.attemptId)) return Promise.resolve();
     if (this.draining || this.stopped) {
       this.log('info', `attempt ${a.attemptId}: not taken (draining)`);
       return Promise.resolve();
@@ -324,6 +327,8 @@ export class WorkerDaemon {
     this.jobs.set(a.attemptId, job);
     void this.run(job).finally(() => {
       this.jobs.delete(a.attemptId);
+      this.done.add(a.attemptId);
+      if (this.done.size > 10_000) this.done.delete(this.done.values().next().value!);
       finish();
     });
     return job.over;
