@@ -16,6 +16,12 @@ export interface GomokuOptions {
   rewards: { win: number; loss: number; draw: number; invalid: number };
   /** Share of random moves of the scripted bot (OpenTinker: 0.3). */
   botRandomness: number;
+  /**
+   * The system prompt: `full` explains the rules in words (for pretrained models); `brief` is one
+   * short line with the size, the win length and the move syntax, for small models trained from
+   * scratch, whose every step pays for each prompt token.
+   */
+  instructions: 'full' | 'brief';
 }
 
 export const DEFAULT_OPTIONS: GomokuOptions = {
@@ -23,6 +29,7 @@ export const DEFAULT_OPTIONS: GomokuOptions = {
   winLength: 5,
   rewards: { win: 1, loss: -1, draw: 0, invalid: -1 },
   botRandomness: 0.3,
+  instructions: 'full',
 };
 
 interface State {
@@ -50,7 +57,9 @@ export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
     agents: ['black', 'white'],
     context: 'latest',
     systemPrompt: (agent) =>
-      `You play Gomoku on a ${size}x${size} board as ${agent} (${agent === 'black' ? 'X' : 'O'}). ` +
+      options.instructions === 'brief'
+        ? `Gomoku ${size}x${size}, ${winLength} in a row wins. Reply <move>row,col</move>.`
+        : `You play Gomoku on a ${size}x${size} board as ${agent} (${agent === 'black' ? 'X' : 'O'}). ` +
       `Get ${winLength} or more stones in a row (across, down or diagonally) to win. ` +
       `Rows and columns are numbered from 1. Reply with your move as <move>row,col</move>.`,
     sample: () => ({ size, winLength }),

@@ -143,6 +143,19 @@ describe('configurable size and win length', () => {
     await env.dispose();
   });
 
+  test('brief instructions: one short line with the size, the win length and the move syntax', async () => {
+    const env = await openInSandbox(template, { 'brief.ts': "import { createGomoku } from './env';\nexport default createGomoku({ size: 5, winLength: 3, instructions: 'brief' });\n" }, 'brief.ts');
+    const t = await playWith(env, { black: 'scripted', white: 'random' }, { seed: 3 });
+    expect(t.systemPrompts).toEqual({ black: 'Gomoku 5x5, 3 in a row wins. Reply <move>row,col</move>.', white: 'Gomoku 5x5, 3 in a row wins. Reply <move>row,col</move>.' });
+    // The observation still says which side the agent plays.
+    expect(t.turns[1].observation).toMatch(/You are white \(O\)\. Your move:$/);
+    await env.dispose();
+    const fullEnv = await openInSandbox(template);
+    const full = await playWith(fullEnv, { black: 'scripted', white: 'random' }, { seed: 3, maxTurns: 1 });
+    expect(full.systemPrompts.black).toMatch(/^You play Gomoku on a 9x9 board as black \(X\)\./);
+    await fullEnv.dispose();
+  });
+
   test('a bad configuration is a load error at its line', async () => {
     const e = await openInSandbox(template, { 'bad.ts': "import { createGomoku } from './env';\n\nexport default createGomoku({ size: 5, winLength: 7 });\n" }, 'bad.ts').catch((x: unknown) => x);
     expect(e).toMatchObject({ kind: 'load', location: { file: 'board.ts' } });

@@ -42,6 +42,12 @@ export interface CoordinatorOptions {
   rows?: Json[];
   /** Steps between refreshes of frozen snapshots. */
   refreshFrozenEvery?: number;
+  /**
+   * One learner that plays every seat in turn: task t of step s seats it as agent
+   * (index of its `learners` agent + t + s) mod agents, and the opponent mix fills the other seats.
+   * A GRPO group keeps one seat, so its advantages compare games from the same side of the board.
+   */
+  switchSeats?: boolean;
   seed: number;
   onEvent?: (event: CoordinatorEvent) => void;
 }
@@ -69,6 +75,7 @@ export class MultiAgentCoordinator {
   private rowCursor = 0;
   private readonly frozen = new Map<string, Policy>();
   private readonly opponentAgents: string[];
+  private readonly agents: readonly string[];
 
   constructor(private readonly o: CoordinatorOptions) {
     const agents = o.env.description.agents;
@@ -77,7 +84,9 @@ export class MultiAgentCoordinator {
       const slot = o.policies[policy];
       if (!slot?.trainer) throw new Error(`learning policy "${policy}" needs a trainer`);
     }
-    this.opponentAgents = agents.filter((a) => !(a in o.learners));
+    this.agents = agents;
+    if (o.switchSeats && Object.keys(o.learners).length !== 1) throw new Error('switchSeats needs exactly one learner');
+    this.opponentAgents = o.switchSeats ? agents.slice(1) : agents.filter((a) => !(a in o.learners));
     if (this.opponentAgents.length > 0) {
       const mix = o.opponents ?? {};
       if (!Object.values(mix).some((w) => w > 0)) throw new Error(`agents ${this.opponentAgents.join(', ')} need an opponent mix`);
@@ -104,17 +113,19 @@ export class MultiAgentCoordinator {
     for (let t = 0; t < o.tasksPerStep; t++) {
       const taskSeed = rng.int(0, 0x7fffffff);
       const row = o.rows && o.rows.length > 0 ? o.rows[this.rowCursor++ % o.rows.length] : undefined;
+      const learners = this.seatLearners(step, t);
+      const seat = o.switchSeats ? `-${Object.keys(learners)[0]}` : '';
       for (let g = 0; g < o.groupSize; g++) {
         const players: Record<string, Player> = {};
         const chosen: Record<string, string> = {};
-        for (const [agent, policy] of Object.entries(o.learners)) players[agent] = { kind: 'policy', policy, learn: true };
-        for (const agent of this.opponentAgents) {
+        for (const [agent, policy] of Object.entries(learners)) players[agent] = { kind: 'policy', policy, learn: true };
+        for (const agent of this.agents.filter((a) => !(a in learners))) {
           const name = pickWeighted(rng, o.opponents!);
           chosen[agent] = name;
           players[agent] = this.opponentPlayer(name);
         }
         opponents.push(chosen);
-        specs.push({ episodeId: `s${step}-t${t}-g${g}`, group: `s${step}-t${t}`, seed: rng.int(0, 0x7fffffff), taskSeed, row, players });
+        specs.push({ episodeId: `s${step}-t${t}-g${g}`, group: `s${step}-t${t}${seat}`, seed: rng.int(0, 0x7fffffff), taskSeed, row, players });
       }
     }
     const policies: Record<string, Policy> = {};
@@ -126,8 +137,13 @@ export class MultiAgentCoordinator {
 
     // Update phase: one batch per learning policy, from every seat it played.
     const batches = new Map<string, Sequence[]>();
-    for (const [agent, policy] of Object.entries(o.learners)) {
-      batches.set(policy, [...(batches.get(policy) ?? []), ...trainingBatch(rollouts, agent)]);
+    if (o.switchSeats) {
+      const policy = Object.values(o.learners)[0];
+      batches.set(policy, this.agents.flatMap((agent) => trainingBatch(rollouts, agent)));
+    } else {
+      for (const [agent, policy] of Object.entries(o.learners)) {
+        batches.set(policy, [...(batches.get(policy) ?? []), ...trainingBatch(rollouts, agent)]);
+      }
     }
     const metrics: Record<string, Record<string, number>> = {};
     await Promise.all(
@@ -142,6 +158,14 @@ export class MultiAgentCoordinator {
     if ((step + 1) % (o.refreshFrozenEvery ?? 10) === 0) await this.refreshSnapshots(step);
 
     return { step, rollouts, meanReward: meanRewards(rollouts, o.env.description.agents), metrics, opponents };
+  }
+
+  /** The learning seats of task t: fixed, or the one learner moved round the table. */
+  private seatLearners(step: number, t: number): Record<string, string> {
+    if (!this.o.switchSeats) return this.o.learners;
+    const [[agent, policy]] = Object.entries(this.o.learners);
+    const n = this.agents.length;
+    return { [this.agents[(this.agents.indexOf(agent) + t + step) % n]]: policy };
   }
 
   private opponentPlayer(name: string): Player {

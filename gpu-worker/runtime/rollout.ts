@@ -139,7 +139,7 @@ export async function runRollouts(
         for (const agent of env.description.agents) {
           const player = spec.players[agent];
           if (!player) throw new Error(`episode ${spec.episodeId}: no player for agent "${agent}"`);
-          const system = [reset.systemPrompts[agent] ?? '', toolPrompt].filter((s) => s !== '').join('\n\n');
+          const system = agentSystemPrompt(reset.systemPrompts[agent] ?? '', toolPrompt);
           const traj: AgentTrajectory = {
             agent,
             policy: player.kind === 'policy' ? player.policy : null,
@@ -275,10 +275,25 @@ function fail(out: EpisodeRollout, e: unknown) {
   out.error = e instanceof SandboxError ? e.toJSON() : { kind: 'crash', during: 'rollout', message: (e as Error).message, location: null, userStack: '' };
 }
 
+/** The system prompt an agent's policy reads: the environment's, then its tool paragraph. */
+export function agentSystemPrompt(systemPrompt: string, toolPrompt: string): string {
+  return [systemPrompt, toolPrompt].filter((s) => s !== '').join('\n\n');
+}
+
+/** BOS and the system message (nothing for an empty system prompt). */
+export function promptHead(tok: Tokenizer, system: string): number[] {
+  return [tok.bos, ...(system ? [tok.roleToken('system'), ...tok.encode(system), tok.eos] : [])];
+}
+
+/** One observation message followed by the assistant separator. */
+export function promptTurn(tok: Tokenizer, observation: string, role: 'user' | 'tool' = 'user'): number[] {
+  return [tok.roleToken(role), ...tok.encode(observation), tok.eos, tok.roleToken('assistant')];
+}
+
 function buildPrompt(tok: Tokenizer, track: Track, ep: Live, context: 'full' | 'latest'): number[] {
-  const turn = [tok.roleToken(ep.observationRole), ...tok.encode(ep.observation), tok.eos, tok.roleToken('assistant')];
+  const turn = promptTurn(tok, ep.observation, ep.observationRole);
   if (context === 'latest' || track.tokens.length === 0) {
-    const head = [tok.bos, ...(track.system ? [tok.roleToken('system'), ...tok.encode(track.system), tok.eos] : [])];
+    const head = promptHead(tok, track.system);
     if (context === 'latest') return [...head, ...turn];
     push(track, head, 0);
   }
