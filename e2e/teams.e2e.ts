@@ -7,7 +7,7 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   // Ada signs up and gets a team of her own.
   const ada = await browser.newContext();
   const adaPage = await ada.newPage();
-  const adaWatch = watchPage(adaPage);
+  const adaWatch = watchPage(adaPage, { expectedStatuses: [412] }); // the last owner cannot leave
   const adaTeam = await signUp(adaPage, url, { name: 'Ada', email: uniqueEmail('ada') });
 
   // Cleo signs up too: her team is the one Bob must not see.
@@ -68,7 +68,20 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   // Ada sees Bob among her members and the invitation as accepted.
   await adaPage.reload();
   await expect(adaPage.getByRole('table', { name: 'Invitations' })).toContainText('accepted');
-  await expect(adaPage.getByRole('row', { name: /Bob/ })).toContainText(bobEmail);
+  const bobRow = adaPage.getByRole('row', { name: /Bob/ });
+  await expect(bobRow).toContainText(bobEmail);
+
+  // She makes him a viewer; he sees his new role.
+  await bobRow.getByLabel('Role of Bob', { exact: true }).selectOption({ label: 'Viewer' });
+  await bobRow.getByRole('button', { name: 'Save role of Bob' }).click();
+  await expect(bobRow.getByRole('button', { name: 'Save role of Bob' })).toBeDisabled();
+  await bobPage.goto(`${url}/teams/${adaTeam}`);
+  await expect(bobPage.getByText(/You are a viewer of this team/)).toBeVisible();
+
+  // The last owner cannot leave: the API's reason shows on the page.
+  await adaPage.getByRole('row', { name: /Ada \(you\)/ }).getByRole('button', { name: 'Leave team' }).click();
+  await adaPage.getByRole('button', { name: 'Yes, leave' }).click();
+  await expect(errorNote(adaPage)).toContainText('The last owner cannot leave');
 
   adaWatch.expectClean();
   bobWatch.expectClean();
@@ -253,5 +266,19 @@ test('a wrong password gets one clear error that does not tell whether the e-mai
   await attempt(email, PASSWORD);
   await page.waitForURL(/\/teams\/[^/]+$/);
   await expect(page.getByRole('heading', { level: 1, name: "Wes's team" })).toBeVisible();
+
+  // Changing the password asks for the current one.
+  await page.getByRole('link', { name: 'Wes', exact: true }).click();
+  const form = page.getByRole('form', { name: 'Change password' });
+  const change = async (current: string) => {
+    await form.getByLabel('Current password').fill(current);
+    await form.getByLabel('New password', { exact: true }).fill('a brand new passphrase');
+    await form.getByLabel('New password again').fill('a brand new passphrase');
+    await form.getByRole('button', { name: 'Change password' }).click();
+  };
+  await change('not the password at all');
+  await expect(errorNote(page)).toContainText(/invalid password/i);
+  await change(PASSWORD);
+  await expect(page.getByText('Password changed.')).toBeVisible();
   await context.close();
 });

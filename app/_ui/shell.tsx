@@ -5,6 +5,7 @@ import { usePathname, useRouter } from 'next/navigation';
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import { authClient } from '../auth-client';
 import { useTRPC } from '../trpc';
+import { lastTeam } from './last-team';
 import { roleLabel, type Role } from './roles';
 
 /** The signed-in user and their teams (null when signed out). */
@@ -37,9 +38,15 @@ function TeamSwitcher({ currentTeamId }: { currentTeamId?: string }) {
     return () => document.removeEventListener('pointerdown', onPointer);
   }, [open]);
 
+  // Outside a team's pages, show the team last opened in this browser.
+  const [remembered, setRemembered] = useState<string | null>(null);
+  useEffect(() => {
+    if (!currentTeamId) setRemembered(lastTeam());
+  }, [currentTeamId]);
+
   const teams = me.data?.teams ?? [];
   if (!me.data) return null;
-  const current = teams.find((t) => t.id === currentTeamId);
+  const current = teams.find((t) => t.id === (currentTeamId ?? remembered)) ?? (currentTeamId ? undefined : teams[0]);
   const section = currentTeamId ? teamSection(pathname) : '';
 
   return (
@@ -84,7 +91,7 @@ function TeamSwitcher({ currentTeamId }: { currentTeamId?: string }) {
                 <li key={t.id}>
                   <Link
                     href={`/teams/${t.id}${section}`}
-                    aria-current={t.id === currentTeamId ? 'true' : undefined}
+                    aria-current={t.id === current?.id ? 'true' : undefined}
                     onClick={() => setOpen(false)}
                   >
                     <span>{t.name}</span>

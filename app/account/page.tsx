@@ -9,6 +9,7 @@ import { ErrorNote, Field, Loading, Notice, PageTitle, RoleBadge } from '../_ui/
 import { AppShell, useMe } from '../_ui/shell';
 import { WorkerTokens } from '../_ui/worker-tokens';
 import { useTRPC } from '../trpc';
+import { refetchAfterChange } from '../_ui/refresh';
 
 const MIN_PASSWORD = 10;
 
@@ -18,7 +19,7 @@ function Profile({ name: initial }: { name: string }) {
   const [name, setName] = useState(initial);
   const update = useMutation(
     trpc.account.updateProfile.mutationOptions({
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.account.me.queryKey() }),
+      onSuccess: () => refetchAfterChange(queryClient, trpc.account.me.queryKey()),
     }),
   );
   function submit(e: FormEvent) {
@@ -58,7 +59,13 @@ function ChangePassword({ email }: { email: string }) {
     setPending(true);
     try {
       const result = await authClient.changePassword({ currentPassword: current, newPassword: next, revokeOtherSessions: true });
-      if (result.error) return setError(authErrorMessage(result.error));
+      if (result.error) {
+        return setError(
+          result.error.code === 'CREDENTIAL_ACCOUNT_NOT_FOUND'
+            ? 'This account has no password: it signs in with the one-time link that npm start prints.'
+            : authErrorMessage(result.error),
+        );
+      }
       setDone(true);
       setCurrent('');
       setNext('');
@@ -134,7 +141,7 @@ function SharedWorkerTokens() {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const tokens = useQuery(trpc.workerTokens.listShared.queryOptions());
-  const invalidate = () => queryClient.invalidateQueries({ queryKey: trpc.workerTokens.listShared.queryKey() });
+  const invalidate = () => refetchAfterChange(queryClient, trpc.workerTokens.listShared.queryKey());
   const create = useMutation(trpc.workerTokens.createShared.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.workerTokens.revokeShared.mutationOptions({ onSuccess: invalidate }));
   return (

@@ -8,6 +8,7 @@ import { authErrorMessage } from '../_ui/auth-form';
 import { ErrorNote, Field, Loading, Notice } from '../_ui/components';
 import { AppShell } from '../_ui/shell';
 import { useTRPC } from '../trpc';
+import { refetchAfterChange } from '../_ui/refresh';
 
 /** The header the server reads to admit a sign-up by invitation (server/auth/invitations.ts). */
 const INVITATION_HEADER = 'x-whetstone-invitation';
@@ -49,7 +50,7 @@ function SignUpForm() {
       if (invitation) {
         try {
           const { teamId } = await accept.mutateAsync({ token: invitation });
-          await queryClient.invalidateQueries();
+          await refetchAfterChange(queryClient);
           router.push(`/teams/${teamId}`);
         } catch (err) {
           // The account exists and is signed in; only joining the team failed.

@@ -6,6 +6,7 @@ import { ErrorNote, Loading, RoleBadge } from '../../_ui/components';
 import { ROLE_HELP, type Role } from '../../_ui/roles';
 import { AppShell, useMe } from '../../_ui/shell';
 import { useTRPC } from '../../trpc';
+import { refetchAfterChange } from '../../_ui/refresh';
 
 function SignedInInvitation({ token, email }: { token: string; email: string }) {
   const trpc = useTRPC();
@@ -15,7 +16,7 @@ function SignedInInvitation({ token, email }: { token: string; email: string }) 
   const accept = useMutation(
     trpc.invitations.accept.mutationOptions({
       onSuccess: async ({ teamId }) => {
-        await queryClient.invalidateQueries();
+        await refetchAfterChange(queryClient);
         router.push(`/teams/${teamId}`);
       },
     }),

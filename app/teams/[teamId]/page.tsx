@@ -22,7 +22,7 @@ function Environments({ teamId }: { teamId: string }) {
             {env.versions[0] ? <span className="muted"> · v{env.versions[0].version}</span> : null}
             {env.description ? <div className="muted small">{env.description}</div> : null}
           </div>
-          <span className="muted small">updated {formatRelative(env.updatedAt)}</span>
+          <span className="muted small nowrap">updated {formatRelative(env.updatedAt)}</span>
         </li>
       ))}
     </ul>
@@ -47,7 +47,7 @@ function RecentJobs({ teamId }: { teamId: string }) {
               {job.failureReason ? ` · ${job.failureReason}` : ''}
             </div>
           </div>
-          <span className="muted small">{formatRelative(job.createdAt)}</span>
+          <span className="muted small nowrap">{formatRelative(job.createdAt)}</span>
         </li>
       ))}
     </ul>

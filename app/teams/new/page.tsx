@@ -5,6 +5,7 @@ import { useState, type FormEvent } from 'react';
 import { ErrorNote, Field, PageTitle } from '../../_ui/components';
 import { AppShell } from '../../_ui/shell';
 import { useTRPC } from '../../trpc';
+import { refetchAfterChange } from '../../_ui/refresh';
 
 export default function NewTeamPage() {
   const trpc = useTRPC();
@@ -14,7 +15,7 @@ export default function NewTeamPage() {
   const create = useMutation(
     trpc.teams.create.mutationOptions({
       onSuccess: async (team) => {
-        await queryClient.invalidateQueries({ queryKey: trpc.account.me.queryKey() });
+        await refetchAfterChange(queryClient, trpc.account.me.queryKey());
         router.push(`/teams/${team.id}`);
       },
     }),

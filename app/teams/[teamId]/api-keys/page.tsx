@@ -6,6 +6,7 @@ import { EXPIRY_DAYS, formatDate, formatRelative } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
+import { refetchAfterChange } from '../../../_ui/refresh';
 
 function keyStatus(k: { revokedAt: Date | null; expiresAt: Date | null }): string {
   if (k.revokedAt) return 'revoked';
@@ -18,7 +19,7 @@ export default function ApiKeysPage() {
   const team = useTeam();
   const queryClient = useQueryClient();
   const keys = useQuery(trpc.apiKeys.list.queryOptions({ teamId: team.id }));
-  const invalidate = () => queryClient.invalidateQueries({ queryKey: trpc.apiKeys.list.queryKey({ teamId: team.id }) });
+  const invalidate = () => refetchAfterChange(queryClient, trpc.apiKeys.list.queryKey({ teamId: team.id }));
   const create = useMutation(trpc.apiKeys.create.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.apiKeys.revoke.mutationOptions({ onSuccess: invalidate }));
   const [name, setName] = useState('');

@@ -7,6 +7,7 @@ import { formatDate, formatDateTime } from '../../../_ui/format';
 import { atLeast, ROLE_HELP, roleLabel, ROLES, type Role } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
+import { refetchAfterChange } from '../../../_ui/refresh';
 
 function RoleEditor({ userId, name, role, options }: { userId: string; name: string; role: Role; options: Role[] }) {
   const trpc = useTRPC();
@@ -15,7 +16,7 @@ function RoleEditor({ userId, name, role, options }: { userId: string; name: str
   const [chosen, setChosen] = useState<Role>(role);
   const change = useMutation(
     trpc.members.changeRole.mutationOptions({
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.members.list.queryKey({ teamId: team.id }) }),
+      onSuccess: () => refetchAfterChange(queryClient, trpc.members.list.queryKey({ teamId: team.id })),
     }),
   );
   return (
@@ -50,13 +51,14 @@ function MembersTable() {
   const router = useRouter();
   const queryClient = useQueryClient();
   const members = useQuery(trpc.members.list.queryOptions({ teamId: team.id }));
-  const refresh = () => queryClient.invalidateQueries();
+  const refresh = () => refetchAfterChange(queryClient);
   const remove = useMutation(trpc.members.remove.mutationOptions({ onSuccess: refresh }));
   const transfer = useMutation(trpc.members.transferOwnership.mutationOptions({ onSuccess: refresh }));
   const leave = useMutation(
     trpc.members.leave.mutationOptions({
       onSuccess: async () => {
-        await queryClient.invalidateQueries();
+        // Only the team list: refetching this team's pages now would show "no such team".
+        await refetchAfterChange(queryClient, trpc.account.me.queryKey());
         router.push('/');
       },
     }),
@@ -159,7 +161,7 @@ function Invitations() {
   const team = useTeam();
   const queryClient = useQueryClient();
   const invitations = useQuery(trpc.invitations.list.queryOptions({ teamId: team.id }));
-  const invalidate = () => queryClient.invalidateQueries({ queryKey: trpc.invitations.list.queryKey({ teamId: team.id }) });
+  const invalidate = () => refetchAfterChange(queryClient, trpc.invitations.list.queryKey({ teamId: team.id }));
   const create = useMutation(trpc.invitations.create.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.invitations.revoke.mutationOptions({ onSuccess: invalidate }));
   const [role, setRole] = useState<Role>('MEMBER');

@@ -6,6 +6,7 @@ import { formatDateTime } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
+import { refetchAfterChange } from '../../../_ui/refresh';
 
 interface Limits {
   maxConcurrentDevices: number;
@@ -50,7 +51,7 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
     trpc.quotas.update.mutationOptions({
       onSuccess: () => {
         setSaved(true);
-        return queryClient.invalidateQueries({ queryKey: trpc.quotas.get.queryKey({ teamId }) });
+        return refetchAfterChange(queryClient, trpc.quotas.get.queryKey({ teamId }));
       },
     }),
   );

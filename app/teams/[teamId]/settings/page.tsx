@@ -6,13 +6,14 @@ import { ErrorNote, Field, Notice, PageTitle } from '../../../_ui/components';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
+import { refetchAfterChange } from '../../../_ui/refresh';
 
 function Rename() {
   const trpc = useTRPC();
   const team = useTeam();
   const queryClient = useQueryClient();
   const [name, setName] = useState(team.name);
-  const rename = useMutation(trpc.teams.rename.mutationOptions({ onSuccess: () => queryClient.invalidateQueries() }));
+  const rename = useMutation(trpc.teams.rename.mutationOptions({ onSuccess: () => refetchAfterChange(queryClient) }));
   function submit(e: FormEvent) {
     e.preventDefault();
     rename.mutate({ teamId: team.id, name: name.trim() });
@@ -42,7 +43,8 @@ function DeleteTeam() {
   const remove = useMutation(
     trpc.teams.delete.mutationOptions({
       onSuccess: async () => {
-        await queryClient.invalidateQueries();
+        // Only the team list: refetching this team's pages now would show "no such team".
+        await refetchAfterChange(queryClient, trpc.account.me.queryKey());
         router.push('/');
       },
     }),

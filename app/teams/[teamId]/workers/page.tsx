@@ -6,13 +6,14 @@ import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { WorkerTokens } from '../../../_ui/worker-tokens';
 import { useTRPC } from '../../../trpc';
+import { refetchAfterChange } from '../../../_ui/refresh';
 
 function Workers() {
   const trpc = useTRPC();
   const team = useTeam();
   const queryClient = useQueryClient();
   const workers = useQuery({ ...trpc.workers.list.queryOptions({ teamId: team.id }), refetchInterval: 15_000 });
-  const invalidate = () => queryClient.invalidateQueries({ queryKey: trpc.workers.list.queryKey({ teamId: team.id }) });
+  const invalidate = () => refetchAfterChange(queryClient, trpc.workers.list.queryKey({ teamId: team.id }));
   const drain = useMutation(trpc.workers.drain.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.workers.revoke.mutationOptions({ onSuccess: invalidate }));
   const isAdmin = atLeast(team.role, 'ADMIN');
@@ -119,7 +120,7 @@ function TeamWorkerTokens() {
   const team = useTeam();
   const queryClient = useQueryClient();
   const tokens = useQuery(trpc.workerTokens.list.queryOptions({ teamId: team.id }));
-  const invalidate = () => queryClient.invalidateQueries({ queryKey: trpc.workerTokens.list.queryKey({ teamId: team.id }) });
+  const invalidate = () => refetchAfterChange(queryClient, trpc.workerTokens.list.queryKey({ teamId: team.id }));
   const create = useMutation(trpc.workerTokens.create.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.workerTokens.revoke.mutationOptions({ onSuccess: invalidate }));
   return (
