@@ -13,8 +13,8 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   // Cleo signs up too: her team is the one Bob must not see.
   const cleo = await browser.newContext();
   const cleoPage = await cleo.newPage();
+  const cleoWatch = watchPage(cleoPage);
   const cleoTeam = await signUp(cleoPage, url, { name: 'Cleo', email: uniqueEmail('cleo') });
-  await cleo.close();
 
   // Ada invites a member; the link is shown once.
   await adaPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Members' }).click();
@@ -83,10 +83,30 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   await adaPage.getByRole('button', { name: 'Yes, leave' }).click();
   await expect(errorNote(adaPage)).toContainText('The last owner cannot leave');
 
+  // Cleo, already signed in, accepts an invitation too: now she switches between two teams,
+  // the section of the page staying the same, and / opens the team she used last.
+  const adminLink = await createInvitation(adaPage, url, adaTeam, 'Admin');
+  await cleoPage.goto(adminLink);
+  await expect(cleoPage.getByRole('heading', { name: "Join Ada's team" })).toBeVisible();
+  await cleoPage.getByRole('button', { name: "Accept and join Ada's team" }).click();
+  await cleoPage.waitForURL(`${url}/teams/${adaTeam}`);
+  await expect(cleoPage.getByText(/You are an admin of this team/)).toBeVisible();
+  await cleoPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Members' }).click();
+  await cleoPage.getByRole('button', { name: /^Team/ }).click();
+  const cleoTeams = cleoPage.getByRole('navigation', { name: 'Your teams' });
+  await expect(cleoTeams.getByRole('link')).toHaveCount(2);
+  await cleoTeams.getByRole('link', { name: /Cleo's team/ }).click();
+  await cleoPage.waitForURL(`${url}/teams/${cleoTeam}/members`);
+  await expect(cleoPage.getByRole('button', { name: /^Team/ })).toContainText("Cleo's team");
+  await cleoPage.goto(url);
+  await cleoPage.waitForURL(`${url}/teams/${cleoTeam}`);
+
   adaWatch.expectClean();
   bobWatch.expectClean();
+  cleoWatch.expectClean();
   await ada.close();
   await bob.close();
+  await cleo.close();
 });
 
 test('API keys: created with a name, shown once with a copy button, used, then revoked', async ({ browser, whetstone }) => {

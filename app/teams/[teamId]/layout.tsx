@@ -23,9 +23,10 @@ export default function TeamLayout({ children }: { children: ReactNode }) {
   useEffect(() => {
     if (signedOut) router.replace(`/sign-in?next=${encodeURIComponent(pathname)}`);
   }, [signedOut, router, pathname]);
+  const isMember = !!team.data || !!me.data?.teams.some((t) => t.id === teamId);
   useEffect(() => {
-    if (team.data) rememberTeam(team.data.id);
-  }, [team.data]);
+    if (isMember) rememberTeam(teamId);
+  }, [isMember, teamId]);
   // The switcher lists the teams of account.me: refresh it when it lags (just joined, renamed).
   const queryClient = useQueryClient();
   const meKnowsTeam = !team.data || !me.data || me.data.teams.some((t) => t.id === team.data.id && t.name === team.data.name);
