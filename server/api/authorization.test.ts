@@ -67,6 +67,14 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'jobs.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'jobs.get': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'jobs.cancel': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.metricKeys': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.series': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job', key: 'loss' })],
+  'runs.since': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.rollouts': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.logs': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.matches': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'runs.match': ['VIEWER', (f) => ({ teamId: f.teamId, matchId: 'no-such-match' })],
+  'runs.checkpoints': ['VIEWER', (f) => ({ teamId: f.teamId })],
 };
 
 const procedures = Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: string; meta?: ProcedureMeta } }>).map(

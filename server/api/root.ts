@@ -7,6 +7,7 @@ import { invitationsRouter } from './routers/invitations';
 import { jobsRouter } from './routers/jobs';
 import { membersRouter } from './routers/members';
 import { quotasRouter } from './routers/quotas';
+import { runsRouter } from './routers/runs';
 import { systemRouter } from './routers/system';
 import { teamsRouter } from './routers/teams';
 import { workerTokensRouter } from './routers/worker-tokens';
@@ -28,6 +29,7 @@ export const appRouter = router({
   audit: auditRouter,
   environments: environmentsRouter,
   jobs: jobsRouter,
+  runs: runsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,149 @@
+import { TRPCError } from '@trpc/server';
+import { z } from 'zod';
+import type { Db } from '../../db/client';
+import { router, teamProcedure } from '../trpc';
+
+// A run is a train, sft or eval job seen through what it streamed: metrics, rollouts, logs,
+// matches and checkpoints. Live updates come over socket.io (room run:<jobId>); these queries
+// serve history, zoomed ranges and the catch-up after a reconnect.
+
+const jobInput = z.object({ jobId: z.string().min(1).max(64) });
+const cursor = z.coerce.bigint().nonnegative().optional();
+
+async function teamJob(db: Db, teamId: string, jobId: string) {
+  const job = await db.job.findFirst({ where: { id: jobId, teamId }, select: { id: true } });
+  if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such run' });
+  return job;
+}
+
+export interface SeriesBucket {
+  fromStep: number;
+  toStep: number;
+  min: number;
+  max: number;
+  /** The value at the bucket's last step: what the line is drawn through. */
+  last: number;
+  count: number;
+}
+
+/**
+ * A metric as at most `buckets` buckets of min, max and last over a step range: a chart draws
+ * the line through `last` and shades min..max, so no spike disappears however far it is zoomed
+ * out, and zooming in asks again at full fidelity for the smaller range.
+ */
+export async function metricSeries(db: Db, jobId: string, key: string, buckets: number, fromStep?: number, toStep?: number): Promise<SeriesBucket[]> {
+  // The range's ends first, from the (job, key, step) index, so the grouping below works on
+  // constants (a join against an aggregate of the same rows made PostgreSQL rescan it per row).
+  const [range] = await db.$queryRaw<Array<{ lo: number | null; hi: number | null }>>`
+    SELECT min(step) AS lo, max(step) AS hi FROM "MetricPoint"
+     WHERE "jobId" = ${jobId} AND key = ${key} AND step >= ${fromStep ?? -2147483648} AND step <= ${toStep ?? 2147483647}`;
+  if (range.lo === null || range.hi === null) return [];
+  const width = Math.max(1, Math.ceil((range.hi - range.lo + 1) / buckets));
+  const rows = await db.$queryRaw<Array<{ from_step: number; to_step: number; min: number; max: number; last: number; count: bigint }>>`
+    SELECT min(step) AS from_step, max(step) AS to_step, min(value) AS min, max(value) AS max,
+           (array_agg(value ORDER BY step DESC))[1] AS last, count(*) AS count
+      FROM "MetricPoint"
+     WHERE "jobId" = ${jobId} AND key = ${key} AND step >= ${range.lo}::int AND step <= ${range.hi}::int
+     GROUP BY (step - ${range.lo}::int) / ${width}::int
+     ORDER BY 1`;
+  return rows.map((r) => ({ fromStep: r.from_step, toStep: r.to_step, min: r.min, max: r.max, last: r.last, count: Number(r.count) }));
+}
+
+export const runsRouter = router({
+  metricKeys: teamProcedure('VIEWER')
+    .input(jobInput)
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      const rows = await ctx.db.$queryRaw<Array<{ key: string; count: bigint; last_step: number }>>`
+        SELECT key, count(*) AS count, max(step) AS last_step FROM "MetricPoint" WHERE "jobId" = ${input.jobId} GROUP BY key ORDER BY key`;
+      return rows.map((r) => ({ key: r.key, count: Number(r.count), lastStep: r.last_step }));
+    }),
+
+  series: teamProcedure('VIEWER')
+    .input(
+      jobInput.extend({
+        key: z.string().min(1).max(100),
+        buckets: z.number().int().min(1).max(5000).default(500),
+        fromStep: z.number().int().optional(),
+        toStep: z.number().int().optional(),
+      }),
+    )
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      return metricSeries(ctx.db, input.jobId, input.key, input.buckets, input.fromStep, input.toStep);
+    }),
+
+  /** Everything stored after the ids a client last saw: no gap and no duplicate after a reconnect. */
+  since: teamProcedure('VIEWER')
+    .input(jobInput.extend({ afterMetricId: cursor, afterRolloutId: cursor, afterLogId: cursor, limit: z.number().int().min(1).max(10_000).default(5_000) }))
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      const [metrics, rollouts, logs] = await Promise.all([
+        ctx.db.metricPoint.findMany({
+          where: { jobId: input.jobId, id: { gt: input.afterMetricId ?? 0n } }, orderBy: { id: 'asc' }, take: input.limit,
+          select: { id: true, step: true, key: true, value: true },
+        }),
+        ctx.db.rolloutSample.findMany({
+          where: { jobId: input.jobId, id: { gt: input.afterRolloutId ?? 0n } }, orderBy: { id: 'asc' }, take: Math.min(input.limit, 500),
+          select: { id: true, step: true, agent: true, index: true, reward: true },
+        }),
+        ctx.db.logLine.findMany({
+          where: { jobId: input.jobId, id: { gt: input.afterLogId ?? 0n } }, orderBy: { id: 'asc' }, take: input.limit,
+          select: { id: true, line: true, level: true, message: true, time: true },
+        }),
+      ]);
+      return { metrics, rollouts, logs, complete: metrics.length < input.limit && logs.length < input.limit };
+    }),
+
+  rollouts: teamProcedure('VIEWER')
+    .input(jobInput.extend({ step: z.number().int().min(0).optional(), agent: z.string().max(64).optional(), limit: z.number().int().min(1).max(200).default(20) }))
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      const step = input.step ?? (await ctx.db.rolloutSample.aggregate({ where: { jobId: input.jobId }, _max: { step: true } }))._max.step;
+      if (step === null || step === undefined) return { step: null, samples: [] };
+      const samples = await ctx.db.rolloutSample.findMany({
+        where: { jobId: input.jobId, step, ...(input.agent ? { agent: input.agent } : {}) },
+        orderBy: [{ agent: 'asc' }, { index: 'asc' }],
+        take: input.limit,
+      });
+      return { step, samples };
+    }),
+
+  logs: teamProcedure('VIEWER')
+    .input(jobInput.extend({ afterId: cursor, limit: z.number().int().min(1).max(5000).default(500) }))
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      return ctx.db.logLine.findMany({
+        where: { jobId: input.jobId, id: { gt: input.afterId ?? 0n } }, orderBy: { id: 'asc' }, take: input.limit,
+        select: { id: true, attempt: true, line: true, level: true, message: true, time: true },
+      });
+    }),
+
+  matches: teamProcedure('VIEWER')
+    .input(jobInput.extend({ limit: z.number().int().min(1).max(200).default(50) }))
+    .query(async ({ ctx, input }) => {
+      await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
+      return ctx.db.match.findMany({
+        where: { jobId: input.jobId, teamId: ctx.membership.teamId }, orderBy: { createdAt: 'desc' }, take: input.limit,
+        select: { id: true, step: true, agents: true, winner: true, result: true, createdAt: true },
+      });
+    }),
+
+  match: teamProcedure('VIEWER')
+    .input(z.object({ matchId: z.string().min(1).max(64) }))
+    .query(async ({ ctx, input }) => {
+      const match = await ctx.db.match.findFirst({ where: { id: input.matchId, teamId: ctx.membership.teamId } });
+      if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
+      return match;
+    }),
+
+  checkpoints: teamProcedure('VIEWER')
+    .input(z.object({ jobId: z.string().min(1).max(64).optional(), limit: z.number().int().min(1).max(500).default(100) }))
+    .query(({ ctx, input }) =>
+      ctx.db.checkpoint.findMany({
+        where: { teamId: ctx.membership.teamId, ...(input.jobId ? { jobId: input.jobId } : {}) },
+        orderBy: { createdAt: 'desc' }, take: input.limit,
+        select: { id: true, jobId: true, kind: true, step: true, bytes: true, isAdapter: true, metrics: true, createdAt: true },
+      }),
+    ),
+});

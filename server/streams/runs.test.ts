@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { io as connect, type Socket } from 'socket.io-client';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createUserWithTeam, startTestServer } from '../test-server';
+import { metricSeries } from '../api/routers/runs';
+
+async function query(base: string, cookie: string, path: string, input: unknown) {
+  const res = await fetch(`${base}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`, { headers: { cookie } });
+  const body = (await res.json()) as any;
+  if (body.error) throw new Error(body.error.json.message);
+  return body.result.data.json;
+}
+
+describe('live run streams', () => {
+  let t: TestDatabase;
+  let server: Awaited<ReturnType<typeof startTestServer>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    server = await startTestServer(t.db, { databaseUrl: t.url, tickMs: 100 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await t?.drop();
+  });
+
+  it('a browser that reconnects catches up from its last id with no gap and no duplicate', async () => {
+    const owner = await createUserWithTeam(server.url, t.db);
+    const teamId = owner.team.id;
+    const token = await fetch(`${server.url}/api/trpc/workerTokens.create`, {
+      method: 'POST', headers: { cookie: owner.cookie, origin: server.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { teamId, name: 'w' } }),
+    }).then(async (r) => ((await r.json()) as any).result.data.json.token);
+    const worker = await fetch(`${server.url}/api/workers/register`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, name: 'w', hostname: 'h', backend: 'wasm', version: '1', devices: [{ index: 0, kind: 'WASM', name: 'w', memoryBytes: 1 }] }),
+    }).then((r) => r.json() as Promise<{ credential: string }>);
+    const env = await t.db.environment.create({
+      data: { teamId, name: 'e', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': '' }, entry: 'env.ts', manifest: {} } } },
+      include: { versions: true },
+    });
+    const job = await fetch(`${server.url}/api/trpc/jobs.submit`, {
+      method: 'POST', headers: { cookie: owner.cookie, origin: server.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { teamId, kind: 'TRAIN', config: { environmentVersionId: env.versions[0].id } } }),
+    }).then(async (r) => ((await r.json()) as any).result.data.json);
+    let assignment: any;
+    for (let i = 0; i < 100 && !assignment; i++) {
+      const hb = await fetch(`${server.url}/api/workers/heartbeat`, {
+        method: 'POST', headers: { authorization: `Bearer ${worker.credential}`, 'content-type': 'application/json' }, body: '{}',
+      }).then((r) => r.json() as Promise<any>);
+      assignment = hb.assignments[0];
+      if (!assignment) await new Promise((r) => setTimeout(r, 50));
+    }
+    const send = (seq: number, steps: number[]) =>
+      fetch(`${server.url}/api/workers/stream`, {
+        method: 'POST', headers: { authorization: `Bearer ${worker.credential}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ attemptId: assignment.attemptId, fencingToken: assignment.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'reward', value: step / 10 })) }),
+      });
+
+    const seen = new Map<string, number>();
+    const open = () =>
+      new Promise<Socket>((resolve, reject) => {
+        const s = connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie: owner.cookie }, reconnection: false });
+        s.on('stream', (batch: any) => batch.kind === 'metrics' && batch.items.forEach((m: any) => seen.set(m.id, m.step)));
+        s.on('connect', async () => {
+          const ack = await s.emitWithAck('subscribe', { room: `run:${job.id}` });
+          if (ack.ok) resolve(s);
+          else reject(new Error(ack.error));
+        });
+        s.on('connect_error', reject);
+      });
+
+    let socket = await open();
+    await send(0, [1, 2, 3]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect([...seen.values()].sort((a, b) => a - b)).toEqual([1, 2, 3]);
+    socket.close();
+    await send(1, [4, 5]); // missed while disconnected
+    await send(1, [4, 5]); // and a replayed batch: no duplicate
+    socket = await open();
+    const lastId = [...seen.keys()].map(BigInt).reduce((a, b) => (a > b ? a : b));
+    const missed = await query(server.url, owner.cookie, 'runs.since', { teamId, jobId: job.id, afterMetricId: lastId.toString() });
+    for (const m of missed.metrics) seen.set(String(m.id), m.step);
+    await send(2, [6]);
+    await new Promise((r) => setTimeout(r, 200));
+    socket.close();
+    const steps = [...seen.values()].sort((a, b) => a - b);
+    expect(steps).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await t.db.metricPoint.count({ where: { jobId: job.id } })).toBe(6);
+  });
+
+  it('serves a long series as min, max and last per bucket', async () => {
+    const owner = await t.db.user.findFirstOrThrow();
+    const team = await t.db.team.findFirstOrThrow();
+    const job = await t.db.job.create({ data: { teamId: team.id, ownerId: owner.id, kind: 'TRAIN', config: {} } });
+    await t.db.$executeRaw`
+      INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt)
+      SELECT ${job.id}, 'loss', s, CASE WHEN s = 5000 THEN 100 ELSE sin(s / 100.0) END, 1 FROM generate_series(0, 99999) AS s`;
+    const series = await metricSeries(t.db, job.id, 'loss', 100);
+    expect(series).toHaveLength(100);
+    expect(series.reduce((n, b) => n + b.count, 0)).toBe(100_000);
+    expect(series[0]).toMatchObject({ fromStep: 0, toStep: 999 });
+    expect(series[99].toStep).toBe(99_999);
+    expect(series[99].last).toBeCloseTo(Math.sin(99_999 / 100), 6);
+    // The spike survives downsampling.
+    expect(series[5]).toMatchObject({ fromStep: 5000, max: 100 });
+    const zoomed = await metricSeries(t.db, job.id, 'loss', 100, 4990, 5010);
+    expect(zoomed).toHaveLength(21);
+    expect(zoomed.find((b) => b.fromStep === 5000)?.last).toBe(100);
+  });
+});
