@@ -103,6 +103,15 @@ export async function buildAssignment(db: Db, attemptId: string): Promise<Assign
   const config = attempt.job.config as Record<string, unknown>;
   const versionId = typeof config.environmentVersionId === 'string' ? config.environmentVersionId : null;
   const version = versionId ? await db.environmentVersion.findUnique({ where: { id: versionId } }) : null;
+  // The config names checkpoints and datasets by id; the worker fetches blobs by storage key.
+  const blobKeys: Record<string, string> = {};
+  const against = config.against as { checkpointId?: unknown } | undefined;
+  const checkpointIds = [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((id): id is string => typeof id === 'string');
+  for (const c of await db.checkpoint.findMany({ where: { id: { in: checkpointIds }, teamId: attempt.job.teamId } })) blobKeys[c.id] = c.storageKey;
+  if (typeof config.datasetVersionId === 'string') {
+    const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId: attempt.job.teamId } } });
+    if (d) blobKeys[d.id] = d.storageKey;
+  }
   return {
     attemptId: attempt.id,
     fencingToken: attempt.fencingToken.toString(),
@@ -117,6 +126,7 @@ export async function buildAssignment(db: Db, attemptId: string): Promise<Assign
     environment: version
       ? { versionId: version.id, files: version.files as Record<string, string>, entry: version.entry, manifest: version.manifest as Record<string, unknown> }
       : null,
+    blobKeys,
   };
 }
 

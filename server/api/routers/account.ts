@@ -10,8 +10,11 @@ export const accountRouter = router({
       select: { role: true, team: { select: { id: true, name: true, slug: true } } },
       orderBy: { createdAt: 'asc' },
     });
+    const hasPassword = (await ctx.db.account.count({ where: { userId: ctx.caller.user.id, providerId: 'credential', password: { not: null } } })) > 0;
     return {
       user: ctx.caller.user,
+      /** False for the local owner, who signs in with the printed link until they set one. */
+      hasPassword,
       viaApiKey: ctx.caller.apiKey !== null,
       teams: memberships.map((m) => ({ ...m.team, role: m.role })),
     };

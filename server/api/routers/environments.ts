@@ -1,7 +1,54 @@
+import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 
+const MAX_FILE_CHARS = 200_000;
+const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
+
 export const environmentsRouter = router({
+  /** Saves code and manifest as a new version (or finds the identical one) and dry-runs it. */
+  saveVersion: teamProcedure('MEMBER')
+    .input(
+      z.object({
+        name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes'),
+        description: z.string().max(2000).optional(),
+        entry: filePath,
+        files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
+        manifest: z.record(z.string(), z.unknown()),
+        datasetText: z.string().max(20_000_000).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const result = await saveEnvironmentVersion(ctx.db, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id });
+      if (!result.ok) throw new TRPCError({ code: 'BAD_REQUEST', message: result.problems.join('; ') });
+      return result;
+    }),
+
+  get: teamProcedure('VIEWER')
+    .input(z.object({ environmentId: z.string().min(1).max(64) }))
+    .query(async ({ ctx, input }) => {
+      const env = await ctx.db.environment.findFirst({
+        where: { id: input.environmentId, teamId: ctx.membership.teamId },
+        include: {
+          versions: {
+            orderBy: { version: 'desc' },
+            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true },
+          },
+        },
+      });
+      if (!env) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment' });
+      return env;
+    }),
+
+  version: teamProcedure('VIEWER')
+    .input(z.object({ versionId: z.string().min(1).max(64) }))
+    .query(async ({ ctx, input }) => {
+      const version = await ctx.db.environmentVersion.findFirst({ where: { id: input.versionId, environment: { teamId: ctx.membership.teamId } } });
+      if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
+      return version;
+    }),
+
   list: teamProcedure('VIEWER')
     .input(z.object({ includeArchived: z.boolean().default(false) }))
     .query(({ ctx, input }) =>

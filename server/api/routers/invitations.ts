@@ -4,7 +4,7 @@ import { audit } from '../../auth/audit';
 import { findUsableInvitation } from '../../auth/invitations';
 import { roleAtLeast } from '../../auth/roles';
 import { hashSecret, newSecret } from '../../auth/tokens';
-import { router, teamProcedure, userProcedure } from '../trpc';
+import { publicProcedure, router, teamProcedure, userProcedure } from '../trpc';
 
 const token = z.string().min(1).max(200);
 
@@ -70,8 +70,11 @@ export const invitationsRouter = router({
       return { ok: true };
     }),
 
-  /** What an invitation link offers, for the page that accepts it. */
-  preview: userProcedure.input(z.object({ token })).query(async ({ ctx, input }) => {
+  /**
+   * What an invitation link offers, for the page that accepts it, before sign-in: whoever holds
+   * the link may read the team's name and the role it gives.
+   */
+  preview: publicProcedure.input(z.object({ token })).query(async ({ ctx, input }) => {
     const found = await findUsableInvitation(ctx.db, input.token);
     if ('error' in found) throw new TRPCError({ code: 'BAD_REQUEST', message: found.error });
     const team = await ctx.db.team.findUniqueOrThrow({ where: { id: found.invitation.teamId }, select: { name: true } });

@@ -1,0 +1,67 @@
+import { dryRun, type DryRunReport } from '../../gpu-worker/runtime/dry-run';
+import { parseManifest } from '../../sdk/manifest';
+import type { Db } from '../db/client';
+import type { Prisma } from '../db/generated/prisma/client';
+import { environmentContentHash } from './content-hash';
+
+export interface SaveVersionInput {
+  teamId: string;
+  userId: string;
+  name: string;
+  description?: string;
+  entry: string;
+  files: Record<string, string>;
+  manifest: unknown;
+  /** Dataset text for the dry run of a data-dependent environment (its train split). */
+  datasetText?: string;
+}
+
+export type SaveVersionResult =
+  | { ok: false; problems: string[] }
+  | { ok: true; environmentId: string; versionId: string; version: number; created: boolean; validation: DryRunReport | null };
+
+/**
+ * Saves an environment version immutably under its content hash: the same content saved again
+ * returns the existing version. A new version is dry-run in the sandbox before the answer, so
+ * compile errors and runtime errors come back with their file, line and column.
+ */
+export async function saveEnvironmentVersion(db: Db, input: SaveVersionInput): Promise<SaveVersionResult> {
+  const parsed = parseManifest(input.manifest);
+  if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `manifest.${p}`) };
+  if (!(input.entry in input.files)) return { ok: false, problems: [`entry: ${input.entry} is not one of the files`] };
+  const manifest = parsed.manifest as unknown as Prisma.InputJsonObject;
+  const contentHash = environmentContentHash({ entry: input.entry, files: input.files, manifest });
+  const environment = await db.environment.upsert({
+    where: { teamId_name: { teamId: input.teamId, name: input.name } },
+    update: input.description !== undefined ? { description: input.description } : {},
+    create: { teamId: input.teamId, name: input.name, description: input.description ?? parsed.manifest.description ?? '' },
+  });
+  const existing = await db.environmentVersion.findUnique({ where: { environmentId_contentHash: { environmentId: environment.id, contentHash } } });
+  if (existing) {
+    return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null };
+  }
+  const report = await dryRun({
+    source: { files: input.files, entry: input.entry },
+    manifest: parsed.manifest,
+    dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
+    episodes: 8,
+    timeBudgetMs: 5_000,
+  });
+  // Versions are numbered in order; a concurrent save of other content retries on the unique key.
+  for (let tries = 0; ; tries++) {
+    const last = await db.environmentVersion.findFirst({ where: { environmentId: environment.id }, orderBy: { version: 'desc' } });
+    try {
+      const created = await db.environmentVersion.create({
+        data: {
+          environmentId: environment.id, version: (last?.version ?? 0) + 1, contentHash, entry: input.entry,
+          files: input.files, manifest, createdById: input.userId,
+          validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject,
+        },
+      });
+      await db.environment.update({ where: { id: environment.id }, data: { updatedAt: new Date() } });
+      return { ok: true, environmentId: environment.id, versionId: created.id, version: created.version, created: true, validation: report };
+    } catch (error) {
+      if (tries >= 3 || (error as { code?: string }).code !== 'P2002') throw error;
+    }
+  }
+}
