@@ -22,6 +22,11 @@ const envSchema = z.object({
   /** Next.js in development mode (hot reload) instead of the production build. */
   WHETSTONE_DEV: flag,
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  /** Start one worker daemon beside the server (local mode). */
+  WHETSTONE_LOCAL_WORKER: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('1')
+    .transform((v) => v === '1' || v === 'true'),
   /** Signs session cookies; every server replica must share it. Default: made once, kept in WHETSTONE_HOME. */
   WHETSTONE_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });

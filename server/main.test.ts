@@ -70,6 +70,17 @@ describe('npm start', () => {
     const health = await (await fetch(`${url}/api/health`)).json();
     expect(health).toMatchObject({ status: 'ok', database: { reachable: true, embedded: true }, migrations: { pending: 0 } });
     await first.waitFor(/web app ready/, 240_000);
+    // The local worker daemon registers into the shared pool and heartbeats.
+    const deadline = Date.now() + 60_000;
+    let online = 0;
+    while (Date.now() < deadline && online === 0) {
+      online = (await (await fetch(`${url}/api/health`)).json()).workers.online;
+      if (!online) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(online).toBe(1);
+    const local = JSON.parse(fs.readFileSync(path.join(home, 'local-credentials.json'), 'utf8'));
+    expect(local.apiKey).toMatch(/^wsk_/);
+    expect(fs.statSync(path.join(home, 'local-credentials.json')).mode & 0o077).toBe(0);
     const home1 = await fetch(`${url}/`);
     expect(home1.status).toBe(200);
     expect(await home1.text()).toContain('Whetstone');

@@ -17,6 +17,7 @@ import { FsBlobStore } from './blobs/store';
 import { ensureTemplates, validatePendingTemplates } from './environments/templates';
 import { authSecret } from './auth/secret';
 import { createSignInLink } from './auth/session';
+import { ensureLocalCredentials, startLocalWorker } from './local-mode';
 
 // `npm start`: PostgreSQL (embedded unless DATABASE_URL), migrations, first-start seed, then one
 // HTTP server for the web app, tRPC, socket.io and the worker API. Ctrl-C stops it all.
@@ -100,12 +101,15 @@ async function main(): Promise<void> {
   const realtime = attachRealtime(server, db, auth);
   const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(db, realtime), log);
   const buildAbort = new AbortController();
+  let localWorker: ReturnType<typeof startLocalWorker> | null = null;
   let stopping = false;
   const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log(`${signal}: stopping`);
     buildAbort.abort();
+    // The worker first: it checkpoints its jobs and hands them back while the server still answers.
+    await localWorker?.stop(2_500);
     setTimeout(() => {
       console.error('[whetstone] shutdown took too long; exiting');
       process.exit(1);
@@ -161,6 +165,12 @@ async function main(): Promise<void> {
   listener = createRequestListener(deps, () => nextHandler);
   await scheduler.start();
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);
+
+  if (env.WHETSTONE_LOCAL_WORKER) {
+    const defaultTeam = await db.membership.findFirstOrThrow({ where: { userId: ownerId, role: 'OWNER' }, orderBy: { createdAt: 'asc' } });
+    const local = await ensureLocalCredentials(db, env.WHETSTONE_HOME, ownerId, defaultTeam.teamId);
+    localWorker = startLocalWorker({ url: `http://127.0.0.1:${port}`, home: env.WHETSTONE_HOME, token: local.workerToken, log });
+  }
 
   const signInUrl = await createSignInLink(db, ownerId, publicUrl);
   console.log(`\n    Open Whetstone, signed in as the owner (one-time link, valid 24 h):\n    ${signInUrl}\n`);
