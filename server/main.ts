@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import pg from 'pg';
 import { createDb } from './db/client';
 import { migrate } from './db/migrate';
 import { openDatabase, type OpenedDatabase } from './db/open';
@@ -98,7 +99,9 @@ async function main(): Promise<void> {
     trustedOrigins,
     secureCookies: publicUrl.startsWith('https://'),
   });
-  const realtime = attachRealtime(server, db, auth);
+  const realtimePool = new pg.Pool({ connectionString: database.url, max: 2 });
+  realtimePool.on('error', () => {});
+  const realtime = attachRealtime(server, db, auth, realtimePool);
   const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(db, realtime), log);
   const buildAbort = new AbortController();
   let localWorker: ReturnType<typeof startLocalWorker> | null = null;
@@ -121,6 +124,7 @@ async function main(): Promise<void> {
     await scheduler.stop();
     await nextApp?.close().catch(() => {});
     await db.$disconnect().catch(() => {});
+    await realtimePool.end().catch(() => {});
     await database.stop().catch(() => {});
     log('stopped');
     process.exit(exitCode);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type pg from 'pg';
 import { createAuth } from './auth/auth';
 import { FsBlobStore } from './blobs/store';
 import type { Db } from './db/client';
@@ -16,7 +17,7 @@ import { SchedulerLoop } from './scheduler/loop';
  * The real request listener, better-auth, socket.io and (when given the database URL) the
  * scheduler loop, on an ephemeral port, without Next.js.
  */
-export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number } = {}) {
+export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool } = {}) {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -24,7 +25,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
   // Teams start empty here; server/environments/templates.test.ts covers seeding.
   const seedTeam = async () => {};
   const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false, seedTeam });
-  const realtime = attachRealtime(server, db, auth);
+  const realtime = attachRealtime(server, db, auth, opts.pool);
   const deps = {
     db, auth, realtime, blobs: new FsBlobStore(blobRoot),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),

@@ -1,4 +1,6 @@
 import type { Server as HttpServer } from 'node:http';
+import { createAdapter } from '@socket.io/postgres-adapter';
+import type pg from 'pg';
 import { Server } from 'socket.io';
 import { z } from 'zod';
 import type { Assignment } from '../../sdk/worker-protocol';
@@ -38,7 +40,7 @@ async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
  * the same way tRPC team procedures check it. Worker daemons use the /workers namespace with
  * their credential.
  */
-export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): RealtimeHub {
+export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?: pg.Pool): RealtimeHub {
   const io = new Server(httpServer, {
     path: '/socket.io',
     serveClient: false,
@@ -46,6 +48,8 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth): Real
     cors: { origin: false },
     maxHttpBufferSize: 1_000_000,
   });
+  // Across server replicas, emits reach clients connected to any of them (NOTIFY under the hood).
+  if (pool) io.adapter(createAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
   io.use(async (socket, next) => {
     try {
       const caller = await resolveCaller(db, auth, socket.request.headers);

@@ -1,0 +1,45 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { io as connect } from 'socket.io-client';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createUserWithTeam, startTestServer } from '../test-server';
+
+describe('two server replicas', () => {
+  let t: TestDatabase;
+  const pools: pg.Pool[] = [];
+  let a: Awaited<ReturnType<typeof startTestServer>>;
+  let b: Awaited<ReturnType<typeof startTestServer>>;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    for (let i = 0; i < 2; i++) pools.push(new pg.Pool({ connectionString: t.url, max: 2 }));
+    a = await startTestServer(t.db, { pool: pools[0], databaseUrl: t.url, tickMs: 100 });
+    b = await startTestServer(t.db, { pool: pools[1], databaseUrl: t.url, tickMs: 100 });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await Promise.all(pools.map((p) => p.end()));
+    await t?.drop();
+  });
+
+  it('exactly one schedules, and events published on one reach clients of the other', async () => {
+    await new Promise((r) => setTimeout(r, 500));
+    expect([a.scheduler!.isLeader, b.scheduler!.isLeader].filter(Boolean)).toHaveLength(1);
+    const owner = await createUserWithTeam(a.url, t.db);
+    const job = await t.db.job.create({ data: { teamId: owner.team.id, ownerId: owner.user.id, kind: 'TRAIN', config: {}, state: 'CANCELLED' } });
+    const socket = connect(a.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie: owner.cookie }, reconnection: false });
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', () => resolve());
+      socket.on('connect_error', reject);
+    });
+    expect(await socket.emitWithAck('subscribe', { room: `run:${job.id}` })).toEqual({ ok: true });
+    const received = new Promise<any>((resolve) => socket.on('stream', resolve));
+    // Published by replica B (as if its worker API had stored the batch), a large one included.
+    const big = 'x'.repeat(20_000);
+    b.realtime.publishRun({ id: job.id, teamId: owner.team.id }, { kind: 'logs', items: [{ id: '1', line: 0, level: 'info', message: big, time: new Date().toISOString() }] });
+    const batch = await received;
+    expect(batch).toMatchObject({ jobId: job.id, kind: 'logs' });
+    expect(batch.items[0].message).toHaveLength(20_000);
+    socket.close();
+  });
+});
