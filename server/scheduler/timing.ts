@@ -1,6 +1,10 @@
+/**
+ * How long a lease lasts. WHETSTONE_LEASE_SECONDS (read once, at start) shortens it, for the
+ * reliability tests (server/reliability/) that kill and pause workers; production keeps 30 s.
+ */
+export const LEASE_SECONDS = leaseSecondsFrom(process.env.WHETSTONE_LEASE_SECONDS);
 /** How often a worker heartbeats; a lease lasts several heartbeats so one lost request is harmless. */
-export const HEARTBEAT_SECONDS = 5;
-export const LEASE_SECONDS = 30;
+export const HEARTBEAT_SECONDS = Math.min(5, LEASE_SECONDS / 4);
 /** A preempted attempt has this long to checkpoint and stop before it is ended for it. */
 export const PREEMPT_GRACE_SECONDS = 60;
 /** Backoff before a job whose lease was lost is placed again: base × 2^(attempt − 1), capped. */
@@ -8,6 +12,13 @@ export const REQUEUE_BACKOFF_BASE_SECONDS = 5;
 export const REQUEUE_BACKOFF_MAX_SECONDS = 300;
 /** The loop's fallback tick; NOTIFY wakes it sooner. */
 export const TICK_MS = 1_000;
+
+export function leaseSecondsFrom(value: string | undefined): number {
+  if (value === undefined || value === '') return 30;
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > 3600) throw new Error(`WHETSTONE_LEASE_SECONDS=${JSON.stringify(value)}: must be a number of seconds from 1 to 3600`);
+  return seconds;
+}
 
 export function requeueBackoffMs(attempt: number): number {
   return Math.min(REQUEUE_BACKOFF_MAX_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS * 2 ** Math.max(0, attempt - 1)) * 1000;

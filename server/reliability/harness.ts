@@ -1,0 +1,187 @@
+/**
+ * Real processes for the reliability tests: control-plane servers (server-process.ts), worker
+ * daemons (gpu-worker/daemon.ts), a team seeded straight into the database, and small helpers.
+ * Every process a test starts is killed by `killAll()` (by pid, only those started here).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadTemplate } from '../../env-templates/load-template';
+import { API_KEY_PREFIX } from '../auth/caller';
+import { hashSecret, newSecret } from '../auth/tokens';
+import type { Db } from '../db/client';
+import { repoRoot } from '../paths';
+import { WORKER_TOKEN_PREFIX } from '../workers/credentials';
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  output(): string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<number | null>;
+  /** Lines matching since the process started. */
+  count(pattern: RegExp): number;
+}
+
+const started: Proc[] = [];
+const dirs: string[] = [];
+
+export function spawnProc(name: string, script: string, args: string[], env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const waiters = new Set<() => void>();
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (process.env.RELIABILITY_VERBOSE) process.stderr.write(chunk.toString().replace(/^/gm, `  [${name}] `));
+    for (const w of waiters) w();
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const proc: Proc = {
+    name,
+    child,
+    output: () => output,
+    count: (pattern) => output.split('\n').filter((l) => pattern.test(l)).length,
+    exited,
+    waitFor: (pattern, timeoutMs = 60_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const m = output.match(pattern);
+          if (m) {
+            waiters.delete(check);
+            clearTimeout(timer);
+            resolve(m);
+          }
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`${name}: timed out waiting for ${pattern}; output:\n${output.slice(-4000)}`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+  };
+  started.push(proc);
+  return proc;
+}
+
+export function tempDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  dirs.push(dir);
+  return dir;
+}
+
+/** A control-plane process; resolves once it listens. */
+export async function startServer(opts: { databaseUrl: string; port?: number; home?: string; leaseSeconds?: number; name?: string }) {
+  const proc = spawnProc(opts.name ?? 'server', 'server/reliability/server-process.ts', [], {
+    DATABASE_URL: opts.databaseUrl,
+    PORT: String(opts.port ?? 0),
+    WHETSTONE_HOME: opts.home ?? tempDir('whetstone-rel-home-'),
+    WHETSTONE_LEASE_SECONDS: String(opts.leaseSeconds ?? 30),
+  });
+  const [, url] = await proc.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, 60_000);
+  return { url, proc };
+}
+
+/** A real worker daemon process with one device. */
+export function startWorker(opts: { url: string; token: string; name: string; home: string }): Proc {
+  return spawnProc(opts.name, 'gpu-worker/daemon.ts', ['--server', opts.url, '--token', opts.token, '--name', opts.name], {
+    WHETSTONE_HOME: opts.home,
+    WHETSTONE_BACKEND: process.env.RELIABILITY_BACKEND ?? 'cpu',
+  });
+}
+
+/** Kills every process these tests started (SIGKILL; a stopped one is continued first). */
+export async function killAll(): Promise<void> {
+  for (const p of started.splice(0)) {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
+    try {
+      p.child.kill('SIGCONT');
+      p.child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+    await Promise.race([p.exited, sleep(5_000)]);
+  }
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function waitUntil<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => null);
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** A team with an owner, an API key, a worker registration token and the bandit environment. */
+export async function seedTeam(db: Db, opts: { maxConcurrentDevices?: number } = {}) {
+  const n = newSecret(6);
+  const user = await db.user.create({ data: { email: `rel-${n}@example.test`, name: 'Reliability', emailVerified: true } });
+  const team = await db.team.create({ data: { name: `rel ${n}`, slug: `rel-${n.toLowerCase()}`, quota: { create: { maxConcurrentDevices: opts.maxConcurrentDevices ?? 8 } } } });
+  await db.membership.create({ data: { teamId: team.id, userId: user.id, role: 'OWNER' } });
+  const apiKey = `${API_KEY_PREFIX}${newSecret()}`;
+  await db.apiKey.create({ data: { teamId: team.id, userId: user.id, name: 'tests', prefix: apiKey.slice(0, 12), keyHash: hashSecret(apiKey) } });
+  const workerToken = `${WORKER_TOKEN_PREFIX}${newSecret()}`;
+  await db.workerToken.create({ data: { teamId: team.id, name: 'tests', prefix: workerToken.slice(0, 8), tokenHash: hashSecret(workerToken), createdById: user.id } });
+  const t = loadTemplate('bandit');
+  const env = await db.environment.create({
+    data: {
+      teamId: team.id, name: 'bandit', template: 'bandit',
+      versions: { create: { version: 1, contentHash: `bandit-${n}`, files: t.source.files, entry: t.source.entry, manifest: t.manifest as object, validationStatus: 'VALID' } },
+    },
+    include: { versions: true },
+  });
+  return { teamId: team.id, userId: user.id, apiKey, workerToken, envVersionId: env.versions[0].id };
+}
+
+export type Team = Awaited<ReturnType<typeof seedTeam>>;
+
+/** A tiny bandit TRAIN config: a few steps of GRPO with a checkpoint every `checkpointEvery`. */
+export function banditConfig(team: Team, steps: number, checkpointEvery: number) {
+  return {
+    environmentVersionId: team.envVersionId,
+    model: { layers: 1, width: 16, heads: 2, context: 72 },
+    training: { steps, batchSize: 4, groupSize: 4, checkpointEvery, learningRate: 0.01 },
+  };
+}
+
+export async function trpc<T = any>(url: string, apiKey: string, procedure: string, input: unknown, kind: 'query' | 'mutation' = 'mutation'): Promise<T> {
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const res =
+    kind === 'mutation'
+      ? await fetch(`${url}/api/trpc/${procedure}`, { method: 'POST', headers, body: JSON.stringify({ json: input }) })
+      : await fetch(`${url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`, { headers });
+  const body = (await res.json()) as any;
+  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
+  return body.result.data.json as T;
+}
+
+export async function submitTrain(url: string, team: Team, steps: number, checkpointEvery: number, extra: Record<string, unknown> = {}) {
+  return trpc<{ id: string }>(url, team.apiKey, 'jobs.submit', { teamId: team.teamId, kind: 'TRAIN', config: banditConfig(team, steps, checkpointEvery), ...extra });
+}
+
+/** Every metric step of a job, per key: each step must be there exactly once. */
+export async function stepsOf(db: Db, jobId: string, key = 'reward'): Promise<number[]> {
+  const rows = await db.metricPoint.findMany({ where: { jobId, key }, select: { step: true }, orderBy: { step: 'asc' } });
+  return rows.map((r) => r.step);
+}
+
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+export async function jobState(db: Db, jobId: string) {
+  return (await db.job.findUniqueOrThrow({ where: { id: jobId } })).state;
+}
