@@ -1,0 +1,232 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from './errors';
+
+// The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
+// may stand anywhere. Parsing is pure (no I/O) so that every rule is unit-tested.
+
+export const JOB_STATES = ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export type JobStateName = (typeof JOB_STATES)[number];
+export type Algorithm = 'grpo' | 'ppo' | 'sft';
+export type Against = 'bot' | 'random' | { checkpointId: string };
+
+export interface GlobalOptions {
+  server?: string;
+  apiKey?: string;
+  team?: string;
+  json: boolean;
+}
+
+export type Command =
+  | { name: 'help'; topic?: string }
+  | { name: 'version' }
+  | {
+      name: 'run';
+      target: string;
+      algo: Algorithm;
+      configFile?: string;
+      steps?: number;
+      watch: boolean;
+      priority?: number;
+      dataset?: string;
+      logs: boolean;
+    }
+  | { name: 'jobs'; state?: JobStateName; limit: number }
+  | { name: 'logs'; jobId: string; follow: boolean }
+  | { name: 'cancel'; jobId: string }
+  | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number }
+  | { name: 'workers' };
+
+export interface CommandLine {
+  globals: GlobalOptions;
+  command: Command;
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+const GLOBAL_OPTIONS: Options = {
+  server: { type: 'string' },
+  'api-key': { type: 'string' },
+  team: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+};
+
+const COMMAND_OPTIONS: Record<string, Options> = {
+  run: {
+    algo: { type: 'string' },
+    config: { type: 'string' },
+    steps: { type: 'string' },
+    watch: { type: 'boolean', short: 'w' },
+    priority: { type: 'string' },
+    dataset: { type: 'string' },
+    logs: { type: 'boolean' },
+  },
+  jobs: { state: { type: 'string' }, limit: { type: 'string' } },
+  logs: { follow: { type: 'boolean', short: 'f' } },
+  cancel: {},
+  eval: {
+    against: { type: 'string' },
+    games: { type: 'string' },
+    env: { type: 'string' },
+    'no-watch': { type: 'boolean' },
+    priority: { type: 'string' },
+  },
+  workers: {},
+  help: {},
+};
+
+export const COMMANDS = Object.keys(COMMAND_OPTIONS).filter((c) => c !== 'help');
+
+function positiveInt(name: string, value: string | undefined, max = 1_000_000): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) throw new UsageError(`--${name} must be a whole number from 1 to ${max}, not "${value}"`);
+  return Number(value);
+}
+
+function nonNegativeInt(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number, not "${value}"`);
+  return Number(value);
+}
+
+function one(positionals: string[], what: string, command: string): string {
+  if (positionals.length === 0) throw new UsageError(`${command} needs ${what}`, [`usage: ${USAGE[command]}`]);
+  if (positionals.length > 1) throw new UsageError(`${command} takes one ${what}, got ${positionals.length}: ${positionals.join(' ')}`);
+  return positionals[0];
+}
+
+export const USAGE: Record<string, string> = {
+  run: 'whetstone run <env folder | environment id | name> --algo grpo|ppo|sft [--config file.json] [--steps N] [--priority N] [--dataset <dataset version id>] [--watch] [--logs]',
+  jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N]',
+  logs: 'whetstone logs <job id> [--follow]',
+  cancel: 'whetstone cancel <job id>',
+  eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--env <environment version id>] [--no-watch]',
+  workers: 'whetstone workers',
+};
+
+/** Parses argv (without node and the script). Throws UsageError on anything malformed. */
+export function parseCommandLine(argv: string[]): CommandLine {
+  const name = argv.find((a) => !a.startsWith('-') && !isGlobalValue(argv, a));
+  const commandOptions = name && name in COMMAND_OPTIONS ? COMMAND_OPTIONS[name] : {};
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...GLOBAL_OPTIONS, ...commandOptions }, allowPositionals: true, strict: true });
+  } catch (e) {
+    const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+    throw new UsageError(message, name && USAGE[name] ? [`usage: ${USAGE[name]}`] : ['run whetstone --help for the commands']);
+  }
+  const v = parsed.values as Record<string, string | boolean | undefined>;
+  const str = (k: string) => v[k] as string | undefined;
+  const bool = (k: string) => v[k] === true;
+  const globals: GlobalOptions = { server: str('server'), apiKey: str('api-key'), team: str('team'), json: bool('json') };
+  if (globals.server !== undefined) {
+    try {
+      const u = new URL(globals.server);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    } catch {
+      throw new UsageError(`--server must be an http(s) URL, not "${globals.server}"`);
+    }
+  }
+  const [commandName, ...rest] = parsed.positionals;
+  if (bool('version')) return { globals, command: { name: 'version' } };
+  if (commandName === undefined) return { globals, command: { name: 'help' } };
+  if (commandName === 'help') return { globals, command: { name: 'help', topic: rest[0] } };
+  if (bool('help')) return { globals, command: { name: 'help', topic: commandName } };
+  if (!(commandName in COMMAND_OPTIONS)) throw new UsageError(`unknown command "${commandName}"`, [`commands: ${COMMANDS.join(', ')}; run whetstone --help`]);
+
+  switch (commandName) {
+    case 'run': {
+      const target = one(rest, 'an environment folder or id', 'run');
+      const algo = str('algo');
+      if (algo === undefined) throw new UsageError('run needs --algo grpo, ppo or sft', [`usage: ${USAGE.run}`]);
+      if (algo !== 'grpo' && algo !== 'ppo' && algo !== 'sft') throw new UsageError(`--algo must be grpo, ppo or sft, not "${algo}"`);
+      return {
+        globals,
+        command: {
+          name: 'run', target, algo, configFile: str('config'), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
+          priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'),
+        },
+      };
+    }
+    case 'jobs': {
+      if (rest.length > 0) throw new UsageError(`jobs takes no arguments, got: ${rest.join(' ')}`);
+      const state = str('state')?.toUpperCase();
+      if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(', ')}`);
+      return { globals, command: { name: 'jobs', state: state as JobStateName | undefined, limit: positiveInt('limit', str('limit'), 200) ?? 50 } };
+    }
+    case 'logs':
+      return { globals, command: { name: 'logs', jobId: one(rest, 'a job id', 'logs'), follow: bool('follow') } };
+    case 'cancel':
+      return { globals, command: { name: 'cancel', jobId: one(rest, 'a job id', 'cancel') } };
+    case 'eval': {
+      const checkpointId = one(rest, 'a checkpoint id', 'eval');
+      const against = str('against') ?? 'bot';
+      const games = positiveInt('games', str('games'), 10_000) ?? 20;
+      return {
+        globals,
+        command: {
+          name: 'eval', checkpointId, games, env: str('env'), watch: !bool('no-watch'), priority: nonNegativeInt('priority', str('priority')),
+          against: against === 'bot' || against === 'random' ? against : { checkpointId: against },
+        },
+      };
+    }
+    case 'workers':
+      if (rest.length > 0) throw new UsageError(`workers takes no arguments, got: ${rest.join(' ')}`);
+      return { globals, command: { name: 'workers' } };
+    default:
+      throw new UsageError(`unknown command "${commandName}"`);
+  }
+}
+
+/** True when `word` is the value of a global option given as `--server URL` (not the command). */
+function isGlobalValue(argv: string[], word: string): boolean {
+  const i = argv.indexOf(word);
+  const before = argv[i - 1];
+  return i > 0 && (before === '--server' || before === '--api-key' || before === '--team');
+}
+
+export const HELP = `whetstone — the Whetstone command line
+
+usage: whetstone [--server URL] [--api-key KEY] [--team ID] [--json] <command> …
+
+commands:
+  ${USAGE.run}
+      Uploads the environment folder as a version if its content is new (versions are
+      content-addressed), prints its dry-run errors as file:line:column and stops if it fails,
+      then submits a TRAIN job (SFT job for --algo sft). --config is a JSON job config such as
+      {"training": {"batchSize": 4}, "model": {"width": 32}}; --steps overrides its steps.
+      --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
+  ${USAGE.jobs}
+      The team's jobs: id, kind, state, priority, owner, age, and why it waits or failed.
+  ${USAGE.logs}
+      A job's log; --follow keeps printing until the job ends.
+  ${USAGE.cancel}
+      Cancels a job (a running one is stopped by its worker).
+  ${USAGE.eval}
+      Submits an EVAL job (N games or problems against the environment's bot, random moves or
+      another checkpoint) and watches it; prints the score. --env defaults to the environment
+      the checkpoint was trained on.
+  ${USAGE.workers}
+      The workers that can run the team's jobs: the team's pool and the shared one.
+
+options:
+  --server URL     the server (default WHETSTONE_URL, else http://127.0.0.1:3000)
+  --api-key KEY    an API key wsk_… (default WHETSTONE_API_KEY; on the machine running npm start,
+                   the local key in WHETSTONE_HOME/local-credentials.json is used without a flag)
+  --team ID        the team (default: the API key's team)
+  --json           one JSON document on stdout for programs (logs --follow: one JSON object per line)
+  -h, --help       this help, or a command's: whetstone run --help
+  --version        the CLI's version
+
+exit codes:
+  0    ok (a watched job SUCCEEDED)
+  1    the watched job FAILED or was CANCELLED
+  2    usage error (unknown command or option, bad argument)
+  3    cannot reach the server (not running, wrong --server, timed out)
+  4    not authorized (no credentials, the API key was refused, or the role may not)
+  5    not found (job, environment, checkpoint, team)
+  6    rejected by the server (invalid config, environment failed its dry run, quota)
+  7    the server failed (internal error)
+  130  interrupted with Ctrl-C while watching (the job keeps running)
+`;

@@ -1,0 +1,115 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTRPCClient, httpBatchLink, type TRPCClient } from '@trpc/client';
+import superjson from 'superjson';
+import type { AppRouter } from '../../server/api/root';
+import { CliError, EXIT, keyRefused, toCliError, type KeySource } from './errors';
+
+// Where the server is and who we are: --server / WHETSTONE_URL, and --api-key /
+// WHETSTONE_API_KEY, else the local-mode credentials `npm start` keeps in WHETSTONE_HOME.
+
+export const DEFAULT_URL = 'http://127.0.0.1:3000';
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export type Api = TRPCClient<AppRouter>;
+
+export interface Credentials {
+  apiKey: string;
+  source: KeySource;
+  /** The team the local credentials were made for. */
+  teamId?: string;
+}
+
+export interface Connection {
+  url: string;
+  api: Api;
+  apiKey: string;
+  keySource: KeySource;
+  teamId: string;
+  /** Any error from a call as a CliError with the right exit code. */
+  fail(error: unknown): CliError;
+}
+
+export function serverUrl(flag: string | undefined, env: Record<string, string | undefined>): string {
+  return (flag ?? env.WHETSTONE_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+}
+
+export function whetstoneHome(env: Record<string, string | undefined>): string {
+  return path.resolve(env.WHETSTONE_HOME ?? path.join(REPO_ROOT, '.whetstone'));
+}
+
+/** The key to use and where it came from, or null when there is none anywhere. */
+export function findCredentials(flag: string | undefined, env: Record<string, string | undefined>): Credentials | null {
+  if (flag) return { apiKey: flag, source: { description: '--api-key' } };
+  if (env.WHETSTONE_API_KEY) return { apiKey: env.WHETSTONE_API_KEY, source: { description: 'WHETSTONE_API_KEY' } };
+  const file = path.join(whetstoneHome(env), 'local-credentials.json');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  try {
+    const saved = JSON.parse(text) as { apiKey?: unknown; teamId?: unknown };
+    if (typeof saved.apiKey !== 'string') return null;
+    return { apiKey: saved.apiKey, source: { description: file }, teamId: typeof saved.teamId === 'string' ? saved.teamId : undefined };
+  } catch {
+    throw new CliError(`${file} is not valid JSON: delete it and restart npm start`, EXIT.UNAUTHORIZED);
+  }
+}
+
+export function createApi(url: string, apiKey: string): Api {
+  return createTRPCClient<AppRouter>({
+    links: [
+      httpBatchLink({
+        url: `${url}/api/trpc`,
+        transformer: superjson,
+        headers: () => ({ authorization: `Bearer ${apiKey}` }),
+        fetch: (input, init) => {
+          const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+          const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+          return fetch(input, { ...(init as RequestInit), signal });
+        },
+      }),
+    ],
+  });
+}
+
+/**
+ * Connects: finds the key, asks the server who it is (which also tells a refused key from a
+ * server that is down) and settles the team: --team, the local credentials' team, or the key's
+ * one team.
+ */
+export async function connect(opts: { server?: string; apiKey?: string; team?: string; env: Record<string, string | undefined> }): Promise<Connection> {
+  const url = serverUrl(opts.server, opts.env);
+  const credentials = findCredentials(opts.apiKey, opts.env);
+  if (!credentials) {
+    throw new CliError('no API key', EXIT.UNAUTHORIZED, [
+      'pass --api-key wsk_… or set WHETSTONE_API_KEY (create a key under Team → API keys);',
+      `on the machine running npm start, the local key is read from ${path.join(whetstoneHome(opts.env), 'local-credentials.json')}`,
+    ]);
+  }
+  const api = createApi(url, credentials.apiKey);
+  const fail = (error: unknown) => toCliError(error, url, credentials.source);
+  let me: Awaited<ReturnType<Api['account']['me']['query']>>;
+  try {
+    me = await api.account.me.query();
+  } catch (e) {
+    throw fail(e);
+  }
+  if (!me) throw keyRefused(credentials.source);
+  const wanted = opts.team ?? opts.env.WHETSTONE_TEAM ?? credentials.teamId;
+  let teamId: string;
+  if (wanted) {
+    const team = me.teams.find((t) => t.id === wanted || t.slug === wanted);
+    if (!team) throw new CliError(`the API key cannot act in team ${wanted}`, EXIT.NOT_FOUND, [`its teams: ${me.teams.map((t) => `${t.slug} (${t.id})`).join(', ') || 'none'}`]);
+    teamId = team.id;
+  } else if (me.teams.length === 1) {
+    teamId = me.teams[0].id;
+  } else {
+    throw new CliError(me.teams.length === 0 ? 'the API key belongs to no team' : 'which team? pass --team', EXIT.USAGE, me.teams.map((t) => `  ${t.slug} (${t.id})`));
+  }
+  return { url, api, apiKey: credentials.apiKey, keySource: credentials.source, teamId, fail };
+}

@@ -1,0 +1,39 @@
+import type { Command } from '../args';
+import type { Connection } from '../client';
+import { CliError, EXIT, UsageError } from '../errors';
+import { call, type CommandContext } from './context';
+import { followToEnd, outcomeJson, printOutcome } from './follow';
+
+type EvalCommand = Extract<Command, { name: 'eval' }>;
+
+const SCORE_KEYS = ['score', 'meanReturn', 'winRate', 'wins', 'losses', 'draws', 'games', 'errors'];
+
+/** The environment version the checkpoint's own job trained on, when --env is not given. */
+async function environmentOf(conn: Connection, checkpointId: string): Promise<string> {
+  const checkpoints = await call(conn, () => conn.api.runs.checkpoints.query({ teamId: conn.teamId, limit: 500 }));
+  const checkpoint = checkpoints.find((c) => c.id === checkpointId);
+  if (!checkpoint) throw new CliError(`no checkpoint ${checkpointId} in this team (among its latest 500); pass --env to evaluate it anyway`, EXIT.NOT_FOUND);
+  if (!checkpoint.jobId) throw new UsageError(`checkpoint ${checkpointId} has no job to take the environment from: pass --env <environment version id>`);
+  const job = await call(conn, () => conn.api.jobs.get.query({ teamId: conn.teamId, jobId: checkpoint.jobId! }));
+  const envId = (job.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+  if (typeof envId !== 'string') throw new UsageError(`checkpoint ${checkpointId} comes from a ${job.kind} job without an environment: pass --env <environment version id>`);
+  return envId;
+}
+
+export async function evalCommand(ctx: CommandContext, cmd: EvalCommand): Promise<number> {
+  const conn = await ctx.connect();
+  const environmentVersionId = cmd.env ?? (await environmentOf(conn, cmd.checkpointId));
+  const config = { checkpointId: cmd.checkpointId, environmentVersionId, against: cmd.against, games: cmd.games };
+  const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind: 'EVAL', config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
+  const against = typeof cmd.against === 'string' ? cmd.against : `checkpoint ${cmd.against.checkpointId}`;
+  ctx.out.line(`submitted job ${job.id}: EVAL of ${cmd.checkpointId}, ${cmd.games} games against ${against}`);
+  const document = { job: { id: job.id, kind: job.kind, state: job.state, priority: job.priority, createdAt: job.createdAt }, config };
+  if (!cmd.watch) {
+    ctx.out.document(document);
+    return EXIT.OK;
+  }
+  const outcome = await followToEnd(ctx, conn, job.id, { total: null, logs: 'all', keys: ['score'] });
+  printOutcome(ctx, outcome, SCORE_KEYS);
+  ctx.out.document({ ...document, final: outcomeJson(outcome) });
+  return outcome.exitCode;
+}

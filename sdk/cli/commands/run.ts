@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from '../args';
+import type { Connection } from '../client';
+import { CliError, EXIT, UsageError } from '../errors';
+import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
+import { validationProblems, validationSummary } from '../validation';
+import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
+import { call, type CommandContext } from './context';
+import { followToEnd, outcomeJson, printOutcome } from './follow';
+
+type RunCommand = Extract<Command, { name: 'run' }>;
+
+export interface ResolvedEnvironment {
+  name: string;
+  environmentId: string;
+  versionId: string;
+  version: number;
+  /** True when this run uploaded new content; false when an identical version existed. */
+  created: boolean | null;
+  /** The manifest's default steps, for the progress bar. */
+  defaultSteps: number | null;
+}
+
+function readJsonConfig(file: string, cwd: string): Record<string, unknown> {
+  const full = path.resolve(cwd, file);
+  let text: string;
+  try {
+    text = fs.readFileSync(full, 'utf8');
+  } catch {
+    throw new UsageError(`--config: cannot read ${file}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(`--config: ${file} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`--config: ${file} must hold a JSON object (a job config)`);
+  return value as Record<string, unknown>;
+}
+
+function failedDryRun(name: string, version: number, report: DryRunReport, dir: string | null, cwd: string): CliError {
+  const problems = validationProblems(report, dir, cwd);
+  return new CliError(`environment ${name} version ${version} failed its dry run; not submitted`, EXIT.REJECTED, problems.length > 0 ? problems : ['(the report names no problem; open it in the editor)']);
+}
+
+function stepsOf(manifest: unknown): number | null {
+  const steps = (manifest as { training?: { steps?: unknown } } | null)?.training?.steps;
+  return typeof steps === 'number' ? steps : null;
+}
+
+/** Uploads a folder (only new content makes a new version) and checks its dry run. */
+async function uploadFolder(ctx: CommandContext, conn: Connection, target: string): Promise<ResolvedEnvironment> {
+  const folder = readEnvironmentFolder(target, ctx.io.cwd);
+  const saved = await call(conn, () =>
+    conn.api.environments.saveVersion.mutate({
+      teamId: conn.teamId,
+      name: folder.manifest.name,
+      description: folder.manifest.description || undefined,
+      entry: folder.manifest.entry,
+      files: folder.files,
+      manifest: folder.rawManifest,
+      datasetText: folder.datasetText,
+    }),
+  );
+  const name = folder.manifest.name;
+  if (saved.validation && !saved.validation.ok) throw failedDryRun(name, saved.version, saved.validation, folder.dir, ctx.io.cwd);
+  const how = saved.created ? `uploaded${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
+  ctx.out.line(`environment ${name}: version ${saved.version} (${how})`);
+  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, defaultSteps: folder.manifest.training.steps };
+}
+
+/** An environment id, an environment version id, or an environment's name in the team. */
+async function lookUp(ctx: CommandContext, conn: Connection, target: string): Promise<ResolvedEnvironment> {
+  const api = conn.api;
+  const teamId = conn.teamId;
+  const notFound = (e: unknown) => conn.fail(e).exitCode === EXIT.NOT_FOUND;
+  const fromEnvironment = async (environmentId: string) => {
+    const env = await call(conn, () => api.environments.get.query({ teamId, environmentId }));
+    const latest = env.versions[0];
+    if (!latest) throw new CliError(`environment ${env.name} has no saved version`, EXIT.NOT_FOUND);
+    return latest.id;
+  };
+  let versionId: string | null = null;
+  try {
+    versionId = await fromEnvironment(target);
+  } catch (e) {
+    if (!(e instanceof CliError && e.exitCode === EXIT.NOT_FOUND)) throw e;
+  }
+  if (!versionId) {
+    try {
+      versionId = (await api.environments.version.query({ teamId, versionId: target })).id;
+    } catch (e) {
+      if (!notFound(e)) throw conn.fail(e);
+    }
+  }
+  if (!versionId) {
+    const list = await call(conn, () => api.environments.list.query({ teamId, includeArchived: false }));
+    const byName = list.find((env) => env.name === target);
+    if (!byName) {
+      throw new CliError(`no environment folder, environment id, version id or name "${target}"`, EXIT.NOT_FOUND, [
+        list.length > 0 ? `the team's environments: ${list.map((env) => env.name).join(', ')}` : "the team has no environments",
+      ]);
+    }
+    versionId = await fromEnvironment(byName.id);
+  }
+  const version = await call(conn, () => api.environments.version.query({ teamId, versionId: versionId! }));
+  const env = await call(conn, () => api.environments.get.query({ teamId, environmentId: version.environmentId }));
+  const report = version.validation as unknown as DryRunReport | null;
+  if (version.validationStatus === 'INVALID' && report) throw failedDryRun(env.name, version.version, report, null, ctx.io.cwd);
+  ctx.out.line(`environment ${env.name}: version ${version.version}`);
+  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, defaultSteps: stepsOf(version.manifest) };
+}
+
+export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
+  const fileConfig = cmd.configFile ? readJsonConfig(cmd.configFile, ctx.io.cwd) : {};
+  if (cmd.algo === 'sft' && !cmd.dataset && typeof fileConfig.datasetVersionId !== 'string') {
+    throw new UsageError('--algo sft trains on a dataset version: pass --dataset <dataset version id> or put datasetVersionId in --config');
+  }
+  const conn = await ctx.connect();
+  const env = isEnvironmentFolder(cmd.target, ctx.io.cwd) ? await uploadFolder(ctx, conn, cmd.target) : await lookUp(ctx, conn, cmd.target);
+
+  let kind: 'TRAIN' | 'SFT';
+  let config: Record<string, unknown>;
+  let total: number | null;
+  if (cmd.algo === 'sft') {
+    kind = 'SFT';
+    config = { ...fileConfig, ...(cmd.dataset ? { datasetVersionId: cmd.dataset } : {}), ...(cmd.steps ? { steps: cmd.steps } : {}) };
+    total = typeof config.steps === 'number' ? config.steps : 500;
+  } else {
+    kind = 'TRAIN';
+    const training = { ...((fileConfig.training as Record<string, unknown> | undefined) ?? {}), algorithm: cmd.algo, ...(cmd.steps ? { steps: cmd.steps } : {}) };
+    config = { ...fileConfig, environmentVersionId: env.versionId, training };
+    total = typeof training.steps === 'number' ? training.steps : env.defaultSteps;
+  }
+  const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind, config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
+  ctx.out.line(`submitted job ${job.id}: ${kind} ${cmd.algo}${total ? `, ${total} steps` : ''}, priority ${job.priority}`);
+  const document = {
+    environment: { name: env.name, environmentId: env.environmentId, versionId: env.versionId, version: env.version, created: env.created },
+    job: { id: job.id, kind: job.kind, state: job.state, priority: job.priority, createdAt: job.createdAt, steps: total },
+  };
+  if (!cmd.watch) {
+    ctx.out.line(`  follow it: whetstone logs ${job.id} --follow    list: whetstone jobs    stop it: whetstone cancel ${job.id}`);
+    ctx.out.document(document);
+    return EXIT.OK;
+  }
+  const keys = kind === 'SFT' ? ['loss'] : ['reward', 'loss'];
+  const outcome = await followToEnd(ctx, conn, job.id, { total, logs: cmd.logs ? 'all' : 'problems', keys });
+  printOutcome(ctx, outcome, keys);
+  ctx.out.document({ ...document, final: outcomeJson(outcome) });
+  return outcome.exitCode;
+}

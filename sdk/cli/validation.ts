@@ -1,0 +1,39 @@
+import path from 'node:path';
+import type { DryRunReport } from '../../gpu-worker/runtime/dry-run';
+import type { SourceLocation } from '../../gpu-worker/runtime/sandbox/compile';
+
+// A failed dry run as compiler-style lines, `file:line:column: message`, with paths relative to
+// the working directory so that terminals and editors can jump to them.
+
+function where(location: SourceLocation | null, dir: string | null, cwd: string): string {
+  if (!location) return '';
+  const file = dir ? path.relative(cwd, path.join(dir, location.file)) || location.file : location.file;
+  return `${file}:${location.line}:${location.column}: `;
+}
+
+/** The problems of a dry-run report, one or two lines each; empty when it passed. */
+export function validationProblems(report: DryRunReport, dir: string | null, cwd: string): string[] {
+  const lines: string[] = [];
+  for (const d of report.compileErrors) {
+    lines.push(`${where(d.location, dir, cwd)}error: ${d.message}`);
+    if (d.lineText && d.location) lines.push(`    ${d.lineText}`, `    ${' '.repeat(Math.max(0, d.location.column - 1))}^`);
+  }
+  if (report.loadError) lines.push(`${where(report.loadError.location, dir, cwd)}error while loading: ${report.loadError.message}`);
+  for (const p of report.datasetProblems) {
+    const file = dir ? path.relative(cwd, path.join(dir, p.path)) : p.path;
+    lines.push(`${file}:${p.line}: ${p.message}`);
+  }
+  for (const e of report.errors) {
+    lines.push(`${where(e.location, dir, cwd)}${e.kind} during ${e.during}: ${e.message} (${e.episodes} of ${report.episodes} episodes)`);
+  }
+  for (const w of report.warnings) lines.push(`warning: ${w}`);
+  return lines;
+}
+
+/** One line about a passing report: episodes played and the reward spread. */
+export function validationSummary(report: DryRunReport): string {
+  const rewards = Object.entries(report.rewards)
+    .map(([agent, d]) => `${agent} reward ${d.mean.toFixed(3)} ± ${d.std.toFixed(3)}`)
+    .join(', ');
+  return `dry run: ${report.episodes} episodes in ${report.durationMs} ms${rewards ? `, ${rewards}` : ''}`;
+}
