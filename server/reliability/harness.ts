@@ -157,15 +157,15 @@ export function banditConfig(team: Team, steps: number, checkpointEvery: number)
   };
 }
 
-export async function trpc<T = any>(url: string, apiKey: string, procedure: string, input: unknown, kind: 'query' | 'mutation' = 'mutation'): Promise<T> {
+export async function trpc<T = unknown>(url: string, apiKey: string, procedure: string, input: unknown, kind: 'query' | 'mutation' = 'mutation'): Promise<T> {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const res =
     kind === 'mutation'
       ? await fetch(`${url}/api/trpc/${procedure}`, { method: 'POST', headers, body: JSON.stringify({ json: input }) })
       : await fetch(`${url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`, { headers });
-  const body = (await res.json()) as any;
+  const body = (await res.json()) as { error?: { json: { message: string } }; result?: { data: { json: unknown } } };
   if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
-  return body.result.data.json as T;
+  return body.result!.data.json as T;
 }
 
 export async function submitTrain(url: string, team: Team, steps: number, checkpointEvery: number, extra: Record<string, unknown> = {}) {
