@@ -238,9 +238,13 @@ describe('authorization matrix', () => {
     const { key, id } = ((await res.json()) as { result: { data: { json: { key: string; id: string } } } }).result.data.json;
     expect((await call(server.url, 'jobs.list', 'query', { teamId: fixture.teamId }, undefined, key)).code).toBeNull();
     await call(server.url, 'apiKeys.revoke', 'mutation', { teamId: fixture.teamId, keyId: id }, cookies.VIEWER);
-    expect((await call(server.url, 'jobs.list', 'query', { teamId: fixture.teamId }, undefined, key)).code).toBe('UNAUTHORIZED');
+    const refused = await call(server.url, 'jobs.list', 'query', { teamId: fixture.teamId }, undefined, key);
+    expect(refused).toMatchObject({ code: 'UNAUTHORIZED', message: 'The API key was refused: it is revoked' });
     const audit = await t.db.auditLog.findMany({ where: { targetId: id }, select: { action: true } });
-    expect(audit.map((a) => a.action).sort()).toEqual(['api_key.created', 'api_key.revoked']);
+    expect(audit.map((a) => a.action).sort()).toEqual(['api_key.created', 'api_key.refused', 'api_key.revoked']);
+    await t.db.apiKey.update({ where: { id }, data: { revokedAt: null, expiresAt: new Date(Date.now() - 1000) } });
+    expect((await call(server.url, 'jobs.list', 'query', { teamId: fixture.teamId }, undefined, key)).message).toBe('The API key was refused: it is expired');
+    expect((await call(server.url, 'jobs.list', 'query', { teamId: fixture.teamId }, undefined, 'wsk_made-up')).message).toBe('The API key was refused: it is not known here');
   });
 
   it('a viewer cannot start a job; a member can', async () => {

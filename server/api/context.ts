@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Auth } from '../auth/auth';
-import { resolveCaller, type Caller } from '../auth/caller';
+import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { RealtimeHub } from '../realtime/gateway';
@@ -33,12 +33,20 @@ export interface Context {
   db: Db;
   deps: ServerDeps;
   caller: Caller | null;
+  /** Why a presented credential was refused, for the UNAUTHORIZED answer. */
+  authError: string | null;
   ip: string | null;
   req: IncomingMessage;
   res: ServerResponse;
 }
 
 export async function createContext(deps: ServerDeps, req: IncomingMessage, res: ServerResponse): Promise<Context> {
-  const caller = await resolveCaller(deps.db, deps.auth, req.headers);
-  return { db: deps.db, deps, caller, ip: req.socket.remoteAddress ?? null, req, res };
+  const ip = req.socket.remoteAddress ?? null;
+  try {
+    const caller = await resolveCaller(deps.db, deps.auth, req.headers, ip);
+    return { db: deps.db, deps, caller, authError: null, ip, req, res };
+  } catch (error) {
+    if (!(error instanceof CredentialRefused)) throw error;
+    return { db: deps.db, deps, caller: null, authError: error.message, ip, req, res };
+  }
 }

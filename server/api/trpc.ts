@@ -55,7 +55,7 @@ export const userProcedure = t.procedure
   .use(mapErrors)
   .meta({ access: 'user' })
   .use(({ ctx, next }) => {
-    if (!ctx.caller) throw new TRPCError({ code: 'UNAUTHORIZED', message: 'Sign in first' });
+    if (!ctx.caller) throw new TRPCError({ code: 'UNAUTHORIZED', message: ctx.authError ?? 'Sign in first' });
     return next({ ctx: { ...ctx, caller: ctx.caller, user: ctx.caller.user } });
   });
 

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Db } from '../db/client';
+import { audit } from './audit';
 import type { Auth } from './auth';
 import { hashSecret } from './tokens';
 
@@ -26,13 +27,24 @@ export function toHeaders(headers: IncomingHttpHeaders): Headers {
 
 const userSelect = { id: true, email: true, name: true, isInstallationAdmin: true } as const;
 
-/** Resolves `Authorization: Bearer wsk_…` or the session cookie. Null when neither is valid. */
-export async function resolveCaller(db: Db, auth: Auth, headers: IncomingHttpHeaders): Promise<Caller | null> {
+/** A credential that was presented and refused: the answer says why, and the refusal is audited. */
+export class CredentialRefused extends Error {}
+
+/**
+ * Resolves `Authorization: Bearer wsk_…` or the session cookie. Null when there is neither;
+ * CredentialRefused when an API key is unknown, revoked or expired.
+ */
+export async function resolveCaller(db: Db, auth: Auth, headers: IncomingHttpHeaders, ip: string | null = null): Promise<Caller | null> {
   const bearer = /^Bearer\s+(\S+)$/i.exec(headers.authorization ?? '')?.[1];
   if (bearer) {
-    if (!bearer.startsWith(API_KEY_PREFIX) || bearer.length > 200) return null;
+    if (!bearer.startsWith(API_KEY_PREFIX) || bearer.length > 200) throw new CredentialRefused('The API key was refused: it is not a Whetstone API key (wsk_…)');
     const key = await db.apiKey.findUnique({ where: { keyHash: hashSecret(bearer) }, include: { user: { select: userSelect } } });
-    if (!key || key.revokedAt || (key.expiresAt && key.expiresAt < new Date())) return null;
+    const why = !key ? 'unknown' : key.revokedAt ? 'revoked' : key.expiresAt && key.expiresAt < new Date() ? 'expired' : null;
+    if (why) {
+      await audit(db, { teamId: key?.teamId, action: 'api_key.refused', targetType: 'api_key', targetId: key?.id, details: { why, prefix: bearer.slice(0, 12) }, ipAddress: ip });
+      throw new CredentialRefused(`The API key was refused: it is ${why === 'unknown' ? 'not known here' : why}`);
+    }
+    if (!key) return null;
     if (!key.lastUsedAt || Date.now() - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
       await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: new Date() } });
     }

@@ -5,7 +5,7 @@ import { Server } from 'socket.io';
 import { z } from 'zod';
 import type { Assignment } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
-import { resolveCaller, type Caller } from '../auth/caller';
+import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
 import type { StoredBatch } from '../streams/ingest';
 import { authenticateWorker } from '../workers/api';
@@ -52,12 +52,12 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
   if (pool) io.adapter(createAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
   io.use(async (socket, next) => {
     try {
-      const caller = await resolveCaller(db, auth, socket.request.headers);
+      const caller = await resolveCaller(db, auth, socket.request.headers, socket.handshake.address);
       if (!caller) return next(new Error('UNAUTHORIZED: sign in first'));
       socket.data.caller = caller;
       next();
-    } catch {
-      next(new Error('INTERNAL: could not check the session'));
+    } catch (error) {
+      next(new Error(error instanceof CredentialRefused ? `UNAUTHORIZED: ${error.message}` : 'INTERNAL: could not check the session'));
     }
   });
   io.on('connection', (socket) => {

@@ -13,6 +13,7 @@ import { hashSecret, newSecret } from '../auth/tokens';
 import type { Db } from '../db/client';
 import { repoRoot } from '../paths';
 import { WORKER_TOKEN_PREFIX } from '../workers/credentials';
+import { io as connect } from 'socket.io-client';
 
 export interface Proc {
   name: string;
@@ -184,4 +185,41 @@ export function range(n: number): number[] {
 
 export async function jobState(db: Db, jobId: string) {
   return (await db.job.findUniqueOrThrow({ where: { id: jobId } })).state;
+}
+
+/**
+ * A browser watching a run over socket.io: it subscribes on every (re)connect and then asks
+ * runs.since for everything after the last metric id it saw, as the web app does.
+ */
+export function watchRun(url: string, team: Team, jobId: string) {
+  const metrics = new Map<string, { step: number; key: string }>();
+  let connects = 0;
+  let caughtUp = 0;
+  const socket = connect(url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnectionDelay: 200, reconnectionDelayMax: 1000 });
+  socket.on('stream', (batch: { jobId: string; kind: string; items: Array<{ id: string; step: number; key: string }> }) => {
+    if (batch.jobId === jobId && batch.kind === 'metrics') for (const m of batch.items) metrics.set(m.id, { step: m.step, key: m.key });
+  });
+  socket.on('connect', () => {
+    connects++;
+    void (async () => {
+      const ack = (await socket.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
+      if (!ack.ok) throw new Error(ack.error);
+      const last = [...metrics.keys()].map(BigInt).reduce((a, b) => (a > b ? a : b), 0n);
+      const missed = await trpc<{ metrics: Array<{ id: string; step: number; key: string }> }>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, afterMetricId: last.toString() }, 'query');
+      for (const m of missed.metrics) metrics.set(String(m.id), { step: m.step, key: m.key });
+      caughtUp++;
+    })().catch(() => {});
+  });
+  return {
+    socket,
+    metrics,
+    connects: () => connects,
+    caughtUp: () => caughtUp,
+    close: () => socket.close(),
+  };
+}
+
+/** The ids of every stored metric row of a job. */
+export async function metricIds(db: Db, jobId: string): Promise<string[]> {
+  return (await db.metricPoint.findMany({ where: { jobId }, select: { id: true }, orderBy: { id: 'asc' } })).map((r) => r.id.toString());
 }
