@@ -76,12 +76,13 @@ async function stopOrphan(dataDir: string): Promise<void> {
   throw new EmbeddedPostgresError(`A PostgreSQL server (pid ${pid}) still holds ${dataDir}; stop it and start again.`);
 }
 
-export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}): Promise<EmbeddedDatabase> {
+/** `port`: listen there (a restart on the same address); default a free one. */
+export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}, port?: number): Promise<EmbeddedDatabase> {
   const dataDir = path.join(home, 'pg');
   fs.mkdirSync(home, { recursive: true });
   const state = inspectDataDir(dataDir);
   const { password } = credentials(home);
-  const port = await freePort();
+  port ??= await freePort();
   const recent: string[] = [];
   const pgServer = new EmbeddedPostgres({
     databaseDir: dataDir,

@@ -49,7 +49,14 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     maxHttpBufferSize: 1_000_000,
   });
   // Across server replicas, emits reach clients connected to any of them (NOTIFY under the hood).
-  if (pool) io.adapter(createAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
+  if (pool) {
+    // The adapter holds one pool client for LISTEN and reconnects when it ends, but attaches no
+    // 'error' listener to it: without this one, a database restart ("terminating connection")
+    // was an unhandled 'error' event that killed the server.
+    pool.on('connect', (client) => client.on('error', (e) => console.error('[realtime] database connection lost:', e.message)));
+    if (pool.listenerCount('error') === 0) pool.on('error', () => {});
+    io.adapter(createAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
+  }
   io.use(async (socket, next) => {
     try {
       const caller = await resolveCaller(db, auth, socket.request.headers, socket.handshake.address);
