@@ -117,7 +117,7 @@ describe('scheduler loop and worker protocol', () => {
   it('requeues a job whose lease expired, resumes it from its checkpoint, and fences the stale worker out', async () => {
     const stale = await newWorker();
     const job = await submit();
-    const first = (await waitFor('an assignment', async () => (await heartbeat(stale)).body.assignments[0])) as any;
+    const first = (await waitFor('an assignment', async () => (await heartbeat(stale)).body.assignments.find((a: any) => a.jobId === job.id))) as any;
     const fence1 = { attemptId: first.attemptId, fencingToken: first.fencingToken };
     await http(server.url, 'POST', '/api/workers/attempts/start', fence1, stale.credential);
     await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence1.attemptId}&fencingToken=${fence1.fencingToken}&kind=TRAINING&step=5`, {
@@ -133,7 +133,7 @@ describe('scheduler loop and worker protocol', () => {
     await t.db.job.update({ where: { id: job.id }, data: { notBefore: null } }); // skip the backoff wait
 
     const fresh = await newWorker();
-    const second = (await waitFor('a second assignment', async () => (await heartbeat(fresh)).body.assignments[0])) as any;
+    const second = (await waitFor('a second assignment', async () => (await heartbeat(fresh)).body.assignments.find((a: any) => a.jobId === job.id))) as any;
     expect(second).toMatchObject({ jobId: job.id, attempt: 2, resumeFrom: { step: 5 } });
     expect(BigInt(second.fencingToken)).toBeGreaterThan(BigInt(first.fencingToken));
     const fence2 = { attemptId: second.attemptId, fencingToken: second.fencingToken };
@@ -154,7 +154,7 @@ describe('scheduler loop and worker protocol', () => {
   it('preempts a low-priority job for a high-priority one on a full pool; the low one resumes later', async () => {
     const worker = await newWorker(1);
     const low = await submit({}, { priority: 0 });
-    const a1 = (await waitFor('low placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    const a1 = (await waitFor('low placed', async () => (await heartbeat(worker)).body.assignments.find((a: any) => a.jobId === low.id))) as any;
     const fence = { attemptId: a1.attemptId, fencingToken: a1.fencingToken };
     await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential);
     await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence.attemptId}&fencingToken=${fence.fencingToken}&kind=TRAINING&step=3`, {
@@ -166,15 +166,16 @@ describe('scheduler loop and worker protocol', () => {
       return l.preempt ? l : null;
     });
     expect(lease).toMatchObject({ valid: true, preempt: true, cancel: false });
-    expect((await t.db.job.findUniqueOrThrow({ where: { id: high.id } })).waitingReason).toMatch(/being freed .* held for this job/);
+    // The waiting reason is written in the same round, just after the preemption request.
+    const reason = await waitFor('the waiting reason', async () => (await t.db.job.findUniqueOrThrow({ where: { id: high.id } })).waitingReason);
+    expect(reason).toMatch(/being freed .* held for this job/);
     // The runner checkpoints and stops; the job goes back to the queue, the high one runs.
     await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'preempted', reason: 'checkpointed at step 3' }, worker.credential);
-    const a2 = (await waitFor('high placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
-    expect(a2.jobId).toBe(high.id);
+    const a2 = (await waitFor('high placed', async () => (await heartbeat(worker)).body.assignments.find((a: any) => a.jobId === high.id))) as any;
     const lowEvents = await t.db.jobEvent.findMany({ where: { jobId: low.id }, orderBy: { id: 'asc' } });
     expect(lowEvents.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'RUNNING', 'PREEMPTED', 'QUEUED']);
     await http(server.url, 'POST', '/api/workers/attempts/finish', { attemptId: a2.attemptId, fencingToken: a2.fencingToken, outcome: 'succeeded' }, worker.credential);
-    const a3 = (await waitFor('low resumed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    const a3 = (await waitFor('low resumed', async () => (await heartbeat(worker)).body.assignments.find((a: any) => a.jobId === low.id))) as any;
     expect(a3).toMatchObject({ jobId: low.id, attempt: 2, resumeFrom: { step: 3 } });
     await http(server.url, 'POST', '/api/workers/attempts/finish', { attemptId: a3.attemptId, fencingToken: a3.fencingToken, outcome: 'succeeded' }, worker.credential);
     await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
@@ -183,7 +184,7 @@ describe('scheduler loop and worker protocol', () => {
   it('cancelling a running job reaches its worker', async () => {
     const worker = await newWorker(1);
     const job = await submit();
-    const a = (await waitFor('placed', async () => (await heartbeat(worker)).body.assignments[0])) as any;
+    const a = (await waitFor('placed', async () => (await heartbeat(worker)).body.assignments.find((x: any) => x.jobId === job.id))) as any;
     const fence = { attemptId: a.attemptId, fencingToken: a.fencingToken };
     await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential);
     expect(await trpc(server.url, owner.cookie, 'jobs.cancel', { teamId: owner.team.id, jobId: job.id })).toMatchObject({ cancelRequested: true });

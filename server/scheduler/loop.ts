@@ -172,17 +172,26 @@ export class SchedulerLoop {
     if (this.isLeader) this.wake();
   }
 
-  private async tryLead(): Promise<void> {
+  private trying: Promise<void> | null = null;
+
+  /** One attempt at a time; a loop stopped meanwhile lets go of whatever it got. */
+  private tryLead(): Promise<void> {
+    this.trying ??= this.attemptLead().finally(() => (this.trying = null));
+    return this.trying;
+  }
+
+  private async attemptLead(): Promise<void> {
     try {
       if (!this.client) {
         const client = new pg.Client({ connectionString: this.databaseUrl });
         client.on('error', () => this.loseLeadership('connection error'));
         client.on('end', () => this.loseLeadership('connection closed'));
         await client.connect();
+        if (this.stopped) return void (await client.end().catch(() => {}));
         this.client = client;
       }
       const { rows } = await this.client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [LEADER_LOCK_KEY]);
-      if (!rows[0].ok) return;
+      if (!rows[0].ok || this.stopped) return;
       await this.client.query(`LISTEN ${SCHEDULER_CHANNEL}`);
       this.client.on('notification', () => this.wake());
       this.isLeader = true;
@@ -218,6 +227,7 @@ export class SchedulerLoop {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    await this.trying;
     const client = this.client;
     this.client = null;
     this.isLeader = false;
