@@ -74,6 +74,12 @@ function networkDetail(error: unknown): string | undefined {
   return undefined;
 }
 
+function innermostMessage(error: unknown): string {
+  let e = error as { cause?: unknown; message?: unknown };
+  for (let depth = 0; e.cause && depth < 5; depth++) e = e.cause as typeof e;
+  return String(e.message);
+}
+
 /** Turns anything thrown while talking to the server into a CliError with a meaningful exit code. */
 export function toCliError(error: unknown, serverUrl: string, keySource: KeySource | null): CliError {
   if (error instanceof CliError) return error;
@@ -83,7 +89,9 @@ export function toCliError(error: unknown, serverUrl: string, keySource: KeySour
     if (!code) {
       // No tRPC error shape: the request never got a Whetstone answer.
       const detail = networkDetail(error);
-      return unreachable(serverUrl, detail ?? `the answer was not Whetstone's (${error.message})`);
+      if (detail) return unreachable(serverUrl, detail);
+      if (error.message === 'fetch failed') return unreachable(serverUrl, innermostMessage(error));
+      return unreachable(serverUrl, `the answer was not Whetstone's (${error.message})`);
     }
     switch (code) {
       case 'UNAUTHORIZED':

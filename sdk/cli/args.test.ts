@@ -1,0 +1,191 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TRPCClientError } from '@trpc/client';
+import { describe, expect, it } from 'vitest';
+import { HELP, parseCommandLine } from './args';
+import { findCredentials, serverUrl } from './client';
+import { readEnvironmentFolder } from './env-folder';
+import { EXIT, toCliError, UsageError } from './errors';
+import { age, progressBar, table } from './format';
+import { LiveView } from './live-view';
+import { runCapture } from './test-io';
+import { validationProblems } from './validation';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const usage = (argv: string[]) => {
+  try {
+    parseCommandLine(argv);
+  } catch (e) {
+    if (e instanceof UsageError) return e.message;
+    throw e;
+  }
+  throw new Error(`parsed: ${argv.join(' ')}`);
+};
+
+describe('parseCommandLine', () => {
+  it('parses run with every option, global options anywhere', () => {
+    expect(parseCommandLine(['--server', 'http://h:1', 'run', 'env-templates/bandit', '--algo', 'ppo', '--steps', '3', '--config', 'c.json', '--watch', '--json', '--priority', '2'])).toEqual({
+      globals: { server: 'http://h:1', apiKey: undefined, team: undefined, json: true },
+      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', configFile: 'c.json', steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
+    });
+    expect(parseCommandLine(['run', 'x', '--algo=grpo', '-w', '--api-key', 'wsk_a']).command).toMatchObject({ name: 'run', algo: 'grpo', watch: true });
+    expect(parseCommandLine(['run', 'x', '--algo=grpo', '--api-key', 'wsk_a']).globals.apiKey).toBe('wsk_a');
+  });
+
+  it('parses the other commands', () => {
+    expect(parseCommandLine(['jobs']).command).toEqual({ name: 'jobs', state: undefined, limit: 50 });
+    expect(parseCommandLine(['jobs', '--state', 'running', '--limit', '5']).command).toEqual({ name: 'jobs', state: 'RUNNING', limit: 5 });
+    expect(parseCommandLine(['logs', 'j1', '-f']).command).toEqual({ name: 'logs', jobId: 'j1', follow: true });
+    expect(parseCommandLine(['cancel', 'j1']).command).toEqual({ name: 'cancel', jobId: 'j1' });
+    expect(parseCommandLine(['workers', '--json']).command).toEqual({ name: 'workers' });
+    expect(parseCommandLine(['eval', 'c1', '--against', 'random', '--games', '8']).command).toMatchObject({ name: 'eval', checkpointId: 'c1', against: 'random', games: 8, watch: true });
+    expect(parseCommandLine(['eval', 'c1', '--against', 'c2', '--env', 'v1', '--no-watch']).command).toMatchObject({ against: { checkpointId: 'c2' }, games: 20, env: 'v1', watch: false });
+    expect(parseCommandLine([]).command).toEqual({ name: 'help' });
+    expect(parseCommandLine(['--help']).command).toEqual({ name: 'help' });
+    expect(parseCommandLine(['run', '--help']).command).toEqual({ name: 'help', topic: 'run' });
+    expect(parseCommandLine(['help', 'eval']).command).toEqual({ name: 'help', topic: 'eval' });
+    expect(parseCommandLine(['--version']).command).toEqual({ name: 'version' });
+  });
+
+  it('refuses malformed command lines with a usage error', () => {
+    expect(usage(['frobnicate'])).toBe('unknown command "frobnicate"');
+    expect(usage(['run', 'x'])).toBe('run needs --algo grpo, ppo or sft');
+    expect(usage(['run', 'x', '--algo', 'dpo'])).toBe('--algo must be grpo, ppo or sft, not "dpo"');
+    expect(usage(['run', '--algo', 'grpo'])).toBe('run needs an environment folder or id');
+    expect(usage(['run', 'a', 'b', '--algo', 'grpo'])).toMatch(/takes one/);
+    expect(usage(['run', 'x', '--algo', 'grpo', '--steps', '0'])).toMatch(/--steps must be a whole number/);
+    expect(usage(['run', 'x', '--algo', 'grpo', '--steps', '2.5'])).toMatch(/--steps must be a whole number/);
+    expect(usage(['run', 'x', '--algo', 'grpo', '--games', '3'])).toMatch(/Unknown option '--games'/);
+    expect(usage(['jobs', '--state', 'LOST'])).toMatch(/--state must be one of/);
+    expect(usage(['jobs', 'extra'])).toMatch(/takes no arguments/);
+    expect(usage(['logs'])).toBe('logs needs a job id');
+    expect(usage(['eval', 'c', '--games', 'many'])).toMatch(/--games must be/);
+    expect(usage(['--server', 'ftp://x', 'jobs'])).toMatch(/--server must be an http\(s\) URL/);
+    expect(usage(['jobs', '--server'])).toMatch(/argument missing/);
+  });
+});
+
+describe('main: exit codes without a server', () => {
+  const env = { WHETSTONE_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-empty-')) };
+  const run = (argv: string[]) => runCapture(argv, { env, cwd: REPO });
+
+  it('documents every exit code in --help', async () => {
+    const res = await run(['--help']);
+    expect(res.code).toBe(EXIT.OK);
+    for (const code of Object.values(EXIT)) expect(HELP).toMatch(new RegExp(`^  ${code}\\s+\\S`, 'm'));
+    expect(res.stdout).toBe(HELP);
+    expect((await run(['help', 'logs'])).stdout).toMatch(/^usage: whetstone logs/);
+  });
+
+  it('usage errors are exit 2 on stderr, and a JSON document with --json', async () => {
+    const res = await run(['frobnicate']);
+    expect(res.code).toBe(EXIT.USAGE);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(/^whetstone: unknown command "frobnicate"\n/);
+    const json = await run(['jobs', '--json', '--limit', '0']);
+    expect(json.code).toBe(EXIT.USAGE);
+    expect(json.json()).toEqual({ error: { message: expect.stringMatching(/--limit/), details: [], exitCode: 2 } });
+  });
+
+  it('no credentials anywhere is exit 4; an unreadable --config is exit 2 before any request', async () => {
+    const res = await run(['jobs']);
+    expect(res.code).toBe(EXIT.UNAUTHORIZED);
+    expect(res.stderr).toContain('no API key');
+    expect((await run(['run', 'x', '--algo', 'grpo', '--config', '/no/such.json'])).code).toBe(EXIT.USAGE);
+    expect((await run(['run', 'x', '--algo', 'sft'])).stderr).toMatch(/trains on a dataset version/);
+  });
+});
+
+describe('client settings', () => {
+  it('takes the server from the flag, then WHETSTONE_URL, then the default', () => {
+    expect(serverUrl('http://a:1/', {})).toBe('http://a:1');
+    expect(serverUrl(undefined, { WHETSTONE_URL: 'http://b:2' })).toBe('http://b:2');
+    expect(serverUrl(undefined, {})).toBe('http://127.0.0.1:3000');
+  });
+
+  it('takes the key from the flag, then WHETSTONE_API_KEY, then the local credentials', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-home-'));
+    expect(findCredentials(undefined, { WHETSTONE_HOME: home })).toBeNull();
+    fs.writeFileSync(path.join(home, 'local-credentials.json'), JSON.stringify({ apiKey: 'wsk_local', teamId: 't1', workerToken: 'wst_x' }));
+    expect(findCredentials(undefined, { WHETSTONE_HOME: home })).toMatchObject({ apiKey: 'wsk_local', teamId: 't1' });
+    expect(findCredentials(undefined, { WHETSTONE_HOME: home, WHETSTONE_API_KEY: 'wsk_env' })).toEqual({ apiKey: 'wsk_env', source: { description: 'WHETSTONE_API_KEY' } });
+    expect(findCredentials('wsk_flag', { WHETSTONE_API_KEY: 'wsk_env' })?.apiKey).toBe('wsk_flag');
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+});
+
+describe('errors', () => {
+  const trpcError = (code: string, message: string) => {
+    const e = new TRPCClientError(message);
+    (e as unknown as { data: unknown }).data = { code };
+    return e;
+  };
+  it('maps server answers to exit codes', () => {
+    expect(toCliError(trpcError('UNAUTHORIZED', 'Sign in first'), 'u', null)).toMatchObject({ exitCode: EXIT.UNAUTHORIZED, message: 'the API key was refused' });
+    expect(toCliError(trpcError('FORBIDDEN', 'no'), 'u', null).exitCode).toBe(EXIT.UNAUTHORIZED);
+    expect(toCliError(trpcError('NOT_FOUND', 'No such job'), 'u', null)).toMatchObject({ exitCode: EXIT.NOT_FOUND, message: 'No such job' });
+    expect(toCliError(trpcError('BAD_REQUEST', 'Invalid'), 'u', null).exitCode).toBe(EXIT.REJECTED);
+    expect(toCliError(trpcError('TOO_MANY_REQUESTS', 'Not queued'), 'u', null).exitCode).toBe(EXIT.REJECTED);
+    expect(toCliError(trpcError('INTERNAL_SERVER_ERROR', 'x'), 'u', null).exitCode).toBe(EXIT.SERVER_ERROR);
+    const refused = new TRPCClientError('fetch failed', { cause: Object.assign(new Error('fetch failed'), { cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }) }) });
+    expect(toCliError(refused, 'http://h:9', null)).toMatchObject({ exitCode: EXIT.UNREACHABLE, message: 'cannot reach Whetstone at http://h:9: is npm start running?', details: ['ECONNREFUSED'] });
+  });
+});
+
+describe('formatting', () => {
+  it('lays out tables, ages and progress bars', () => {
+    expect(table(['ID', 'STATE'], [['a', 'RUNNING'], ['bbbb', 'QUEUED']])).toBe('ID    STATE\na     RUNNING\nbbbb  QUEUED');
+    const now = new Date('2025-01-01T12:00:00Z');
+    expect(age(new Date('2025-01-01T11:59:30Z'), now)).toBe('30s');
+    expect(age(new Date('2025-01-01T09:00:00Z'), now)).toBe('3h');
+    expect(age(new Date('2024-12-29T12:00:00Z'), now)).toBe('3d');
+    expect(progressBar(3, 6, 10)).toBe('[█████░░░░░] 3/6');
+    expect(progressBar(0, null, 4)).toBe('[····] 0');
+  });
+
+  it('prints dry-run problems as file:line:column relative to the working directory', () => {
+    const report = {
+      ok: false, compileErrors: [{ message: 'Unexpected ";"', location: { file: 'env.ts', line: 3, column: 17 }, lineText: '  const broken = ;' }],
+      loadError: null, warnings: ['agents differ'], datasetProblems: [{ path: 'data/train.jsonl', line: 4, message: 'not JSON' }],
+      errors: [{ kind: 'runtime', during: 'step', message: 'boom', location: { file: 'env.ts', line: 9, column: 5 }, userStack: '', episodes: 2 }], episodes: 8,
+    } as unknown as Parameters<typeof validationProblems>[0];
+    expect(validationProblems(report, '/w/envs/mine', '/w')).toEqual([
+      'envs/mine/env.ts:3:17: error: Unexpected ";"', '      const broken = ;', '                    ^',
+      'envs/mine/data/train.jsonl:4: not JSON',
+      'envs/mine/env.ts:9:5: runtime during step: boom (2 of 8 episodes)',
+      'warning: agents differ',
+    ]);
+  });
+
+  it('the live view prints a line per step and state change when not on a terminal', () => {
+    let out = '';
+    const view = new LiveView({ stdout: { write: (s: string) => (out += s) }, stderr: { write: () => true }, env: {}, cwd: '/', isTTY: false }, { total: 3, logs: 'problems' });
+    view.metrics([{ step: 0, key: 'reward', value: 0.25 }, { step: 0, key: 'loss', value: 1.5 }, { step: 0, key: 'kl', value: 0 }]);
+    view.logs([{ id: '1', level: 'info', message: 'quiet', time: '' }, { id: '2', level: 'warn', message: 'loud', time: '' }]);
+    view.metrics([{ step: 1, key: 'reward', value: 0.5 }]);
+    expect(out).toBe('step 1/3  reward 0.250  loss 1.500\nwarn: loud\nstep 2/3  reward 0.500  loss 1.500\n');
+    expect(view.lastMetrics).toEqual({ reward: 0.5, loss: 1.5, kl: 0 });
+  });
+});
+
+describe('environment folders', () => {
+  it('reads a template folder as the server expects it (tests left out)', () => {
+    const folder = readEnvironmentFolder('env-templates/math', REPO);
+    expect(folder.manifest.name).toBe('math');
+    expect(Object.keys(folder.files).every((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))).toBe(true);
+    expect(folder.files[folder.manifest.entry]).toBeDefined();
+    expect(folder.datasetText?.length).toBeGreaterThan(0);
+  });
+
+  it('names the problem with a folder that is not an environment', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-env-'));
+    expect(() => readEnvironmentFolder(dir, '/')).toThrow(/has no manifest.json/);
+    fs.writeFileSync(path.join(dir, 'manifest.json'), '{"name": "Bad Name"');
+    expect(() => readEnvironmentFolder(dir, '/')).toThrow(/not valid JSON/);
+    fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ name: 'ok', version: '1.0.0', kind: 'single-turn' }));
+    expect(() => readEnvironmentFolder(dir, '/')).toThrow(/no .ts files/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});

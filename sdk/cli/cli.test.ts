@@ -1,0 +1,260 @@
+/**
+ * The CLI against a real control plane (tRPC, socket.io, scheduler, PostgreSQL) and, for --watch
+ * and eval, a real worker daemon running real training in its runner process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppRouter } from '../../server/api/root';
+import { createTestDatabase, type TestDatabase } from '../../server/db/test-database';
+import { createUserWithTeam, startTestServer } from '../../server/test-server';
+import { EXIT } from './errors';
+import { runCapture } from './test-io';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const BANDIT = 'env-templates/bandit';
+
+let t: TestDatabase;
+let server: Awaited<ReturnType<typeof startTestServer>>;
+let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
+let apiKey: string;
+let home: string;
+let env: Record<string, string>;
+
+function cookieApi(cookie: string) {
+  return createTRPCClient<AppRouter>({
+    links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer: superjson, headers: () => ({ cookie, origin: server.url }) })],
+  });
+}
+
+const cli = (argv: string[], extraEnv: Record<string, string> = {}, signal?: AbortSignal) => runCapture(argv, { env: { ...env, ...extraEnv }, cwd: REPO, signal });
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * startTestServer adds the app's request listener after socket.io attached, so a polling request
+ * to /socket.io/ (the worker daemon starts with polling) is answered twice and the second answer
+ * throws ERR_HTTP_HEADERS_SENT. server/main.ts does not have this (its listener exists before
+ * socket.io attaches, and engine.io then calls it only for other paths); until test-server.ts
+ * does the same, the app listener here skips /socket.io/.
+ */
+function keepSocketIoPathsFromTheAppListener(): void {
+  const httpServer = server.realtime.io.httpServer as http.Server;
+  const listeners = httpServer.listeners('request') as Array<(req: http.IncomingMessage, res: http.ServerResponse) => void>;
+  const app = listeners[listeners.length - 1];
+  httpServer.off('request', app);
+  httpServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (!req.url?.startsWith('/socket.io/')) app(req, res);
+  });
+}
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  server = await startTestServer(t.db, { databaseUrl: t.url, tickMs: 100 });
+  keepSocketIoPathsFromTheAppListener();
+  owner = await createUserWithTeam(server.url, t.db);
+  apiKey = (await cookieApi(owner.cookie).apiKeys.create.mutate({ teamId: owner.team.id, name: 'cli test' })).key;
+  // An empty WHETSTONE_HOME so that no developer's local credentials leak into the test.
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-cli-'));
+  env = { WHETSTONE_URL: server.url, WHETSTONE_API_KEY: apiKey, WHETSTONE_HOME: home };
+});
+
+afterAll(async () => {
+  await server?.close();
+  await t?.drop();
+  if (home) fs.rmSync(home, { recursive: true, force: true });
+});
+
+describe('whetstone CLI against a server without workers', () => {
+  let firstJob = '';
+
+  it('run uploads the folder, submits a TRAIN job and prints its id; a second run reuses the version', async () => {
+    const first = await cli(['run', BANDIT, '--algo', 'grpo']);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(EXIT.OK);
+    expect(first.stdout).toMatch(/environment bandit: version 1 \(uploaded; dry run: \d+ episodes/);
+    firstJob = /submitted job (\S+): TRAIN grpo, 60 steps/.exec(first.stdout)![1];
+    const job = await t.db.job.findUniqueOrThrow({ where: { id: firstJob } });
+    expect(job).toMatchObject({ kind: 'TRAIN', teamId: owner.team.id, state: 'QUEUED' });
+    expect(job.config).toMatchObject({ training: { algorithm: 'grpo' } });
+
+    const second = await cli(['run', BANDIT, '--algo', 'ppo', '--steps', '7', '--json']);
+    expect(second.code).toBe(EXIT.OK);
+    const doc = second.json();
+    expect(doc.environment).toMatchObject({ name: 'bandit', version: 1, created: false, versionId: (job.config as { environmentVersionId: string }).environmentVersionId });
+    expect(doc.job).toMatchObject({ kind: 'TRAIN', state: 'QUEUED', steps: 7 });
+    expect(doc.job.id).not.toBe(firstJob);
+    expect(await t.db.environmentVersion.count()).toBe(1);
+    const secondJob = await t.db.job.findUniqueOrThrow({ where: { id: doc.job.id } });
+    expect(secondJob.config).toMatchObject({ training: { algorithm: 'ppo', steps: 7 } });
+
+    // The environment by name and by id submit against the same version, without uploading.
+    const byName = await cli(['run', 'bandit', '--algo', 'grpo', '--json']);
+    expect(byName.code).toBe(EXIT.OK);
+    expect(byName.json().environment.versionId).toBe(doc.environment.versionId);
+    const byId = await cli(['run', doc.environment.environmentId, '--algo', 'grpo', '--json']);
+    expect(byId.json().environment.versionId).toBe(doc.environment.versionId);
+  });
+
+  it('jobs lists the team\'s jobs as a table and as JSON', async () => {
+    const human = await cli(['jobs']);
+    expect(human.code).toBe(EXIT.OK);
+    expect(human.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+STATE\s+PRIORITY\s+OWNER\s+AGE\s+WAITING/);
+    expect(human.stdout).toContain(firstJob);
+    const json = await cli(['jobs', '--json']);
+    expect(json.code).toBe(EXIT.OK);
+    const { jobs } = json.json();
+    expect(jobs).toHaveLength(4);
+    expect(jobs.map((j: any) => j.id)).toContain(firstJob);
+    expect(jobs[0]).toMatchObject({ kind: 'TRAIN', state: 'QUEUED', owner: { id: owner.user.id } });
+    expect(typeof jobs[0].createdAt).toBe('string');
+  });
+
+  it('cancel ends a queued job; an unknown job is exit 5', async () => {
+    const res = await cli(['cancel', firstJob]);
+    expect(res.code).toBe(EXIT.OK);
+    expect(res.stdout).toContain(`cancelled job ${firstJob}`);
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: firstJob } })).state).toBe('CANCELLED');
+    const again = await cli(['cancel', firstJob, '--json']);
+    expect(again.json()).toMatchObject({ jobId: firstJob, state: 'CANCELLED', cancelRequested: false });
+    const missing = await cli(['cancel', 'no-such-job']);
+    expect(missing.code).toBe(EXIT.NOT_FOUND);
+    expect(missing.stderr).toContain('No such job');
+    expect((await cli(['logs', firstJob])).code).toBe(EXIT.OK);
+  });
+
+  it('run --watch follows a job to its end: cancelled while queued is exit 1', async () => {
+    const before = await t.db.job.count();
+    const watching = cli(['run', BANDIT, '--algo', 'grpo', '--watch']);
+    const job = await until('the watched job', async () => (await t.db.job.count()) > before && t.db.job.findFirst({ orderBy: { createdAt: 'desc' } }));
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await cli(['cancel', job.id])).code).toBe(EXIT.OK);
+    const res = await watching;
+    expect(res.code).toBe(EXIT.JOB_FAILED);
+    expect(res.stdout).toContain('queued');
+    expect(res.stdout).toContain(`job ${job.id} CANCELLED`);
+  });
+
+  it('a folder that fails its dry run prints file:line:column and is not submitted (exit 6)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-env-'));
+    fs.copyFileSync(path.join(REPO, BANDIT, 'manifest.json'), path.join(dir, 'manifest.json'));
+    const code = fs.readFileSync(path.join(REPO, BANDIT, 'env.ts'), 'utf8').replace("reward: (_prompt, completion, task) => {", "reward: (_prompt, completion, task) => {\n    const broken = ;");
+    fs.writeFileSync(path.join(dir, 'env.ts'), code);
+    const before = await t.db.job.count();
+    const res = await cli(['run', dir, '--algo', 'grpo']);
+    fs.rmSync(dir, { recursive: true, force: true });
+    expect(res.code).toBe(EXIT.REJECTED);
+    expect(res.stderr).toMatch(/failed its dry run; not submitted/);
+    const line = code.split('\n').findIndex((l) => l.includes('const broken = ;')) + 1;
+    expect(res.stderr).toMatch(new RegExp(`env\\.ts:${line}:\\d+: error: `));
+    expect(await t.db.job.count()).toBe(before);
+  });
+
+  it('a refused key is exit 4, a server that is down is exit 3', async () => {
+    const bad = await cli(['jobs'], { WHETSTONE_API_KEY: 'wsk_not_a_real_key' });
+    expect(bad.code).toBe(EXIT.UNAUTHORIZED);
+    expect(bad.stderr).toContain('the API key was refused');
+    const noKey = await runCapture(['jobs'], { env: { WHETSTONE_URL: server.url, WHETSTONE_HOME: home }, cwd: REPO });
+    expect(noKey.code).toBe(EXIT.UNAUTHORIZED);
+
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const down = await cli(['jobs', '--json'], { WHETSTONE_URL: `http://127.0.0.1:${port}` });
+    expect(down.code).toBe(EXIT.UNREACHABLE);
+    expect(down.stderr).toContain(`cannot reach Whetstone at http://127.0.0.1:${port}: is npm start running?`);
+    expect(down.json()).toMatchObject({ error: { exitCode: EXIT.UNREACHABLE } });
+  });
+
+  it('local mode: the key and team come from WHETSTONE_HOME without any flag', async () => {
+    const local = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-home-'));
+    fs.writeFileSync(path.join(local, 'local-credentials.json'), JSON.stringify({ workerToken: 'wst_x', apiKey, teamId: owner.team.id }));
+    const res = await runCapture(['workers', '--json'], { env: { WHETSTONE_URL: server.url, WHETSTONE_HOME: local }, cwd: REPO });
+    fs.rmSync(local, { recursive: true, force: true });
+    expect(res.code).toBe(EXIT.OK);
+    expect(res.json()).toEqual({ workers: [] });
+  });
+});
+
+describe('whetstone CLI with a worker daemon', () => {
+  // A real daemon process (as npm start runs it): tfjs and its runner children stay out of the test process.
+  let daemon: ChildProcess;
+  let daemonHome: string;
+  let configFile: string;
+  const daemonLogs: string[] = [];
+
+  beforeAll(async () => {
+    // The jobs queued above would go first: cancel them (through the CLI).
+    for (const job of (await cli(['jobs', '--state', 'QUEUED', '--json'])).json().jobs) expect((await cli(['cancel', job.id])).code).toBe(EXIT.OK);
+    const { token } = await cookieApi(owner.cookie).workerTokens.create.mutate({ teamId: owner.team.id, name: 'cli test worker' });
+    daemonHome = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-cli-worker-'));
+    daemon = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'gpu-worker/daemon.ts'), '--server', server.url, '--token', token, '--name', 'cli-test'], {
+      cwd: REPO,
+      env: { ...process.env, WHETSTONE_HOME: daemonHome, WHETSTONE_BACKEND: 'wasm' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => daemonLogs.push(chunk.toString());
+    daemon.stdout!.on('data', keep);
+    daemon.stderr!.on('data', keep);
+    configFile = path.join(daemonHome, 'tiny.json');
+    fs.writeFileSync(configFile, JSON.stringify({ model: { layers: 1, width: 16, heads: 2, context: 96 }, training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100 } }));
+  });
+
+  afterAll(async () => {
+    if (daemon && daemon.exitCode === null) {
+      const exited = new Promise((r) => daemon.once('exit', r));
+      daemon.kill('SIGTERM');
+      const kill = setTimeout(() => daemon.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(kill);
+    }
+    if (daemonHome) fs.rmSync(daemonHome, { recursive: true, force: true });
+  });
+
+  it('workers lists the daemon', async () => {
+    const res = await until('the worker online', async () => {
+      const r = await cli(['workers']);
+      return r.stdout.includes('cli-test') && r.stdout.includes('yes') && r;
+    }, 30_000);
+    expect(res.stdout.split('\n')[0]).toMatch(/^NAME\s+STATE\s+ONLINE\s+POOL/);
+  });
+
+  it('run --watch trains to SUCCEEDED with progress and checkpoints; eval scores a checkpoint', async () => {
+    const stop = AbortSignal.timeout(75_000);
+    const res = await cli(['run', BANDIT, '--algo', 'grpo', '--steps', '3', '--config', configFile, '--watch', '--logs'], {}, stop);
+    if (res.code !== EXIT.OK) console.log(res.stdout, res.stderr, daemonLogs.join('\n'), await t.db.job.findMany({ include: { events: true } }));
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(EXIT.OK);
+    expect(res.stdout).toMatch(/step 3\/3 {2}reward \d/);
+    expect(res.stdout).toMatch(/job \S+ SUCCEEDED in/);
+    expect(res.stdout).toMatch(/checkpoints:\n\s+ID\s+KIND\s+STEP\s+SIZE/);
+    const jobId = /submitted job ([^\s:]+)/.exec(res.stdout)![1];
+    const checkpoints = await t.db.checkpoint.findMany({ where: { jobId } });
+    expect(checkpoints.length).toBeGreaterThan(0);
+    for (const c of checkpoints) expect(res.stdout).toContain(c.id);
+
+    const sampler = checkpoints.find((c) => c.kind === 'SAMPLER') ?? checkpoints[0];
+    const evaluated = await cli(['eval', sampler.id, '--against', 'random', '--games', '4', '--json']);
+    expect(evaluated.code).toBe(EXIT.OK);
+    const doc = evaluated.json();
+    expect(doc.final.state).toBe('SUCCEEDED');
+    expect(doc.final.metrics).toHaveProperty('score');
+    expect(doc.config).toMatchObject({ checkpointId: sampler.id, games: 4, against: 'random' });
+  });
+});
