@@ -119,14 +119,12 @@ export async function applyPlan(db: Db, decisions: Plan, now: Date, events: Sche
     preempted++;
     if (attempt.workerId) events.signal(attempt.workerId, { attemptId: attempt.id, preempt: true });
   }
-  // Waiting reasons change rarely: write only those that did.
-  const waiting = new Map(decisions.waiting.map((w) => [w.jobId, w.reason]));
-  if (waiting.size) {
-    const current = await db.job.findMany({ where: { id: { in: [...waiting.keys()] } }, select: { id: true, waitingReason: true } });
-    for (const job of current) {
-      const reason = waiting.get(job.id)!;
-      if (job.waitingReason !== reason) await db.job.updateMany({ where: { id: job.id, state: 'QUEUED' }, data: { waitingReason: reason } });
-    }
+  // Waiting reasons change rarely: write only those that did, one statement per reason (with a
+  // thousand queued jobs, one statement per job made a round take seconds).
+  const byReason = new Map<string, string[]>();
+  for (const w of decisions.waiting) byReason.set(w.reason, [...(byReason.get(w.reason) ?? []), w.jobId]);
+  for (const [reason, ids] of byReason) {
+    await db.job.updateMany({ where: { id: { in: ids }, state: 'QUEUED', OR: [{ waitingReason: null }, { waitingReason: { not: reason } }] }, data: { waitingReason: reason } });
   }
   return { placed, preempted };
 }

@@ -1,0 +1,336 @@
+/**
+ * `npm run bench:scheduler`: the scheduler, the worker protocol and the live fan-out, measured
+ * in one run against one PostgreSQL (DATABASE_URL's server, else an embedded one), in a
+ * database of its own that is dropped at the end. Prints one JSON object per line, nothing else.
+ *
+ * The control plane runs as its own process (server/reliability/server-process.ts: main.ts's
+ * composition without the web app); simulated workers are HTTP + socket.io clients speaking
+ * sdk/worker-protocol.ts, and browsers are socket.io clients, all in this process.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { io as connect, type Socket } from 'socket.io-client';
+import { type Assignment } from '../sdk/worker-protocol';
+import { metricSeries } from '../server/api/routers/runs';
+import { createDb } from '../server/db/client';
+import { startEmbeddedPostgres } from '../server/db/embedded';
+import { migrate } from '../server/db/migrate';
+import { killAll, seedTeam, sleep, startServer, trpc, type Team } from '../server/reliability/harness';
+
+const WORKERS = 50;
+const SUBMITS = 200;
+const DRAIN_JOBS = 1_000;
+const FANOUT_CLIENTS = 100;
+const FANOUT_EVENTS_PER_S = 1_000;
+const FANOUT_SECONDS = 5;
+const SERIES_POINTS = 1_000_000;
+
+const emit = (name: string, value: number, unit: string, extra: Record<string, unknown> = {}) =>
+  process.stdout.write(`${JSON.stringify({ name, value: Math.round(value * 100) / 100, unit, ...extra })}\n`);
+const now = () => performance.timeOrigin + performance.now();
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+class SimWorker {
+  socket!: Socket;
+  onAssignment: (w: SimWorker, a: Assignment) => void = () => {};
+  constructor(
+    readonly url: string,
+    readonly workerId: string,
+    readonly credential: string,
+  ) {}
+
+  static async register(url: string, token: string, i: number): Promise<SimWorker> {
+    const res = await fetch(`${url}/api/workers/register`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, name: `sim-${i}`, hostname: 'bench', backend: 'wasm', version: '0.1.0', devices: [{ index: 0, kind: 'WASM', name: 'sim', memoryBytes: 1 << 30 }] }),
+    });
+    const body = (await res.json()) as { workerId: string; credential: string };
+    const w = new SimWorker(url, body.workerId, body.credential);
+    w.socket = connect(`${url}/workers`, { forceNew: true, transports: ['websocket'], auth: { credential: w.credential } });
+    w.socket.on('assignment', (a: Assignment) => w.onAssignment(w, a));
+    await new Promise<void>((resolve, reject) => {
+      w.socket.once('connect', () => resolve());
+      w.socket.once('connect_error', reject);
+    });
+    return w;
+  }
+
+  async post(route: string, body: unknown): Promise<unknown> {
+    const res = await fetch(`${this.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const json = (await res.json()) as unknown;
+    if (!res.ok) throw new Error(`${route}: ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
+  start(a: Assignment) {
+    return this.post('/api/workers/attempts/start', { attemptId: a.attemptId, fencingToken: a.fencingToken });
+  }
+  finish(a: Assignment) {
+    return this.post('/api/workers/attempts/finish', { attemptId: a.attemptId, fencingToken: a.fencingToken, outcome: 'succeeded', reason: 'bench' });
+  }
+}
+
+async function submitLatency(url: string, team: Team, workers: SimWorker[]) {
+  const started = new Map<string, (t: number) => void>();
+  const early = new Map<string, number>();
+  const pushedAt = new Map<string, number>();
+  for (const w of workers) {
+    w.onAssignment = (worker, a) =>
+      void (pushedAt.set(a.jobId, now()), worker.start(a)).then(async () => {
+        const t = now();
+        const resolve = started.get(a.jobId);
+        if (resolve) resolve(t);
+        else early.set(a.jobId, t);
+        await worker.finish(a);
+      });
+  }
+  const latencies: number[] = [];
+  const submitCall: number[] = [];
+  const toPush: number[] = [];
+  for (let i = 0; i < SUBMITS; i++) {
+    const t0 = now();
+    const job = await trpc<{ id: string }>(url, team.apiKey, 'jobs.submit', { teamId: team.teamId, kind: 'TRAIN', config: { environmentVersionId: team.envVersionId } });
+    submitCall.push(now() - t0);
+    const t1 = early.get(job.id) ?? (await new Promise<number>((resolve) => started.set(job.id, resolve)));
+    latencies.push(t1 - t0);
+    toPush.push(pushedAt.get(job.id)! - t0);
+    await sleep(20); // let the finish land: the pool is idle at every submit
+  }
+  const breakdown = { submit_call_p50_ms: Math.round(quantile(submitCall, 0.5)), assignment_pushed_p50_ms: Math.round(quantile(toPush, 0.5)), assignment_pushed_p99_ms: Math.round(quantile(toPush, 0.99)) };
+  emit('submit_to_running_p50_ms', quantile(latencies, 0.5), 'ms', { jobs: SUBMITS, workers: WORKERS, ...breakdown });
+  emit('submit_to_running_p99_ms', quantile(latencies, 0.99), 'ms', { jobs: SUBMITS, workers: WORKERS, target: '< 100' });
+}
+
+async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[]): Promise<number> {
+  const db = createDb(databaseUrl, 2);
+  let done = 0;
+  let finished!: () => void;
+  const all = new Promise<void>((resolve) => (finished = resolve));
+  for (const w of workers) {
+    w.onAssignment = (worker, a) =>
+      void worker.start(a).then(() => worker.finish(a)).then(() => {
+        if (++done === DRAIN_JOBS) finished();
+      });
+  }
+  await sleep(500);
+  const t0 = now();
+  await db.job.createMany({ data: Array.from({ length: DRAIN_JOBS }, () => ({ teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: { environmentVersionId: team.envVersionId } })) });
+  await db.$executeRaw`SELECT pg_notify('whetstone_scheduler', 'bench')`;
+  await all;
+  const seconds = (now() - t0) / 1000;
+  await db.$disconnect();
+  const rate = DRAIN_JOBS / seconds;
+  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish' });
+  void url;
+  return rate;
+}
+
+async function pgBoss(databaseUrl: string): Promise<number> {
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss_bench', max: 10 });
+  boss.on('error', () => {});
+  await boss.start();
+  await boss.createQueue('bench');
+  await boss.insert(Array.from({ length: DRAIN_JOBS }, (_, i) => ({ name: 'bench', data: { i } })));
+  let done = 0;
+  const t0 = now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      while (done < DRAIN_JOBS) {
+        const jobs = await boss.fetch<{ i: number }>('bench');
+        if (jobs.length === 0) {
+          await sleep(5);
+          continue;
+        }
+        await boss.complete('bench', jobs[0].id);
+        done++;
+      }
+    }),
+  );
+  const rate = DRAIN_JOBS / ((now() - t0) / 1000);
+  await boss.stop({ graceful: false, wait: true });
+  emit('pgboss_fetch_complete_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, consumers: WORKERS, version: '10.4.2' });
+  return rate;
+}
+
+async function openClients(url: string, team: Team, room: string | null, n: number): Promise<Socket[]> {
+  return Promise.all(
+    Array.from({ length: n }, async () => {
+      const s = connect(url, { forceNew: true, transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnection: false });
+      await new Promise<void>((resolve, reject) => {
+        s.once('connect', () => resolve());
+        s.once('connect_error', reject);
+      });
+      if (room) {
+        const ack = (await s.emitWithAck('subscribe', { room })) as { ok: boolean; error?: string };
+        if (!ack.ok) throw new Error(ack.error);
+      }
+      return s;
+    }),
+  );
+}
+
+async function fanout(url: string, team: Team, workers: SimWorker[]): Promise<number> {
+  let assigned!: (v: { w: SimWorker; a: Assignment }) => void;
+  const got = new Promise<{ w: SimWorker; a: Assignment }>((resolve) => (assigned = resolve));
+  for (const w of workers) w.onAssignment = (worker, a) => void worker.start(a).then(() => assigned({ w: worker, a }));
+  const job = await trpc<{ id: string }>(url, team.apiKey, 'jobs.submit', { teamId: team.teamId, kind: 'TRAIN', config: { environmentVersionId: team.envVersionId } });
+  const { w, a } = await got;
+  const clients = await openClients(url, team, `run:${job.id}`, FANOUT_CLIENTS);
+  const latencies: number[] = [];
+  let measuring = true;
+  for (const c of clients) {
+    c.on('stream', (batch: { items: Array<{ value: number }> }) => {
+      const t = now();
+      if (measuring) for (const m of batch.items) latencies.push(t - m.value);
+    });
+  }
+  const batchesPerSecond = 50;
+  const perBatch = FANOUT_EVENTS_PER_S / batchesPerSecond;
+  let seq = 0;
+  let step = 0;
+  const inflight = new Set<Promise<unknown>>();
+  const t0 = now();
+  while (now() - t0 < FANOUT_SECONDS * 1000) {
+    const due = t0 + (seq * 1000) / batchesPerSecond;
+    if (due > now()) await sleep(due - now());
+    const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() }));
+    const p = w.post('/api/workers/stream', { attemptId: a.attemptId, fencingToken: a.fencingToken, seq: seq++, kind: 'metrics', items });
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  }
+  await Promise.all(inflight);
+  await sleep(1_000);
+  measuring = false;
+  const expected = step * FANOUT_CLIENTS;
+  emit('fanout_p50_ms', quantile(latencies, 0.5), 'ms', { events_per_s: FANOUT_EVENTS_PER_S, clients: FANOUT_CLIENTS, delivered: latencies.length, expected });
+  const p99 = quantile(latencies, 0.99);
+  emit('fanout_p99_ms', p99, 'ms', { events_per_s: FANOUT_EVENTS_PER_S, clients: FANOUT_CLIENTS, batches_per_s: batchesPerSecond });
+  clients.forEach((c) => c.close());
+  await w.finish(a);
+  return p99;
+}
+
+/** A bare socket.io server in its own process, and the same 100 clients echoing through it. */
+async function echo(): Promise<number> {
+  const script = `
+    const http = require('node:http'); const { Server } = require('socket.io');
+    const server = http.createServer(); const io = new Server(server);
+    io.on('connection', (s) => s.on('echo', (m, ack) => ack(m)));
+    server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve) => child.stdout.on('data', (d: Buffer) => { const m = /port (\d+)/.exec(d.toString()); if (m) resolve(Number(m[1])); }));
+  const clients = await Promise.all(
+    Array.from({ length: FANOUT_CLIENTS }, async () => {
+      const s = connect(`http://127.0.0.1:${port}`, { forceNew: true, transports: ['websocket'], reconnection: false });
+      await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      return s;
+    }),
+  );
+  const rtts: number[] = [];
+  const t0 = now();
+  // 1,000 echoes a second spread over the clients, for as long as the fan-out ran.
+  let i = 0;
+  const inflight: Promise<void>[] = [];
+  while (now() - t0 < FANOUT_SECONDS * 1000) {
+    const due = t0 + i;
+    if (due > now()) await sleep(due - now());
+    const c = clients[i++ % clients.length];
+    const sent = now();
+    inflight.push(c.emitWithAck('echo', { sent }).then(() => void rtts.push(now() - sent)));
+  }
+  await Promise.all(inflight);
+  clients.forEach((c) => c.close());
+  child.kill();
+  const p99 = quantile(rtts, 0.99);
+  emit('echo_p99_ms', p99, 'ms', { clients: FANOUT_CLIENTS, echoes: rtts.length, what: 'round trip through a bare socket.io server' });
+  return p99;
+}
+
+async function series(url: string, databaseUrl: string, team: Team) {
+  const db = createDb(databaseUrl, 2);
+  const job = await db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {}, state: 'SUCCEEDED' } });
+  await db.$executeRaw`
+    INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt)
+    SELECT ${job.id}, 'loss', s, sin(s / 1000.0) + random() * 0.1, 1 FROM generate_series(0, ${SERIES_POINTS - 1}::int) AS s`;
+  await db.$executeRawUnsafe('ANALYZE "MetricPoint"');
+  const viaApi: number[] = [];
+  const direct: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    let t = now();
+    const buckets = await trpc<unknown[]>(url, team.apiKey, 'runs.series', { teamId: team.teamId, jobId: job.id, key: 'loss', buckets: 500 }, 'query');
+    if (i > 0) viaApi.push(now() - t);
+    if (buckets.length !== 500) throw new Error(`expected 500 buckets, got ${buckets.length}`);
+    t = now();
+    await metricSeries(db, job.id, 'loss', 500);
+    if (i > 0) direct.push(now() - t);
+  }
+  await db.$disconnect();
+  emit('series_query_ms', quantile(viaApi, 0.5), 'ms', { points: SERIES_POINTS, buckets: 500, via: 'tRPC runs.series over HTTP, median of 5 warm', sql_ms: Math.round(quantile(direct, 0.5) * 100) / 100, target: '< 100' });
+}
+
+function withDatabase(serverUrl: string, database: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function main(): Promise<void> {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-'));
+  fs.chmodSync(home, 0o755);
+  const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home);
+  const serverUrl = process.env.DATABASE_URL ?? embedded!.url;
+  const name = `whetstone_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const databaseUrl = withDatabase(serverUrl, name);
+  try {
+    await migrate(databaseUrl);
+    const db = createDb(databaseUrl, 2);
+    const team = await seedTeam(db, { maxConcurrentDevices: 100_000 });
+    await db.teamQuota.update({ where: { teamId: team.teamId }, data: { maxQueuedJobs: 100_000 } });
+    await db.$disconnect();
+    const { url } = await startServer({ databaseUrl, name: 'bench-server', leaseSeconds: 300 });
+    const workers: SimWorker[] = [];
+    for (let i = 0; i < WORKERS; i++) workers.push(await SimWorker.register(url, team.workerToken, i));
+    // Each worker heartbeats every 5 s, spread over the interval as real daemons' are.
+    const beats = workers.map((w, i) => setTimeout(() => {
+      beats[i] = setInterval(() => void w.post('/api/workers/heartbeat', {}).catch(() => {}), 5_000);
+    }, (i * 5_000) / WORKERS));
+
+    await submitLatency(url, team, workers);
+    const placements = await drain(url, databaseUrl, team, workers);
+    const boss = await pgBoss(databaseUrl);
+    emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
+    const fan = await fanout(url, team, workers);
+    const echoP99 = await echo();
+    emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
+    await series(url, databaseUrl, team);
+
+    beats.forEach((b) => clearInterval(b));
+    workers.forEach((w) => w.socket.close());
+  } finally {
+    await killAll();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+    await embedded?.stop();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
+void main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
