@@ -18,7 +18,10 @@ import { SchedulerLoop } from './scheduler/loop';
  * scheduler loop, on an ephemeral port, without Next.js.
  */
 export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool } = {}) {
-  const server = http.createServer();
+  // The app's listener must exist before socket.io attaches: socket.io takes over the server's
+  // request listeners and calls them only for paths that are not its own.
+  let listener: ReturnType<typeof createRequestListener> | null = null;
+  const server = http.createServer((req, res) => void listener?.(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const blobRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-test-blobs-'));
@@ -31,7 +34,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam,
   };
-  server.on('request', createRequestListener(deps, () => opts.next ?? null));
+  listener = createRequestListener(deps, () => opts.next ?? null);
   const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(db, realtime), () => {}, opts.tickMs ?? 200) : null;
   await scheduler?.start();
   return {

