@@ -48,7 +48,7 @@ async function main(): Promise<void> {
     trustedOrigins: [url], publicUrl: url, seedTeam: async () => {},
   };
   listener = createRequestListener(deps, () => null);
-  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(db, realtime), log, 200);
+  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(db, realtime), log);
   await scheduler.start();
   log(`listening on ${url} (lease ${LEASE_SECONDS} s)`);
   const stop = async () => {
