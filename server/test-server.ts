@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { createAuth } from './auth/auth';
+import { createTestDatabase, type TestDatabase } from './db/test-database';
 import { FsBlobStore } from './blobs/store';
 import type { Db } from './db/client';
 import { createHealthCheck } from './health';
@@ -80,4 +82,21 @@ export async function addMember(url: string, db: Db, teamId: string, role: 'OWNE
   const u = await signUp(url, db);
   await db.membership.create({ data: { teamId, userId: u.user.id, role } });
   return u;
+}
+
+/**
+ * A describe block's own database and server: created before its tests, dropped after. Read
+ * `.db`, `.server` inside tests (they are set by then).
+ */
+export function useTestServer(opts: Omit<Parameters<typeof startTestServer>[1], never> & { withScheduler?: boolean } = {}) {
+  const state = {} as { t: TestDatabase; server: Awaited<ReturnType<typeof startTestServer>> };
+  beforeAll(async () => {
+    state.t = await createTestDatabase();
+    state.server = await startTestServer(state.t.db, { ...opts, databaseUrl: opts.withScheduler ? state.t.url : undefined });
+  });
+  afterAll(async () => {
+    await state.server?.close();
+    await state.t?.drop();
+  });
+  return state;
 }

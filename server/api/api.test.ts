@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { createUserWithTeam, startTestServer } from '../test-server';
+import { describe, expect, it } from 'vitest';
+import { createUserWithTeam, useTestServer } from '../test-server';
 import { createSignInLink } from '../auth/session';
 
 /** A tRPC query over plain HTTP, as the browser sends it (superjson-wrapped input). */
@@ -11,19 +10,10 @@ async function trpcGet(base: string, path: string, input: unknown, cookie?: stri
 }
 
 describe('HTTP API', () => {
-  let t: TestDatabase;
-  let server: Awaited<ReturnType<typeof startTestServer>>;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-    server = await startTestServer(t.db);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await t?.drop();
-  });
+  const ctx = useTestServer();
 
   it('reports health: database up, migrations applied, workers online, uptime', async () => {
-    const res = await fetch(`${server.url}/api/health`);
+    const res = await fetch(`${ctx.server.url}/api/health`);
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body).toMatchObject({
@@ -39,16 +29,16 @@ describe('HTTP API', () => {
 
   it('counts only workers with a recent heartbeat as online', async () => {
     const base = { hostname: 'h', backend: 'cpu', version: '1', credentialHash: '' };
-    await t.db.worker.create({ data: { ...base, name: 'fresh', credentialHash: 'a' } });
-    await t.db.worker.create({ data: { ...base, name: 'stale', credentialHash: 'b', lastHeartbeatAt: new Date(Date.now() - 120_000) } });
-    const body = await (await fetch(`${server.url}/api/health`)).json();
+    await ctx.t.db.worker.create({ data: { ...base, name: 'fresh', credentialHash: 'a' } });
+    await ctx.t.db.worker.create({ data: { ...base, name: 'stale', credentialHash: 'b', lastHeartbeatAt: new Date(Date.now() - 120_000) } });
+    const body = await (await fetch(`${ctx.server.url}/api/health`)).json();
     expect(body.workers.online).toBe(1);
-    await t.db.worker.deleteMany();
+    await ctx.t.db.worker.deleteMany();
   });
 
   it('answers input that fails validation with BAD_REQUEST and the zod issues', async () => {
-    const { cookie } = await createUserWithTeam(server.url, t.db);
-    const res = await trpcGet(server.url, 'environments.list', { teamId: 42 }, cookie);
+    const { cookie } = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const res = await trpcGet(ctx.server.url, 'environments.list', { teamId: 42 }, cookie);
     expect(res.status).toBe(400);
     expect(res.body.error.json.data.code).toBe('BAD_REQUEST');
     expect(res.body.error.json.data.issues[0]).toMatchObject({ path: ['teamId'], code: 'invalid_type' });
@@ -56,11 +46,11 @@ describe('HTTP API', () => {
   });
 
   it('refuses oversized bodies with 413, not a 500', async () => {
-    const { cookie } = await createUserWithTeam(server.url, t.db);
+    const { cookie } = await createUserWithTeam(ctx.server.url, ctx.t.db);
     const post = (name: string) =>
-      fetch(`${server.url}/api/trpc/account.updateProfile`, {
+      fetch(`${ctx.server.url}/api/trpc/account.updateProfile`, {
         method: 'POST',
-        headers: { cookie, origin: server.url, 'content-type': 'application/json' },
+        headers: { cookie, origin: ctx.server.url, 'content-type': 'application/json' },
         body: JSON.stringify({ json: { name } }),
       });
     expect((await post('x'.repeat(2_000_000))).status).toBe(413);
@@ -69,50 +59,50 @@ describe('HTTP API', () => {
   });
 
   it('answers an unknown procedure and an unknown API route with 404', async () => {
-    expect((await trpcGet(server.url, 'nope.nothing', undefined)).status).toBe(404);
-    const res = await fetch(`${server.url}/api/nothing-here`);
+    expect((await trpcGet(ctx.server.url, 'nope.nothing', undefined)).status).toBe(404);
+    const res = await fetch(`${ctx.server.url}/api/nothing-here`);
     expect(res.status).toBe(404);
   });
 
   it('requires a session for user and team procedures', async () => {
-    const { team } = await createUserWithTeam(server.url, t.db);
-    const res = await trpcGet(server.url, 'environments.list', { teamId: team.id });
+    const { team } = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const res = await trpcGet(ctx.server.url, 'environments.list', { teamId: team.id });
     expect(res.status).toBe(401);
-    expect((await trpcGet(server.url, 'account.me', undefined)).body.result.data.json).toBeNull();
+    expect((await trpcGet(ctx.server.url, 'account.me', undefined)).body.result.data.json).toBeNull();
   });
 
   it('scopes team data to members: another team is NOT_FOUND, its rows never appear', async () => {
-    const a = await createUserWithTeam(server.url, t.db);
-    const b = await createUserWithTeam(server.url, t.db);
-    await t.db.environment.create({ data: { teamId: b.team.id, name: 'secret-env' } });
-    await t.db.environment.create({ data: { teamId: a.team.id, name: 'my-env' } });
-    const mine = await trpcGet(server.url, 'environments.list', { teamId: a.team.id }, a.cookie);
+    const a = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const b = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    await ctx.t.db.environment.create({ data: { teamId: b.team.id, name: 'secret-env' } });
+    await ctx.t.db.environment.create({ data: { teamId: a.team.id, name: 'my-env' } });
+    const mine = await trpcGet(ctx.server.url, 'environments.list', { teamId: a.team.id }, a.cookie);
     expect(mine.body.result.data.json.map((e: { name: string }) => e.name)).toEqual(['my-env']);
-    const theirs = await trpcGet(server.url, 'environments.list', { teamId: b.team.id }, a.cookie);
+    const theirs = await trpcGet(ctx.server.url, 'environments.list', { teamId: b.team.id }, a.cookie);
     expect(theirs.status).toBe(404);
     expect(JSON.stringify(theirs.body)).not.toContain('secret-env');
   });
 
   it('signs in once with a local sign-in link, then the link is spent', async () => {
-    const { user } = await createUserWithTeam(server.url, t.db);
-    const link = await createSignInLink(t.db, user.id, server.url);
+    const { user } = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const link = await createSignInLink(ctx.t.db, user.id, ctx.server.url);
     const first = await fetch(link, { redirect: 'manual' });
     expect(first.status).toBe(302);
     const cookie = first.headers.get('set-cookie')!;
     expect(cookie).toMatch(/HttpOnly/i);
     expect(cookie).toMatch(/SameSite=Lax/i);
-    const me = await trpcGet(server.url, 'account.me', undefined, cookie.split(';')[0]);
+    const me = await trpcGet(ctx.server.url, 'account.me', undefined, cookie.split(';')[0]);
     expect(me.body.result.data.json.user.id).toBe(user.id);
     const again = await fetch(link, { redirect: 'manual' });
     expect(again.status).toBe(302);
     expect(again.headers.get('location')).toBe('/sign-in?error=link');
     expect(again.headers.get('set-cookie')).toBeNull();
-    const stored = await t.db.verification.findMany();
+    const stored = await ctx.t.db.verification.findMany();
     expect(stored.every((v) => !link.includes(v.value))).toBe(true);
   });
 
   it('serves the page layer last, and says "starting" until it is ready', async () => {
-    const res = await fetch(`${server.url}/`);
+    const res = await fetch(`${ctx.server.url}/`);
     expect(res.status).toBe(503);
     expect(await res.text()).toMatch(/starting/);
   });

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { io as connect } from 'socket.io-client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { addMember, createUserWithTeam, startTestServer } from '../test-server';
+import { addMember, createUserWithTeam, useTestServer } from '../test-server';
 
 async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -21,89 +20,73 @@ const device = { index: 0, kind: 'CPU', name: 'cpu', memoryBytes: 1 << 30 };
 const registration = (token: string) => ({ token, name: 'w1', hostname: 'host-1', backend: 'wasm', version: '0.1.0', devices: [device] });
 
 describe('worker tokens and registration', () => {
-  let t: TestDatabase;
-  let server: Awaited<ReturnType<typeof startTestServer>>;
+  const ctx = useTestServer();
   let installationAdmin: Awaited<ReturnType<typeof createUserWithTeam>>;
   beforeAll(async () => {
-    t = await createTestDatabase();
-    server = await startTestServer(t.db);
-    installationAdmin = await createUserWithTeam(server.url, t.db); // the first account
-  });
-  afterAll(async () => {
-    await server?.close();
-    await t?.drop();
+    installationAdmin = await createUserWithTeam(ctx.server.url, ctx.t.db); // the first account
   });
 
   it('registers with a team token, heartbeats, drains, and is shut out once revoked', async () => {
-    const owner = await createUserWithTeam(server.url, t.db);
+    const owner = await createUserWithTeam(ctx.server.url, ctx.t.db);
     const teamId = owner.team.id;
-    const created = await mutate(server.url, owner.cookie, 'workerTokens.create', { teamId, name: 'rack 1' });
+    const created = await mutate(ctx.server.url, owner.cookie, 'workerTokens.create', { teamId, name: 'rack 1' });
     expect(created.token).toMatch(/^wst_/);
-    expect(await t.db.workerToken.count({ where: { tokenHash: created.token } })).toBe(0);
+    expect(await ctx.t.db.workerToken.count({ where: { tokenHash: created.token } })).toBe(0);
 
-    const reg = await post(server.url, '/api/workers/register', registration(created.token));
+    const reg = await post(ctx.server.url, '/api/workers/register', registration(created.token));
     expect(reg.status).toBe(201);
     expect(reg.body).toMatchObject({ pool: 'team', credential: expect.stringMatching(/^wsw_/) });
-    const worker = await t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId }, include: { devices: true } });
+    const worker = await ctx.t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId }, include: { devices: true } });
     expect(worker.teamId).toBe(teamId);
     expect(worker.devices).toHaveLength(1);
     expect(worker.credentialHash).not.toBe(reg.body.credential);
 
     const auth = { authorization: `Bearer ${reg.body.credential}` };
-    expect(await post(server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE' } });
-    await mutate(server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
-    expect(await post(server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'DRAINING' } });
-    await mutate(server.url, owner.cookie, 'workers.revoke', { teamId, workerId: worker.id });
-    expect((await post(server.url, '/api/workers/heartbeat', {}, auth)).status).toBe(401);
+    expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE' } });
+    await mutate(ctx.server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
+    expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'DRAINING' } });
+    await mutate(ctx.server.url, owner.cookie, 'workers.revoke', { teamId, workerId: worker.id });
+    expect((await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).status).toBe(401);
 
     // A revoked token registers nothing more, and says so.
-    await mutate(server.url, owner.cookie, 'workerTokens.revoke', { teamId, tokenId: created.id });
-    const again = await post(server.url, '/api/workers/register', registration(created.token));
+    await mutate(ctx.server.url, owner.cookie, 'workerTokens.revoke', { teamId, tokenId: created.id });
+    const again = await post(ctx.server.url, '/api/workers/register', registration(created.token));
     expect(again.status).toBe(401);
     expect(again.body.error).toMatch(/not valid/);
-    const actions = (await t.db.auditLog.findMany({ where: { teamId }, select: { action: true } })).map((a) => a.action);
+    const actions = (await ctx.t.db.auditLog.findMany({ where: { teamId }, select: { action: true } })).map((a) => a.action);
     expect(actions).toEqual(expect.arrayContaining(['worker_token.created', 'worker.registered', 'worker.drained', 'worker.revoked', 'worker_token.revoked', 'worker.registration_refused']));
   });
 
   it('refuses malformed registrations with 400 and the reasons', async () => {
-    const bad = await post(server.url, '/api/workers/register', { token: 'wst_x', name: '', devices: [device, device] });
+    const bad = await post(ctx.server.url, '/api/workers/register', { token: 'wst_x', name: '', devices: [device, device] });
     expect(bad.status).toBe(400);
     expect(bad.body.issues.length).toBeGreaterThan(0);
-    const notJson = await fetch(`${server.url}/api/workers/register`, { method: 'POST', body: '{' });
+    const notJson = await fetch(`${ctx.server.url}/api/workers/register`, { method: 'POST', body: '{' });
     expect(notJson.status).toBe(400);
-    const huge = await fetch(`${server.url}/api/workers/register`, { method: 'POST', body: 'x'.repeat(9_000_000) });
+    const huge = await fetch(`${ctx.server.url}/api/workers/register`, { method: 'POST', body: 'x'.repeat(9_000_000) });
     expect(huge.status).toBe(413);
   });
 
   it('shared-pool tokens are for installation admins and register shared workers', async () => {
-    const owner = await createUserWithTeam(server.url, t.db);
-    const refused = await fetch(`${server.url}/api/trpc/workerTokens.createShared`, {
+    const owner = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const refused = await fetch(`${ctx.server.url}/api/trpc/workerTokens.createShared`, {
       method: 'POST',
-      headers: { cookie: owner.cookie, origin: server.url, 'content-type': 'application/json' },
+      headers: { cookie: owner.cookie, origin: ctx.server.url, 'content-type': 'application/json' },
       body: JSON.stringify({ json: { name: 'shared' } }),
     });
     expect(refused.status).toBe(403);
-    const created = await mutate(server.url, installationAdmin.cookie, 'workerTokens.createShared', { name: 'shared' });
-    const reg = await post(server.url, '/api/workers/register', registration(created.token));
+    const created = await mutate(ctx.server.url, installationAdmin.cookie, 'workerTokens.createShared', { name: 'shared' });
+    const reg = await post(ctx.server.url, '/api/workers/register', registration(created.token));
     expect(reg.body.pool).toBe('shared');
-    expect((await t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId } })).teamId).toBeNull();
+    expect((await ctx.t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId } })).teamId).toBeNull();
   });
 });
 
 describe('socket.io subscriptions', () => {
-  let t: TestDatabase;
-  let server: Awaited<ReturnType<typeof startTestServer>>;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-    server = await startTestServer(t.db);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await t?.drop();
-  });
+  const ctx = useTestServer();
 
   const open = (cookie?: string) =>
-    connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: cookie ? { cookie } : {}, reconnection: false });
+    connect(ctx.server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: cookie ? { cookie } : {}, reconnection: false });
 
   it('refuses a connection without a session', async () => {
     const socket = open();
@@ -113,11 +96,11 @@ describe('socket.io subscriptions', () => {
   });
 
   it("lets a member join their own team's run room, and not another team's", async () => {
-    const a = await createUserWithTeam(server.url, t.db);
-    const b = await createUserWithTeam(server.url, t.db);
-    const viewer = await addMember(server.url, t.db, a.team.id, 'VIEWER');
-    const jobA = await t.db.job.create({ data: { teamId: a.team.id, ownerId: a.user.id, kind: 'TRAIN', config: {} } });
-    const jobB = await t.db.job.create({ data: { teamId: b.team.id, ownerId: b.user.id, kind: 'TRAIN', config: {} } });
+    const a = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const b = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const viewer = await addMember(ctx.server.url, ctx.t.db, a.team.id, 'VIEWER');
+    const jobA = await ctx.t.db.job.create({ data: { teamId: a.team.id, ownerId: a.user.id, kind: 'TRAIN', config: {} } });
+    const jobB = await ctx.t.db.job.create({ data: { teamId: b.team.id, ownerId: b.user.id, kind: 'TRAIN', config: {} } });
     const socket = open(viewer.cookie);
     await new Promise<void>((resolve, reject) => {
       socket.on('connect', () => resolve());
