@@ -34,6 +34,7 @@ import {
   checkpointResponseSchema,
   heartbeatResponseSchema,
   registerResponseSchema,
+  sampleRequestSchema,
 } from '../sdk/worker-protocol';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -220,6 +221,14 @@ export class WorkerDaemon {
       if (parsed.success) void this.accept(parsed.data);
       else this.log('warn', `ignored an invalid assignment: ${parsed.error.message}`);
     });
+    // Inference sessions: a sampling request goes to the runner of the attempt it names.
+    socket.on('sample', (payload: unknown) => {
+      const parsed = sampleRequestSchema.safeParse(payload);
+      if (!parsed.success) return this.log('warn', `ignored an invalid sampling request: ${parsed.error.message}`);
+      const job = this.jobs.get(parsed.data.attemptId);
+      if (job && job.assignment.kind === 'INFERENCE' && job.runner && !job.lost) job.runner.sample(parsed.data);
+      else socket.emit('sample:done', { requestId: parsed.data.requestId, attemptId: parsed.data.attemptId, reason: 'error', text: '', error: 'this worker does not run that session' });
+    });
     socket.on('signal', (payload: { attemptId?: string; cancel?: boolean; preempt?: boolean; valid?: boolean }) => {
       const job = payload?.attemptId ? this.jobs.get(payload.attemptId) : undefined;
       if (job) this.applySignal(job, payload);
@@ -342,6 +351,11 @@ export class WorkerDaemon {
         onBatch: (kind, items) => this.enqueue(job, kind, items),
         uploadCheckpoint: (kind, step, bytes) => this.uploadCheckpoint(job, kind, step, bytes),
         fetchBlob: (key) => this.fetchBlob(job, key),
+        onSample: (event) => {
+          if (job.lost) return;
+          if (event.type === 'token') this.socket?.emit('sample:token', event.token);
+          else this.socket?.emit('sample:done', event.done);
+        },
       },
       {
         env: {

@@ -146,3 +146,39 @@ export const checkpointResponseSchema = z.object({ checkpointId: z.string(), sto
 
 /** GET /api/workers/blobs/<key>: a checkpoint or dataset the worker's job may read. */
 export const BLOB_ROUTE = '/api/workers/blobs/';
+
+/**
+ * Inference sessions (socket.io namespace /workers). The server sends `sample` to the worker
+ * holding an INFERENCE attempt; the worker answers with `sample:token` events as tokens are
+ * produced and one `sample:done`. Answers name the attempt: the server relays them to the run's
+ * browsers only if this worker holds that attempt and it is still active.
+ */
+export const sampleRequestSchema = z.object({
+  requestId: z.string().min(1).max(64),
+  attemptId: z.string().min(1).max(64),
+  prompt: z.string().max(100_000),
+  maxTokens: z.number().int().min(1).max(512),
+  temperature: z.number().min(0).max(10),
+  topK: z.number().int().min(0).max(100_000).optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  stop: z.array(z.string().min(1).max(100)).max(16).optional(),
+  seed: z.number().int().min(0).optional(),
+});
+export type SampleRequest = z.infer<typeof sampleRequestSchema>;
+export const sampleTokenSchema = z.object({
+  requestId: z.string().min(1).max(64),
+  attemptId: z.string().min(1).max(64),
+  text: z.string().max(10_000),
+  logprob: z.number(),
+});
+export type SampleToken = z.infer<typeof sampleTokenSchema>;
+export const sampleDoneSchema = z.object({
+  requestId: z.string().min(1).max(64),
+  attemptId: z.string().min(1).max(64),
+  /** eos, stop, length; cancelled (the session stopped); error (with `error`). */
+  reason: z.enum(['eos', 'stop', 'length', 'cancelled', 'error']),
+  /** The whole completion: the concatenation of the token texts. */
+  text: z.string().max(1_000_000).default(''),
+  error: z.string().max(2000).optional(),
+});
+export type SampleDone = z.infer<typeof sampleDoneSchema>;

@@ -6,6 +6,7 @@
  */
 import { initBackend } from '../engine/backend';
 import { type FromRunner, type RunnerRequests, type ToRunner } from './ipc';
+import { InferenceChannel } from './inference';
 import { runJob } from './run-job';
 import { JobControl, type JobSink } from './sink';
 
@@ -29,6 +30,9 @@ function request<M extends keyof RunnerRequests>(method: M, params: RunnerReques
   });
 }
 
+/** Sampling requests of an INFERENCE job; answers go to the daemon in order, like batches. */
+const inference = new InferenceChannel((event) => send({ type: 'sample', event }).catch(() => undefined));
+
 const sink: JobSink = {
   sendBatch: (kind, items) => send({ type: 'batch', kind, items }),
   uploadCheckpoint: (kind, step, bytes) => request('uploadCheckpoint', { kind, step, bytes }),
@@ -42,7 +46,7 @@ process.on('message', (msg: ToRunner) => {
       started = true;
       void (async () => {
         const result = await initBackend(process.env.WHETSTONE_BACKEND)
-          .then(() => runJob(msg.assignment, sink, control))
+          .then(() => runJob(msg.assignment, sink, control, { inference }))
           .catch((e: unknown) => ({ outcome: 'failed' as const, reason: `runner: ${(e as Error).message}` }));
         await send({ type: 'done', result });
         process.disconnect();
@@ -53,6 +57,9 @@ process.on('message', (msg: ToRunner) => {
       return;
     case 'cancel':
       control.cancel();
+      return;
+    case 'sample':
+      inference.push(msg.request);
       return;
     case 'reply': {
       const p = pending.get(msg.id);

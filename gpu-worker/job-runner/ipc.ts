@@ -1,5 +1,6 @@
 /** Messages between the daemon (RunnerProcess) and a job runner child process (child.ts). */
-import { type Assignment } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
+import { type InferenceEvent } from './inference';
 import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './sink';
 import { type JobResult } from './types';
 
@@ -7,6 +8,7 @@ export type ToRunner =
   | { type: 'start'; assignment: Assignment }
   | { type: 'preempt' }
   | { type: 'cancel' }
+  | { type: 'sample'; request: SampleRequest }
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string };
 
@@ -18,5 +20,6 @@ export interface RunnerRequests {
 export type FromRunner =
   | { type: 'ready'; pid: number }
   | { type: 'batch'; kind: StreamKind; items: unknown[] }
+  | { type: 'sample'; event: InferenceEvent }
   | { [M in keyof RunnerRequests]: { type: 'request'; id: number; method: M; params: RunnerRequests[M]['params'] } }[keyof RunnerRequests]
   | { type: 'done'; result: JobResult };

@@ -4,6 +4,7 @@
  */
 import { type Assignment } from '../../sdk/worker-protocol';
 import { runEval } from './eval';
+import { runInference } from './inference';
 import { runSft } from './sft';
 import { type JobControl, type JobSink } from './sink';
 import { failureReason, runTrain } from './train';
@@ -19,7 +20,7 @@ export async function runJob(assignment: Assignment, sink: JobSink, control: Job
       case 'EVAL':
         return await runEval(assignment, sink, control);
       case 'INFERENCE':
-        return { outcome: 'failed', reason: 'inference sessions are not supported by this worker yet' };
+        return await runInference(assignment, sink, control, options.inference);
       default:
         return { outcome: 'failed', reason: `unknown job kind "${String((assignment as { kind: unknown }).kind)}"` };
     }

@@ -6,7 +6,8 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Assignment } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
+import { type InferenceEvent } from './inference';
 import { type FromRunner, type ToRunner } from './ipc';
 import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './sink';
 import { type JobResult } from './types';
@@ -15,6 +16,8 @@ export interface RunnerHandlers {
   onBatch(kind: StreamKind, items: unknown[]): void;
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint>;
   fetchBlob(key: string): Promise<Uint8Array>;
+  /** INFERENCE: a token or the end of a sampling request. */
+  onSample?(event: InferenceEvent): void;
 }
 
 export interface RunnerExit {
@@ -82,6 +85,11 @@ export class RunnerProcess {
     void this.exited.then(() => clearTimeout(timer));
   }
 
+  /** INFERENCE: a sampling request for the session. */
+  sample(request: SampleRequest): void {
+    this.send({ type: 'sample', request });
+  }
+
   kill(): void {
     if (!this.gone) this.child.kill('SIGKILL');
   }
@@ -95,6 +103,7 @@ export class RunnerProcess {
 
   private handle(msg: FromRunner) {
     if (msg.type === 'batch') this.handlers.onBatch(msg.kind, msg.items);
+    else if (msg.type === 'sample') this.handlers.onSample?.(msg.event);
     else if (msg.type === 'done') this.result = msg.result;
     else if (msg.type === 'request') {
       const work: Promise<unknown> =

@@ -1,4 +1,5 @@
 /** What every kind of job returns, and the options the runner takes. */
+import type { InferenceChannel } from './inference';
 
 export type JobOutcome = 'succeeded' | 'failed' | 'preempted' | 'cancelled';
 
@@ -23,4 +24,6 @@ export interface RunOptions {
   matchesPerStep?: number;
   /** Called after each completed step (tests use it). */
   onStep?: (step: number) => void;
+  /** INFERENCE: where sampling requests arrive and answers go (the child's IPC link to the daemon). */
+  inference?: InferenceChannel;
 }

@@ -2,6 +2,7 @@ import { accountRouter } from './routers/account';
 import { apiKeysRouter } from './routers/api-keys';
 import { auditRouter } from './routers/audit';
 import { environmentsRouter } from './routers/environments';
+import { inferenceRouter } from './routers/inference';
 import { installationRouter } from './routers/installation';
 import { invitationsRouter } from './routers/invitations';
 import { jobsRouter } from './routers/jobs';
@@ -30,6 +31,7 @@ export const appRouter = router({
   environments: environmentsRouter,
   jobs: jobsRouter,
   runs: runsRouter,
+  inference: inferenceRouter,
 });
 
 export type AppRouter = typeof appRouter;

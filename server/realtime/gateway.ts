@@ -3,7 +3,7 @@ import { createAdapter } from '@socket.io/postgres-adapter';
 import type pg from 'pg';
 import { Server } from 'socket.io';
 import { z } from 'zod';
-import type { Assignment } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleRequest, sampleDoneSchema, sampleTokenSchema } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
@@ -24,6 +24,8 @@ export interface RealtimeHub {
   pushAssignment(workerId: string, assignment: Assignment): void;
   /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
   signalWorker(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
+  /** Sends a sampling request to the worker holding an inference attempt (event "sample"). */
+  requestSample(workerId: string, request: SampleRequest): void;
 }
 
 async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
@@ -95,7 +97,44 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
       next(new Error('UNAUTHORIZED: unknown or revoked worker credential'));
     }
   });
-  workers.on('connection', (socket) => void socket.join(`worker:${socket.data.workerId as string}`));
+  workers.on('connection', (socket) => {
+    const workerId = socket.data.workerId as string;
+    void socket.join(`worker:${workerId}`);
+    // A worker answers only for attempts it holds and that are still active; the answer goes to
+    // the run's room. Checked against the database, remembered for a few seconds per attempt.
+    const held = new Map<string, { jobId: string | null; at: number }>();
+    const jobOf = async (attemptId: string): Promise<string | null> => {
+      const known = held.get(attemptId);
+      if (known && Date.now() - known.at < 3000) return known.jobId;
+      const attempt = await db.jobAttempt.findFirst({ where: { id: attemptId, workerId, state: 'ACTIVE' }, select: { jobId: true } }).catch(() => null);
+      if (held.size > 1000) held.clear();
+      held.set(attemptId, { jobId: attempt?.jobId ?? null, at: Date.now() });
+      return attempt?.jobId ?? null;
+    };
+    // Relayed in arrival order: a token must not overtake the one before it while a check waits.
+    let chain: Promise<void> = Promise.resolve();
+    const inOrder = (work: () => Promise<void>) => void (chain = chain.then(work).catch(() => undefined));
+    socket.on('sample:token', (payload: unknown) => {
+      const parsed = sampleTokenSchema.safeParse(payload);
+      if (!parsed.success) return;
+      inOrder(async () => {
+        const jobId = await jobOf(parsed.data.attemptId);
+        if (!jobId) return;
+        const { requestId, text, logprob } = parsed.data;
+        io.to(`run:${jobId}`).emit('sample', { jobId, requestId, kind: 'token', text, logprob });
+      });
+    });
+    socket.on('sample:done', (payload: unknown) => {
+      const parsed = sampleDoneSchema.safeParse(payload);
+      if (!parsed.success) return;
+      inOrder(async () => {
+        const jobId = await jobOf(parsed.data.attemptId);
+        if (!jobId) return;
+        const { requestId, reason, text, error } = parsed.data;
+        io.to(`run:${jobId}`).emit('sample', { jobId, requestId, kind: 'done', reason, text, ...(error ? { error } : {}) });
+      });
+    });
+  });
 
   return {
     io,
@@ -106,5 +145,6 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     },
     pushAssignment: (workerId, assignment) => void workers.to(`worker:${workerId}`).emit('assignment', assignment),
     signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
+    requestSample: (workerId, request) => void workers.to(`worker:${workerId}`).emit('sample', request),
   };
 }

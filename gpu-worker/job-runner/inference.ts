@@ -1,0 +1,167 @@
+/**
+ * INFERENCE: a serving session. Loads the checkpoint (sampler or training kind) once, then answers
+ * sampling requests one at a time, each token sent as soon as it is chosen (the KV cache keeps
+ * every step to one token's forward pass). Ends "succeeded" after the config's idleSeconds without
+ * a request (freeing the device), "cancelled" at once on cancel, "preempted" on preemption.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { inferenceJobConfigSchema, type InferenceJobConfig } from '../../sdk/job-config';
+import { type Assignment, type SampleDone, type SampleRequest, type SampleToken } from '../../sdk/worker-protocol';
+import { type GPT, type KvCache } from '../engine/model';
+import { Rng } from '../engine/rng';
+import { chooseToken, resolveSampleOptions } from '../engine/sampler';
+import { type Tokenizer } from '../engine/tokenizer';
+import { CheckpointStore } from './checkpoints';
+import { Emitter } from './emit';
+import { type JobControl, type JobSink } from './sink';
+import { JobFailure, type JobResult } from './types';
+
+export type InferenceEvent = { type: 'token'; token: SampleToken } | { type: 'done'; done: SampleDone };
+
+/** Requests of one session, as they arrive from the daemon; answers go back through `reply`. */
+export class InferenceChannel {
+  private readonly queue: SampleRequest[] = [];
+  private waiter: (() => void) | null = null;
+  closed = false;
+
+  constructor(readonly reply: (event: InferenceEvent) => void | Promise<void>) {}
+
+  push(request: SampleRequest): void {
+    if (this.closed) {
+      void this.reply({ type: 'done', done: { requestId: request.requestId, attemptId: request.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
+      return;
+    }
+    this.queue.push(request);
+    this.waiter?.();
+  }
+
+  /** The next request, or null after `ms` (or when `stop` resolves first). */
+  next(ms: number, stop: Promise<void>): Promise<SampleRequest | null> {
+    const ready = this.queue.shift();
+    if (ready) return Promise.resolve(ready);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => finish(null), ms);
+      const finish = (value: SampleRequest | null) => {
+        clearTimeout(timer);
+        this.waiter = null;
+        resolve(value);
+      };
+      this.waiter = () => finish(this.queue.shift() ?? null);
+      void stop.then(() => finish(null));
+    });
+  }
+
+  /** No more requests: every waiting one is answered "cancelled". */
+  close(): void {
+    this.closed = true;
+    for (const r of this.queue.splice(0)) {
+      void this.reply({ type: 'done', done: { requestId: r.requestId, attemptId: r.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
+    }
+  }
+}
+
+const yieldToEvents = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export async function runInference(assignment: Assignment, sink: JobSink, control: JobControl, channel: InferenceChannel | undefined): Promise<JobResult> {
+  const emit = new Emitter(sink);
+  const store = new CheckpointStore(sink);
+  let model: GPT | null = null;
+  try {
+    if (!channel) throw new JobFailure('this runner has no request channel for an inference session');
+    const config: InferenceJobConfig = inferenceJobConfigSchema.parse(assignment.config);
+    const key = assignment.blobKeys?.[config.checkpointId];
+    if (!key) throw new JobFailure(`the assignment has no storage key for checkpoint ${config.checkpointId}`);
+    const loaded = await store.load(key);
+    model = loaded.model;
+    loaded.reference?.dispose();
+    emit.log('info', `inference session: ${loaded.kind} checkpoint ${config.checkpointId} loaded; idle timeout ${config.idleSeconds} s`);
+    await emit.flushLogs();
+    let served = 0;
+    for (;;) {
+      if (control.cancelled) return { outcome: 'cancelled', reason: 'cancelled' };
+      if (control.preempted) return { outcome: 'preempted', reason: 'preempted' };
+      const request = await channel.next(config.idleSeconds * 1000, control.changed());
+      if (control.cancelled || control.preempted) {
+        if (request) channel.push(request);
+        continue;
+      }
+      if (!request) {
+        emit.log('info', `idle for ${config.idleSeconds} s after ${served} request(s): ending the session`);
+        return { outcome: 'succeeded', reason: `idle for ${config.idleSeconds} s` };
+      }
+      served++;
+      await serve(model, loaded.tokenizer, request, channel, control);
+    }
+  } catch (e) {
+    if (e instanceof JobFailure) return { outcome: 'failed', reason: e.message };
+    throw e;
+  } finally {
+    channel?.close();
+    await emit.flushLogs().catch(() => undefined);
+    model?.dispose();
+    store.dispose();
+  }
+}
+
+/** One request: prefill the prompt, then one token at a time with the KV cache, each sent at once. */
+async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: InferenceChannel, control: JobControl): Promise<void> {
+  const ids = { requestId: r.requestId, attemptId: r.attemptId };
+  let text = '';
+  const done = (reason: SampleDone['reason'], error?: string) => channel.reply({ type: 'done', done: { ...ids, reason, text, ...(error ? { error } : {}) } });
+  let cache: KvCache | null = null;
+  try {
+    const o = resolveSampleOptions({ maxTokens: r.maxTokens, temperature: r.temperature, topK: r.topK ?? 0, topP: r.topP ?? 1, stop: r.stop ?? [] });
+    const prompt = [tok.bos, ...tok.encode(r.prompt)];
+    const ctx = model.config.contextLength;
+    const budget = Math.min(o.maxTokens, ctx - prompt.length);
+    if (budget <= 0) return void (await done('error', `the prompt has ${prompt.length} tokens; the model's context is ${ctx}`));
+    const rng = new Rng(r.seed ?? (Math.random() * 2 ** 31) >>> 0);
+    const banned = new Set([tok.pad, tok.bos]);
+    const generated: number[] = [];
+    let last = prompt;
+    for (let step = 0; step < budget; step++) {
+      const prev: KvCache | null = cache;
+      const input = [last];
+      const start: number = prev?.length ?? 0;
+      const out = tf.tidy(() => {
+        const res = model.forward(input, { positions: [input[0].map((_, j) => start + j)], cache: prev ?? undefined, returnCache: true, lastOnly: true });
+        return { logits: res.logits, keys: res.cache!.keys, values: res.cache!.values };
+      });
+      if (prev) disposeCache(prev);
+      cache = { keys: out.keys, values: out.values, length: start + input[0].length };
+      const logits = out.logits.dataSync() as Float32Array;
+      out.logits.dispose();
+      const { token, logprob } = chooseToken(logits, o, banned, rng);
+      if (token === tok.eos) return void (await done('eos'));
+      generated.push(token);
+      last = [token];
+      let full = tok.decode(generated);
+      let stopped = false;
+      for (const s of o.stop) {
+        const at = full.indexOf(s, Math.max(0, text.length - s.length + 1));
+        if (at >= 0) {
+          full = full.slice(0, at + s.length);
+          stopped = true;
+          break;
+        }
+      }
+      const delta = full.slice(text.length);
+      text = full;
+      if (delta) await channel.reply({ type: 'token', token: { ...ids, text: delta, logprob } });
+      if (stopped) return void (await done('stop'));
+      // Let a cancel (an IPC message) in between tokens.
+      await yieldToEvents();
+      if (control.cancelled || control.preempted) return void (await done('cancelled'));
+    }
+    await done('length');
+  } catch (e) {
+    await done('error', (e as Error).message.slice(0, 2000));
+  } finally {
+    if (cache) disposeCache(cache);
+  }
+}
+
+function disposeCache(cache: KvCache): void {
+  cache.keys.forEach((t) => t.dispose());
+  cache.values.forEach((t) => t.dispose());
+}

@@ -1,0 +1,141 @@
+/**
+ * Inference sessions end to end: tRPC (inference.open/sample/close), the scheduler, a real worker
+ * daemon process whose runner loads a checkpoint made by a 2-step TRAIN job, tokens streamed back
+ * over the worker socket and relayed to a browser socket.io client in the run's room, and the
+ * idle timeout that ends the session SUCCEEDED.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import { io as connect, type Socket } from 'socket.io-client';
+import superjson from 'superjson';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT } from '../../sdk/cli/errors';
+import { runCapture } from '../../sdk/cli/test-io';
+import type { AppRouter } from './root';
+import { createUserWithTeam, useTestServer } from '../test-server';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+type SampleEvent = { jobId: string; requestId: string; kind: 'token' | 'done'; text: string; logprob?: number; reason?: string; error?: string };
+
+describe('inference sessions', () => {
+  const s = useTestServer({ withScheduler: true });
+  let daemon: ChildProcess;
+  let home: string;
+  const daemonLogs: string[] = [];
+  let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
+  let api: ReturnType<typeof client>;
+  let checkpointId = '';
+  let browser: Socket;
+
+  const client = (cookie: string) =>
+    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer: superjson, headers: () => ({ cookie, origin: s.server.url }) })] });
+
+  beforeAll(async () => {
+    owner = await createUserWithTeam(s.server.url, s.t.db);
+    api = client(owner.cookie);
+    const { key } = await api.apiKeys.create.mutate({ teamId: owner.team.id, name: 'inference test' });
+    const { token } = await api.workerTokens.create.mutate({ teamId: owner.team.id, name: 'inference test worker' });
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-inference-'));
+    daemon = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'gpu-worker/daemon.ts'), '--server', s.server.url, '--token', token, '--name', 'inference-test'], {
+      cwd: REPO,
+      env: { ...process.env, WHETSTONE_HOME: home, WHETSTONE_BACKEND: 'wasm' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => daemonLogs.push(chunk.toString());
+    daemon.stdout!.on('data', keep);
+    daemon.stderr!.on('data', keep);
+
+    // A tiny checkpoint: a 2-step TRAIN job on the bandit template, through the CLI.
+    const configFile = path.join(home, 'tiny.json');
+    fs.writeFileSync(configFile, JSON.stringify({ model: { layers: 1, width: 16, heads: 2, context: 96 }, training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100 } }));
+    const env = { WHETSTONE_URL: s.server.url, WHETSTONE_API_KEY: key, WHETSTONE_HOME: home };
+    const run = await runCapture(['run', 'env-templates/bandit', '--algo', 'grpo', '--steps', '2', '--config', configFile, '--json'], { env, cwd: REPO });
+    expect(run.code).toBe(EXIT.OK);
+    const trainJob = run.json().job.id as string;
+    const done = await until('the TRAIN job to end', async () => {
+      const j = await s.t.db.job.findUniqueOrThrow({ where: { id: trainJob } });
+      return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
+    }, 60_000);
+    if (done.state !== 'SUCCEEDED') console.log(daemonLogs.join(''), done);
+    expect(done.state).toBe('SUCCEEDED');
+    const checkpoints = await s.t.db.checkpoint.findMany({ where: { jobId: trainJob } });
+    checkpointId = (checkpoints.find((c) => c.kind === 'SAMPLER') ?? checkpoints[0]).id;
+
+    browser = connect(s.server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie: owner.cookie, origin: s.server.url } });
+  }, 110_000);
+
+  afterAll(async () => {
+    browser?.close();
+    if (daemon && daemon.exitCode === null) {
+      const exited = new Promise((r) => daemon.once('exit', r));
+      daemon.kill('SIGTERM');
+      const kill = setTimeout(() => daemon.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(kill);
+    }
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  it('open → RUNNING; sample streams tokens to the run room; a second open reuses the job; idle ends it SUCCEEDED; other teams cannot sample', async () => {
+    const teamId = owner.team.id;
+    const opened = await api.inference.open.mutate({ teamId, checkpointId, idleSeconds: 10 });
+    expect(opened.reused).toBe(false);
+    const jobId = opened.jobId;
+    const again = await api.inference.open.mutate({ teamId, checkpointId });
+    expect(again).toMatchObject({ jobId, reused: true });
+
+    const ack = (await browser.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
+    expect(ack).toEqual({ ok: true });
+    await until('the session RUNNING', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: jobId } })).state === 'RUNNING');
+    expect((await api.inference.open.mutate({ teamId, checkpointId })).jobId).toBe(jobId);
+
+    const events: SampleEvent[] = [];
+    browser.on('sample', (e: SampleEvent) => events.push(e));
+    const { requestId } = await api.inference.sample.mutate({ teamId, jobId, prompt: 'Pick a number: ', maxTokens: 24, temperature: 1, seed: 7 });
+    const done = await until('the sample to end', async () => events.find((e) => e.requestId === requestId && e.kind === 'done'), 20_000);
+    if (done.reason === 'error') console.log(done, daemonLogs.join(''));
+    expect(['eos', 'stop', 'length']).toContain(done.reason);
+    const tokens = events.filter((e) => e.requestId === requestId && e.kind === 'token');
+    expect(events.indexOf(done)).toBe(events.length - 1);
+    expect(tokens.map((e) => e.text).join('')).toBe(done.text);
+    for (const t of tokens) expect(t.logprob).toBeLessThanOrEqual(0);
+    if (done.reason === 'length') expect(tokens.length).toBeGreaterThan(0);
+
+    // A member of another team sees no such team, let alone the session.
+    const stranger = await createUserWithTeam(s.server.url, s.t.db);
+    await expect(client(stranger.cookie).inference.sample.mutate({ teamId, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'NOT_FOUND' } });
+    await expect(client(stranger.cookie).inference.sample.mutate({ teamId: stranger.team.id, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'NOT_FOUND' } });
+
+    // Idle for 10 s: the session ends by itself and frees its device.
+    const ended = await until('the idle session to end', async () => {
+      const j = await s.t.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { jobAttempts: true } });
+      return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
+    }, 25_000);
+    if (ended.state !== 'SUCCEEDED') console.log(daemonLogs.join(''), ended);
+    expect(ended.state).toBe('SUCCEEDED');
+    expect(ended.jobAttempts[0].exitReason).toContain('idle for 10 s');
+    await expect(api.inference.sample.mutate({ teamId, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'PRECONDITION_FAILED' } });
+
+    // The next open starts a new session; close cancels it.
+    const next = await api.inference.open.mutate({ teamId, checkpointId, idleSeconds: 10 });
+    expect(next).toMatchObject({ reused: false });
+    expect(next.jobId).not.toBe(jobId);
+    await api.inference.close.mutate({ teamId, jobId: next.jobId });
+    await until('the closed session CANCELLED', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: next.jobId } })).state === 'CANCELLED', 15_000);
+  }, 90_000);
+});

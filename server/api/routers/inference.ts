@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { TRPCError } from '@trpc/server';
+import { z } from 'zod';
+import { createCallerFactory, router, teamProcedure } from '../trpc';
+import { jobsRouter } from './jobs';
+
+/**
+ * Inference sessions: the playground's one click. A session is an INFERENCE job holding a
+ * checkpoint loaded on a worker; `sample` sends a request to that worker over socket.io and the
+ * tokens come back to the run's room (`run:<jobId>`, event "sample") as they are produced. The
+ * worker ends the session by itself after the job's idleSeconds without a request.
+ */
+const jobs = createCallerFactory(jobsRouter);
+const LIVE = ['QUEUED', 'ASSIGNED', 'RUNNING'] as const;
+
+export const inferenceRouter = router({
+  /** Reuses the team's live session for this checkpoint, or queues one (priority 0, one device). */
+  open: teamProcedure('MEMBER')
+    .input(
+      z.object({
+        checkpointId: z.string().min(1).max(64),
+        idleSeconds: z.number().int().min(10).max(86_400).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      if (!(await ctx.db.checkpoint.findFirst({ where: { id: input.checkpointId, teamId }, select: { id: true } }))) {
+        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
+      }
+      const live = await ctx.db.job.findFirst({
+        where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
+        orderBy: { createdAt: 'desc' },
+        select: { id: true, state: true },
+      });
+      if (live) return { jobId: live.id, state: live.state, reused: true };
+      const config = { checkpointId: input.checkpointId, ...(input.idleSeconds ? { idleSeconds: input.idleSeconds } : {}) };
+      const job = await jobs(ctx).submit({ teamId, kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config });
+      return { jobId: job.id, state: job.state, reused: false };
+    }),
+
+  /** Sends a sampling request to the session's worker; answers its id (tokens arrive on the run's room). */
+  sample: teamProcedure('MEMBER')
+    .input(
+      z.object({
+        jobId: z.string().min(1).max(64),
+        prompt: z.string().max(100_000),
+        maxTokens: z.number().int().min(1).max(512).default(64),
+        temperature: z.number().min(0).max(10).default(1),
+        topK: z.number().int().min(0).max(100_000).optional(),
+        topP: z.number().gt(0).max(1).optional(),
+        stop: z.array(z.string().min(1).max(100)).max(16).optional(),
+        seed: z.number().int().min(0).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const job = await ctx.db.job.findFirst({ where: { id: input.jobId, teamId: ctx.membership.teamId, kind: 'INFERENCE' }, select: { id: true, state: true } });
+      if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such inference session' });
+      const attempt = job.state === 'RUNNING' ? await ctx.db.jobAttempt.findFirst({ where: { jobId: job.id, state: 'ACTIVE' }, select: { id: true, workerId: true } }) : null;
+      if (!attempt?.workerId) {
+        throw new TRPCError({ code: 'PRECONDITION_FAILED', message: `The session is not running (it is ${job.state.toLowerCase()})` });
+      }
+      const requestId = randomUUID();
+      const { jobId: _jobId, teamId: _teamId, ...params } = input;
+      ctx.deps.realtime.requestSample(attempt.workerId, { requestId, attemptId: attempt.id, ...params });
+      return { requestId };
+    }),
+
+  /** Ends the session (a cancel of its job). */
+  close: teamProcedure('MEMBER')
+    .input(z.object({ jobId: z.string().min(1).max(64) }))
+    .mutation(async ({ ctx, input }) => {
+      const job = await ctx.db.job.findFirst({ where: { id: input.jobId, teamId: ctx.membership.teamId, kind: 'INFERENCE' }, select: { id: true } });
+      if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such inference session' });
+      return jobs(ctx).cancel({ teamId: ctx.membership.teamId, jobId: job.id });
+    }),
+});
