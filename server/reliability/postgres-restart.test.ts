@@ -23,13 +23,14 @@ describe('reliability: PostgreSQL restarts mid-run', () => {
     const { url, proc: server } = await startServer({ databaseUrl: pg.url, name: 'server' });
     db = createDb(pg.url, 2);
     const team = await seedTeam(db);
-    const worker = startWorker({ url, token: team.workerToken, name: 'w', home: tempDir('whetstone-rel-workers-') });
+    startWorker({ url, token: team.workerToken, name: 'w', home: tempDir('whetstone-rel-workers-') });
 
     const steps = 10;
     const job = await submitTrain(url, team, steps, 2);
     await waitUntil('metrics flowing', async () => (await db!.metricPoint.count({ where: { jobId: job.id, key: 'reward' } })) >= 2, 60_000, 50);
     const before = await db.metricPoint.count({ where: { jobId: job.id } });
-
+    // The database goes away while the run is still going.
+    expect(await jobState(db, job.id)).toBe('RUNNING');
     await pg.stop();
     pg = null;
     await sleep(3_000);
@@ -40,9 +41,7 @@ describe('reliability: PostgreSQL restarts mid-run', () => {
     expect(await stepsOf(db, job.id)).toEqual(range(steps));
     expect(await stepsOf(db, job.id, 'loss')).toEqual(range(steps));
     expect(await db.jobAttempt.count({ where: { jobId: job.id } })).toBe(1);
-    // The outage was real for both …
-    expect(worker.output()).toMatch(/failed|HTTP 5\d\d/);
-    // … and the scheduler works again: a new job is placed and runs.
+    // The scheduler works again: a new job is placed and runs.
     const next = await submitTrain(url, team, 2, 2);
     await waitUntil('a job submitted after the restart to succeed', async () => (await jobState(db!, next.id)) === 'SUCCEEDED', 45_000, 250);
     expect(server.child.exitCode).toBeNull();
