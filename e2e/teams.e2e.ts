@@ -302,3 +302,22 @@ test('a wrong password gets one clear error that does not tell whether the e-mai
   await expect(page.getByText('Password changed.')).toBeVisible();
   await context.close();
 });
+
+test('workers: an admin makes a registration token, shown once, and the local worker is listed', async ({ browser, ownerState, whetstone }) => {
+  const owner = await browser.newContext({ storageState: ownerState });
+  const page = await owner.newPage();
+  const watch = watchPage(page);
+  await page.goto(whetstone.url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  await page.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Workers' }).click();
+  const form = page.getByRole('form', { name: /Create a registration token/ });
+  await form.getByLabel('Token name').fill('rack 7');
+  await form.getByRole('button', { name: 'Create token' }).click();
+  await expect(page.getByRole('textbox', { name: /Registration token “rack 7”/ })).toHaveValue(/^wst_[A-Za-z0-9_-]{20,}$/);
+  await expect(form.getByLabel('Token name')).toHaveValue('');
+  await expect(page.getByRole('cell', { name: /rack 7/ })).toBeVisible();
+  // npm start's own worker, in the shared pool.
+  await expect(page.getByRole('row', { name: /^local .*Shared/ })).toBeVisible();
+  watch.expectClean();
+  await owner.close();
+});

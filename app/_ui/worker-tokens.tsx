@@ -1,7 +1,8 @@
 'use client';
-import { useState, type FormEvent } from 'react';
-import { ConfirmButton, ErrorNote, Field, Loading, SecretBox, StatusBadge } from './components';
-import { EXPIRY_DAYS, formatDate } from './format';
+import { useState } from 'react';
+import { ConfirmButton, ErrorNote, Loading, SecretBox, StatusBadge } from './components';
+import { CreateSecretForm, credentialStatus } from './credentials';
+import { formatDate } from './format';
 
 export interface WorkerTokenRow {
   id: string;
@@ -24,55 +25,29 @@ interface Props {
   revokeError: unknown;
 }
 
-function tokenStatus(t: WorkerTokenRow): string {
-  if (t.revokedAt) return 'revoked';
-  if (t.expiresAt && new Date(t.expiresAt) < new Date()) return 'expired';
-  return 'active';
-}
-
 /** Registration tokens of a worker pool: create (shown once), list, revoke. */
 export function WorkerTokens(props: Props) {
-  const [name, setName] = useState('');
-  const [days, setDays] = useState(30);
   const [shown, setShown] = useState<{ name: string; token: string } | null>(null);
   const origin = typeof window === 'undefined' ? '' : window.location.origin;
 
-  async function submit(e: FormEvent) {
-    e.preventDefault();
+  async function create(input: { name: string; expiresInDays?: number }) {
     setShown(null);
-    try {
-      const created = await props.create({ name: name.trim(), ...(days ? { expiresInDays: days } : {}) });
-      setShown({ name: created.name, token: created.token });
-      setName('');
-    } catch {
-      // The mutation's error is shown next to the form.
-    }
+    const created = await props.create(input);
+    setShown({ name: created.name, token: created.token });
   }
 
   return (
     <>
-      <form className="form form-row" onSubmit={submit} aria-label={`Create a registration token for ${props.poolLabel}`}>
-        <Field label="Token name" hint="e.g. the machine or cluster it is for.">
-          {(p) => <input {...p} required maxLength={80} value={name} onChange={(e) => setName(e.target.value)} />}
-        </Field>
-        <Field label="Expires after">
-          {(p) => (
-            <select {...p} value={days} onChange={(e) => setDays(Number(e.target.value))}>
-              {EXPIRY_DAYS.map((x) => (
-                <option key={x.days} value={x.days}>
-                  {x.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <div className="field field-submit">
-          <button type="submit" className="btn btn-primary" disabled={props.createPending}>
-            {props.createPending ? 'Creating…' : 'Create token'}
-          </button>
-        </div>
-      </form>
-      <ErrorNote error={props.createError} />
+      <CreateSecretForm
+        ariaLabel={`Create a registration token for ${props.poolLabel}`}
+        nameLabel="Token name"
+        nameHint="e.g. the machine or cluster it is for."
+        submitLabel="Create token"
+        defaultDays={30}
+        pending={props.createPending}
+        error={props.createError}
+        onCreate={create}
+      />
       {shown ? (
         <SecretBox label={`Registration token “${shown.name}”`} value={shown.token} onDismiss={() => setShown(null)}>
           <p className="hint">
@@ -107,7 +82,7 @@ export function WorkerTokens(props: Props) {
             </thead>
             <tbody>
               {props.tokens.data.map((t) => {
-                const status = tokenStatus(t);
+                const status = credentialStatus(t);
                 return (
                   <tr key={t.id}>
                     <th scope="row">{t.name}</th>

@@ -1,18 +1,13 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { ConfirmButton, ErrorNote, Field, Loading, PageTitle, SecretBox, StatusBadge } from '../../../_ui/components';
-import { EXPIRY_DAYS, formatDate, formatRelative } from '../../../_ui/format';
+import { useState } from 'react';
+import { ConfirmButton, ErrorNote, Loading, PageTitle, SecretBox, StatusBadge } from '../../../_ui/components';
+import { CreateSecretForm, credentialStatus } from '../../../_ui/credentials';
+import { formatDate, formatRelative } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
 import { refetchAfterChange } from '../../../_ui/refresh';
-
-function keyStatus(k: { revokedAt: Date | null; expiresAt: Date | null }): string {
-  if (k.revokedAt) return 'revoked';
-  if (k.expiresAt && new Date(k.expiresAt) < new Date()) return 'expired';
-  return 'active';
-}
 
 export default function ApiKeysPage() {
   const trpc = useTRPC();
@@ -22,24 +17,14 @@ export default function ApiKeysPage() {
   const invalidate = () => refetchAfterChange(queryClient, trpc.apiKeys.list.queryKey({ teamId: team.id }));
   const create = useMutation(trpc.apiKeys.create.mutationOptions({ onSuccess: invalidate }));
   const revoke = useMutation(trpc.apiKeys.revoke.mutationOptions({ onSuccess: invalidate }));
-  const [name, setName] = useState('');
-  const [days, setDays] = useState(90);
   const [shown, setShown] = useState<{ name: string; key: string } | null>(null);
   const isAdmin = atLeast(team.role, 'ADMIN');
   const origin = typeof window === 'undefined' ? '' : window.location.origin;
 
-  function submit(e: FormEvent) {
-    e.preventDefault();
+  async function createKey(input: { name: string; expiresInDays?: number }) {
     setShown(null);
-    create.mutate(
-      { teamId: team.id, name: name.trim(), ...(days ? { expiresInDays: days } : {}) },
-      {
-        onSuccess: (created) => {
-          setShown({ name: created.name, key: created.key });
-          setName('');
-        },
-      },
-    );
+    const created = await create.mutateAsync({ teamId: team.id, ...input });
+    setShown({ name: created.name, key: created.key });
   }
 
   return (
@@ -51,28 +36,16 @@ export default function ApiKeysPage() {
       </p>
       <section className="panel" aria-labelledby="new-key-title">
         <h2 id="new-key-title">Create a key</h2>
-        <form className="form form-row" onSubmit={submit} aria-label="Create an API key">
-          <Field label="Name" hint="What uses it, e.g. “laptop CLI”.">
-            {(props) => <input {...props} required maxLength={80} value={name} onChange={(e) => setName(e.target.value)} />}
-          </Field>
-          <Field label="Expires after">
-            {(props) => (
-              <select {...props} value={days} onChange={(e) => setDays(Number(e.target.value))}>
-                {EXPIRY_DAYS.map((x) => (
-                  <option key={x.days} value={x.days}>
-                    {x.label}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-          <div className="field field-submit">
-            <button type="submit" className="btn btn-primary" disabled={create.isPending}>
-              {create.isPending ? 'Creating…' : 'Create key'}
-            </button>
-          </div>
-        </form>
-        <ErrorNote error={create.error} />
+        <CreateSecretForm
+          ariaLabel="Create an API key"
+          nameLabel="Name"
+          nameHint="What uses it, e.g. “laptop CLI”."
+          submitLabel="Create key"
+          defaultDays={90}
+          pending={create.isPending}
+          error={create.error}
+          onCreate={createKey}
+        />
         {shown ? (
           <SecretBox label={`New API key “${shown.name}”`} value={shown.key} onDismiss={() => setShown(null)}>
             <p className="hint">
@@ -111,7 +84,7 @@ export default function ApiKeysPage() {
               </thead>
               <tbody>
                 {keys.data.map((k) => {
-                  const status = keyStatus(k);
+                  const status = credentialStatus(k);
                   return (
                     <tr key={k.id}>
                       <th scope="row">{k.name}</th>
