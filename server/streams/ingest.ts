@@ -1,6 +1,7 @@
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
+import { foldIntoRollups, recomputeRollups, ROLLUP_STEPS } from './rollup';
 
 // Stream batches from job runners, written idempotently: (job, attempt, seq) is recorded with the
 // batch's rows in one transaction, so a batch that is sent again after a lost answer changes
@@ -39,13 +40,16 @@ async function writeItems(tx: Prisma.TransactionClient, job: { id: string; teamI
       // One statement for the whole batch; the last value of a repeated (key, step) wins.
       const unique = [...new Map(batch.items.map((m) => [`${m.key}\u0000${m.step}`, m])).values()].filter((m) => Number.isFinite(m.value));
       if (unique.length === 0) return { kind: 'metrics', items: [] };
-      const rows = await tx.$queryRaw<Array<{ id: bigint; step: number; key: string; value: number }>>`
+      // xmax = 0 marks a row this statement inserted rather than updated.
+      const rows = await tx.$queryRaw<Array<{ id: bigint; step: number; key: string; value: number; inserted: boolean }>>`
         INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt, time)
         SELECT ${job.id}, k, s, v, ${attempt}, now()
           FROM unnest(${unique.map((m) => m.key)}::text[], ${unique.map((m) => m.step)}::int[], ${unique.map((m) => m.value)}::float8[]) AS t(k, s, v)
         ON CONFLICT ("jobId", key, step) DO UPDATE SET value = EXCLUDED.value, attempt = EXCLUDED.attempt, time = EXCLUDED.time
-        RETURNING id, step, key, value`;
-      return { kind: 'metrics', items: rows.map((r) => ({ ...r, id: r.id.toString() })) };
+        RETURNING id, step, key, value, (xmax = 0) AS inserted`;
+      await foldIntoRollups(tx, job.id, rows.filter((r) => r.inserted));
+      await recomputeRollups(tx, job.id, rows.filter((r) => !r.inserted).map((r) => ({ key: r.key, bucket: Math.floor(r.step / ROLLUP_STEPS) })));
+      return { kind: 'metrics', items: rows.map(({ inserted: _inserted, ...r }) => ({ ...r, id: r.id.toString() })) };
     }
     case 'rollouts': {
       const items = [];
