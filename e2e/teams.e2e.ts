@@ -92,6 +92,8 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   await cleoPage.waitForURL(`${url}/teams/${adaTeam}`);
   await expect(cleoPage.getByText(/You are an admin of this team/)).toBeVisible();
   await cleoPage.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Members' }).click();
+  // The switcher keeps the section you are on: be on it before switching.
+  await cleoPage.waitForURL(`${url}/teams/${adaTeam}/members`);
   await cleoPage.getByRole('button', { name: /^Team/ }).click();
   const cleoTeams = cleoPage.getByRole('navigation', { name: 'Your teams' });
   await expect(cleoTeams.getByRole('link')).toHaveCount(2);

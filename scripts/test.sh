@@ -21,7 +21,8 @@ chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 e2e_status=0
 if [ -x "$chromium" ]; then
   echo "── browser tests (Playwright, $chromium)"
-  PLAYWRIGHT_JSON_OUTPUT_NAME="$reports/playwright.json" \
+  # Playwright resolves a relative report path from its config's folder: give it an absolute one.
+  PLAYWRIGHT_JSON_OUTPUT_NAME="$PWD/$reports/playwright.json" \
     npx playwright test -c e2e/playwright.config.ts --reporter=list,json || e2e_status=$?
 elif [ "${CI:-}" = "true" ]; then
   echo "No Chromium at $chromium, and CI needs the browser tests. Install it: apt-get install chromium (or set CHROMIUM_PATH)." >&2
