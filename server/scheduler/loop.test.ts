@@ -193,6 +193,22 @@ describe('scheduler loop and worker protocol', () => {
     await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
   });
 
+  it('stops a job at its time limit and fails it with that reason', async () => {
+    const worker = await newWorker(1);
+    const job = await submit({}, { timeLimitSeconds: 1 });
+    const a = (await waitFor('placed', async () => (await heartbeat(worker)).body.assignments.find((x: any) => x.jobId === job.id))) as any;
+    const fence = { attemptId: a.attemptId, fencingToken: a.fencingToken };
+    await http(server.url, 'POST', '/api/workers/attempts/start', fence, worker.credential);
+    const lease = await waitFor('the stop', async () => {
+      const l = (await heartbeat(worker, [fence])).body.leases[0];
+      return l.cancel ? l : null;
+    });
+    expect(lease).toMatchObject({ valid: true, cancel: true });
+    expect((await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'cancelled' }, worker.credential)).body.state).toBe('FAILED');
+    expect(await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).toMatchObject({ state: 'FAILED', failureReason: 'time limit of 1 s reached' });
+    await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
+  });
+
   it('exactly one of two schedulers leads, and the other takes over when it stops', async () => {
     const events = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
     const a = new SchedulerLoop(t.db, t.url, events, () => {}, 100);

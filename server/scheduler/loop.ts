@@ -3,7 +3,8 @@ import type { Db } from '../db/client';
 import { plan } from './plan';
 import type { Plan, PlanInput } from './types';
 import { LEASE_SECONDS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
-import { endAttemptAndRequeue, recordEvent } from './transitions';
+import type { JobState } from '../db/generated/prisma/enums';
+import { endAttemptAndRequeue, recordEvent, TIME_LIMIT_REASON } from './transitions';
 import { WORKER_ONLINE_WINDOW_MS } from '../health';
 
 // The loop around the pure planner: one leader among server replicas (a PostgreSQL advisory
@@ -74,6 +75,21 @@ export async function expireStale(db: Db, now: Date, events: SchedulerEvents): P
       await db.$transaction((tx) => endAttemptAndRequeue(tx, attempt, reason, { type: 'SCHEDULER' }, now));
       events.jobChanged(attempt.job.teamId, attempt.jobId);
     }
+  }
+  // A job past its declared time limit is stopped (the planner's backfill counts on the limit).
+  const overtime = await db.$queryRaw<Array<{ id: string; jobId: string; workerId: string | null; teamId: string; state: string; limit: number }>>`
+    SELECT a.id, a."jobId", a."workerId", j."teamId", j.state::text AS state, j."timeLimitSeconds" AS limit
+      FROM "JobAttempt" a JOIN "Job" j ON j.id = a."jobId"
+     WHERE a.state = 'ACTIVE' AND j."timeLimitSeconds" IS NOT NULL AND j."cancelRequestedAt" IS NULL
+       AND a."startedAt" + make_interval(secs => j."timeLimitSeconds") < ${now}`;
+  for (const a of overtime) {
+    const reason = `${TIME_LIMIT_REASON} of ${a.limit} s reached`;
+    await db.$transaction(async (tx) => {
+      await tx.job.update({ where: { id: a.jobId }, data: { cancelRequestedAt: now, failureReason: reason } });
+      await recordEvent(tx, a.jobId, a.state as JobState, a.state as JobState, { type: 'SCHEDULER' }, `${reason}: stopping`);
+    });
+    if (a.workerId) events.signal(a.workerId, { attemptId: a.id, cancel: true });
+    events.jobChanged(a.teamId, a.jobId);
   }
   await db.worker.updateMany({
     where: { state: 'ONLINE', lastHeartbeatAt: { lt: new Date(now.getTime() - WORKER_ONLINE_WINDOW_MS) } },

@@ -5,6 +5,14 @@ import { requeueBackoffMs } from './timing';
 
 type Tx = Prisma.TransactionClient | Db;
 
+/** How a job stopped at its time limit is told apart from one a person cancelled. */
+export const TIME_LIMIT_REASON = 'time limit';
+
+/** A job asked to stop ends CANCELLED, or FAILED when it was its time limit that stopped it. */
+export function stoppedState(job: { failureReason: string | null }): 'CANCELLED' | 'FAILED' {
+  return job.failureReason?.startsWith(TIME_LIMIT_REASON) ? 'FAILED' : 'CANCELLED';
+}
+
 /** Every state change of a job is a row with who and why (DESIGN.md, job lifecycle). */
 export async function recordEvent(
   tx: Tx,
@@ -36,9 +44,10 @@ export async function endAttemptAndRequeue(
   const job = await tx.job.findUniqueOrThrow({ where: { id: attempt.jobId } });
   if (!['ASSIGNED', 'RUNNING', 'PREEMPTED'].includes(job.state)) return job.state;
   if (job.cancelRequestedAt) {
-    await tx.job.update({ where: { id: job.id }, data: { state: 'CANCELLED', finishedAt: now } });
-    await recordEvent(tx, job.id, job.state, 'CANCELLED', actor, `cancelled; ${exitReason}`);
-    return 'CANCELLED';
+    const state = stoppedState(job);
+    await tx.job.update({ where: { id: job.id }, data: { state, finishedAt: now } });
+    await recordEvent(tx, job.id, job.state, state, actor, `${job.failureReason ?? 'cancelled'}; ${exitReason}`);
+    return state;
   }
   // Preemptions are the scheduler's doing, not the job's: only lost attempts count against it.
   const lost = await tx.jobAttempt.count({ where: { jobId: job.id, state: 'ENDED', NOT: { exitReason: { startsWith: 'preempted' } } } });

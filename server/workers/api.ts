@@ -17,7 +17,7 @@ import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { notifyScheduler } from '../scheduler/loop';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
-import { recordEvent } from '../scheduler/transitions';
+import { recordEvent, stoppedState } from '../scheduler/transitions';
 import { ingestBatch, type StoredBatch } from '../streams/ingest';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 
@@ -221,9 +221,10 @@ async function finish(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessa
       return 'SUCCEEDED';
     }
     if (input.outcome === 'cancelled' || attempt.job.cancelRequestedAt) {
-      await tx.job.update({ where: { id: attempt.jobId }, data: { state: 'CANCELLED', finishedAt: now } });
-      await recordEvent(tx, attempt.jobId, from, 'CANCELLED', actor, input.reason || 'cancelled');
-      return 'CANCELLED';
+      const state = stoppedState(attempt.job);
+      await tx.job.update({ where: { id: attempt.jobId }, data: { state, finishedAt: now } });
+      await recordEvent(tx, attempt.jobId, from, state, actor, attempt.job.failureReason ?? (input.reason || 'cancelled'));
+      return state;
     }
     if (input.outcome === 'preempted') {
       await recordEvent(tx, attempt.jobId, from, 'PREEMPTED', actor, input.reason || 'checkpointed and stopped for a higher-priority job');
