@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { io as connect } from 'socket.io-client';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { createUserWithTeam, startTestServer } from '../test-server';
@@ -73,6 +73,12 @@ describe('scheduler loop and worker protocol', () => {
   afterAll(async () => {
     await server?.close();
     await t?.drop();
+  });
+  // Each test starts from an empty pool and queue, whatever the one before left behind.
+  beforeEach(async () => {
+    await t.db.worker.updateMany({ data: { state: 'REVOKED' } });
+    await t.db.job.updateMany({ where: { state: { in: ['QUEUED', 'ASSIGNED', 'RUNNING'] } }, data: { state: 'CANCELLED' } });
+    await t.db.jobAttempt.updateMany({ where: { state: 'ACTIVE' }, data: { state: 'ENDED', exitReason: 'test reset' } });
   });
 
   it('places a job on a worker, streams idempotently, keeps checkpoints, and finishes', async () => {
@@ -168,7 +174,7 @@ describe('scheduler loop and worker protocol', () => {
     expect(lease).toMatchObject({ valid: true, preempt: true, cancel: false });
     // The waiting reason is written in the same round, just after the preemption request.
     const reason = await waitFor('the waiting reason', async () => (await t.db.job.findUniqueOrThrow({ where: { id: high.id } })).waitingReason);
-    expect(reason).toMatch(/preempting job .* for job|being freed .* held for this job/);
+    expect(reason).toMatch(/preempting job .* to make room|being freed .* held for this job/);
     // The runner checkpoints and stops; the job goes back to the queue, the high one runs.
     await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'preempted', reason: 'checkpointed at step 3' }, worker.credential);
     const a2 = (await waitFor('high placed', async () => (await heartbeat(worker)).body.assignments.find((a: any) => a.jobId === high.id))) as any;
