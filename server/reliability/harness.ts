@@ -11,9 +11,11 @@ import { loadTemplate } from '../../env-templates/load-template';
 import { API_KEY_PREFIX } from '../auth/caller';
 import { hashSecret, newSecret } from '../auth/tokens';
 import type { Db } from '../db/client';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { repoRoot } from '../paths';
 import { WORKER_TOKEN_PREFIX } from '../workers/credentials';
 import { io as connect } from 'socket.io-client';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface Proc {
   name: string;
@@ -222,4 +224,20 @@ export function watchRun(url: string, team: Team, jobId: string) {
 /** The ids of every stored metric row of a job. */
 export async function metricIds(db: Db, jobId: string): Promise<string[]> {
   return (await db.metricPoint.findMany({ where: { jobId }, select: { id: true }, orderBy: { id: 'asc' } })).map((r) => r.id.toString());
+}
+
+/**
+ * A test file's own database, dropped afterwards, and every process the file started killed.
+ * Read `.t` inside tests.
+ */
+export function useReliabilityDatabase() {
+  const state = {} as { t: TestDatabase };
+  beforeAll(async () => {
+    state.t = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await killAll();
+    await state.t?.drop();
+  });
+  return state;
 }

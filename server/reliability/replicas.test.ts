@@ -1,27 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { jobState, killAll, metricIds, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun } from './harness';
+import { describe, expect, it } from 'vitest';
+import { jobState, metricIds, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
 
 // Two server processes on one database: exactly one is the scheduler's leader, every job is
 // placed once, live events reach browsers connected to either replica (the worker streams to
 // one of them), and when the leader dies the other takes over.
 
 describe('reliability: two server replicas', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await killAll();
-    await t?.drop();
-  });
+  const ctx = useReliabilityDatabase();
 
   it('exactly one schedules, and live events reach clients of both', async () => {
-    const team = await seedTeam(t.db);
+    const team = await seedTeam(ctx.t.db);
     const home = tempDir('whetstone-rel-home-');
     const [a, b] = await Promise.all([
-      startServer({ databaseUrl: t.url, home, name: 'replica-a' }),
-      startServer({ databaseUrl: t.url, home, name: 'replica-b' }),
+      startServer({ databaseUrl: ctx.t.url, home, name: 'replica-a' }),
+      startServer({ databaseUrl: ctx.t.url, home, name: 'replica-b' }),
     ]);
     const leaders = () => [a, b].filter((r) => /this server is the leader/.test(r.proc.output()));
     await waitUntil('a leader', async () => leaders().length > 0, 10_000);
@@ -33,13 +25,13 @@ describe('reliability: two server replicas', () => {
     const steps = 6;
     const job = await submitTrain(b.url, team, steps, 2);
     const watchers = [watchRun(a.url, team, job.id), watchRun(b.url, team, job.id)];
-    await waitUntil('the job to succeed', async () => (await jobState(t.db, job.id)) === 'SUCCEEDED', 60_000, 200);
+    await waitUntil('the job to succeed', async () => (await jobState(ctx.t.db, job.id)) === 'SUCCEEDED', 60_000, 200);
     expect(leaders()).toHaveLength(1);
-    const events = await t.db.jobEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } });
+    const events = await ctx.t.db.jobEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } });
     expect(events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
-    expect(await stepsOf(t.db, job.id)).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
 
-    const stored = await metricIds(t.db, job.id);
+    const stored = await metricIds(ctx.t.db, job.id);
     for (const w of watchers) {
       await waitUntil('every metric at both clients', async () => stored.every((id) => w.metrics.has(id)), 10_000);
       w.close();
@@ -49,6 +41,6 @@ describe('reliability: two server replicas', () => {
     leader.proc.child.kill('SIGKILL');
     await other.proc.waitFor(/this server is the leader/, 15_000);
     const next = await submitTrain(other.url, team, 2, 2);
-    await waitUntil('the next job placed by the new leader', async () => (await jobState(t.db, next.id)) === 'SUCCEEDED', 60_000, 200);
+    await waitUntil('the next job placed by the new leader', async () => (await jobState(ctx.t.db, next.id)) === 'SUCCEEDED', 60_000, 200);
   }, 90_000);
 });

@@ -1,9 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { jobState, killAll, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil } from './harness';
+import { describe, expect, it } from 'vitest';
+import { jobState, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from './harness';
 
 // A worker paused (SIGSTOP: the daemon and its runner) past its lease, then resumed (SIGCONT):
 // the job has meanwhile moved to another worker; the stale one's writes are refused (409) and
@@ -12,26 +11,19 @@ import { jobState, killAll, range, seedTeam, sleep, startServer, startWorker, st
 const LEASE_SECONDS = 3;
 
 describe('reliability: a stale worker', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await killAll();
-    await t?.drop();
-  });
+  const ctx = useReliabilityDatabase();
 
   it('cannot write into the new attempt after being paused past its lease', async () => {
-    const team = await seedTeam(t.db);
-    const { url } = await startServer({ databaseUrl: t.url, leaseSeconds: LEASE_SECONDS });
+    const team = await seedTeam(ctx.t.db);
+    const { url } = await startServer({ databaseUrl: ctx.t.url, leaseSeconds: LEASE_SECONDS });
     const home = tempDir('whetstone-rel-workers-');
     const workers = { a: startWorker({ url, token: team.workerToken, name: 'a', home }), b: startWorker({ url, token: team.workerToken, name: 'b', home }) };
-    await waitUntil('two workers online', async () => (await t.db.worker.count({ where: { teamId: team.teamId, state: 'ONLINE' } })) === 2);
+    await waitUntil('two workers online', async () => (await ctx.t.db.worker.count({ where: { teamId: team.teamId, state: 'ONLINE' } })) === 2);
 
     const steps = 8;
     const job = await submitTrain(url, team, steps, 2);
     const checkpoint = await waitUntil('a training checkpoint', () =>
-      t.db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }), 60_000, 50);
+      ctx.t.db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }), 60_000, 50);
     const stale = checkpoint.attempt!;
     const name = stale.worker!.name as 'a' | 'b';
     const daemon = workers[name];
@@ -41,9 +33,9 @@ describe('reliability: a stale worker', () => {
 
     // The lease runs out; the job is requeued and started on the other worker.
     const next = await waitUntil('the job running on the other worker', () =>
-      t.db.jobAttempt.findFirst({ where: { jobId: job.id, number: { gt: stale.number }, state: 'ACTIVE', job: { state: 'RUNNING' } }, include: { worker: true } }), 30_000, 100);
+      ctx.t.db.jobAttempt.findFirst({ where: { jobId: job.id, number: { gt: stale.number }, state: 'ACTIVE', job: { state: 'RUNNING' } }, include: { worker: true } }), 30_000, 100);
     expect(next.worker!.name).not.toBe(name);
-    const ended = await t.db.jobAttempt.findUniqueOrThrow({ where: { id: stale.id } });
+    const ended = await ctx.t.db.jobAttempt.findUniqueOrThrow({ where: { id: stale.id } });
     expect(ended.state).toBe('ENDED');
     expect(ended.exitReason).toMatch(/lease expired/);
 
@@ -64,14 +56,14 @@ describe('reliability: a stale worker', () => {
     await sleep(500);
     expect(daemon.child.exitCode).toBeNull(); // the daemon itself lives on, for other work
 
-    await waitUntil('the job to succeed', async () => (await jobState(t.db, job.id)) === 'SUCCEEDED', 60_000, 200);
+    await waitUntil('the job to succeed', async () => (await jobState(ctx.t.db, job.id)) === 'SUCCEEDED', 60_000, 200);
     // Nothing the stale attempt sent after its lease ended was stored.
-    const late = await t.db.metricPoint.count({ where: { jobId: job.id, attempt: stale.number, time: { gt: ended.endedAt! } } });
+    const late = await ctx.t.db.metricPoint.count({ where: { jobId: job.id, attempt: stale.number, time: { gt: ended.endedAt! } } });
     expect(late).toBe(0);
-    expect(await t.db.checkpoint.count({ where: { attemptId: stale.id, createdAt: { gt: ended.endedAt! } } })).toBe(0);
-    expect(await t.db.metricPoint.count({ where: { jobId: job.id, value: -999 } })).toBe(0);
-    expect(await stepsOf(t.db, job.id)).toEqual(range(steps));
-    const final = await t.db.jobAttempt.findMany({ where: { jobId: job.id, state: 'ENDED', exitReason: { startsWith: 'succeeded' } } });
+    expect(await ctx.t.db.checkpoint.count({ where: { attemptId: stale.id, createdAt: { gt: ended.endedAt! } } })).toBe(0);
+    expect(await ctx.t.db.metricPoint.count({ where: { jobId: job.id, value: -999 } })).toBe(0);
+    expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
+    const final = await ctx.t.db.jobAttempt.findMany({ where: { jobId: job.id, state: 'ENDED', exitReason: { startsWith: 'succeeded' } } });
     expect(final.map((a) => a.workerId)).toEqual([next.workerId]);
   }, 90_000);
 });
