@@ -91,11 +91,13 @@ describe('inference sessions', () => {
     if (home) fs.rmSync(home, { recursive: true, force: true });
   });
 
-  it('open → RUNNING; sample streams tokens to the run room; a second open reuses the job; idle ends it SUCCEEDED; other teams cannot sample', async () => {
+  it('racing opens share one session; open → RUNNING; sample streams tokens to the run room; a second open reuses the job; idle ends it SUCCEEDED; other teams cannot sample', async () => {
     const teamId = owner.team.id;
-    const opened = await api.inference.open.mutate({ teamId, checkpointId, idleSeconds: 10 });
-    expect(opened.reused).toBe(false);
-    const jobId = opened.jobId;
+    // Three clicks at once: one session, queued once.
+    const racing = await Promise.all([1, 2, 3].map(() => api.inference.open.mutate({ teamId, checkpointId, idleSeconds: 10 })));
+    expect(racing.filter((o) => !o.reused)).toHaveLength(1);
+    const jobId = racing[0].jobId;
+    expect(new Set(racing.map((o) => o.jobId))).toEqual(new Set([jobId]));
     const again = await api.inference.open.mutate({ teamId, checkpointId });
     expect(again).toMatchObject({ jobId, reused: true });
 

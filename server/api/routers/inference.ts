@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { createCallerFactory, router, teamProcedure } from '../trpc';
-import { jobsRouter } from './jobs';
+import { jobsRouter, queueJob, queuedJobSelect } from './jobs';
 
 /**
  * Inference sessions: the playground's one click. A session is an INFERENCE job holding a
@@ -27,15 +27,19 @@ export const inferenceRouter = router({
       if (!(await ctx.db.checkpoint.findFirst({ where: { id: input.checkpointId, teamId }, select: { id: true } }))) {
         throw new TRPCError({ code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
       }
-      const live = await ctx.db.job.findFirst({
-        where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
-        orderBy: { createdAt: 'desc' },
-        select: { id: true, state: true },
-      });
-      if (live) return { jobId: live.id, state: live.state, reused: true };
       const config = { checkpointId: input.checkpointId, ...(input.idleSeconds ? { idleSeconds: input.idleSeconds } : {}) };
-      const job = await jobs(ctx).submit({ teamId, kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config });
-      return { jobId: job.id, state: job.state, reused: false };
+      // The live-session lookup runs under the team's queue lock, so two clicks at once share one session.
+      const { job, reused } = await queueJob(
+        ctx,
+        { kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config },
+        (tx) =>
+          tx.job.findFirst({
+            where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
+            orderBy: { createdAt: 'desc' },
+            select: queuedJobSelect,
+          }),
+      );
+      return { jobId: job.id, state: job.state, reused };
     }),
 
   /** Sends a sampling request to the session's worker; answers its id (tokens arrive on the run's room). */

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { roleAtLeast } from '../../auth/roles';
+import type { Role } from '../../db/generated/prisma/enums';
 import type { Prisma } from '../../db/generated/prisma/client';
 import { SCHEDULER_CHANNEL } from '../../scheduler/loop';
 import { router, teamProcedure } from '../trpc';
@@ -28,69 +29,90 @@ async function checkReferences(db: Db, teamId: string, config: Record<string, un
 const jobId = z.object({ jobId: z.string().min(1).max(64) });
 const jsonObject = z.record(z.string(), z.unknown());
 
+/** What `jobs.submit` takes (without teamId); inference.open queues through the same path. */
+export const submitInput = z.object({
+  kind: z.enum(['TRAIN', 'SFT', 'INFERENCE', 'EVAL']),
+  experimentId: z.string().min(1).max(64).optional(),
+  priority: z.number().int().min(0).max(PRIORITY_CAP).default(0),
+  deviceCount: z.number().int().min(1).max(64).default(1),
+  deviceKind: z.enum(['CUDA', 'CPU', 'WASM']).optional(),
+  memoryBytes: z.number().int().min(0).max(2 ** 50).default(0),
+  timeLimitSeconds: z.number().int().min(1).max(30 * 86400).optional(),
+  maxAttempts: z.number().int().min(1).max(20).default(3),
+  config: jsonObject,
+});
+export type SubmitInput = z.output<typeof submitInput>;
+
+export const queuedJobSelect = { id: true, state: true, kind: true, priority: true, createdAt: true } as const;
+export type QueuedJob = Prisma.JobGetPayload<{ select: typeof queuedJobSelect }>;
+
+interface QueueContext {
+  db: Db;
+  user: { id: string };
+  membership: { teamId: string; role: Role };
+}
+
+/**
+ * Queues a job. Its config is validated against its kind's schema (sdk/job-config.ts), every id
+ * it names must belong to the team, and admission applies the team's quotas (the planner's rule).
+ * `reuse` runs under the team's queue lock, before admission: a job it returns is answered instead
+ * of queueing a new one, so two racing callers cannot both queue (inference.open relies on it).
+ */
+export async function queueJob(
+  ctx: QueueContext,
+  input: SubmitInput,
+  reuse?: (tx: Prisma.TransactionClient) => Promise<QueuedJob | null>,
+): Promise<{ job: QueuedJob; reused: boolean }> {
+  const teamId = ctx.membership.teamId;
+  const parsed = jobConfigSchemas[input.kind].safeParse(input.config);
+  if (!parsed.success) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid ${input.kind.toLowerCase()} config: ${parsed.error.issues.map((i) => `${['config', ...i.path].join('.')}: ${i.message}`).join('; ')}`, cause: parsed.error });
+  }
+  const config = parsed.data as Record<string, unknown>;
+  await checkReferences(ctx.db, teamId, config);
+  if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
+    throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
+  }
+  const quota = await ctx.db.teamQuota.upsert({ where: { teamId }, update: {}, create: { teamId } });
+  const mayExceedMaxPriority = roleAtLeast(ctx.membership.role, 'ADMIN');
+  return ctx.db.$transaction(async (tx) => {
+    // Serialise admissions per team so two submits cannot both take the last queue slot.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`queue:${teamId}`}))`;
+    const existing = reuse ? await reuse(tx) : null;
+    if (existing) return { job: existing, reused: true };
+    const queuedJobs = await tx.job.count({ where: { teamId, state: 'QUEUED' } });
+    const admission = admitJob({ deviceCount: input.deviceCount, priority: input.priority, queuedJobs, quota, mayExceedMaxPriority });
+    if (!admission.ok) {
+      const code = input.priority > quota.maxPriority && !mayExceedMaxPriority ? 'FORBIDDEN' : queuedJobs >= quota.maxQueuedJobs ? 'TOO_MANY_REQUESTS' : 'BAD_REQUEST';
+      throw new TRPCError({ code, message: `Not queued: ${admission.reason}` });
+    }
+    const job = await tx.job.create({
+      data: {
+        teamId,
+        ownerId: ctx.user.id,
+        experimentId: input.experimentId,
+        kind: input.kind,
+        priority: input.priority,
+        deviceCount: input.deviceCount,
+        deviceKind: input.deviceKind,
+        memoryBytes: BigInt(input.memoryBytes),
+        timeLimitSeconds: input.timeLimitSeconds,
+        maxAttempts: input.maxAttempts,
+        config: config as Prisma.InputJsonObject,
+        events: { create: { toState: 'QUEUED', actorType: 'USER', actorId: ctx.user.id, reason: 'submitted' } },
+      },
+      select: queuedJobSelect,
+    });
+    await tx.$executeRaw`SELECT pg_notify(${SCHEDULER_CHANNEL}, ${job.id})`;
+    return { job, reused: false };
+  });
+}
 
 export const jobsRouter = router({
-  /**
-   * Queues a job. Its config is validated against its kind's schema (sdk/job-config.ts), every id
-   * it names must belong to the team, and admission applies the team's quotas (the planner's rule).
-   */
+  /** Queues a job (see queueJob). */
   submit: teamProcedure('MEMBER')
-    .input(
-      z.object({
-        kind: z.enum(['TRAIN', 'SFT', 'INFERENCE', 'EVAL']),
-        experimentId: z.string().min(1).max(64).optional(),
-        priority: z.number().int().min(0).max(PRIORITY_CAP).default(0),
-        deviceCount: z.number().int().min(1).max(64).default(1),
-        deviceKind: z.enum(['CUDA', 'CPU', 'WASM']).optional(),
-        memoryBytes: z.number().int().min(0).max(2 ** 50).default(0),
-        timeLimitSeconds: z.number().int().min(1).max(30 * 86400).optional(),
-        maxAttempts: z.number().int().min(1).max(20).default(3),
-        config: jsonObject,
-      }),
-    )
-    .mutation(async ({ ctx, input }) => {
-      const teamId = ctx.membership.teamId;
-      const parsed = jobConfigSchemas[input.kind].safeParse(input.config);
-      if (!parsed.success) {
-        throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid ${input.kind.toLowerCase()} config: ${parsed.error.issues.map((i) => `${['config', ...i.path].join('.')}: ${i.message}`).join('; ')}`, cause: parsed.error });
-      }
-      const config = parsed.data as Record<string, unknown>;
-      await checkReferences(ctx.db, teamId, config);
-      if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
-        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
-      }
-      const quota = await ctx.db.teamQuota.upsert({ where: { teamId }, update: {}, create: { teamId } });
-      const mayExceedMaxPriority = roleAtLeast(ctx.membership.role, 'ADMIN');
-      return ctx.db.$transaction(async (tx) => {
-        // Serialise admissions per team so two submits cannot both take the last queue slot.
-        await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`queue:${teamId}`}))`;
-        const queuedJobs = await tx.job.count({ where: { teamId, state: 'QUEUED' } });
-        const admission = admitJob({ deviceCount: input.deviceCount, priority: input.priority, queuedJobs, quota, mayExceedMaxPriority });
-        if (!admission.ok) {
-          const code = input.priority > quota.maxPriority && !mayExceedMaxPriority ? 'FORBIDDEN' : queuedJobs >= quota.maxQueuedJobs ? 'TOO_MANY_REQUESTS' : 'BAD_REQUEST';
-          throw new TRPCError({ code, message: `Not queued: ${admission.reason}` });
-        }
-        const job = await tx.job.create({
-          data: {
-            teamId,
-            ownerId: ctx.user.id,
-            experimentId: input.experimentId,
-            kind: input.kind,
-            priority: input.priority,
-            deviceCount: input.deviceCount,
-            deviceKind: input.deviceKind,
-            memoryBytes: BigInt(input.memoryBytes),
-            timeLimitSeconds: input.timeLimitSeconds,
-            maxAttempts: input.maxAttempts,
-            config: config as Prisma.InputJsonObject,
-            events: { create: { toState: 'QUEUED', actorType: 'USER', actorId: ctx.user.id, reason: 'submitted' } },
-          },
-          select: { id: true, state: true, kind: true, priority: true, createdAt: true },
-        });
-        await tx.$executeRaw`SELECT pg_notify(${SCHEDULER_CHANNEL}, ${job.id})`;
-        return job;
-      });
-    }),
+    .input(submitInput)
+    .mutation(async ({ ctx, input }) => (await queueJob(ctx, input)).job),
 
   list: teamProcedure('VIEWER')
     .input(
