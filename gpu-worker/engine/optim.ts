@@ -5,6 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
+import { defineJsKernel, hasJsKernels, runJsKernel } from './kernels';
 
 export interface OptimConfig {
   /** Peak learning rate. */
@@ -67,12 +68,8 @@ export class Adam {
    */
   update(grads: Map<string, tf.Tensor>, lr: number): number {
     const c = this.config;
-    const norm = tf.tidy(() => {
-      const sq = [...grads.values()].map((g) => g.square().sum());
-      return tf.addN(sq).sqrt();
-    });
-    const gradNorm = norm.dataSync()[0];
-    norm.dispose();
+    const fused = hasJsKernels();
+    const gradNorm = fused ? jsGlobalNorm([...grads.values()]) : globalNorm([...grads.values()]);
     if (!Number.isFinite(gradNorm)) {
       grads.forEach((g) => g.dispose());
       return gradNorm;
@@ -81,17 +78,27 @@ export class Adam {
     this.t += 1;
     const bc1 = 1 - c.beta1 ** this.t;
     const bc2 = 1 - c.beta2 ** this.t;
+    const decays = (name: string, p: tf.Variable) => c.weightDecay > 0 && p.rank === 2 && !name.startsWith('wpe');
     tf.tidy(() => {
       for (const [name, p] of this.vars) {
         const g0 = grads.get(name);
         if (!g0) continue;
-        const g = scale === 1 ? g0 : g0.mul(scale);
         const m = this.m.get(name)!;
         const v = this.v.get(name)!;
+        if (fused) {
+          // One pass per parameter instead of ~14 kernels; the same arithmetic (see ADAM_KERNEL).
+          const attrs = { scale, lr, beta1: c.beta1, beta2: c.beta2, bc1, bc2, epsilon: c.epsilon, decay: decays(name, p) ? lr * c.weightDecay : 0 };
+          const [np, nm, nv] = runJsKernel(ADAM_KERNEL, [p, g0, m, v], attrs);
+          p.assign(np);
+          m.assign(nm);
+          v.assign(nv);
+          continue;
+        }
+        const g = scale === 1 ? g0 : g0.mul(scale);
         m.assign(m.mul(c.beta1).add(g.mul(1 - c.beta1)));
         v.assign(v.mul(c.beta2).add(g.square().mul(1 - c.beta2)));
         let step = m.div(bc1).div(v.div(bc2).sqrt().add(c.epsilon)).mul(lr);
-        if (c.weightDecay > 0 && p.rank === 2 && !name.startsWith('wpe')) step = step.add(p.mul(lr * c.weightDecay));
+        if (decays(name, p)) step = step.add(p.mul(lr * c.weightDecay));
         p.assign(p.sub(step));
       }
     });
@@ -121,3 +128,50 @@ export function gradients(
   }
   return { value, grads: byName };
 }
+
+/** √(Σ g²) over every gradient, with tensor ops (native backends). */
+function globalNorm(grads: tf.Tensor[]): number {
+  const norm = tf.tidy(() => tf.addN(grads.map((g) => g.square().sum())).sqrt());
+  const value = norm.dataSync()[0];
+  norm.dispose();
+  return value;
+}
+
+/** Σ g² over all inputs, accumulated in double precision → [1]. */
+const SUM_SQUARES_KERNEL = defineJsKernel({
+  name: 'WhetstoneSumSquares',
+  outputShapes: () => [[1]],
+  compute(inputs, [out]) {
+    let sum = 0;
+    for (const g of inputs) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
+    out[0] = sum;
+  },
+});
+
+function jsGlobalNorm(grads: tf.Tensor[]): number {
+  const [sq] = runJsKernel(SUM_SQUARES_KERNEL, grads);
+  const value = Math.sqrt(sq.dataSync()[0]);
+  sq.dispose();
+  return value;
+}
+
+/**
+ * Adam(W) for one parameter: inputs p, g, m, v → outputs p', m', v'. The same formula as the
+ * tensor path: g ← scale·g; m' = β1 m + (1−β1) g; v' = β2 v + (1−β2) g²;
+ * p' = p − lr·(m'/bc1)/(√(v'/bc2) + ε) − decay·p (decay = lr·weightDecay, or 0).
+ */
+const ADAM_KERNEL = defineJsKernel({
+  name: 'WhetstoneAdam',
+  outputShapes: (shapes) => [shapes[0], shapes[0], shapes[0]],
+  compute([p, g, m, v], [po, mo, vo], _shapes, a) {
+    const { scale, lr, beta1, beta2, bc1, bc2, epsilon, decay } = a as Record<string, number>;
+    for (let i = 0; i < p.length; i++) {
+      const gi = g[i] * scale;
+      const mi = beta1 * m[i] + (1 - beta1) * gi;
+      const vi = beta2 * v[i] + (1 - beta2) * gi * gi;
+      mo[i] = mi;
+      vo[i] = vi;
+      po[i] = p[i] - (lr * (mi / bc1)) / (Math.sqrt(vi / bc2) + epsilon) - decay * p[i];
+    }
+  },
+});

@@ -1,0 +1,99 @@
+/**
+ * Custom kernels written in JavaScript over the backend's own memory, for the two backends whose
+ * tensors live in this process: wasm (views into the wasm heap, no copy) and cpu (typed arrays).
+ * On wasm every kernel launch costs 10–50 µs of dispatch and each small elementwise op is its own
+ * pass over memory, so one JavaScript pass that does the work of ten kernels is faster whenever it
+ * needs no transcendental functions (V8's Math.exp is ~10× slower than wasm's SIMD kernels).
+ * Native backends never use these: callers check `hasJsKernels()` and keep plain ops there.
+ */
+import * as tf from '@tensorflow/tfjs';
+
+type Data = Float32Array | Int32Array;
+
+export interface JsKernel {
+  name: string;
+  /** Shapes of the float32 outputs, from the input shapes and attributes. */
+  outputShapes(inputShapes: number[][], attrs: Record<string, unknown>): number[][];
+  /**
+   * Fill every element of `outputs` (they start uninitialised) from `inputs`. Must not write
+   * into inputs, and must not keep the arrays: on wasm they are views of a heap that can move.
+   */
+  compute(inputs: Data[], outputs: Float32Array[], inputShapes: number[][], attrs: Record<string, unknown>): void;
+}
+
+interface WasmBackend {
+  makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
+  typedArrayFromHeap(t: tf.TensorInfo): Data;
+}
+
+interface CpuBackend {
+  makeTensorInfo(shape: number[], dtype: 'float32', values: Float32Array): tf.TensorInfo;
+  data: { get(dataId: object): { values: Data } };
+}
+
+const sizeOf = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
+
+function register(k: JsKernel): void {
+  tf.registerKernel({
+    kernelName: k.name,
+    backendName: 'wasm',
+    kernelFunc: ({ inputs, attrs, backend }) => {
+      const b = backend as unknown as WasmBackend;
+      const ins = Object.values(inputs) as tf.TensorInfo[];
+      const shapes = ins.map((t) => t.shape);
+      const outs = k.outputShapes(shapes, attrs as Record<string, unknown>).map((s) => b.makeOutput(s, 'float32'));
+      // Views only after every allocation: a malloc can grow (and so detach) the heap.
+      const inViews = ins.map((t) => b.typedArrayFromHeap(t));
+      const outViews = outs.map((t) => b.typedArrayFromHeap(t) as Float32Array);
+      k.compute(inViews, outViews, shapes, attrs as Record<string, unknown>);
+      return outs;
+    },
+  });
+  tf.registerKernel({
+    kernelName: k.name,
+    backendName: 'cpu',
+    kernelFunc: ({ inputs, attrs, backend }) => {
+      const b = backend as unknown as CpuBackend;
+      const ins = Object.values(inputs) as tf.TensorInfo[];
+      const shapes = ins.map((t) => t.shape);
+      const outShapes = k.outputShapes(shapes, attrs as Record<string, unknown>);
+      const outViews = outShapes.map((s) => new Float32Array(sizeOf(s)));
+      k.compute(ins.map((t) => b.data.get(t.dataId).values), outViews, shapes, attrs as Record<string, unknown>);
+      return outShapes.map((s, i) => b.makeTensorInfo(s, 'float32', outViews[i]));
+    },
+  });
+}
+
+const kernels = new Map<string, JsKernel>();
+
+/** Declare a kernel; it is registered with tfjs on first use. */
+export function defineJsKernel(k: JsKernel): JsKernel {
+  kernels.set(k.name, k);
+  return k;
+}
+
+const registered = new Set<string>();
+
+let disabled = false;
+
+/** Turn the JavaScript kernels off (tests compare them with the plain-op paths). */
+export function setJsKernelsEnabled(enabled: boolean): void {
+  disabled = !enabled;
+}
+
+/** True when the current backend keeps tensors in this process (wasm, cpu) and kernels are on. */
+export function hasJsKernels(): boolean {
+  const b = tf.getBackend();
+  return !disabled && (b === 'wasm' || b === 'cpu');
+}
+
+/** Run a kernel declared with `defineJsKernel` (not recorded for autodiff: wrap in customGrad). */
+export function runJsKernel(k: JsKernel, inputs: tf.Tensor[], attrs: Record<string, unknown> = {}): tf.Tensor[] {
+  if (!registered.has(k.name)) {
+    register(k);
+    registered.add(k.name);
+  }
+  const named: Record<string, tf.Tensor> = {};
+  inputs.forEach((t, i) => (named[`x${i}`] = t));
+  return tf.engine().runKernel(k.name, named, attrs as never) as unknown as tf.Tensor[];
+}

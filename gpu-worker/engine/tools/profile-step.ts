@@ -1,0 +1,58 @@
+/**
+ * Kernel profile of one small SFT step: count and wall time per kernel name, by wrapping every
+ * registered kernel of the current backend. `npx tsx gpu-worker/engine/tools/profile-step.ts`
+ */
+import * as tf from '@tensorflow/tfjs';
+import { initBackend } from '../backend';
+import { GPT } from '../model';
+import { SFTTrainer } from '../sft';
+import { CharTokenizer } from '../tokenizer';
+import { Rng } from '../rng';
+
+const report = await initBackend();
+const stats = new Map<string, { n: number; ms: number }>();
+let on = false;
+const detail = (process.env.DETAIL ?? '').split(',');
+for (const k of tf.getKernelsForBackend(report.backend)) {
+  const f = k.kernelFunc;
+  k.kernelFunc = ((args: Parameters<typeof f>[0]) => {
+    if (!on) return f(args);
+    const t0 = performance.now();
+    const out = f(args);
+    const key = detail.includes(k.kernelName)
+      ? `${k.kernelName} ${Object.values(args.inputs).map((t) => `[${(t as tf.TensorInfo).shape}]`).join(' ')} ${JSON.stringify(args.attrs ?? {}).slice(0, 60)}`
+      : k.kernelName;
+    const s = stats.get(key) ?? { n: 0, ms: 0 };
+    s.n += 1;
+    s.ms += performance.now() - t0;
+    stats.set(key, s);
+    return out;
+  }) as typeof f;
+}
+const tok = new CharTokenizer();
+const rng = new Rng(0);
+const [layers, width, heads, ctx, batch] = (process.argv[2] ?? '2,64,4,32,64').split(',').map(Number);
+const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx });
+const trainer = new SFTTrainer(model, { warmupSteps: 0 });
+const data = Array.from({ length: batch }, () => {
+  const tokens = [tok.bos, ...Array.from({ length: ctx - 1 }, () => 8 + rng.int(tok.vocabSize - 8))];
+  return { tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) };
+});
+for (let i = 0; i < 3; i++) trainer.step(data);
+const steps = 10;
+on = true;
+const c0 = process.cpuUsage();
+const t0 = performance.now();
+for (let i = 0; i < steps; i++) trainer.step(data);
+const wall = (performance.now() - t0) / steps;
+const cpu = process.cpuUsage(c0);
+on = false;
+let total = 0;
+let count = 0;
+const rows = [...stats].sort((a, b) => b[1].ms - a[1].ms);
+for (const [name, s] of rows) {
+  total += s.ms / steps;
+  count += s.n / steps;
+  console.log(`${name.padEnd(60)} ${(s.n / steps).toFixed(0).padStart(5)} ${(s.ms / steps).toFixed(2).padStart(8)} ms`);
+}
+console.log(`kernels ${count.toFixed(0)}, kernel time ${total.toFixed(1)} ms, step wall ${wall.toFixed(1)} ms, cpu ${((cpu.user + cpu.system) / 1000 / steps).toFixed(1)} ms, tensors ${tf.memory().numTensors}`);
