@@ -7,8 +7,11 @@ import { handleWorkerApi } from './workers/api';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
-/** tRPC bodies above this size are refused (413) before they are parsed. */
-const MAX_BODY_BYTES = 1_000_000;
+/**
+ * tRPC bodies above this size are refused (413) before they are parsed. Large enough for a dataset
+ * upload (datasets.upload takes up to 15 million characters) and an environment with its files.
+ */
+const MAX_BODY_BYTES = 16_000_000;
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });

@@ -44,6 +44,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
     auth,
     realtime,
     scheduler,
+    blobs: deps.blobs,
     close: async () => {
       await scheduler?.stop();
       await new Promise<void>((resolve) => realtime.io.close(() => resolve()));

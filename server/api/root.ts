@@ -1,6 +1,7 @@
 import { accountRouter } from './routers/account';
 import { apiKeysRouter } from './routers/api-keys';
 import { auditRouter } from './routers/audit';
+import { datasetsRouter } from './routers/datasets';
 import { environmentsRouter } from './routers/environments';
 import { inferenceRouter } from './routers/inference';
 import { installationRouter } from './routers/installation';
@@ -29,6 +30,7 @@ export const appRouter = router({
   quotas: quotasRouter,
   audit: auditRouter,
   environments: environmentsRouter,
+  datasets: datasetsRouter,
   jobs: jobsRouter,
   runs: runsRouter,
   inference: inferenceRouter,

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { dryRun } from '../../gpu-worker/runtime/dry-run';
 import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } from '../../env-templates/load-template';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { environmentContentHash } from './content-hash';
+import { storeDatasetVersion } from '../datasets/store-version';
 
 // The built-in environments (env-templates/) are seeded into teams as ordinary environments, so
 // they are listed, versioned, validated and trained exactly like a user's own.
@@ -53,27 +53,8 @@ export async function ensureTemplates(db: Db, blobs: BlobStore, teamId: string):
 }
 
 async function ensureDataset(db: Db, blobs: BlobStore, teamId: string, name: string, text: string): Promise<void> {
-  const data = Buffer.from(text);
-  const contentHash = createHash('sha256').update(data).digest('hex');
-  const dataset = await db.dataset.upsert({
-    where: { teamId_name: { teamId, name } },
-    update: {},
-    create: { teamId, name, description: 'Shipped with the built-in environment template.' },
-  });
-  const existing = await db.datasetVersion.findUnique({ where: { datasetId_contentHash: { datasetId: dataset.id, contentHash } } });
-  if (existing) return;
-  const stored = await blobs.put(data, 'datasets');
-  const last = await db.datasetVersion.findFirst({ where: { datasetId: dataset.id }, orderBy: { version: 'desc' } });
-  await db.datasetVersion.create({
-    data: {
-      datasetId: dataset.id,
-      version: (last?.version ?? 0) + 1,
-      contentHash,
-      storageKey: stored.key,
-      rowCount: text.split('\n').filter((line) => line.trim()).length,
-      bytes: BigInt(stored.bytes),
-    },
-  });
+  const result = await storeDatasetVersion(db, blobs, { teamId, name, text, description: 'Shipped with the built-in environment template.' });
+  if (!result.ok) throw new Error(`template dataset ${name}: ${result.problems.map((p) => `line ${p.line}: ${p.message}`).join('; ')}`);
 }
 
 /**

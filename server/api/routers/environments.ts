@@ -2,6 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
+import { MAX_DATASET_CHARS } from './datasets';
 
 const MAX_FILE_CHARS = 200_000;
 const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
@@ -16,7 +17,7 @@ export const environmentsRouter = router({
         entry: filePath,
         files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
         manifest: z.record(z.string(), z.unknown()),
-        datasetText: z.string().max(20_000_000).optional(),
+        datasetText: z.string().max(MAX_DATASET_CHARS).optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {
