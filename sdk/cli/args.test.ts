@@ -94,7 +94,7 @@ describe('main: exit codes without a server', () => {
     expect(res.code).toBe(EXIT.UNAUTHORIZED);
     expect(res.stderr).toContain('no API key');
     expect((await run(['run', 'x', '--algo', 'grpo', '--config', '/no/such.json'])).code).toBe(EXIT.USAGE);
-    expect((await run(['run', 'x', '--algo', 'sft'])).stderr).toMatch(/trains on a dataset version/);
+    expect((await run(['run', 'x', '--algo', 'sft'])).stderr).toMatch(/trains on a dataset:/);
   });
 });
 

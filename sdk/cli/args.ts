@@ -34,7 +34,9 @@ export type Command =
   | { name: 'logs'; jobId: string; follow: boolean }
   | { name: 'cancel'; jobId: string }
   | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number }
-  | { name: 'workers' };
+  | { name: 'workers' }
+  | { name: 'datasets' }
+  | { name: 'datasets-upload'; file: string; datasetName?: string };
 
 export interface CommandLine {
   globals: GlobalOptions;
@@ -73,6 +75,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     priority: { type: 'string' },
   },
   workers: {},
+  datasets: { name: { type: 'string' } },
   help: {},
 };
 
@@ -97,12 +100,13 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> --algo grpo|ppo|sft [--config file.json] [--steps N] [--priority N] [--dataset <dataset version id>] [--watch] [--logs]',
+  run: 'whetstone run <env folder | environment id | name> --algo grpo|ppo|sft [--config file.json] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
   eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
+  datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
 };
 
 /** Parses argv (without node and the script). Throws UsageError on anything malformed. */
@@ -174,6 +178,14 @@ export function parseCommandLine(argv: string[]): CommandLine {
     case 'workers':
       if (rest.length > 0) throw new UsageError(`workers takes no arguments, got: ${rest.join(' ')}`);
       return { globals, command: { name: 'workers' } };
+    case 'datasets': {
+      if (rest.length === 0) {
+        if (str('name') !== undefined) throw new UsageError('--name goes with datasets upload', [`usage: ${USAGE.datasets}`]);
+        return { globals, command: { name: 'datasets' } };
+      }
+      if (rest[0] !== 'upload') throw new UsageError(`datasets takes no argument or "upload <file.jsonl>", got: ${rest.join(' ')}`, [`usage: ${USAGE.datasets}`]);
+      return { globals, command: { name: 'datasets-upload', file: one(rest.slice(1), 'a JSONL file', 'datasets'), datasetName: str('name') } };
+    }
     default:
       throw new UsageError(`unknown command "${commandName}"`);
   }
@@ -194,7 +206,10 @@ commands:
   ${USAGE.run}
       Uploads the environment folder as a version if its content is new (versions are
       content-addressed), prints its dry-run errors as file:line:column and stops if it fails,
-      then submits a TRAIN job (SFT job for --algo sft). --config is a JSON job config such as
+      then submits a TRAIN job (SFT job for --algo sft). A data-dependent environment's JSONL
+      file is uploaded as a dataset version too (also content-addressed) and named in the job;
+      --dataset names another: a dataset version id, or a .jsonl file to upload (required for
+      sft: rows {"prompt", "completion"} or {"messages"}). --config is a JSON job config such as
       {"training": {"batchSize": 4}, "model": {"width": 32}}; --steps overrides its steps.
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
   ${USAGE.jobs}
@@ -209,6 +224,9 @@ commands:
       the checkpoint was trained on.
   ${USAGE.workers}
       The workers that can run the team's jobs: the team's pool and the shared one.
+  ${USAGE.datasets}
+      The team's datasets with their latest version; upload stores a JSONL file as the next
+      version of the dataset --name (default: the file's name), or finds the identical one.
 
 options:
   --server URL     the server (default WHETSTONE_URL, else http://127.0.0.1:3000)

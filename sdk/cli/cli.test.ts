@@ -174,6 +174,55 @@ describe('whetstone CLI against a server without workers', () => {
   });
 });
 
+describe('whetstone CLI and datasets', () => {
+  it('run on a data-dependent folder uploads its JSONL as a dataset version and names it in the job', async () => {
+    const first = await cli(['run', 'env-templates/math', '--algo', 'grpo', '--json']);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(EXIT.OK);
+    const job = await t.db.job.findUniqueOrThrow({ where: { id: first.json().job.id } });
+    const datasetVersionId = (job.config as { datasetVersionId?: string }).datasetVersionId;
+    expect(datasetVersionId).toEqual(expect.any(String));
+    const version = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: datasetVersionId }, include: { dataset: true } });
+    expect(version.dataset).toMatchObject({ teamId: owner.team.id, name: expect.stringMatching(/^math\/.+\.jsonl$/) });
+    expect(version.rowCount).toBeGreaterThan(100);
+    // Run again, and by name: the same dataset version, nothing uploaded twice.
+    const again = await cli(['run', 'math', '--algo', 'grpo', '--json']);
+    expect(again.code).toBe(EXIT.OK);
+    const againJob = await t.db.job.findUniqueOrThrow({ where: { id: again.json().job.id } });
+    expect((againJob.config as { datasetVersionId?: string }).datasetVersionId).toBe(datasetVersionId);
+    expect(await t.db.datasetVersion.count({ where: { datasetId: version.datasetId } })).toBe(1);
+  });
+
+  it('datasets upload stores a file (bad lines named, exit 6); run --algo sft --dataset <file> trains on it', async () => {
+    const good = path.join(home, 'sums.jsonl');
+    fs.writeFileSync(good, ['{"prompt": "1+1=", "completion": "2"}', '{"prompt": "2+2=", "completion": "4"}'].join('\n'));
+    const uploaded = await cli(['datasets', 'upload', good, '--name', 'sums', '--json']);
+    expect(uploaded.code).toBe(EXIT.OK);
+    expect(uploaded.json().dataset).toMatchObject({ name: 'sums', version: 1, rowCount: 2, created: true });
+    const listed = await cli(['datasets']);
+    expect(listed.stdout.split('\n')[0]).toMatch(/^NAME\s+VERSION\s+ROWS\s+SIZE/);
+    expect(listed.stdout).toMatch(/^sums\s+1\s+2\s/m);
+
+    const bad = path.join(home, 'bad.jsonl');
+    fs.writeFileSync(bad, '{"prompt": "x"}\n{oops}\n');
+    const refused = await cli(['datasets', 'upload', bad]);
+    expect(refused.code).toBe(EXIT.REJECTED);
+    expect(refused.stderr).toMatch(/line 2: not JSON/);
+    expect((await cli(['datasets', 'upload', path.join(home, 'missing.jsonl')])).code).toBe(EXIT.NOT_FOUND);
+    expect((await cli(['datasets', 'frobnicate'])).code).toBe(EXIT.USAGE);
+
+    const sft = await cli(['run', BANDIT, '--algo', 'sft', '--dataset', good, '--steps', '5', '--json']);
+    expect(sft.code).toBe(EXIT.OK);
+    const job = await t.db.job.findUniqueOrThrow({ where: { id: sft.json().job.id } });
+    expect(job).toMatchObject({ kind: 'SFT', config: { steps: 5 } });
+    // Uploaded under the file's name (the --name upload above is another dataset with the same bytes).
+    const used = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: (job.config as { datasetVersionId: string }).datasetVersionId }, include: { dataset: true } });
+    const named = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: uploaded.json().dataset.versionId } });
+    expect(used.dataset.name).toBe('sums.jsonl');
+    expect(used.contentHash).toBe(named.contentHash);
+  });
+});
+
 describe('whetstone CLI with a worker daemon', () => {
   // A real daemon process (as npm start runs it): tfjs and its runner children stay out of the test process.
   let daemon: ChildProcess;

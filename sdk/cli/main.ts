@@ -4,6 +4,7 @@ import { HELP, parseCommandLine, USAGE, type Command } from './args';
 import { connect, serverUrl, type Connection } from './client';
 import { cancelCommand } from './commands/cancel';
 import type { CommandContext } from './commands/context';
+import { datasetsCommand, datasetsUploadCommand } from './commands/datasets';
 import { evalCommand } from './commands/eval';
 import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
@@ -31,6 +32,10 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return evalCommand(ctx, command);
     case 'workers':
       return workersCommand(ctx);
+    case 'datasets':
+      return datasetsCommand(ctx);
+    case 'datasets-upload':
+      return datasetsUploadCommand(ctx, command.file, command.datasetName);
     case 'version':
       ctx.io.stdout.write(ctx.out.json ? `${toJson({ version: VERSION })}\n` : `whetstone ${VERSION}\n`);
       return Promise.resolve(EXIT.OK);

@@ -7,6 +7,7 @@ import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
 import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
 import { call, type CommandContext } from './context';
+import { uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
 
 type RunCommand = Extract<Command, { name: 'run' }>;
@@ -20,6 +21,8 @@ export interface ResolvedEnvironment {
   created: boolean | null;
   /** The manifest's default steps, for the progress bar. */
   defaultSteps: number | null;
+  /** A data-dependent environment's JSONL file: its path in the folder, and its text when uploaded from one. */
+  dataset: { path: string; text?: string } | null;
 }
 
 function readJsonConfig(file: string, cwd: string): Record<string, unknown> {
@@ -68,7 +71,8 @@ async function uploadFolder(ctx: CommandContext, conn: Connection, target: strin
   if (saved.validation && !saved.validation.ok) throw failedDryRun(name, saved.version, saved.validation, folder.dir, ctx.io.cwd);
   const how = saved.created ? `uploaded${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
   ctx.out.line(`environment ${name}: version ${saved.version} (${how})`);
-  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, defaultSteps: folder.manifest.training.steps };
+  const dataset = folder.manifest.dataset ? { path: folder.manifest.dataset.train, text: folder.datasetText } : null;
+  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, defaultSteps: folder.manifest.training.steps, dataset };
 }
 
 /** An environment id, an environment version id, or an environment's name in the team. */
@@ -110,28 +114,56 @@ async function lookUp(ctx: CommandContext, conn: Connection, target: string): Pr
   const report = version.validation as unknown as DryRunReport | null;
   if (version.validationStatus === 'INVALID' && report) throw failedDryRun(env.name, version.version, report, null, ctx.io.cwd);
   ctx.out.line(`environment ${env.name}: version ${version.version}`);
-  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, defaultSteps: stepsOf(version.manifest) };
+  const train = (version.manifest as { dataset?: { train?: unknown } } | null)?.dataset?.train;
+  const dataset = typeof train === 'string' ? { path: train } : null;
+  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, defaultSteps: stepsOf(version.manifest), dataset };
+}
+
+/**
+ * The dataset version a job trains on: --dataset (a version id, or a JSONL file to upload), else
+ * the config's, else for a data-dependent environment its own file — uploaded from the folder, or
+ * the team's dataset of that name (`<environment>/<path>`, as the built-in templates are seeded).
+ */
+async function resolveDataset(ctx: CommandContext, conn: Connection, option: string | undefined, fromConfig: unknown, env: ResolvedEnvironment): Promise<string | undefined> {
+  if (option !== undefined) {
+    const file = path.resolve(ctx.io.cwd, option);
+    if (fs.existsSync(file) && fs.statSync(file).isFile()) return (await uploadDataset(ctx, conn, option)).versionId;
+    return option;
+  }
+  if (typeof fromConfig === 'string') return fromConfig;
+  if (!env.dataset) return undefined;
+  const name = `${env.name}/${env.dataset.path}`;
+  if (env.dataset.text !== undefined) return (await call(conn, () => conn.api.datasets.upload.mutate({ teamId: conn.teamId, name, jsonl: env.dataset!.text! }))).versionId;
+  const found = (await call(conn, () => conn.api.datasets.list.query({ teamId: conn.teamId, includeArchived: false }))).find((d) => d.name === name);
+  if (!found?.latest) {
+    throw new CliError(`environment ${env.name} reads a dataset, and the team has none named ${name}`, EXIT.NOT_FOUND, [
+      'pass --dataset <dataset version id | file.jsonl>, or run from the environment folder to upload its file',
+    ]);
+  }
+  ctx.out.line(`dataset ${name}: version ${found.latest.version}`);
+  return found.latest.id;
 }
 
 export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
   const fileConfig = cmd.configFile ? readJsonConfig(cmd.configFile, ctx.io.cwd) : {};
   if (cmd.algo === 'sft' && !cmd.dataset && typeof fileConfig.datasetVersionId !== 'string') {
-    throw new UsageError('--algo sft trains on a dataset version: pass --dataset <dataset version id> or put datasetVersionId in --config');
+    throw new UsageError('--algo sft trains on a dataset: pass --dataset <dataset version id | file.jsonl> or put datasetVersionId in --config');
   }
   const conn = await ctx.connect();
   const env = isEnvironmentFolder(cmd.target, ctx.io.cwd) ? await uploadFolder(ctx, conn, cmd.target) : await lookUp(ctx, conn, cmd.target);
 
+  const datasetVersionId = await resolveDataset(ctx, conn, cmd.dataset, fileConfig.datasetVersionId, cmd.algo === 'sft' ? { ...env, dataset: null } : env);
   let kind: 'TRAIN' | 'SFT';
   let config: Record<string, unknown>;
   let total: number | null;
   if (cmd.algo === 'sft') {
     kind = 'SFT';
-    config = { ...fileConfig, ...(cmd.dataset ? { datasetVersionId: cmd.dataset } : {}), ...(cmd.steps ? { steps: cmd.steps } : {}) };
+    config = { ...fileConfig, datasetVersionId, ...(cmd.steps ? { steps: cmd.steps } : {}) };
     total = typeof config.steps === 'number' ? config.steps : 500;
   } else {
     kind = 'TRAIN';
     const training = { ...((fileConfig.training as Record<string, unknown> | undefined) ?? {}), algorithm: cmd.algo, ...(cmd.steps ? { steps: cmd.steps } : {}) };
-    config = { ...fileConfig, environmentVersionId: env.versionId, training };
+    config = { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), training };
     total = typeof training.steps === 'number' ? training.steps : env.defaultSteps;
   }
   const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind, config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
