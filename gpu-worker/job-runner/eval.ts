@@ -17,7 +17,7 @@ import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
-import { failureReason } from './train';
+import { failed } from './lifecycle';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
@@ -130,10 +130,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     await emit.flushLogs();
     return { outcome: 'succeeded', reason: '' };
   } catch (e) {
-    const reason = failureReason(e);
-    emit.log('error', reason);
-    await emit.flushLogs().catch(() => undefined);
-    return { outcome: 'failed', reason };
+    return await failed(emit, e);
   } finally {
     models.forEach((m) => m.dispose());
     await env?.dispose();

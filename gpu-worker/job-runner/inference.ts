@@ -15,6 +15,7 @@ import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { JobFailure, type JobResult } from './types';
+import { yieldToEvents } from './lifecycle';
 
 export type InferenceEvent = { type: 'token'; token: SampleToken } | { type: 'done'; done: SampleDone };
 
@@ -60,7 +61,6 @@ export class InferenceChannel {
   }
 }
 
-const yieldToEvents = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export async function runInference(assignment: Assignment, sink: JobSink, control: JobControl, channel: InferenceChannel | undefined): Promise<JobResult> {
   const emit = new Emitter(sink);

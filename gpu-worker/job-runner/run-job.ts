@@ -7,7 +7,8 @@ import { runEval } from './eval';
 import { runInference } from './inference';
 import { runSft } from './sft';
 import { type JobControl, type JobSink } from './sink';
-import { failureReason, runTrain } from './train';
+import { failureReason } from './lifecycle';
+import { runTrain } from './train';
 import { type JobResult, type RunOptions } from './types';
 
 export async function runJob(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {

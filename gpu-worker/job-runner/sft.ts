@@ -20,7 +20,8 @@ import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
-import { failureReason, parseJsonl, yieldToEvents } from './train';
+import { failed, finishTraining, stopBeforeStep } from './lifecycle';
+import { parseJsonl } from './train';
 import { JobFailure, type JobResult, type RunOptions } from './types';
 
 export async function runSft(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
@@ -82,12 +83,8 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
     };
 
     for (let step = startStep; step < config.steps; step++) {
-      await yieldToEvents();
-      if (control.cancelled) return await stop('cancelled', `cancelled at step ${step}`);
-      if (control.preempted) {
-        await checkpoint(step);
-        return await stop('preempted', `preempted at step ${step}; checkpointed`);
-      }
+      const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
+      if (interrupted) return interrupted;
       const batch = batchIndexes(sequences.length, config.batchSize, config.seed, step).map((i) => sequences[i]);
       const metrics = trainer.step(batch);
       await emit.metrics(step, { ...metrics, step: null, trainerStep: metrics.step, epoch: Math.floor((step * config.batchSize) / sequences.length) });
@@ -97,25 +94,12 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       if (done % config.checkpointEvery === 0 && done < config.steps) await checkpoint(done);
       options.onStep?.(step);
     }
-    await checkpoint(config.steps);
-    await store.uploadSampler(model, tok, config.steps);
-    emit.log('info', `finished ${config.steps} steps`);
-    await emit.flushLogs();
-    return { outcome: 'succeeded', reason: '' };
+    return await finishTraining(emit, store, checkpoint, model, tok, config.steps);
   } catch (e) {
-    const reason = failureReason(e);
-    emit.log('error', reason);
-    await emit.flushLogs().catch(() => undefined);
-    return { outcome: 'failed', reason };
+    return await failed(emit, e);
   } finally {
     for (const d of disposables.reverse()) d.dispose();
     store.dispose();
-  }
-
-  async function stop(outcome: 'cancelled' | 'preempted', reason: string): Promise<JobResult> {
-    emit.log('info', reason);
-    await emit.flushLogs();
-    return { outcome, reason };
   }
 }
 

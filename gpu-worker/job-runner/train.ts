@@ -26,6 +26,7 @@ import { CheckpointStore } from './checkpoints';
 import { boardItems, Emitter, matchItem, rolloutItems } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
+import { failed, finishTraining, stopBeforeStep } from './lifecycle';
 
 const POLICY = 'policy';
 
@@ -143,12 +144,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const matchesPerStep = options.matchesPerStep ?? 2;
 
     for (let step = startStep; step < training.steps; step++) {
-      await yieldToEvents();
-      if (control.cancelled) return await stopped('cancelled', `cancelled at step ${step}`);
-      if (control.preempted) {
-        await checkpoint(step);
-        return await stopped('preempted', `preempted at step ${step}; checkpointed`);
-      }
+      const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
+      if (interrupted) return interrupted;
       const started = performance.now();
       const report = await coordinator.runStep();
       if (report.step !== step) throw new Error(`the coordinator ran step ${report.step}, expected ${step}`);
@@ -159,26 +156,13 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);
       options.onStep?.(step);
     }
-    await checkpoint(training.steps);
-    const sampler = await store.uploadSampler(model, tok, training.steps);
-    emit.log('info', `finished ${training.steps} steps; sampler checkpoint ${sampler.checkpointId}`);
-    await emit.flushLogs();
-    return { outcome: 'succeeded', reason: '' };
+    return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
   } catch (e) {
-    const reason = failureReason(e);
-    emit.log('error', reason);
-    await emit.flushLogs().catch(() => undefined);
-    return { outcome: 'failed', reason };
+    return await failed(emit, e);
   } finally {
     for (const d of disposables.reverse()) d.dispose();
     await env?.dispose();
     store.dispose();
-  }
-
-  async function stopped(outcome: 'cancelled' | 'preempted', reason: string): Promise<JobResult> {
-    emit.log('info', reason);
-    await emit.flushLogs();
-    return { outcome, reason };
   }
 }
 
@@ -292,17 +276,3 @@ export function parseJsonl(text: string): Json[] {
   return rows;
 }
 
-export function failureReason(e: unknown): string {
-  if (e instanceof JobFailure) return e.message;
-  if (e && typeof e === 'object' && 'issues' in e && Array.isArray((e as { issues: unknown[] }).issues)) {
-    const issues = (e as { issues: { path: (string | number)[]; message: string }[] }).issues;
-    return `invalid config: ${issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ')}`;
-  }
-  const err = e instanceof Error ? e : new Error(String(e));
-  return `${err.name}: ${err.message}`;
-}
-
-/** Lets IPC messages (preempt, cancel) in between steps: a step itself may never yield to the event loop. */
-export function yieldToEvents(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}

@@ -1,0 +1,62 @@
+/**
+ * What every kind of job does the same way around its own work: how a failure is worded and
+ * reported, how a cancel or preemption stops a step loop, and how a training run ends.
+ */
+import type { GPT } from '../engine/model';
+import type { Tokenizer } from '../engine/tokenizer';
+import type { CheckpointStore } from './checkpoints';
+import type { Emitter } from './emit';
+import type { JobControl } from './sink';
+import { JobFailure, type JobResult } from './types';
+
+/** The reason a thrown error gives the user: a JobFailure's or a config issue's own words. */
+export function failureReason(e: unknown): string {
+  if (e instanceof JobFailure) return e.message;
+  if (e && typeof e === 'object' && 'issues' in e && Array.isArray((e as { issues: unknown[] }).issues)) {
+    const issues = (e as { issues: { path: (string | number)[]; message: string }[] }).issues;
+    return `invalid config: ${issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ')}`;
+  }
+  const err = e instanceof Error ? e : new Error(String(e));
+  return `${err.name}: ${err.message}`;
+}
+
+/** A job that threw: the reason goes to its log (best effort: the server may be what failed) and to its result. */
+export async function failed(emit: Emitter, e: unknown): Promise<JobResult> {
+  const reason = failureReason(e);
+  emit.log('error', reason);
+  await emit.flushLogs().catch(() => undefined);
+  return { outcome: 'failed', reason };
+}
+
+/** Lets IPC messages (preempt, cancel) in between steps: a step itself may never yield to the event loop. */
+export function yieldToEvents(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Called before each step: a cancel stops at once, a preemption checkpoints this step first so the
+ * next attempt resumes here. Null: carry on.
+ */
+export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>): Promise<JobResult | null> {
+  await yieldToEvents();
+  let result: JobResult | null = null;
+  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled at step ${step}` };
+  else if (control.preempted) {
+    await checkpoint(step);
+    result = { outcome: 'preempted', reason: `preempted at step ${step}; checkpointed` };
+  }
+  if (result) {
+    emit.log('info', result.reason);
+    await emit.flushLogs();
+  }
+  return result;
+}
+
+/** A training run's end: its last training checkpoint, and the sampler checkpoint the playground opens. */
+export async function finishTraining(emit: Emitter, store: CheckpointStore, checkpoint: (step: number) => Promise<void>, model: GPT, tok: Tokenizer, steps: number): Promise<JobResult> {
+  await checkpoint(steps);
+  const sampler = await store.uploadSampler(model, tok, steps);
+  emit.log('info', `finished ${steps} steps; sampler checkpoint ${sampler.checkpointId}`);
+  await emit.flushLogs();
+  return { outcome: 'succeeded', reason: '' };
+}
