@@ -5,6 +5,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setJsKernelsEnabled } from './kernels';
+import { GPT } from './model';
+import { layerNorm, targetLogProbs } from './ops';
 import { Adam, type OptimConfig } from './optim';
 import { Rng } from './rng';
 import { testBackend } from './test-setup';
@@ -58,5 +60,79 @@ describe('fused Adam', () => {
     expect(fused.norms.some((n) => n > 1) && fused.norms.some((n) => n < 1)).toBe(true);
     expectClose(fused.norms, plain.norms, 1e-5, 'gradient norms');
     fused.out.forEach((t, i) => expectClose(t, plain.out[i], 1e-5, `state tensor ${i}`));
+  });
+});
+
+/** Value and gradients of `f` with respect to `xs`, with the JS kernels on or off (fast path either way). */
+function valueAndGrads(fused: boolean, f: (...xs: tf.Tensor[]) => tf.Tensor, xs: tf.Tensor[], seed = 11): Float32Array[] {
+  setJsKernelsEnabled(fused);
+  try {
+    return tf.tidy(() => {
+      // A random weighting of the outputs, so that every output element's gradient matters.
+      const rng = new Rng(seed);
+      const loss = (...args: tf.Tensor[]) => {
+        const y = f(...args);
+        return y.mul(tf.tensor(Float32Array.from({ length: y.size }, () => rng.normal()), y.shape)).sum() as tf.Scalar;
+      };
+      const value = f(...xs).dataSync() as Float32Array;
+      const grads = tf.grads(loss)(xs);
+      return [value, ...grads.map((g) => g.dataSync() as Float32Array)];
+    });
+  } finally {
+    setJsKernelsEnabled(true);
+  }
+}
+
+function expectSameValueAndGrads(f: (...xs: tf.Tensor[]) => tf.Tensor, xs: tf.Tensor[], tol = 1e-4): void {
+  const fused = valueAndGrads(true, f, xs);
+  const plain = valueAndGrads(false, f, xs);
+  fused.forEach((t, i) => expectClose(t, plain[i], tol, i === 0 ? 'value' : `gradient ${i - 1}`));
+}
+
+describe('fused ops equal the plain ops, values and gradients', () => {
+  const rng = new Rng(21);
+
+  it('layer norm', () => {
+    const x = randomTensor(rng, [37, 24], 2);
+    const g = randomTensor(rng, [24]);
+    const b = randomTensor(rng, [24]);
+    expectSameValueAndGrads((a, c, d) => layerNorm(a as tf.Tensor2D, c as tf.Tensor1D, d as tf.Tensor1D), [x, g, b]);
+  });
+
+  it('target log-probabilities, with logits far apart', () => {
+    const logits = randomTensor(rng, [29, 13], 8);
+    const targets = tf.tensor1d(Array.from({ length: 29 }, (_, i) => (i * 5) % 13), 'int32');
+    expectSameValueAndGrads((l) => targetLogProbs(l as tf.Tensor2D, targets), [logits]);
+  });
+
+  it('a whole model: token and position embeddings, attention, norms, head', () => {
+    const model = new GPT({ vocabSize: 17, contextLength: 12, layers: 2, width: 16, heads: 4, tiedHead: true, seed: 4 });
+    const tokens = tf.tensor2d([[1, 5, 9, 3, 16, 2, 7], [0, 4, 4, 8, 12, 15, 11], [3, 3, 3, 3, 3, 3, 3]], undefined, 'int32');
+    const names = [...model.params.keys()];
+    const f = (...ws: tf.Tensor[]) => {
+      // Run the model with `ws` in place of its parameters, so tf.grads differentiates them.
+      const saved = new Map(model.params);
+      names.forEach((n, i) => model.params.set(n, ws[i] as tf.Variable));
+      try {
+        return model.forward(tokens).logits;
+      } finally {
+        saved.forEach((v, n) => model.params.set(n, v));
+      }
+    };
+    expectSameValueAndGrads(f, names.map((n) => model.p(n)));
+    model.dispose();
+  });
+
+  it('attention with padded keys (sampling masks) gives the same logits', () => {
+    const model = new GPT({ vocabSize: 17, contextLength: 12, layers: 1, width: 16, heads: 2, seed: 5 });
+    const opts = { keyMask: [[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], positions: [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]] };
+    const run = (fused: boolean) => {
+      setJsKernelsEnabled(fused);
+      const out = tf.tidy(() => model.forward([[0, 0, 5, 6, 7], [1, 2, 3, 4, 5]], opts).logits.dataSync());
+      setJsKernelsEnabled(true);
+      return out;
+    };
+    expectClose(run(true), run(false), 1e-4, 'logits');
+    model.dispose();
   });
 });

@@ -7,6 +7,7 @@
  * Native backends never use these: callers check `hasJsKernels()` and keep plain ops there.
  */
 import * as tf from '@tensorflow/tfjs';
+import { useFastMatmulPath } from './backend';
 
 type Data = Float32Array | Int32Array;
 
@@ -85,6 +86,11 @@ export function setJsKernelsEnabled(enabled: boolean): void {
 export function hasJsKernels(): boolean {
   const b = tf.getBackend();
   return !disabled && (b === 'wasm' || b === 'cpu');
+}
+
+/** The model's fused ops: JS kernels available and the fast path on (tests switch it to 'plain'). */
+export function useFusedKernels(): boolean {
+  return hasJsKernels() && useFastMatmulPath();
 }
 
 /** Run a kernel declared with `defineJsKernel` (not recorded for autodiff: wrap in customGrad). */

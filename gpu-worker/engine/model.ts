@@ -7,6 +7,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, countParameters, resolveModelConfig } from './config';
+import { fusedSelfAttention } from './attention';
+import { fusedEmbed } from './fused';
+import { useFusedKernels } from './kernels';
 import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
 import { Rng } from './rng';
 
@@ -125,38 +128,49 @@ export class GPT {
     const hd = d / H;
     const N = B * Tn;
 
-    let x = embed(this.p('wte') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D);
-    if (opts.positions) {
+    let x: tf.Tensor2D;
+    if (useFusedKernels() && !opts.positions) {
+      x = fusedEmbed(this.p('wte') as tf.Tensor2D, this.p('wpe') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D, Tn, past);
+    } else if (opts.positions) {
+      x = embed(this.p('wte') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D);
       const pos = tf.tensor1d(opts.positions.flat(), 'int32');
       x = x.add(embed(this.p('wpe') as tf.Tensor2D, pos)) as tf.Tensor2D;
     } else {
+      x = embed(this.p('wte') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D);
       x = addPositions(x, this.p('wpe').slice([past, 0], [Tn, d]) as tf.Tensor2D);
     }
     x = this.dropout(x, opts);
 
     const bias = attentionBias(B, Tn, past, opts.keyMask);
     const scale = 1 / Math.sqrt(hd);
+    // Without a cache to read or return, attention runs as one fused op where JS kernels exist.
+    const fusedAttention = !opts.cache && !opts.returnCache && useFusedKernels();
     const newKeys: tf.Tensor4D[] = [];
     const newValues: tf.Tensor4D[] = [];
     for (let l = 0; l < c.layers; l++) {
       const pre = `h.${l}`;
       const h = layerNorm(x, this.p(`${pre}.ln1.g`) as tf.Tensor1D, this.p(`${pre}.ln1.b`) as tf.Tensor1D);
       const qkv = this.linear(h, `${pre}.attn.qkv`);
-      const [q, k, v] = tf.split(qkv, 3, 1);
-      // Heads stay in the projection's [B, T, H, hd] layout; ops.ts multiplies them without transposes.
-      let kh = k.reshape([B, Tn, H, hd]) as tf.Tensor4D;
-      let vh = v.reshape([B, Tn, H, hd]) as tf.Tensor4D;
-      if (opts.cache) {
-        kh = tf.concat([opts.cache.keys[l], kh], 1);
-        vh = tf.concat([opts.cache.values[l], vh], 1);
+      let y: tf.Tensor2D;
+      if (fusedAttention) {
+        y = fusedSelfAttention(qkv, bias, B, Tn, H);
+      } else {
+        const [q, k, v] = tf.split(qkv, 3, 1);
+        // Heads stay in the projection's [B, T, H, hd] layout; ops.ts multiplies them without transposes.
+        let kh = k.reshape([B, Tn, H, hd]) as tf.Tensor4D;
+        let vh = v.reshape([B, Tn, H, hd]) as tf.Tensor4D;
+        if (opts.cache) {
+          kh = tf.concat([opts.cache.keys[l], kh], 1);
+          vh = tf.concat([opts.cache.values[l], vh], 1);
+        }
+        if (opts.returnCache) {
+          newKeys.push(kh);
+          newValues.push(vh);
+        }
+        const qh = q.mul(scale).reshape([B, Tn, H, hd]) as tf.Tensor4D;
+        const att = tf.softmax(attentionScores(qh, kh).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
+        y = attentionMix(att, vh).reshape([N, d]) as tf.Tensor2D;
       }
-      if (opts.returnCache) {
-        newKeys.push(kh);
-        newValues.push(vh);
-      }
-      const qh = q.mul(scale).reshape([B, Tn, H, hd]) as tf.Tensor4D;
-      const att = tf.softmax(attentionScores(qh, kh).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
-      const y = attentionMix(att, vh).reshape([N, d]) as tf.Tensor2D;
       x = x.add(this.dropout(this.linear(y, `${pre}.attn.proj`), opts));
       const h2 = layerNorm(x, this.p(`${pre}.ln2.g`) as tf.Tensor1D, this.p(`${pre}.ln2.b`) as tf.Tensor1D);
       const m = this.linear(gelu(this.linear(h2, `${pre}.mlp.fc`)), `${pre}.mlp.proj`);

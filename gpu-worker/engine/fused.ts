@@ -1,0 +1,176 @@
+/**
+ * Layer norm and the target log-probability as custom-gradient ops whose elementwise work is done
+ * by JavaScript kernels (kernels.ts). Measured on wasm: a JS pass costs ~2–5 ns per element, a
+ * wasm elementwise kernel ~0.3 ns plus ~8 µs of dispatch, and wasm's Exp ~6 ns. So JS pays only
+ * where it replaces many kernels on narrow rows (layer norm: ~20 kernels and two column sums) or
+ * an Exp (log-softmax; its exponentials come from wasm's XNNPACK Softmax instead). GELU stays on
+ * wasm kernels (ops.ts), which are faster than one JS pass over its [n, 4d] activations.
+ * ops.ts chooses these on the fast path and plain ops elsewhere.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { defineJsKernel, runJsKernel } from './kernels';
+
+export const LN_EPS = 1e-5;
+
+/** x [n, d], gain [d], bias [d] → y [n, d], stats [n, 2] (mean, 1/σ per row). */
+const LAYER_NORM = defineJsKernel({
+  name: 'WhetstoneLayerNorm',
+  outputShapes: ([x]) => [x, [x[0], 2]],
+  compute([x, g, b], [y, stats], [[n, d]]) {
+    for (let r = 0; r < n; r++) {
+      const o = r * d;
+      let sum = 0;
+      for (let j = 0; j < d; j++) sum += x[o + j];
+      const mean = sum / d;
+      let sq = 0;
+      for (let j = 0; j < d; j++) sq += (x[o + j] - mean) ** 2;
+      const rstd = 1 / Math.sqrt(sq / d + LN_EPS);
+      for (let j = 0; j < d; j++) y[o + j] = (x[o + j] - mean) * rstd * g[j] + b[j];
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  },
+});
+
+/**
+ * dy, x, stats, gain → dx, d gain, d bias. With x̂ = (x − μ)/σ and g = dy ⊙ gain:
+ * dx = (g − mean(g) − x̂ · mean(g ⊙ x̂)) / σ, d gain = Σ_rows dy ⊙ x̂, d bias = Σ_rows dy.
+ */
+const LAYER_NORM_BACKWARD = defineJsKernel({
+  name: 'WhetstoneLayerNormBackward',
+  outputShapes: ([dy]) => [dy, [dy[1]], [dy[1]]],
+  compute([dy, x, stats, gain], [dx, dgain, dbias], [[n, d]]) {
+    dgain.fill(0);
+    dbias.fill(0);
+    for (let r = 0; r < n; r++) {
+      const o = r * d;
+      const mean = stats[2 * r];
+      const rstd = stats[2 * r + 1];
+      let sg = 0;
+      let sgx = 0;
+      for (let j = 0; j < d; j++) {
+        const xhat = (x[o + j] - mean) * rstd;
+        const gj = dy[o + j] * gain[j];
+        sg += gj;
+        sgx += gj * xhat;
+        dgain[j] += dy[o + j] * xhat;
+        dbias[j] += dy[o + j];
+      }
+      sg /= d;
+      sgx /= d;
+      for (let j = 0; j < d; j++) {
+        const xhat = (x[o + j] - mean) * rstd;
+        dx[o + j] = (dy[o + j] * gain[j] - sg - xhat * sgx) * rstd;
+      }
+    }
+  },
+});
+
+/** Layer norm over the last axis of [n, d] in one pass forward and one backward. */
+export const fusedLayerNorm = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor, save: tf.GradSaveFunc) => {
+  const [y, stats] = runJsKernel(LAYER_NORM, [x, gain, bias]);
+  save([x, stats, gain]);
+  return {
+    value: y,
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved]),
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
+
+/**
+ * logits [n, V], p = softmax(logits), targets [n] → log p(target) [n]. log-softmax without a
+ * second exponential: with m the row maximum, p_max = e^{m − lse}, so log p_t = x_t − m + log p_max
+ * (p_max ≥ 1/V never underflows, unlike p_t itself).
+ */
+const TARGET_LOGP = defineJsKernel({
+  name: 'WhetstoneTargetLogProb',
+  outputShapes: ([x]) => [[x[0]]],
+  compute([x, p, targets], [out], [[n, V]]) {
+    for (let r = 0; r < n; r++) {
+      const o = r * V;
+      let arg = 0;
+      for (let j = 1; j < V; j++) if (x[o + j] > x[o + arg]) arg = j;
+      out[r] = x[o + targets[r]] - x[o + arg] + Math.log(p[o + arg]);
+    }
+  },
+});
+
+/** dlogp [n], p [n, V], targets [n] → d logits = dlogp · (onehot(target) − p). */
+const TARGET_LOGP_BACKWARD = defineJsKernel({
+  name: 'WhetstoneTargetLogProbBackward',
+  outputShapes: ([, p]) => [p],
+  compute([g, p, targets], [dx], [, [n, V]]) {
+    for (let r = 0; r < n; r++) {
+      const o = r * V;
+      const gr = g[r];
+      for (let j = 0; j < V; j++) dx[o + j] = -gr * p[o + j];
+      dx[o + targets[r]] += gr;
+    }
+  },
+});
+
+/** Log-probability of each target under logits [n, V] → [n]: one softmax kernel and one pass. */
+export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+    const p = tf.softmax(x);
+    save([p, targets]);
+    return {
+      value: runJsKernel(TARGET_LOGP, [x, p, targets])[0],
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved])[0],
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
+  return op(logits);
+}
+
+type EmbedAttrs = { T: number; past: number };
+
+/** wte [V, d], ids [N], wpe [ctx, d] → rows wte[id] + wpe[past + position within the row of T]. */
+const EMBED = defineJsKernel({
+  name: 'WhetstoneEmbed',
+  outputShapes: ([wte, ids]) => [[ids[0], wte[1]]],
+  compute([wte, ids, wpe], [out], [[, d], [n]], a) {
+    const { T, past } = a as unknown as EmbedAttrs;
+    for (let i = 0; i < n; i++) {
+      const src = ids[i] * d;
+      const pos = (past + (i % T)) * d;
+      const dst = i * d;
+      for (let j = 0; j < d; j++) out[dst + j] = wte[src + j] + wpe[pos + j];
+    }
+  },
+});
+
+/** dy [N, d], ids [N], and the two table shapes → d wte (rows scattered-added), d wpe (summed over rows). */
+const EMBED_BACKWARD = defineJsKernel({
+  name: 'WhetstoneEmbedBackward',
+  outputShapes: (_s, a) => [a.wteShape as number[], a.wpeShape as number[]],
+  compute([dy, ids], [dwte, dwpe], [[n, d]], a) {
+    const { T, past } = a as unknown as EmbedAttrs;
+    dwte.fill(0);
+    dwpe.fill(0);
+    for (let i = 0; i < n; i++) {
+      const src = i * d;
+      const tokenRow = ids[i] * d;
+      const posRow = (past + (i % T)) * d;
+      for (let j = 0; j < d; j++) {
+        dwte[tokenRow + j] += dy[src + j];
+        dwpe[posRow + j] += dy[src + j];
+      }
+    }
+  },
+});
+
+/**
+ * Token plus position embeddings for ids [B·T] (positions past … past+T−1 in every row): a gather
+ * and its scatter-add gradient in one pass each, instead of a one-hot matmul (and its two
+ * gradient matmuls) plus a broadcast add and a column sum.
+ */
+export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D, T: number, past: number): tf.Tensor2D {
+  const attrs = { T, past, wteShape: wte.shape, wpeShape: wpe.shape };
+  const op = tf.customGrad(((tokenTable: tf.Tensor, positionTable: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([ids]);
+    return {
+      value: runJsKernel(EMBED, [tokenTable, ids, positionTable], attrs)[0],
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(EMBED_BACKWARD, [dy, saved[0]], attrs),
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  return op(wte, wpe);
+}
