@@ -1,27 +1,29 @@
 /**
- * Generates the math template's dataset: two-digit additions and subtractions, split into train
- * and held-out sets with no problem in both. Deterministic: run `npx tsx env-templates/math/generate-dataset.ts`.
+ * Generates the math template's dataset: every two-digit addition (00+00 … 99+99, operands
+ * zero-padded), shuffled and split into train and held-out sets with no problem in both.
+ * Deterministic: run `npx tsx env-templates/math/generate-dataset.ts`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Rng } from '../../sdk/environment/rng';
 
-export interface GeneratedSplit {
-  train: { question: string; answer: number }[];
-  heldOut: { question: string; answer: number }[];
+export interface MathProblem {
+  question: string;
+  answer: number;
 }
 
-export function generateMathDataset(seed = 20260101, trainSize = 2000, heldOutSize = 200): GeneratedSplit {
-  const rng = new Rng(seed);
-  const all: { question: string; answer: number }[] = [];
-  for (let a = 10; a < 100; a++) {
-    for (let b = 10; b < 100; b++) {
-      all.push({ question: `${a}+${b}`, answer: a + b });
-      if (a >= b) all.push({ question: `${a}-${b}`, answer: a - b });
-    }
-  }
-  const shuffled = rng.shuffle(all);
-  return { heldOut: shuffled.slice(0, heldOutSize), train: shuffled.slice(heldOutSize, heldOutSize + trainSize) };
+export interface GeneratedSplit {
+  train: MathProblem[];
+  heldOut: MathProblem[];
+}
+
+const pad2 = (n: number) => String(n).padStart(2, '0');
+
+export function generateMathDataset(seed = 20260101, heldOutSize = 500): GeneratedSplit {
+  const all: MathProblem[] = [];
+  for (let a = 0; a < 100; a++) for (let b = 0; b < 100; b++) all.push({ question: `${pad2(a)}+${pad2(b)}`, answer: a + b });
+  const shuffled = new Rng(seed).shuffle(all);
+  return { heldOut: shuffled.slice(0, heldOutSize), train: shuffled.slice(heldOutSize) };
 }
 
 export function toJsonl(rows: object[]): string {

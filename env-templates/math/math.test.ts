@@ -20,24 +20,29 @@ describe('math template', () => {
     const rowSchema = env.description.rowSchema!;
     const train = templateRows(template, 'train', rowSchema);
     const heldOut = templateRows(template, 'heldOut', rowSchema);
-    expect(train).toHaveLength(2000);
-    expect(heldOut).toHaveLength(200);
+    expect(train).toHaveLength(9500);
+    expect(heldOut).toHaveLength(500);
     const trainQuestions = new Set(train.map((r) => r.question));
     expect(heldOut.some((r) => trainQuestions.has(r.question))).toBe(false);
-    for (const row of heldOut.slice(0, 50)) {
-      const [a, op, b] = /^(\d+)([+-])(\d+)$/.exec(String(row.question))!.slice(1);
-      expect(row.answer).toBe(op === '+' ? Number(a) + Number(b) : Number(a) - Number(b));
+    // Every two-digit addition, once.
+    expect(new Set([...trainQuestions, ...heldOut.map((r) => r.question)]).size).toBe(10_000);
+    for (const row of [...heldOut, ...train]) {
+      const [a, b] = /^(\d\d)\+(\d\d)$/.exec(String(row.question))!.slice(1);
+      expect(row.answer).toBe(Number(a) + Number(b));
     }
   });
 
-  test('exact match on the first line', async () => {
-    const row = { question: '37+45', answer: 82 };
-    const cases: [string, number][] = [['82', 1], [' 82.\nbecause', 1], ['82 ', 1], ['83', 0], ['the answer is 82', 0], ['', 0]];
+  test('exact match on the first line, the answer written ones digit first', async () => {
+    const row = { question: '07+45', answer: 52 };
+    const cases: [string, number][] = [['250', 1], [' 250.\nbecause', 1], ['250 ', 1], ['052', 0], ['52', 0], ['25', 0], ['350', 0], ['the answer is 250', 0], ['', 0]];
     for (const [completion, reward] of cases) {
       const t = await playWith(env, { agent: [completion] }, { row });
-      expect(t.turns[0].observation).toBe('37+45=');
+      expect(t.turns[0].observation).toBe('07+45=');
       expect(t.totalRewards.agent, completion).toBe(reward);
     }
+    const t = await playWith(env, { agent: ['891'] }, { row: { question: '99+99', answer: 198 } });
+    expect(t.totalRewards.agent).toBe(1);
+    expect(t.finalInfo).toMatchObject({ given: '891', read: 198, correct: true });
   });
 
   test('rows that do not match the schema are refused', async () => {

@@ -132,7 +132,8 @@ describe('demonstrations', () => {
     const math = await openInSandbox(template);
     try {
       const row = templateRows(template, 'train', math.description.rowSchema!)[0];
-      const oracle = new ScriptedPolicy(tok, () => String((row as { answer: number }).answer));
+      // The template writes the sum ones digit first, padded to three digits (52 → "250").
+      const oracle = new ScriptedPolicy(tok, () => [...String((row as { answer: number }).answer).padStart(3, '0')].reverse().join(''));
       const [r] = await runRollouts(math, tok, { p: oracle }, [{ episodeId: 'm', group: 'g', seed: 1, taskSeed: 1, row, players: { agent: { kind: 'policy', policy: 'p', learn: true } } }], { ...rollout, maxTurns: 1, contextLength: 64 });
       const t = await playEpisode(math, { episodeId: 'md', seed: 1, taskSeed: 1, row, maxTurns: 1, actor: (_a, _o, id) => math.bot({ episodeId: id, bot: 'oracle' }) });
       const [demo] = demonstrationSequences(tok, [t], { context: 'full', toolPrompt: math.description.toolPrompt, contextLength: 64 });
