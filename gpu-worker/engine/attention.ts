@@ -118,3 +118,36 @@ export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: numbe
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
   return op(qkv);
 }
+
+/**
+ * Attention that reads and extends a KV cache (sampling), on the backends with JS kernels. The
+ * cache is kept in the layouts the depthwise products read — keys [Tk, hd, B, H] (the scores'
+ * image), values [Tk, B, H, hd] (the mix's filter) — so a decoding step appends along the first
+ * axis (a contiguous copy) and never transposes the whole cache, which the [B, T, H, hd] layout
+ * needs at every step. Scores come out key-major, [Tk, C, Tq].
+ */
+export function cachedSelfAttention(
+  qkv: tf.Tensor2D,
+  bias: tf.Tensor4D,
+  B: number,
+  Tn: number,
+  H: number,
+  cache?: { keys: tf.Tensor4D; values: tf.Tensor4D },
+): { y: tf.Tensor2D; keys: tf.Tensor4D; values: tf.Tensor4D } {
+  const d = qkv.shape[1] / 3;
+  const hd = d / H;
+  const C = B * H;
+  const [q, k, v] = tf.split(qkv, 3, 1);
+  let keys = k.reshape([B, Tn, H, hd]).transpose([1, 3, 0, 2]) as tf.Tensor4D;
+  let values = v.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
+  if (cache) {
+    keys = tf.concat([cache.keys, keys], 0);
+    values = tf.concat([cache.values, values], 0);
+  }
+  const Tk = keys.shape[0];
+  const queries = q.mul(1 / Math.sqrt(hd)).reshape([B, Tn, H, hd]).transpose([3, 0, 2, 1]).reshape([1, hd, C, Tn]);
+  const scoresByKey = depthwise(keys.reshape([1, Tk, hd, C]), queries); // [Tk, C, Tn]
+  const att = tf.softmax(scoresByKey.transpose([2, 1, 0]).reshape([Tn, B, H, Tk]).add(bias)).reshape([Tn, C, Tk]);
+  const y = depthwise(att.transpose([0, 2, 1]).reshape([1, Tn, Tk, C]), values.reshape([1, Tk, C, hd])); // [Tn, C, hd]
+  return { y: y.reshape([Tn, B, H, hd]).transpose([1, 0, 2, 3]).reshape([B * Tn, d]), keys, values };
+}

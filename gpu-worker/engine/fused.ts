@@ -121,35 +121,31 @@ export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): 
   return op(logits);
 }
 
-type EmbedAttrs = { T: number; past: number };
-
-/** wte [V, d], ids [N], wpe [ctx, d] → rows wte[id] + wpe[past + position within the row of T]. */
+/** wte [V, d], ids [N], wpe [ctx, d], positions [N] → rows wte[id] + wpe[position]. */
 const EMBED = defineJsKernel({
   name: 'WhetstoneEmbed',
   outputShapes: ([wte, ids]) => [[ids[0], wte[1]]],
-  compute([wte, ids, wpe], [out], [[, d], [n]], a) {
-    const { T, past } = a as unknown as EmbedAttrs;
+  compute([wte, ids, wpe, positions], [out], [[, d], [n]]) {
     for (let i = 0; i < n; i++) {
       const src = ids[i] * d;
-      const pos = (past + (i % T)) * d;
+      const pos = positions[i] * d;
       const dst = i * d;
       for (let j = 0; j < d; j++) out[dst + j] = wte[src + j] + wpe[pos + j];
     }
   },
 });
 
-/** dy [N, d], ids [N], and the two table shapes → d wte (rows scattered-added), d wpe (summed over rows). */
+/** dy [N, d], ids [N], positions [N] → d wte, d wpe: dy's rows scattered-added into each table. */
 const EMBED_BACKWARD = defineJsKernel({
   name: 'WhetstoneEmbedBackward',
   outputShapes: (_s, a) => [a.wteShape as number[], a.wpeShape as number[]],
-  compute([dy, ids], [dwte, dwpe], [[n, d]], a) {
-    const { T, past } = a as unknown as EmbedAttrs;
+  compute([dy, ids, positions], [dwte, dwpe], [[n, d]]) {
     dwte.fill(0);
     dwpe.fill(0);
     for (let i = 0; i < n; i++) {
       const src = i * d;
       const tokenRow = ids[i] * d;
-      const posRow = (past + (i % T)) * d;
+      const posRow = positions[i] * d;
       for (let j = 0; j < d; j++) {
         dwte[tokenRow + j] += dy[src + j];
         dwpe[posRow + j] += dy[src + j];
@@ -159,17 +155,17 @@ const EMBED_BACKWARD = defineJsKernel({
 });
 
 /**
- * Token plus position embeddings for ids [B·T] (positions past … past+T−1 in every row): a gather
- * and its scatter-add gradient in one pass each, instead of a one-hot matmul (and its two
- * gradient matmuls) plus a broadcast add and a column sum.
+ * Token plus position embeddings for ids [N] at positions [N]: a gather and its scatter-add
+ * gradient in one pass each, instead of one-hot matmuls (and their gradient matmuls) plus a
+ * broadcast add and a column sum.
  */
-export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D, T: number, past: number): tf.Tensor2D {
-  const attrs = { T, past, wteShape: wte.shape, wpeShape: wpe.shape };
+export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D, positions: tf.Tensor1D): tf.Tensor2D {
+  const attrs = { wteShape: wte.shape, wpeShape: wpe.shape };
   const op = tf.customGrad(((tokenTable: tf.Tensor, positionTable: tf.Tensor, save: tf.GradSaveFunc) => {
-    save([ids]);
+    save([ids, positions]);
     return {
-      value: runJsKernel(EMBED, [tokenTable, ids, positionTable], attrs)[0],
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(EMBED_BACKWARD, [dy, saved[0]], attrs),
+      value: runJsKernel(EMBED, [tokenTable, ids, positionTable, positions])[0],
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(EMBED_BACKWARD, [dy, ...saved], attrs),
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
   return op(wte, wpe);

@@ -9,6 +9,7 @@ import { GPT } from './model';
 import { layerNorm, targetLogProbs } from './ops';
 import { Adam, type OptimConfig } from './optim';
 import { Rng } from './rng';
+import { sample } from './sampler';
 import { testBackend } from './test-setup';
 
 beforeAll(async () => {
@@ -133,6 +134,27 @@ describe('fused ops equal the plain ops, values and gradients', () => {
       return out;
     };
     expectClose(run(true), run(false), 1e-4, 'logits');
+    model.dispose();
+  });
+});
+
+describe('KV-cached sampling on the fused path', () => {
+  it('gives the plain path greedy tokens and log-probabilities (keys and values in the conv layouts)', () => {
+    const model = new GPT({ vocabSize: 17, contextLength: 24, layers: 2, width: 16, heads: 2, seed: 6 });
+    const tok = { pad: 0, bos: 1, eos: 2, decode: (ids: number[]) => ids.join(',') };
+    const prompts = [[1, 5, 6], [1, 9], [1, 3, 4, 8, 8]];
+    const run = (fused: boolean) => {
+      setJsKernelsEnabled(fused);
+      try {
+        return sample(model, tok as never, prompts, { temperature: 0, maxTokens: 10, stopAtEos: false, useCache: true });
+      } finally {
+        setJsKernelsEnabled(true);
+      }
+    };
+    const fused = run(true);
+    const plain = run(false);
+    expect(fused.map((r) => r.tokens)).toEqual(plain.map((r) => r.tokens));
+    fused.forEach((r, i) => expectClose(r.logprobs, plain[i].logprobs, 1e-4, `row ${i} log-probabilities`));
     model.dispose();
   });
 });

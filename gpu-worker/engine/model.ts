@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, countParameters, resolveModelConfig } from './config';
-import { fusedSelfAttention } from './attention';
+import { cachedSelfAttention, fusedSelfAttention } from './attention';
 import { fusedEmbed } from './fused';
 import { useFusedKernels } from './kernels';
 import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
@@ -20,7 +20,11 @@ export interface Adapter {
   scale: number;
 }
 
-/** Per-layer attention keys and values, [batch, time, heads, headSize]. */
+/**
+ * Per-layer attention keys and values, only for passing back to `forward`: [batch, time, heads,
+ * headSize] on native backends; on wasm/cpu keys [time, headSize, batch, heads] and values
+ * [time, batch, heads, headSize] (see attention.ts).
+ */
 export interface KvCache {
   keys: tf.Tensor4D[];
   values: tf.Tensor4D[];
@@ -129,8 +133,11 @@ export class GPT {
     const N = B * Tn;
 
     let x: tf.Tensor2D;
-    if (useFusedKernels() && !opts.positions) {
-      x = fusedEmbed(this.p('wte') as tf.Tensor2D, this.p('wpe') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D, Tn, past);
+    if (useFusedKernels()) {
+      const positions = opts.positions
+        ? opts.positions.flat()
+        : Array.from({ length: N }, (_, i) => past + (i % Tn));
+      x = fusedEmbed(this.p('wte') as tf.Tensor2D, this.p('wpe') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D, tf.tensor1d(positions, 'int32'));
     } else if (opts.positions) {
       x = embed(this.p('wte') as tf.Tensor2D, tok.reshape([N]) as tf.Tensor1D);
       const pos = tf.tensor1d(opts.positions.flat(), 'int32');
@@ -154,6 +161,14 @@ export class GPT {
       let y: tf.Tensor2D;
       if (fusedAttention) {
         y = fusedSelfAttention(qkv, bias, B, Tn, H);
+      } else if (useFusedKernels()) {
+        const prev = opts.cache ? { keys: opts.cache.keys[l], values: opts.cache.values[l] } : undefined;
+        const r = cachedSelfAttention(qkv, bias, B, Tn, H, prev);
+        y = r.y;
+        if (opts.returnCache) {
+          newKeys.push(r.keys);
+          newValues.push(r.values);
+        }
       } else {
         const [q, k, v] = tf.split(qkv, 3, 1);
         // Heads stay in the projection's [B, T, H, hd] layout; ops.ts multiplies them without transposes.

@@ -45,7 +45,8 @@ export function columnSum(m: tf.Tensor2D): tf.Tensor1D {
 const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, save: tf.GradSaveFunc) => {
   save([x, w]);
   return {
-    value: tf.matMul(x, w).add(b),
+    // One kernel for the product and the bias (XNNPACK adds it in its output pass).
+    value: tf.fused.matMul({ a: x, b: w, bias: b }),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sx, sw] = saved as tf.Tensor2D[];
       const g = dy as tf.Tensor2D;
@@ -200,12 +201,13 @@ const GELU_A = 0.044715;
 export const gelu = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   const x2 = x.square();
   const s = tf.sigmoid(x2.mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
-  save([x, x2, s]);
+  // x² is recomputed in the backward pass: squaring is cheaper than saving (copying) it.
+  save([x, s]);
   return {
     value: x.mul(s),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sx, sx2, ss] = saved;
-      const du = sx2.mul(6 * GELU_C * GELU_A).add(2 * GELU_C);
+      const [sx, ss] = saved;
+      const du = sx.square().mul(6 * GELU_C * GELU_A).add(2 * GELU_C);
       return [dy.mul(ss.mul(tf.scalar(1).sub(ss)).mul(du).mul(sx).add(ss))];
     },
   };

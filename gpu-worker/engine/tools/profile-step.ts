@@ -31,7 +31,7 @@ for (const k of tf.getKernelsForBackend(report.backend)) {
     const t0 = performance.now();
     const out = f(args);
     const key = detail.includes(k.kernelName) || detail.includes('all')
-      ? `${k.kernelName} ${Object.values(args.inputs).map((t) => `[${(t as tf.TensorInfo).shape}]`).join(' ')} ${JSON.stringify(args.attrs ?? {}).slice(0, 60)}`
+      ? `${k.kernelName} ${Object.values(args.inputs).map((t) => `[${(t as tf.TensorInfo | undefined)?.shape}]`).join(' ')} ${JSON.stringify(args.attrs ?? {}).slice(0, 60)}`
       : k.kernelName;
     const s = stats.get(key) ?? { n: 0, ms: 0, min: Infinity };
     s.n += 1;
