@@ -111,7 +111,40 @@ async function submitLatency(url: string, team: Team, workers: SimWorker[]) {
   emit('submit_to_running_p99_ms', quantile(latencies, 0.99), 'ms', { jobs: SUBMITS, workers: WORKERS, target: '< 100' });
 }
 
-async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[]): Promise<number> {
+/**
+ * Statements run in this database (pg_stat_statements, when the server has it loaded; BEGIN and
+ * COMMIT count too), to report what each job of a phase costs. null when unavailable.
+ */
+async function statementCounter(databaseUrl: string) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const ok = await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => true, () => false);
+  const read = async () => {
+    if (!ok) return null;
+    const { rows } = await client.query<{ query: string; calls: string; ms: number }>(
+      `SELECT query, calls::text, total_exec_time AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    return new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: r.ms }]));
+  };
+  return {
+    read,
+    /** Statements per job since `before`; with BENCH_PROFILE=1, the costliest ones go to stderr. */
+    async perJob(before: Awaited<ReturnType<typeof read>>, jobs: number, phase: string): Promise<number | null> {
+      const after = await read();
+      if (!before || !after) return null;
+      const delta = [...after].map(([query, a]) => ({ query, calls: a.calls - (before.get(query)?.calls ?? 0), ms: a.ms - (before.get(query)?.ms ?? 0) }));
+      if (process.env.BENCH_PROFILE) {
+        for (const d of delta.filter((d) => d.calls > 0).sort((x, y) => y.calls - x.calls).slice(0, 25)) {
+          process.stderr.write(`[${phase}] ${(d.calls / jobs).toFixed(2)}/job ${d.ms.toFixed(0)} ms  ${d.query.replace(/\s+/g, ' ').slice(0, 160)}\n`);
+        }
+      }
+      return Math.round((delta.reduce((sum, d) => sum + d.calls, 0) / jobs) * 10) / 10;
+    },
+    end: () => client.end(),
+  };
+}
+
+async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[], counter: Awaited<ReturnType<typeof statementCounter>>): Promise<number> {
   const db = createDb(databaseUrl, 2);
   let done = 0;
   let finished!: () => void;
@@ -123,6 +156,7 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
       });
   }
   await sleep(500);
+  const before = await counter.read();
   const t0 = now();
   await db.job.createMany({ data: Array.from({ length: DRAIN_JOBS }, () => ({ teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: { environmentVersionId: team.envVersionId } })) });
   await db.$executeRaw`SELECT pg_notify('whetstone_scheduler', 'bench')`;
@@ -130,18 +164,20 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
   const seconds = (now() - t0) / 1000;
   await db.$disconnect();
   const rate = DRAIN_JOBS / seconds;
-  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish' });
+  const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'drain');
+  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob });
   void url;
   return rate;
 }
 
-async function pgBoss(databaseUrl: string): Promise<number> {
+async function pgBoss(databaseUrl: string, counter: Awaited<ReturnType<typeof statementCounter>>): Promise<number> {
   const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss_bench', max: 10 });
   boss.on('error', () => {});
   await boss.start();
   await boss.createQueue('bench');
   await boss.insert(Array.from({ length: DRAIN_JOBS }, (_, i) => ({ name: 'bench', data: { i } })));
   let done = 0;
+  const before = await counter.read();
   const t0 = now();
   await Promise.all(
     Array.from({ length: WORKERS }, async () => {
@@ -157,8 +193,9 @@ async function pgBoss(databaseUrl: string): Promise<number> {
     }),
   );
   const rate = DRAIN_JOBS / ((now() - t0) / 1000);
+  const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'pg-boss');
   await boss.stop({ graceful: false, wait: true });
-  emit('pgboss_fetch_complete_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, consumers: WORKERS, version: '10.4.2' });
+  emit('pgboss_fetch_complete_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, consumers: WORKERS, version: '10.4.2', statements_per_job: statementsPerJob });
   return rate;
 }
 
@@ -290,7 +327,7 @@ function withDatabase(serverUrl: string, database: string): string {
 async function main(): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-'));
   fs.chmodSync(home, 0o755);
-  const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home);
+  const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home, undefined, undefined, ['-c', 'shared_preload_libraries=pg_stat_statements']);
   const serverUrl = process.env.DATABASE_URL ?? embedded!.url;
   const name = `whetstone_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -312,13 +349,18 @@ async function main(): Promise<void> {
     }, (i * 5_000) / WORKERS));
 
     await submitLatency(url, team, workers);
-    const placements = await drain(url, databaseUrl, team, workers);
-    const boss = await pgBoss(databaseUrl);
+    const counter = await statementCounter(databaseUrl);
+    const placements = await drain(url, databaseUrl, team, workers, counter);
+    const boss = await pgBoss(databaseUrl, counter);
+    await counter.end();
     emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
-    const fan = await fanout(url, team, workers);
-    const echoP99 = await echo();
-    emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
-    await series(url, databaseUrl, team);
+    // BENCH_ONLY_SCHEDULER=1: the scheduler's figures alone, for quicker profiling runs.
+    if (!process.env.BENCH_ONLY_SCHEDULER) {
+      const fan = await fanout(url, team, workers);
+      const echoP99 = await echo();
+      emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
+      await series(url, databaseUrl, team);
+    }
 
     beats.forEach((b) => clearInterval(b));
     workers.forEach((w) => w.socket.close());
