@@ -104,36 +104,61 @@ async function fencedAttempt(db: Db, worker: WorkerRow, attemptId: string, fenci
 }
 
 export async function buildAssignment(db: Db, attemptId: string): Promise<Assignment | null> {
-  const attempt = await db.jobAttempt.findUnique({ where: { id: attemptId }, include: { job: true, resumedFrom: true } });
-  if (!attempt || attempt.state !== 'ACTIVE') return null;
-  const config = attempt.job.config as Record<string, unknown>;
-  const versionId = typeof config.environmentVersionId === 'string' ? config.environmentVersionId : null;
-  const version = versionId ? await db.environmentVersion.findUnique({ where: { id: versionId } }) : null;
+  return (await buildAssignments(db, [attemptId]))[0] ?? null;
+}
+
+/**
+ * The assignments of active attempts (those no longer active are left out), in a few queries for
+ * any number of them: a scheduling round places many at once.
+ */
+export async function buildAssignments(db: Db, attemptIds: string[]): Promise<Assignment[]> {
+  if (attemptIds.length === 0) return [];
+  const order = new Map(attemptIds.map((id, i) => [id, i]));
+  const attempts = (await db.jobAttempt.findMany({ where: { id: { in: attemptIds }, state: 'ACTIVE' }, include: { job: true, resumedFrom: true } }))
+    .sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const configs = new Map(attempts.map((a) => [a.id, a.job.config as Record<string, unknown>]));
+  const versionIds = [...new Set([...configs.values()].map((c) => c.environmentVersionId).filter((id): id is string => typeof id === 'string'))];
   // The config names checkpoints and datasets by id; the worker fetches blobs by storage key.
-  const blobKeys: Record<string, string> = {};
-  const against = config.against as { checkpointId?: unknown } | undefined;
-  const checkpointIds = [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((id): id is string => typeof id === 'string');
-  for (const c of await db.checkpoint.findMany({ where: { id: { in: checkpointIds }, teamId: attempt.job.teamId } })) blobKeys[c.id] = c.storageKey;
-  if (typeof config.datasetVersionId === 'string') {
-    const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId: attempt.job.teamId } } });
-    if (d) blobKeys[d.id] = d.storageKey;
+  const checkpointIds = new Map<string, string[]>();
+  for (const [id, config] of configs) {
+    const against = config.against as { checkpointId?: unknown } | undefined;
+    checkpointIds.set(id, [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((c): c is string => typeof c === 'string'));
   }
-  return {
-    attemptId: attempt.id,
-    fencingToken: attempt.fencingToken.toString(),
-    jobId: attempt.jobId,
-    attempt: attempt.number,
-    kind: attempt.job.kind,
-    config,
-    deviceIndexes: attempt.deviceIndexes,
-    leaseExpiresAt: attempt.leaseExpiresAt.toISOString(),
-    timeLimitSeconds: attempt.job.timeLimitSeconds,
-    resumeFrom: attempt.resumedFrom ? { checkpointId: attempt.resumedFrom.id, storageKey: attempt.resumedFrom.storageKey, step: attempt.resumedFrom.step } : null,
-    environment: version
-      ? { versionId: version.id, files: version.files as Record<string, string>, entry: version.entry, manifest: version.manifest as Record<string, unknown> }
-      : null,
-    blobKeys,
-  };
+  const allCheckpointIds = [...new Set([...checkpointIds.values()].flat())];
+  const [versions, checkpoints] = await Promise.all([
+    versionIds.length ? db.environmentVersion.findMany({ where: { id: { in: versionIds } } }) : [],
+    allCheckpointIds.length ? db.checkpoint.findMany({ where: { id: { in: allCheckpointIds } } }) : [],
+  ]);
+  const versionById = new Map(versions.map((v) => [v.id, v]));
+  const assignments: Assignment[] = [];
+  for (const attempt of attempts) {
+    const config = configs.get(attempt.id)!;
+    const version = typeof config.environmentVersionId === 'string' ? versionById.get(config.environmentVersionId) : undefined;
+    const blobKeys: Record<string, string> = {};
+    // Only the job's own team's checkpoints and datasets.
+    for (const c of checkpoints) if (checkpointIds.get(attempt.id)!.includes(c.id) && c.teamId === attempt.job.teamId) blobKeys[c.id] = c.storageKey;
+    if (typeof config.datasetVersionId === 'string') {
+      const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId: attempt.job.teamId } } });
+      if (d) blobKeys[d.id] = d.storageKey;
+    }
+    assignments.push({
+      attemptId: attempt.id,
+      fencingToken: attempt.fencingToken.toString(),
+      jobId: attempt.jobId,
+      attempt: attempt.number,
+      kind: attempt.job.kind,
+      config,
+      deviceIndexes: attempt.deviceIndexes,
+      leaseExpiresAt: attempt.leaseExpiresAt.toISOString(),
+      timeLimitSeconds: attempt.job.timeLimitSeconds,
+      resumeFrom: attempt.resumedFrom ? { checkpointId: attempt.resumedFrom.id, storageKey: attempt.resumedFrom.storageKey, step: attempt.resumedFrom.step } : null,
+      environment: version
+        ? { versionId: version.id, files: version.files as Record<string, string>, entry: version.entry, manifest: version.manifest as Record<string, unknown> }
+        : null,
+      blobKeys,
+    });
+  }
+  return assignments;
 }
 
 async function register(deps: WorkerApiDeps, req: IncomingMessage) {
@@ -187,12 +212,7 @@ async function heartbeat(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMe
   }
   const known = new Set(input.attempts.map((a) => a.attemptId));
   const pending = await db.jobAttempt.findMany({ where: { workerId: worker.id, state: 'ACTIVE', job: { state: 'ASSIGNED' } }, select: { id: true } });
-  const assignments = [];
-  for (const { id } of pending) {
-    if (known.has(id)) continue;
-    const assignment = await buildAssignment(db, id);
-    if (assignment) assignments.push(assignment);
-  }
+  const assignments = await buildAssignments(db, pending.map((a) => a.id).filter((id) => !known.has(id)));
   return { workerId: worker.id, state: updated.state, leases, assignments, heartbeatSeconds: HEARTBEAT_SECONDS };
 }
 
