@@ -107,58 +107,75 @@ export async function buildAssignment(db: Db, attemptId: string): Promise<Assign
   return (await buildAssignments(db, [attemptId]))[0] ?? null;
 }
 
+interface AssignmentRow {
+  id: string;
+  fencingToken: string;
+  jobId: string;
+  number: number;
+  deviceIndexes: number[];
+  leaseExpiresAt: string;
+  kind: Assignment['kind'];
+  config: Record<string, unknown>;
+  timeLimitSeconds: number | null;
+  teamId: string;
+  resumeFrom: Assignment['resumeFrom'];
+  environment: Assignment['environment'];
+}
+
 /**
- * The assignments of active attempts (those no longer active are left out), in a few queries for
- * any number of them: a scheduling round places many at once.
+ * The assignments of active attempts (those no longer active are left out), in one statement for
+ * any number of them (a scheduling round places many at once), plus a lookup for the few configs
+ * that name checkpoints or datasets.
  */
 export async function buildAssignments(db: Db, attemptIds: string[]): Promise<Assignment[]> {
   if (attemptIds.length === 0) return [];
+  const rows = await db.$queryRaw<AssignmentRow[]>`
+    SELECT a.id, a."fencingToken"::text AS "fencingToken", a."jobId", a.number, a."deviceIndexes",
+           to_char(a."leaseExpiresAt", 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "leaseExpiresAt",
+           j.kind::text AS kind, j.config, j."timeLimitSeconds", j."teamId",
+           CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object('checkpointId', c.id, 'storageKey', c."storageKey", 'step', c.step) END AS "resumeFrom",
+           CASE WHEN v.id IS NULL THEN NULL ELSE json_build_object('versionId', v.id, 'files', v.files, 'entry', v.entry, 'manifest', v.manifest) END AS environment
+      FROM "JobAttempt" a
+      JOIN "Job" j ON j.id = a."jobId"
+      LEFT JOIN "Checkpoint" c ON c.id = a."resumedFromId"
+      LEFT JOIN "EnvironmentVersion" v
+             ON jsonb_typeof(j.config -> 'environmentVersionId') = 'string' AND v.id = j.config ->> 'environmentVersionId'
+     WHERE a.id = ANY(${attemptIds}::text[]) AND a.state = 'ACTIVE'`;
   const order = new Map(attemptIds.map((id, i) => [id, i]));
-  const attempts = (await db.jobAttempt.findMany({ where: { id: { in: attemptIds }, state: 'ACTIVE' }, include: { job: true, resumedFrom: true } }))
-    .sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-  const configs = new Map(attempts.map((a) => [a.id, a.job.config as Record<string, unknown>]));
-  const versionIds = [...new Set([...configs.values()].map((c) => c.environmentVersionId).filter((id): id is string => typeof id === 'string'))];
-  // The config names checkpoints and datasets by id; the worker fetches blobs by storage key.
-  const checkpointIds = new Map<string, string[]>();
-  for (const [id, config] of configs) {
-    const against = config.against as { checkpointId?: unknown } | undefined;
-    checkpointIds.set(id, [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((c): c is string => typeof c === 'string'));
-  }
-  const allCheckpointIds = [...new Set([...checkpointIds.values()].flat())];
-  const [versions, checkpoints] = await Promise.all([
-    versionIds.length ? db.environmentVersion.findMany({ where: { id: { in: versionIds } } }) : [],
-    allCheckpointIds.length ? db.checkpoint.findMany({ where: { id: { in: allCheckpointIds } } }) : [],
-  ]);
-  const versionById = new Map(versions.map((v) => [v.id, v]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   const assignments: Assignment[] = [];
-  for (const attempt of attempts) {
-    const config = configs.get(attempt.id)!;
-    const version = typeof config.environmentVersionId === 'string' ? versionById.get(config.environmentVersionId) : undefined;
-    const blobKeys: Record<string, string> = {};
-    // Only the job's own team's checkpoints and datasets.
-    for (const c of checkpoints) if (checkpointIds.get(attempt.id)!.includes(c.id) && c.teamId === attempt.job.teamId) blobKeys[c.id] = c.storageKey;
-    if (typeof config.datasetVersionId === 'string') {
-      const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId: attempt.job.teamId } } });
-      if (d) blobKeys[d.id] = d.storageKey;
-    }
+  for (const row of rows) {
     assignments.push({
-      attemptId: attempt.id,
-      fencingToken: attempt.fencingToken.toString(),
-      jobId: attempt.jobId,
-      attempt: attempt.number,
-      kind: attempt.job.kind,
-      config,
-      deviceIndexes: attempt.deviceIndexes,
-      leaseExpiresAt: attempt.leaseExpiresAt.toISOString(),
-      timeLimitSeconds: attempt.job.timeLimitSeconds,
-      resumeFrom: attempt.resumedFrom ? { checkpointId: attempt.resumedFrom.id, storageKey: attempt.resumedFrom.storageKey, step: attempt.resumedFrom.step } : null,
-      environment: version
-        ? { versionId: version.id, files: version.files as Record<string, string>, entry: version.entry, manifest: version.manifest as Record<string, unknown> }
-        : null,
-      blobKeys,
+      attemptId: row.id,
+      fencingToken: row.fencingToken,
+      jobId: row.jobId,
+      attempt: row.number,
+      kind: row.kind,
+      config: row.config,
+      deviceIndexes: row.deviceIndexes,
+      leaseExpiresAt: row.leaseExpiresAt,
+      timeLimitSeconds: row.timeLimitSeconds,
+      resumeFrom: row.resumeFrom,
+      environment: row.environment,
+      blobKeys: await blobKeysOf(db, row.teamId, row.config),
     });
   }
   return assignments;
+}
+
+/** The config names checkpoints and datasets by id; the worker fetches blobs by storage key (its team's only). */
+async function blobKeysOf(db: Db, teamId: string, config: Record<string, unknown>): Promise<Record<string, string>> {
+  const blobKeys: Record<string, string> = {};
+  const against = config.against as { checkpointId?: unknown } | undefined;
+  const checkpointIds = [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((id): id is string => typeof id === 'string');
+  if (checkpointIds.length) {
+    for (const c of await db.checkpoint.findMany({ where: { id: { in: checkpointIds }, teamId } })) blobKeys[c.id] = c.storageKey;
+  }
+  if (typeof config.datasetVersionId === 'string') {
+    const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId } } });
+    if (d) blobKeys[d.id] = d.storageKey;
+  }
+  return blobKeys;
 }
 
 async function register(deps: WorkerApiDeps, req: IncomingMessage) {
