@@ -3,7 +3,7 @@
 // socket.io emits, which the PostgreSQL adapter turns into NOTIFYs. So hints are coalesced per job
 // over a short window, shared by the scheduler and the worker API of one process.
 
-export const JOB_CHANGE_WINDOW_MS = 100;
+export const JOB_CHANGE_WINDOW_MS = 250;
 
 type JobChanged = (teamId: string, jobId: string) => void;
 

@@ -17,6 +17,8 @@ export const TICK_MS = 1_000;
  * every finish come many a second under load, and the check then found nothing almost always.
  */
 export const HOUSEKEEPING_MS = 1_000;
+/** While jobs wait, rounds woken back to back start at least this far apart (loop.ts). */
+export const BUSY_ROUND_MS = 25;
 
 export function leaseSecondsFrom(value: string | undefined): number {
   if (value === undefined || value === '') return 30;
