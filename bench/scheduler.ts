@@ -140,11 +140,36 @@ async function statementCounter(databaseUrl: string) {
       }
       return Math.round((delta.reduce((sum, d) => sum + d.calls, 0) / jobs) * 10) / 10;
     },
+    /**
+     * Waits until the database is quiet again (the server's trailing work, such as job hints,
+     * done; heartbeats go on), so that the next phase is measured on its own. At most 20 s.
+     */
+    async settle(): Promise<void> {
+      const total = async () => [...((await read()) ?? new Map()).values()].reduce((n, q) => n + q.calls, 0);
+      if (!ok) return sleep(1_000);
+      let last = await total();
+      for (let waited = 0; waited < 20_000; waited += 500) {
+        await sleep(500);
+        const next = await total();
+        if (next - last <= 20) return;
+        last = next;
+      }
+    },
     end: () => client.end(),
   };
 }
 
-async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[], counter: Awaited<ReturnType<typeof statementCounter>>): Promise<number> {
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux), else null. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks, USER_HZ = 100
+  } catch {
+    return null;
+  }
+}
+
+async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[], counter: Awaited<ReturnType<typeof statementCounter>>, serverPid?: number): Promise<number> {
   const db = createDb(databaseUrl, 2);
   let done = 0;
   let finished!: () => void;
@@ -157,6 +182,8 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
   }
   await sleep(500);
   const before = await counter.read();
+  const serverCpu0 = cpuMs(serverPid);
+  const benchCpu0 = process.cpuUsage();
   const t0 = now();
   await db.job.createMany({ data: Array.from({ length: DRAIN_JOBS }, () => ({ teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: { environmentVersionId: team.envVersionId } })) });
   await db.$executeRaw`SELECT pg_notify('whetstone_scheduler', 'bench')`;
@@ -164,8 +191,15 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
   const seconds = (now() - t0) / 1000;
   await db.$disconnect();
   const rate = DRAIN_JOBS / seconds;
+  const serverCpu1 = cpuMs(serverPid);
+  const benchCpu = process.cpuUsage(benchCpu0);
+  const cpu = {
+    server_cpu_ms_per_job: serverCpu0 === null || serverCpu1 === null ? null : Math.round(((serverCpu1 - serverCpu0) / DRAIN_JOBS) * 100) / 100,
+    bench_cpu_ms_per_job: Math.round(((benchCpu.user + benchCpu.system) / 1000 / DRAIN_JOBS) * 100) / 100,
+  };
+  await counter.settle();
   const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'drain');
-  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob });
+  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob, ...cpu });
   void url;
   return rate;
 }
@@ -340,7 +374,7 @@ async function main(): Promise<void> {
     const team = await seedTeam(db, { maxConcurrentDevices: 100_000 });
     await db.teamQuota.update({ where: { teamId: team.teamId }, data: { maxQueuedJobs: 100_000 } });
     await db.$disconnect();
-    const { url } = await startServer({ databaseUrl, name: 'bench-server', leaseSeconds: 300 });
+    const { url, proc: server } = await startServer({ databaseUrl, name: 'bench-server', leaseSeconds: 300 });
     const workers: SimWorker[] = [];
     for (let i = 0; i < WORKERS; i++) workers.push(await SimWorker.register(url, team.workerToken, i));
     // Each worker heartbeats every 5 s, spread over the interval as real daemons' are.
@@ -350,7 +384,7 @@ async function main(): Promise<void> {
 
     await submitLatency(url, team, workers);
     const counter = await statementCounter(databaseUrl);
-    const placements = await drain(url, databaseUrl, team, workers, counter);
+    const placements = await drain(url, databaseUrl, team, workers, counter, server.child.pid);
     const boss = await pgBoss(databaseUrl, counter);
     await counter.end();
     emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
