@@ -99,9 +99,7 @@ async function main(): Promise<void> {
     trustedOrigins,
     secureCookies: publicUrl.startsWith('https://'),
   });
-  // The socket.io adapter holds one connection for LISTEN; the others carry each emit's NOTIFY
-  // (job hints under load come by the hundred a second, and with one left they queued up).
-  const realtimePool = new pg.Pool({ connectionString: database.url, max: 6 });
+  const realtimePool = new pg.Pool({ connectionString: database.url, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
   const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(db, realtime), log);

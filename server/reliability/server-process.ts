@@ -39,9 +39,7 @@ async function main(): Promise<void> {
   });
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const auth = createAuth({ db, baseURL: url, secret: 'reliability-secret-reliability-secret-0', trustedOrigins: [url], secureCookies: false, seedTeam: async () => {} });
-  // The socket.io adapter holds one connection for LISTEN; the others carry each emit's NOTIFY
-  // (job hints under load come by the hundred a second, and with one left they queued up).
-  const realtimePool = new pg.Pool({ connectionString: databaseUrl, max: 6 });
+  const realtimePool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
   const deps = {

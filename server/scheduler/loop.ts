@@ -13,9 +13,9 @@ import { WORKER_ONLINE_WINDOW_MS } from '../health';
 // LISTEN/NOTIFY on submit, finish and heartbeat changes, with a tick as fallback.
 
 export const SCHEDULER_CHANNEL = 'whetstone_scheduler';
+const LEADER_LOCK_KEY = 7_424_002;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
-const LEADER_LOCK_KEY = 7_424_002;
 
 export interface SchedulerEvents {
   /** A job was placed on a worker: push the assignment (the worker also polls). */
