@@ -141,19 +141,22 @@ async function statementCounter(databaseUrl: string) {
       return Math.round((delta.reduce((sum, d) => sum + d.calls, 0) / jobs) * 10) / 10;
     },
     /**
-     * Waits until the database is quiet again (the server's trailing work, such as job hints,
-     * done; heartbeats go on), so that the next phase is measured on its own. At most 20 s.
+     * Waits until the database is quiet again (the server's trailing work done: job hints, which
+     * the socket.io adapter sends as NOTIFYs one at a time; heartbeats go on), so that the next
+     * phase is measured on its own. Returns how long that took (at most 60 s).
      */
-    async settle(): Promise<void> {
+    async settle(): Promise<number> {
+      const t0 = now();
       const total = async () => [...((await read()) ?? new Map()).values()].reduce((n, q) => n + q.calls, 0);
-      if (!ok) return sleep(1_000);
+      if (!ok) return sleep(1_000).then(() => now() - t0);
       let last = await total();
-      for (let waited = 0; waited < 20_000; waited += 500) {
+      for (let waited = 0; waited < 60_000; waited += 500) {
         await sleep(500);
         const next = await total();
-        if (next - last <= 20) return;
+        if (next - last <= 20) break;
         last = next;
       }
+      return now() - t0;
     },
     end: () => client.end(),
   };
@@ -197,9 +200,9 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
     server_cpu_ms_per_job: serverCpu0 === null || serverCpu1 === null ? null : Math.round(((serverCpu1 - serverCpu0) / DRAIN_JOBS) * 100) / 100,
     bench_cpu_ms_per_job: Math.round(((benchCpu.user + benchCpu.system) / 1000 / DRAIN_JOBS) * 100) / 100,
   };
-  await counter.settle();
+  const settleMs = await counter.settle();
   const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'drain');
-  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob, ...cpu });
+  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob, ...cpu, trailing_work_ms: Math.round(settleMs) });
   void url;
   return rate;
 }
