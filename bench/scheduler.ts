@@ -111,7 +111,68 @@ async function submitLatency(url: string, team: Team, workers: SimWorker[]) {
   emit('submit_to_running_p99_ms', quantile(latencies, 0.99), 'ms', { jobs: SUBMITS, workers: WORKERS, target: '< 100' });
 }
 
-async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[]): Promise<number> {
+/**
+ * Statements run in this database (pg_stat_statements, when the server has it loaded; BEGIN and
+ * COMMIT count too), to report what each job of a phase costs. null when unavailable.
+ */
+async function statementCounter(databaseUrl: string) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const ok = await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').then(() => true, () => false);
+  const read = async () => {
+    if (!ok) return null;
+    const { rows } = await client.query<{ query: string; calls: string; ms: number }>(
+      `SELECT query, calls::text, total_exec_time AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    );
+    return new Map(rows.map((r) => [r.query, { calls: Number(r.calls), ms: r.ms }]));
+  };
+  return {
+    read,
+    /** Statements per job since `before`; with BENCH_PROFILE=1, the costliest ones go to stderr. */
+    async perJob(before: Awaited<ReturnType<typeof read>>, jobs: number, phase: string): Promise<number | null> {
+      const after = await read();
+      if (!before || !after) return null;
+      const delta = [...after].map(([query, a]) => ({ query, calls: a.calls - (before.get(query)?.calls ?? 0), ms: a.ms - (before.get(query)?.ms ?? 0) }));
+      if (process.env.BENCH_PROFILE) {
+        for (const d of delta.filter((d) => d.calls > 0).sort((x, y) => y.calls - x.calls).slice(0, 25)) {
+          process.stderr.write(`[${phase}] ${(d.calls / jobs).toFixed(2)}/job ${d.ms.toFixed(0)} ms  ${d.query.replace(/\s+/g, ' ').slice(0, 160)}\n`);
+        }
+      }
+      return Math.round((delta.reduce((sum, d) => sum + d.calls, 0) / jobs) * 10) / 10;
+    },
+    /**
+     * Waits until the database is quiet again (the server's trailing work done: job hints, which
+     * the socket.io adapter sends as NOTIFYs one at a time; heartbeats go on), so that the next
+     * phase is measured on its own. Returns how long that took (at most 60 s).
+     */
+    async settle(): Promise<number> {
+      const t0 = now();
+      const total = async () => [...((await read()) ?? new Map()).values()].reduce((n, q) => n + q.calls, 0);
+      if (!ok) return sleep(1_000).then(() => now() - t0);
+      let last = await total();
+      for (let waited = 0; waited < 60_000; waited += 500) {
+        await sleep(500);
+        const next = await total();
+        if (next - last <= 20) break;
+        last = next;
+      }
+      return now() - t0;
+    },
+    end: () => client.end(),
+  };
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux), else null. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks, USER_HZ = 100
+  } catch {
+    return null;
+  }
+}
+
+async function drain(url: string, databaseUrl: string, team: Team, workers: SimWorker[], counter: Awaited<ReturnType<typeof statementCounter>>, serverPid?: number): Promise<number> {
   const db = createDb(databaseUrl, 2);
   let done = 0;
   let finished!: () => void;
@@ -123,6 +184,9 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
       });
   }
   await sleep(500);
+  const before = await counter.read();
+  const serverCpu0 = cpuMs(serverPid);
+  const benchCpu0 = process.cpuUsage();
   const t0 = now();
   await db.job.createMany({ data: Array.from({ length: DRAIN_JOBS }, () => ({ teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: { environmentVersionId: team.envVersionId } })) });
   await db.$executeRaw`SELECT pg_notify('whetstone_scheduler', 'bench')`;
@@ -130,18 +194,27 @@ async function drain(url: string, databaseUrl: string, team: Team, workers: SimW
   const seconds = (now() - t0) / 1000;
   await db.$disconnect();
   const rate = DRAIN_JOBS / seconds;
-  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish' });
+  const serverCpu1 = cpuMs(serverPid);
+  const benchCpu = process.cpuUsage(benchCpu0);
+  const cpu = {
+    server_cpu_ms_per_job: serverCpu0 === null || serverCpu1 === null ? null : Math.round(((serverCpu1 - serverCpu0) / DRAIN_JOBS) * 100) / 100,
+    bench_cpu_ms_per_job: Math.round(((benchCpu.user + benchCpu.system) / 1000 / DRAIN_JOBS) * 100) / 100,
+  };
+  const settleMs = await counter.settle();
+  const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'drain');
+  emit('placements_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, workers: WORKERS, cycle: 'queued → placed → pushed → start → finish', statements_per_job: statementsPerJob, ...cpu, trailing_work_ms: Math.round(settleMs) });
   void url;
   return rate;
 }
 
-async function pgBoss(databaseUrl: string): Promise<number> {
+async function pgBoss(databaseUrl: string, counter: Awaited<ReturnType<typeof statementCounter>>): Promise<number> {
   const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss_bench', max: 10 });
   boss.on('error', () => {});
   await boss.start();
   await boss.createQueue('bench');
   await boss.insert(Array.from({ length: DRAIN_JOBS }, (_, i) => ({ name: 'bench', data: { i } })));
   let done = 0;
+  const before = await counter.read();
   const t0 = now();
   await Promise.all(
     Array.from({ length: WORKERS }, async () => {
@@ -157,8 +230,9 @@ async function pgBoss(databaseUrl: string): Promise<number> {
     }),
   );
   const rate = DRAIN_JOBS / ((now() - t0) / 1000);
+  const statementsPerJob = await counter.perJob(before, DRAIN_JOBS, 'pg-boss');
   await boss.stop({ graceful: false, wait: true });
-  emit('pgboss_fetch_complete_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, consumers: WORKERS, version: '10.4.2' });
+  emit('pgboss_fetch_complete_per_s', rate, 'jobs/s', { jobs: DRAIN_JOBS, consumers: WORKERS, version: '10.4.2', statements_per_job: statementsPerJob });
   return rate;
 }
 
@@ -290,7 +364,7 @@ function withDatabase(serverUrl: string, database: string): string {
 async function main(): Promise<void> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-'));
   fs.chmodSync(home, 0o755);
-  const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home);
+  const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home, undefined, undefined, ['-c', 'shared_preload_libraries=pg_stat_statements']);
   const serverUrl = process.env.DATABASE_URL ?? embedded!.url;
   const name = `whetstone_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
@@ -303,7 +377,7 @@ async function main(): Promise<void> {
     const team = await seedTeam(db, { maxConcurrentDevices: 100_000 });
     await db.teamQuota.update({ where: { teamId: team.teamId }, data: { maxQueuedJobs: 100_000 } });
     await db.$disconnect();
-    const { url } = await startServer({ databaseUrl, name: 'bench-server', leaseSeconds: 300 });
+    const { url, proc: server } = await startServer({ databaseUrl, name: 'bench-server', leaseSeconds: 300 });
     const workers: SimWorker[] = [];
     for (let i = 0; i < WORKERS; i++) workers.push(await SimWorker.register(url, team.workerToken, i));
     // Each worker heartbeats every 5 s, spread over the interval as real daemons' are.
@@ -312,13 +386,18 @@ async function main(): Promise<void> {
     }, (i * 5_000) / WORKERS));
 
     await submitLatency(url, team, workers);
-    const placements = await drain(url, databaseUrl, team, workers);
-    const boss = await pgBoss(databaseUrl);
+    const counter = await statementCounter(databaseUrl);
+    const placements = await drain(url, databaseUrl, team, workers, counter, server.child.pid);
+    const boss = await pgBoss(databaseUrl, counter);
+    await counter.end();
     emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
-    const fan = await fanout(url, team, workers);
-    const echoP99 = await echo();
-    emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
-    await series(url, databaseUrl, team);
+    // BENCH_ONLY_SCHEDULER=1: the scheduler's figures alone, for quicker profiling runs.
+    if (!process.env.BENCH_ONLY_SCHEDULER) {
+      const fan = await fanout(url, team, workers);
+      const echoP99 = await echo();
+      emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
+      await series(url, databaseUrl, team);
+    }
 
     beats.forEach((b) => clearInterval(b));
     workers.forEach((w) => w.socket.close());

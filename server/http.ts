@@ -4,6 +4,7 @@ import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
+import { coalesceJobChanges } from './scheduler/job-changes';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
@@ -56,7 +57,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     db: deps.db,
     blobs: deps.blobs,
     publish: deps.realtime.publishRun,
-    jobChanged: deps.realtime.jobChanged,
+    jobChanged: coalesceJobChanges(deps.realtime.jobChanged),
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

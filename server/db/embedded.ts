@@ -87,8 +87,11 @@ async function stopOrphan(dataDir: string): Promise<void> {
   throw new EmbeddedPostgresError(`A PostgreSQL server (pid ${pid}) still holds ${dataDir}; stop it and start again.`);
 }
 
-/** `port`: listen there (a restart on the same address); default a free one. */
-export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}, port?: number): Promise<EmbeddedDatabase> {
+/**
+ * `port`: listen there (a restart on the same address); default a free one. `flags`: more
+ * server settings (the scheduler bench loads pg_stat_statements to count queries per job).
+ */
+export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}, port?: number, flags: string[] = []): Promise<EmbeddedDatabase> {
   const dataDir = path.join(home, 'pg');
   fs.mkdirSync(home, { recursive: true });
   const state = inspectDataDir(dataDir);
@@ -106,7 +109,7 @@ export async function startEmbeddedPostgres(home: string, log: (line: string) =>
     // The package asks initdb for en_US.UTF-8 messages, a locale many machines lack; the last
     // flag wins, and C is always there.
     initdbFlags: ['--lc-messages=C', '--locale=C', '--encoding=UTF8'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', ...flags],
     onLog: (message) => {
       recent.push(...String(message).split('\n').filter(Boolean));
       recent.splice(0, Math.max(0, recent.length - 20));

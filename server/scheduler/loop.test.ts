@@ -215,6 +215,45 @@ describe('scheduler loop and worker protocol', () => {
     await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
   });
 
+  it('start and finish check the credential and the fence in the statement that makes the change', async () => {
+    const worker = await newWorker(1);
+    const other = await newWorker(1);
+    const job = await submit();
+    const a = (await waitFor('placed', async () => (await heartbeat(worker)).body.assignments.find((x: any) => x.jobId === job.id))) as any;
+    const fence = { attemptId: a.attemptId, fencingToken: a.fencingToken };
+    const start = (body: unknown, credential?: string) => http(server.url, 'POST', '/api/workers/attempts/start', body, credential);
+    const finish = (body: unknown, credential?: string) => http(server.url, 'POST', '/api/workers/attempts/finish', body, credential);
+    // Refused, and nothing changes: no credential, an unknown one, another worker's attempt, a stale token, a bad body.
+    expect((await start(fence)).status).toBe(401);
+    expect((await start(fence, 'wsw_not-a-worker')).status).toBe(401);
+    expect((await start({ nonsense: true }, 'wsw_not-a-worker')).status).toBe(401);
+    expect((await start({ nonsense: true }, worker.credential)).status).toBe(400);
+    expect((await start(fence, other.credential)).status).toBe(404);
+    expect((await start({ ...fence, fencingToken: String(BigInt(a.fencingToken) + 1n) }, worker.credential)).status).toBe(409);
+    expect((await start({ ...fence, fencingToken: 'x' }, worker.credential)).status).toBe(409);
+    expect((await finish({ ...fence, outcome: 'succeeded' }, other.credential)).status).toBe(404);
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).state).toBe('ASSIGNED');
+    // Started twice (a retried request): one RUNNING event.
+    expect((await start(fence, worker.credential)).body).toEqual({ state: 'RUNNING' });
+    expect((await start(fence, worker.credential)).body).toEqual({ state: 'RUNNING' });
+    expect((await finish({ ...fence, outcome: 'succeeded', reason: 'all steps done', exitCode: 0 }, worker.credential)).body).toEqual({ state: 'SUCCEEDED' });
+    // Finished: the attempt is over, so a repeat is refused.
+    expect((await finish({ ...fence, outcome: 'succeeded' }, worker.credential)).status).toBe(409);
+    const events = await t.db.jobEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => [e.fromState, e.toState, e.actorType, e.actorId, e.reason])).toEqual([
+      [null, 'QUEUED', 'USER', owner.user.id, 'submitted'],
+      ['QUEUED', 'ASSIGNED', 'SCHEDULER', null, expect.stringMatching(/^placed on worker/)],
+      ['ASSIGNED', 'RUNNING', 'WORKER', worker.workerId, 'attempt 1 started on sim'],
+      ['RUNNING', 'SUCCEEDED', 'WORKER', worker.workerId, 'all steps done'],
+    ]);
+    const attempt = await t.db.jobAttempt.findUniqueOrThrow({ where: { id: a.attemptId } });
+    expect(attempt).toMatchObject({ state: 'ENDED', exitReason: 'succeeded: all steps done', exitCode: 0 });
+    expect(await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).toMatchObject({ state: 'SUCCEEDED', finishedAt: expect.any(Date), startedAt: expect.any(Date) });
+    for (const w of [worker, other]) await t.db.worker.update({ where: { id: w.workerId }, data: { state: 'REVOKED' } });
+    // A revoked worker is refused outright.
+    expect((await start(fence, worker.credential)).status).toBe(401);
+  });
+
   it('exactly one of two schedulers leads, and the other takes over when it stops', async () => {
     const events = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
     const a = new SchedulerLoop(t.db, t.url, events, () => {}, 100);

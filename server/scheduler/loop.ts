@@ -1,8 +1,9 @@
 import pg from 'pg';
 import type { Db } from '../db/client';
 import { plan } from './plan';
-import type { Plan, PlanInput } from './types';
-import { LEASE_SECONDS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
+import { placeAll } from './place';
+import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
+import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
 import type { JobState } from '../db/generated/prisma/enums';
 import { endAttemptAndRequeue, recordEvent, TIME_LIMIT_REASON } from './transitions';
 import { WORKER_ONLINE_WINDOW_MS } from '../health';
@@ -14,6 +15,8 @@ import { WORKER_ONLINE_WINDOW_MS } from '../health';
 export const SCHEDULER_CHANNEL = 'whetstone_scheduler';
 const LEADER_LOCK_KEY = 7_424_002;
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
 export interface SchedulerEvents {
   /** A job was placed on a worker: push the assignment (the worker also polls). */
   assigned(workerId: string, attemptId: string): void;
@@ -23,72 +26,78 @@ export interface SchedulerEvents {
   jobChanged(teamId: string, jobId: string): void;
 }
 
-export async function loadPlanInput(db: Db, now: Date): Promise<PlanInput> {
-  const [queued, running, workers, quotas] = await Promise.all([
-    db.job.findMany({ where: { state: 'QUEUED' } }),
-    db.job.findMany({
-      where: { state: { in: ['ASSIGNED', 'RUNNING'] } },
-      include: { jobAttempts: { where: { state: 'ACTIVE' }, take: 1 } },
-    }),
-    db.worker.findMany({ where: { state: { in: ['ONLINE', 'DRAINING'] } }, include: { devices: true } }),
-    db.teamQuota.findMany(),
-  ]);
-  return {
-    now: now.getTime(),
-    queued: queued.map((j) => ({
-      id: j.id, teamId: j.teamId, ownerId: j.ownerId, priority: j.priority, deviceCount: j.deviceCount,
-      deviceKind: j.deviceKind, memoryBytes: Number(j.memoryBytes), timeLimitSeconds: j.timeLimitSeconds,
-      queuedAt: j.queuedAt.getTime(), notBefore: j.notBefore?.getTime() ?? null,
-    })),
-    running: running.map((j) => {
-      const attempt = j.jobAttempts[0];
-      return {
-        id: j.id, teamId: j.teamId, ownerId: j.ownerId, priority: j.priority,
-        workerId: attempt?.workerId ?? null, deviceIndexes: attempt?.deviceIndexes ?? [],
-        startedAt: (attempt?.startedAt ?? j.updatedAt).getTime(), timeLimitSeconds: j.timeLimitSeconds,
-        stopping: Boolean(j.cancelRequestedAt || attempt?.preemptRequestedAt),
-      };
-    }),
-    workers: workers.map((w) => ({
-      id: w.id, teamId: w.teamId, state: w.state,
-      devices: w.devices.map((d) => ({ index: d.index, kind: d.kind, memoryBytes: Number(d.memoryBytes) })),
-    })),
-    quotas: quotas.map((q) => ({ teamId: q.teamId, maxConcurrentDevices: q.maxConcurrentDevices, maxQueuedJobs: q.maxQueuedJobs, maxPriority: q.maxPriority })),
-  };
+/** What a round reads: the planner's input, and the waiting reasons the queued jobs show now. */
+export interface RoundInput {
+  input: PlanInput;
+  waitingReasons: Map<string, string | null>;
 }
 
-/** Housekeeping before planning: lost leases, preemptions past their grace, silent workers. */
-export async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
-  const expired = await db.jobAttempt.findMany({
-    where: { state: 'ACTIVE', leaseExpiresAt: { lt: now } },
-    select: { id: true, jobId: true, number: true, job: { select: { teamId: true } } },
-  });
-  const overdue = await db.jobAttempt.findMany({
-    where: { state: 'ACTIVE', preemptRequestedAt: { lt: new Date(now.getTime() - PREEMPT_GRACE_SECONDS * 1000) } },
-    select: { id: true, jobId: true, number: true, job: { select: { teamId: true } } },
-  });
-  for (const [list, reason] of [
-    [expired, 'lease expired (worker lost or partitioned)'],
-    [overdue, 'preempted: did not stop within the grace period'],
-  ] as const) {
-    for (const attempt of list) {
-      await db.$transaction((tx) => endAttemptAndRequeue(tx, attempt, reason, { type: 'SCHEDULER' }, now));
-      events.jobChanged(attempt.job.teamId, attempt.jobId);
-    }
+// Times come out as epoch milliseconds and memory as float8, straight into the planner's plain
+// numbers (columns are UTC timestamps without time zone, as Prisma writes them).
+const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
+
+/**
+ * The planner's input in four queries run together, each selecting only the columns it needs:
+ * every round reads the whole queue (fair share and backfill look at all of it), so this must be
+ * cheap rather than skipped. (One statement building JSON cost PostgreSQL three times as much.)
+ */
+export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
+  const [queued, running, workers, quotas] = await Promise.all([
+    db.$queryRawUnsafe<Array<PlanQueuedJob & { waitingReason?: string | null }>>(`
+      SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind"::text AS "deviceKind", "memoryBytes"::float8 AS "memoryBytes",
+             "timeLimitSeconds", ${ms('"queuedAt"')} AS "queuedAt", ${ms('"notBefore"')} AS "notBefore", "waitingReason"
+        FROM "Job" WHERE state = 'QUEUED'`),
+    db.$queryRawUnsafe<PlanRunningJob[]>(`
+      SELECT j.id, j."teamId", j."ownerId", j.priority, a."workerId", coalesce(a."deviceIndexes", '{}') AS "deviceIndexes",
+             ${ms('coalesce(a."startedAt", j."updatedAt")')} AS "startedAt", j."timeLimitSeconds",
+             (j."cancelRequestedAt" IS NOT NULL OR a."preemptRequestedAt" IS NOT NULL) AS stopping
+        FROM "Job" j
+        LEFT JOIN LATERAL (SELECT "workerId", "deviceIndexes", "startedAt", "preemptRequestedAt" FROM "JobAttempt" WHERE "jobId" = j.id AND state = 'ACTIVE' LIMIT 1) a ON true
+       WHERE j.state IN ('ASSIGNED', 'RUNNING')`),
+    db.$queryRawUnsafe<PlanWorker[]>(`
+      SELECT w.id, w."teamId", w.state::text AS state,
+             coalesce(json_agg(json_build_object('index', d.index, 'kind', d.kind, 'memoryBytes', d."memoryBytes"::float8) ORDER BY d.index)
+                      FILTER (WHERE d.id IS NOT NULL), '[]') AS devices
+        FROM "Worker" w LEFT JOIN "WorkerDevice" d ON d."workerId" = w.id
+       WHERE w.state IN ('ONLINE', 'DRAINING') GROUP BY w.id`),
+    db.$queryRawUnsafe<PlanTeamQuota[]>(`SELECT "teamId", "maxConcurrentDevices", "maxQueuedJobs", "maxPriority" FROM "TeamQuota"`),
+  ]);
+  const waitingReasons = new Map<string, string | null>();
+  for (const job of queued) {
+    waitingReasons.set(job.id, job.waitingReason ?? null);
+    delete job.waitingReason;
   }
-  // A job past its declared time limit is stopped (the planner's backfill counts on the limit).
-  const overtime = await db.$queryRaw<Array<{ id: string; jobId: string; workerId: string | null; teamId: string; state: string; limit: number }>>`
-    SELECT a.id, a."jobId", a."workerId", j."teamId", j.state::text AS state, j."timeLimitSeconds" AS limit
+  return { input: { now: now.getTime(), queued, running, workers, quotas }, waitingReasons };
+}
+
+export async function loadPlanInput(db: Db, now: Date): Promise<PlanInput> {
+  return (await loadRound(db, now)).input;
+}
+
+type StaleAttempt = { id: string; jobId: string; number: number; workerId: string | null; teamId: string; state: JobState; limit: number | null; kind: 'expired' | 'overdue' | 'overtime' };
+
+/**
+ * Housekeeping before planning: lost leases, preemptions past their grace, jobs past their time
+ * limit (found in one query, usually empty), then silent workers marked offline.
+ */
+export async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
+  const graceEnd = new Date(now.getTime() - PREEMPT_GRACE_SECONDS * 1000);
+  const stale = await db.$queryRaw<StaleAttempt[]>`
+    SELECT a.id, a."jobId", a.number, a."workerId", j."teamId", j.state::text AS state, j."timeLimitSeconds" AS limit,
+           CASE WHEN a."leaseExpiresAt" < ${now} THEN 'expired'
+                WHEN a."preemptRequestedAt" < ${graceEnd} THEN 'overdue'
+                ELSE 'overtime' END AS kind
       FROM "JobAttempt" a JOIN "Job" j ON j.id = a."jobId"
-     WHERE a.state = 'ACTIVE' AND j."timeLimitSeconds" IS NOT NULL AND j."cancelRequestedAt" IS NULL
-       AND a."startedAt" + make_interval(secs => j."timeLimitSeconds") < ${now}`;
-  for (const a of overtime) {
-    const reason = `${TIME_LIMIT_REASON} of ${a.limit} s reached`;
-    await db.$transaction(async (tx) => {
-      await tx.job.update({ where: { id: a.jobId }, data: { cancelRequestedAt: now, failureReason: reason } });
-      await recordEvent(tx, a.jobId, a.state as JobState, a.state as JobState, { type: 'SCHEDULER' }, `${reason}: stopping`);
-    });
-    if (a.workerId) events.signal(a.workerId, { attemptId: a.id, cancel: true });
+     WHERE a.state = 'ACTIVE'
+       AND (a."leaseExpiresAt" < ${now} OR a."preemptRequestedAt" < ${graceEnd}
+            OR (j."timeLimitSeconds" IS NOT NULL AND j."cancelRequestedAt" IS NULL
+                AND a."startedAt" + make_interval(secs => j."timeLimitSeconds") < ${now}))`;
+  for (const a of stale) {
+    if (a.kind === 'overtime') await stopOvertime(db, a, now, events);
+    else {
+      const reason = a.kind === 'expired' ? 'lease expired (worker lost or partitioned)' : 'preempted: did not stop within the grace period';
+      await db.$transaction((tx) => endAttemptAndRequeue(tx, a, reason, { type: 'SCHEDULER' }, now));
+    }
     events.jobChanged(a.teamId, a.jobId);
   }
   await db.worker.updateMany({
@@ -97,32 +106,32 @@ export async function expireStale(db: Db, now: Date, events: SchedulerEvents): P
   });
 }
 
-/** Applies a plan, each placement in its own transaction so one lost race costs only that job. */
-export async function applyPlan(db: Db, decisions: Plan, now: Date, events: SchedulerEvents): Promise<{ placed: number; preempted: number }> {
-  let placed = 0;
-  for (const p of decisions.placements) {
-    const result = await db.$transaction(async (tx) => {
-      // The job may be being cancelled right now: skip it this round rather than wait.
-      const locked = await tx.$queryRaw<Array<{ id: string; teamId: string; attempts: number }>>`
-        SELECT id, "teamId", attempts FROM "Job" WHERE id = ${p.jobId} AND state = 'QUEUED' FOR UPDATE SKIP LOCKED`;
-      if (locked.length === 0) return null;
-      const job = locked[0];
-      const resumeFrom = await tx.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, orderBy: { step: 'desc' } });
-      const attempt = await tx.jobAttempt.create({
-        data: {
-          jobId: job.id, number: job.attempts + 1, workerId: p.workerId, deviceIndexes: p.deviceIndexes,
-          leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000), resumedFromId: resumeFrom?.id ?? null,
-        },
-      });
-      await tx.job.update({ where: { id: job.id }, data: { state: 'ASSIGNED', attempts: job.attempts + 1, waitingReason: null, notBefore: null } });
-      await recordEvent(tx, job.id, 'QUEUED', 'ASSIGNED', { type: 'SCHEDULER' }, p.reason);
-      return { attemptId: attempt.id, teamId: job.teamId };
-    });
-    if (result) {
-      placed++;
-      events.assigned(p.workerId, result.attemptId);
-      events.jobChanged(result.teamId, p.jobId);
-    }
+/** A job past its declared time limit is stopped (the planner's backfill counts on the limit). */
+async function stopOvertime(db: Db, a: StaleAttempt, now: Date, events: SchedulerEvents): Promise<void> {
+  const reason = `${TIME_LIMIT_REASON} of ${a.limit} s reached`;
+  await db.$transaction(async (tx) => {
+    await tx.job.update({ where: { id: a.jobId }, data: { cancelRequestedAt: now, failureReason: reason } });
+    await recordEvent(tx, a.jobId, a.state, a.state, { type: 'SCHEDULER' }, `${reason}: stopping`);
+  });
+  if (a.workerId) events.signal(a.workerId, { attemptId: a.id, cancel: true });
+}
+
+/**
+ * Applies a plan: all placements in one statement (place.ts), then preemption requests, then the
+ * waiting reasons that changed since the round read them.
+ */
+export async function applyPlan(
+  db: Db,
+  decisions: Plan,
+  now: Date,
+  events: SchedulerEvents,
+  waitingReasons?: Map<string, string | null>,
+  log?: (line: string) => void,
+): Promise<{ placed: number; preempted: number }> {
+  const placed = await placeAll(db, decisions.placements, now, log);
+  for (const p of placed) {
+    events.assigned(p.workerId, p.attemptId);
+    events.jobChanged(p.teamId, p.jobId);
   }
   let preempted = 0;
   for (const p of decisions.preemptions) {
@@ -135,22 +144,44 @@ export async function applyPlan(db: Db, decisions: Plan, now: Date, events: Sche
     preempted++;
     if (attempt.workerId) events.signal(attempt.workerId, { attemptId: attempt.id, preempt: true });
   }
-  // Waiting reasons change rarely: write only those that did, one statement per reason (with a
-  // thousand queued jobs, one statement per job made a round take seconds).
+  await writeWaitingReasons(db, decisions, waitingReasons);
+  return { placed: placed.length, preempted };
+}
+
+/**
+ * Waiting reasons change rarely: write only those that did (all of them when the current ones
+ * are unknown), one statement per reason.
+ */
+async function writeWaitingReasons(db: Db, decisions: Plan, current?: Map<string, string | null>): Promise<void> {
   const byReason = new Map<string, string[]>();
-  for (const w of decisions.waiting) byReason.set(w.reason, [...(byReason.get(w.reason) ?? []), w.jobId]);
+  for (const w of decisions.waiting) {
+    if (current && current.get(w.jobId) === w.reason) continue;
+    const ids = byReason.get(w.reason);
+    if (ids) ids.push(w.jobId);
+    else byReason.set(w.reason, [w.jobId]);
+  }
   for (const [reason, ids] of byReason) {
     await db.job.updateMany({ where: { id: { in: ids }, state: 'QUEUED', OR: [{ waitingReason: null }, { waitingReason: { not: reason } }] }, data: { waitingReason: reason } });
   }
+}
+
+/** One round: housekeeping (unless the loop ran it within the last second), plan, apply. */
+export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Date(), opts: RoundOptions = {}): Promise<{ placed: number; preempted: number }> {
+  const { placed, preempted } = await runRound(db, events, now, opts);
   return { placed, preempted };
 }
 
-/** One round: housekeeping, plan, apply. */
-export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Date()) {
-  await expireStale(db, now, events);
-  const input = await loadPlanInput(db, now);
+interface RoundOptions {
+  housekeeping?: boolean;
+  log?: (line: string) => void;
+}
+
+async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
+  if (opts.housekeeping ?? true) await expireStale(db, now, events);
+  const { input, waitingReasons } = await loadRound(db, now);
   const decisions = plan(input);
-  return applyPlan(db, decisions, now, events);
+  const applied = await applyPlan(db, decisions, now, events, waitingReasons, opts.log);
+  return { ...applied, waiting: decisions.waiting.length };
 }
 
 export class SchedulerLoop {
@@ -159,6 +190,7 @@ export class SchedulerLoop {
   private running = false;
   private again = false;
   private stopped = false;
+  private housekeptAt = 0;
   isLeader = false;
 
   constructor(
@@ -229,7 +261,13 @@ export class SchedulerLoop {
     try {
       do {
         this.again = false;
-        await scheduleOnce(this.db, this.events);
+        const now = new Date();
+        const housekeeping = now.getTime() - this.housekeptAt >= Math.min(HOUSEKEEPING_MS, this.tickMs);
+        if (housekeeping) this.housekeptAt = now.getTime();
+        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log });
+        // Under load every finish wakes the loop. While jobs wait, the next round starts a little
+        // later, so that it places what several finishes freed: each round reads the whole queue.
+        if (this.again && waiting > 0) await sleep(now.getTime() + BUSY_ROUND_MS - Date.now());
       } while (this.again && this.isLeader && !this.stopped);
     } catch (error) {
       this.log(`scheduler: round failed: ${(error as Error).message}`);

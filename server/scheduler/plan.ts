@@ -188,6 +188,17 @@ interface State {
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
+  /**
+   * Memos for the thousand jobs a busy queue asks about with the same few requests: the shapes a
+   * request can take (workers and devices do not change within a plan), and the best device
+   * reservation for a set of shapes, valid while `holders` (bumped whenever a slot's holder or a
+   * holder's stopping changes) stays the same.
+   */
+  shapes: Map<string, Shape[]>;
+  bestReservation: Map<Shape[], { holders: number; best: ReservationChoice }>;
+  /** anythingToFree's answers, by `holders` and priority. */
+  toFree: Map<string, boolean>;
+  holders: number;
 }
 
 const zero = (): KindCount => ({ CUDA: 0, CPU: 0, WASM: 0 });
@@ -231,6 +242,10 @@ function buildState(input: PlanInput): State {
     activeTeams: new Set([...input.queued, ...input.running].map((j) => j.teamId)).size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
+    shapes: new Map(),
+    bestReservation: new Map(),
+    toFree: new Map(),
+    holders: 0,
   };
 
   // Capacity for shares: workers that exist and hold or take work.
@@ -379,6 +394,13 @@ interface Shape {
 }
 
 function shapesFor(s: State, job: PlanQueuedJob): Shape[] {
+  const key = `${job.teamId}\u0000${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
+  let shapes = s.shapes.get(key);
+  if (!shapes) s.shapes.set(key, (shapes = computeShapes(s, job)));
+  return shapes;
+}
+
+function computeShapes(s: State, job: PlanQueuedJob): Shape[] {
   const shapes: Shape[] = [];
   for (const worker of s.workers) {
     if (worker.state !== 'ONLINE') continue;
@@ -609,8 +631,11 @@ function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): P
   let blocker: Reservation | null = null;
   let best: { shape: Shape; chosen: Slot[]; left: number; backfill: DeviceReservation | null } | null = null;
   for (const shape of shapes) {
+    // Counted before anything is allocated: on a busy pool most workers have nothing free.
+    let freeCount = 0;
+    for (const slot of shape.matching) if (slot.holder === null) freeCount += 1;
+    if (freeCount < job.deviceCount) continue;
     const free = shape.matching.filter((slot) => slot.holder === null);
-    if (free.length < job.deviceCount) continue;
     // Devices no reservation could use go first, so a backfill disturbs as little as possible.
     const reservations = s.deviceReservations.get(shape.worker.id) ?? [];
     const contested = (slot: Slot) => reservations.some((r) => fits(slot, r.kind, r.job.memoryBytes));
@@ -638,6 +663,7 @@ function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): P
     slot.holder = holding;
     countUse(s, shape.worker, slot.kind, holding, 1);
   }
+  s.holders += 1;
   const deviceIndexes = chosen.map((slot) => slot.index);
   const ahead = best.backfill?.job ?? quotaReservationOf(s, job);
   const backfill = ahead !== null;
@@ -682,8 +708,23 @@ function hold(s: State, job: PlanQueuedJob, workerId: string, source: Holding['s
 
 // ── reserving ──
 
+type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
+
 function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceReservation & { deviceIndexes: number[] } {
-  let best: { shape: Shape; startAt: number; unknown: number; slots: Slot[] } | null = null;
+  // The choice reads only the slots' holders, so it holds for every job with these shapes until one changes.
+  const memo = s.bestReservation.get(shapes);
+  const best = memo?.holders === s.holders ? memo.best : bestReservation(s, job, shapes);
+  s.bestReservation.set(shapes, { holders: s.holders, best });
+  const { shape, startAt, slots } = best;
+  const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
+  const list = s.deviceReservations.get(shape.worker.id) ?? [];
+  list.push(reservation);
+  s.deviceReservations.set(shape.worker.id, list);
+  return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
+}
+
+function bestReservation(s: State, job: PlanQueuedJob, shapes: Shape[]): ReservationChoice {
+  let best: ReservationChoice | null = null;
   for (const shape of shapes) {
     const slots = [...shape.matching]
       .sort((a, b) => releaseOf(s, a) - releaseOf(s, b) || a.index - b.index)
@@ -697,12 +738,7 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceRe
     if (better) best = { shape, startAt, unknown, slots };
   }
   // shapesFor returned at least one shape, so best is set.
-  const { shape, startAt, slots } = best as NonNullable<typeof best>;
-  const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
-  const list = s.deviceReservations.get(shape.worker.id) ?? [];
-  list.push(reservation);
-  s.deviceReservations.set(shape.worker.id, list);
-  return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
+  return best as ReservationChoice;
 }
 
 // ── preempting ──
@@ -730,14 +766,13 @@ function victimOrder(s: State): (a: Holding, b: Holding) => number {
 
 /** Rule 6: the cheapest way to free room for the job on one worker, or null. */
 function tryPreempt(s: State, job: PlanQueuedJob, shapes: Shape[], end: number, quotaOk: boolean): PreemptionPlan | null {
+  const preemptible = (h: Holding | null): h is Holding =>
+    h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
+  // Nothing to preempt and nothing stopping: skip the search (most waiting jobs, on a busy day).
+  if (!anythingToFree(s, job.priority)) return null;
   const quotaDeficit =
     ledgerOf(s, job.teamId).reduce((n, h) => (h.stopping ? n : n + h.devices), 0) + job.deviceCount - quotaOf(s, job.teamId);
   const order = victimOrder(s);
-  const preemptible = (h: Holding | null): h is Holding =>
-    h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
-
-  // Nothing to preempt and nothing stopping: skip the search (most waiting jobs, on a busy day).
-  if (!s.ledger.size || ![...s.ledger.values()].some((list) => list.some((h) => h.stopping || preemptible(h)))) return null;
 
   let best: PreemptionPlan | null = null;
   for (const shape of shapes) {
@@ -796,6 +831,20 @@ function tryPreempt(s: State, job: PlanQueuedJob, shapes: Shape[], end: number, 
   return best;
 }
 
+/**
+ * Whether any holding is stopping or running below `priority`. It changes only with stopping
+ * (`holders` is bumped then; placed and held holdings never count), so it is kept per priority.
+ */
+function anythingToFree(s: State, priority: number): boolean {
+  const key = `${s.holders}:${priority}`;
+  let answer = s.toFree.get(key);
+  if (answer === undefined) {
+    answer = [...s.ledger.values()].some((list) => list.some((h) => h.stopping || (h.source === 'running' && h.priority < priority)));
+    s.toFree.set(key, answer);
+  }
+  return answer;
+}
+
 function comparePreemptions(a: PreemptionPlan, b: PreemptionPlan): number {
   for (let i = 0; i < a.cost.length; i += 1) if (a.cost[i] !== b.cost[i]) return a.cost[i] - b.cost[i];
   return comparePlaces({ shape: a.shape, left: 0 }, { shape: b.shape, left: 0 });
@@ -807,6 +856,7 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   ];
   for (const victim of p.victims) {
     victim.stopping = true;
+    s.holders += 1;
     const borrowing = isBorrowing(s, victim.teamId);
     const why = borrowing === null ? '' : `; team ${victim.teamId} is over its ${borrowing === 'quota' ? 'quota' : 'fair share'}`;
     const preemption: Preemption = {
@@ -819,6 +869,7 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   }
   const holding = hold(s, job, p.shape.worker.id, 'held', job.deviceCount, endOf(s.now, job.timeLimitSeconds));
   for (const slot of p.chosen) slot.holder = holding;
+  s.holders += 1;
 
   const where = `on worker ${p.shape.worker.id}`;
   const reason =

@@ -12,6 +12,13 @@ export const REQUEUE_BACKOFF_BASE_SECONDS = 5;
 export const REQUEUE_BACKOFF_MAX_SECONDS = 300;
 /** The loop's fallback tick; NOTIFY wakes it sooner. */
 export const TICK_MS = 1_000;
+/**
+ * Lease expiry, preemption grace and time limits are checked at most this often: rounds woken by
+ * every finish come many a second under load, and the check then found nothing almost always.
+ */
+export const HOUSEKEEPING_MS = 1_000;
+/** While jobs wait, rounds woken back to back start at least this far apart (loop.ts). */
+export const BUSY_ROUND_MS = 25;
 
 export function leaseSecondsFrom(value: string | undefined): number {
   if (value === undefined || value === '') return 30;

@@ -15,7 +15,7 @@ import { hashSecret, newSecret } from '../auth/tokens';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
-import { notifyScheduler } from '../scheduler/loop';
+import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/loop';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
 import { recordEvent, stoppedState } from '../scheduler/transitions';
 import { ingestBatch, type StoredBatch } from '../streams/ingest';
@@ -76,11 +76,17 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   return result.data;
 }
 
-/** The worker a request's `Authorization: Bearer wsw_…` belongs to, unless revoked. */
-export async function authenticateWorker(db: Db, authorization: string | undefined) {
+/** The hash of a request's `Authorization: Bearer wsw_…` credential; 401 when there is none. */
+function credentialHash(authorization: string | undefined): string {
   const credential = /^Bearer\s+(wsw_\S+)$/.exec(authorization ?? '')?.[1];
   if (!credential || credential.length > 200) throw new HttpError(401, 'Missing worker credential');
-  const worker = await db.worker.findUnique({ where: { credentialHash: hashSecret(credential) } });
+  return hashSecret(credential);
+}
+
+/** The worker a request's `Authorization: Bearer wsw_…` belongs to, unless revoked. */
+export async function authenticateWorker(db: Db, authorization: string | undefined) {
+  const hash = credentialHash(authorization);
+  const worker = await db.worker.findUnique({ where: { credentialHash: hash } });
   if (!worker || worker.state === 'REVOKED') throw new HttpError(401, 'This worker was revoked or is unknown: register it again');
   return worker;
 }
@@ -98,36 +104,78 @@ async function fencedAttempt(db: Db, worker: WorkerRow, attemptId: string, fenci
 }
 
 export async function buildAssignment(db: Db, attemptId: string): Promise<Assignment | null> {
-  const attempt = await db.jobAttempt.findUnique({ where: { id: attemptId }, include: { job: true, resumedFrom: true } });
-  if (!attempt || attempt.state !== 'ACTIVE') return null;
-  const config = attempt.job.config as Record<string, unknown>;
-  const versionId = typeof config.environmentVersionId === 'string' ? config.environmentVersionId : null;
-  const version = versionId ? await db.environmentVersion.findUnique({ where: { id: versionId } }) : null;
-  // The config names checkpoints and datasets by id; the worker fetches blobs by storage key.
+  return (await buildAssignments(db, [attemptId]))[0] ?? null;
+}
+
+interface AssignmentRow {
+  id: string;
+  fencingToken: string;
+  jobId: string;
+  number: number;
+  deviceIndexes: number[];
+  leaseExpiresAt: string;
+  kind: Assignment['kind'];
+  config: Record<string, unknown>;
+  timeLimitSeconds: number | null;
+  teamId: string;
+  resumeFrom: Assignment['resumeFrom'];
+  environment: Assignment['environment'];
+}
+
+/**
+ * The assignments of active attempts (those no longer active are left out), in one statement for
+ * any number of them (a scheduling round places many at once), plus a lookup for the few configs
+ * that name checkpoints or datasets.
+ */
+export async function buildAssignments(db: Db, attemptIds: string[]): Promise<Assignment[]> {
+  if (attemptIds.length === 0) return [];
+  const rows = await db.$queryRaw<AssignmentRow[]>`
+    SELECT a.id, a."fencingToken"::text AS "fencingToken", a."jobId", a.number, a."deviceIndexes",
+           to_char(a."leaseExpiresAt", 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "leaseExpiresAt",
+           j.kind::text AS kind, j.config, j."timeLimitSeconds", j."teamId",
+           CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object('checkpointId', c.id, 'storageKey', c."storageKey", 'step', c.step) END AS "resumeFrom",
+           CASE WHEN v.id IS NULL THEN NULL ELSE json_build_object('versionId', v.id, 'files', v.files, 'entry', v.entry, 'manifest', v.manifest) END AS environment
+      FROM "JobAttempt" a
+      JOIN "Job" j ON j.id = a."jobId"
+      LEFT JOIN "Checkpoint" c ON c.id = a."resumedFromId"
+      LEFT JOIN "EnvironmentVersion" v
+             ON jsonb_typeof(j.config -> 'environmentVersionId') = 'string' AND v.id = j.config ->> 'environmentVersionId'
+     WHERE a.id = ANY(${attemptIds}::text[]) AND a.state = 'ACTIVE'`;
+  const order = new Map(attemptIds.map((id, i) => [id, i]));
+  rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const assignments: Assignment[] = [];
+  for (const row of rows) {
+    assignments.push({
+      attemptId: row.id,
+      fencingToken: row.fencingToken,
+      jobId: row.jobId,
+      attempt: row.number,
+      kind: row.kind,
+      config: row.config,
+      deviceIndexes: row.deviceIndexes,
+      leaseExpiresAt: row.leaseExpiresAt,
+      timeLimitSeconds: row.timeLimitSeconds,
+      resumeFrom: row.resumeFrom,
+      environment: row.environment,
+      blobKeys: await blobKeysOf(db, row.teamId, row.config),
+    });
+  }
+  return assignments;
+}
+
+/** The config names checkpoints and datasets by id; the worker fetches blobs by storage key (its team's only). */
+async function blobKeysOf(db: Db, teamId: string, config: Record<string, unknown>): Promise<Record<string, string>> {
   const blobKeys: Record<string, string> = {};
   const against = config.against as { checkpointId?: unknown } | undefined;
   const checkpointIds = [config.baseCheckpointId, config.checkpointId, against?.checkpointId].filter((id): id is string => typeof id === 'string');
-  for (const c of await db.checkpoint.findMany({ where: { id: { in: checkpointIds }, teamId: attempt.job.teamId } })) blobKeys[c.id] = c.storageKey;
+  if (checkpointIds.length) {
+    for (const c of await db.checkpoint.findMany({ where: { id: { in: checkpointIds }, teamId } })) blobKeys[c.id] = c.storageKey;
+  }
   if (typeof config.datasetVersionId === 'string') {
-    const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId: attempt.job.teamId } } });
+    const d = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId } } });
     if (d) blobKeys[d.id] = d.storageKey;
   }
-  return {
-    attemptId: attempt.id,
-    fencingToken: attempt.fencingToken.toString(),
-    jobId: attempt.jobId,
-    attempt: attempt.number,
-    kind: attempt.job.kind,
-    config,
-    deviceIndexes: attempt.deviceIndexes,
-    leaseExpiresAt: attempt.leaseExpiresAt.toISOString(),
-    timeLimitSeconds: attempt.job.timeLimitSeconds,
-    resumeFrom: attempt.resumedFrom ? { checkpointId: attempt.resumedFrom.id, storageKey: attempt.resumedFrom.storageKey, step: attempt.resumedFrom.step } : null,
-    environment: version
-      ? { versionId: version.id, files: version.files as Record<string, string>, entry: version.entry, manifest: version.manifest as Record<string, unknown> }
-      : null,
-    blobKeys,
-  };
+  return blobKeys;
 }
 
 async function register(deps: WorkerApiDeps, req: IncomingMessage) {
@@ -181,17 +229,59 @@ async function heartbeat(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMe
   }
   const known = new Set(input.attempts.map((a) => a.attemptId));
   const pending = await db.jobAttempt.findMany({ where: { workerId: worker.id, state: 'ACTIVE', job: { state: 'ASSIGNED' } }, select: { id: true } });
-  const assignments = [];
-  for (const { id } of pending) {
-    if (known.has(id)) continue;
-    const assignment = await buildAssignment(db, id);
-    if (assignment) assignments.push(assignment);
-  }
+  const assignments = await buildAssignments(db, pending.map((a) => a.id).filter((id) => !known.has(id)));
   return { workerId: worker.id, state: updated.state, leases, assignments, heartbeatSeconds: HEARTBEAT_SECONDS };
 }
 
-async function start(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
-  const input = parse(startRequestSchema, await readJson(req));
+/**
+ * Start and finish (succeeded) are a running daemon's most frequent calls: each is first tried as
+ * one statement that checks the credential and the fence and makes the change with its JobEvent.
+ * When that matches nothing, the full path below says why (401, 404, 409) or handles the case.
+ */
+interface FastResult {
+  jobId: string;
+  teamId: string;
+  changed: boolean;
+}
+
+/** A fencing token as the column's bigint, or null when it cannot be one (the full path answers 409). */
+function tokenOf(fencingToken: string): bigint | null {
+  return /^\d{1,19}$/.test(fencingToken) ? BigInt(fencingToken) : null;
+}
+
+async function startFast(db: Db, hash: string, input: { attemptId: string; fencingToken: string }): Promise<FastResult | null> {
+  const token = tokenOf(input.fencingToken);
+  if (token === null) return null;
+  const now = new Date();
+  const rows = await db.$queryRaw<FastResult[]>`
+    WITH a AS (
+      SELECT a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId"
+        FROM "JobAttempt" a JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
+       WHERE a.id = ${input.attemptId} AND a."fencingToken" = ${token} AND a.state = 'ACTIVE'
+         AND w."credentialHash" = ${hash} AND w.state <> 'REVOKED'
+    ), job AS (
+      UPDATE "Job" j SET state = 'RUNNING', "startedAt" = coalesce(j."startedAt", ${now}), "updatedAt" = ${now}
+        FROM a WHERE j.id = a."jobId" AND j.state = 'ASSIGNED'
+      RETURNING j.id
+    ), event AS (
+      INSERT INTO "JobEvent" ("jobId", "fromState", "toState", "actorType", "actorId", reason, at)
+      SELECT a."jobId", 'ASSIGNED'::"JobState", 'RUNNING'::"JobState", 'WORKER'::"ActorType", a."workerId",
+             'attempt ' || a.number || ' started on ' || a."workerName", ${now}
+        FROM a JOIN job ON job.id = a."jobId"
+    )
+    SELECT a."jobId", a."teamId", EXISTS (SELECT 1 FROM job) AS changed FROM a`;
+  return rows[0] ?? null;
+}
+
+async function start(deps: WorkerApiDeps, req: IncomingMessage) {
+  const hash = credentialHash(req.headers.authorization);
+  const input = await parseAuthenticated(deps.db, req, startRequestSchema);
+  const fast = await startFast(deps.db, hash, input);
+  if (fast) {
+    if (fast.changed) deps.jobChanged(fast.teamId, fast.jobId);
+    return { state: 'RUNNING' };
+  }
+  const worker = await authenticateWorker(deps.db, req.headers.authorization);
   const attempt = await fencedAttempt(deps.db, worker, input.attemptId, input.fencingToken);
   if (attempt.job.state === 'ASSIGNED') {
     await deps.db.$transaction(async (tx) => {
@@ -203,9 +293,59 @@ async function start(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessag
   return { state: 'RUNNING' };
 }
 
-async function finish(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
+/**
+ * The request's body, parsed; an invalid one is refused as before only once the credential
+ * checks out (an unknown worker learns nothing about the body it sent).
+ */
+async function parseAuthenticated<T>(db: Db, req: IncomingMessage, schema: z.ZodType<T>): Promise<T> {
+  const result = schema.safeParse(await readJson(req));
+  if (result.success) return result.data;
+  await authenticateWorker(db, req.headers.authorization);
+  throw new HttpError(400, 'Invalid request', result.error.issues);
+}
+
+/** A succeeded attempt in one statement: end it, the job SUCCEEDED, its event, and the scheduler's wakeup. */
+async function finishSucceededFast(db: Db, hash: string, input: z.infer<typeof finishRequestSchema>): Promise<FastResult | null> {
+  const token = tokenOf(input.fencingToken);
+  if (token === null) return null;
+  const now = new Date();
+  const rows = await db.$queryRaw<FastResult[]>`
+    WITH a AS (
+      SELECT a.id, a."jobId", w.id AS "workerId", j."teamId", j.state
+        FROM "JobAttempt" a JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
+       WHERE a.id = ${input.attemptId} AND a."fencingToken" = ${token} AND a.state = 'ACTIVE'
+         AND w."credentialHash" = ${hash} AND w.state <> 'REVOKED'
+    ), ended AS (
+      UPDATE "JobAttempt" e SET state = 'ENDED', "endedAt" = ${now}, "exitReason" = ${`succeeded: ${input.reason}`}, "exitCode" = ${input.exitCode}
+        FROM a WHERE e.id = a.id AND e.state = 'ACTIVE'
+      RETURNING e."jobId"
+    ), job AS (
+      UPDATE "Job" j SET state = 'SUCCEEDED', "finishedAt" = ${now}, "updatedAt" = ${now}
+        FROM ended WHERE j.id = ended."jobId"
+      RETURNING j.id
+    ), event AS (
+      INSERT INTO "JobEvent" ("jobId", "fromState", "toState", "actorType", "actorId", reason, at)
+      SELECT a."jobId", a.state, 'SUCCEEDED'::"JobState", 'WORKER'::"ActorType", a."workerId", ${input.reason || 'finished'}, ${now}
+        FROM a JOIN job ON job.id = a."jobId"
+    ), wake AS (
+      SELECT pg_notify(${SCHEDULER_CHANNEL}, 'job ' || id || ' SUCCEEDED') FROM job
+    )
+    SELECT a."jobId", a."teamId", (SELECT count(*) FROM wake) > 0 AS changed FROM a`;
+  return rows[0]?.changed ? rows[0] : null;
+}
+
+async function finish(deps: WorkerApiDeps, req: IncomingMessage) {
   const { db } = deps;
-  const input = parse(finishRequestSchema, await readJson(req));
+  const hash = credentialHash(req.headers.authorization);
+  const input = await parseAuthenticated(db, req, finishRequestSchema);
+  if (input.outcome === 'succeeded') {
+    const fast = await finishSucceededFast(db, hash, input);
+    if (fast) {
+      deps.jobChanged(fast.teamId, fast.jobId);
+      return { state: 'SUCCEEDED' };
+    }
+  }
+  const worker = await authenticateWorker(db, req.headers.authorization);
   const attempt = await fencedAttempt(db, worker, input.attemptId, input.fencingToken);
   const now = new Date();
   const actor = { type: 'WORKER' as const, id: worker.id };
@@ -287,13 +427,14 @@ export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage,
   try {
     const path = url.pathname;
     if (path === '/api/workers/register' && req.method === 'POST') return send(res, 201, await register(deps, req));
+    // These two check the credential themselves, in the statement that makes the change.
+    if (path === '/api/workers/attempts/start' && req.method === 'POST') return send(res, 200, await start(deps, req));
+    if (path === '/api/workers/attempts/finish' && req.method === 'POST') return send(res, 200, await finish(deps, req));
     const worker = await authenticateWorker(deps.db, req.headers.authorization);
     if (req.method === 'GET' && path.startsWith(BLOB_ROUTE)) return await readBlob(deps, worker, res, decodeURIComponent(path.slice(BLOB_ROUTE.length)));
     if (req.method === 'PUT' && path === '/api/workers/checkpoints') return send(res, 201, await uploadCheckpoint(deps, worker, req, url));
     if (req.method !== 'POST') throw new HttpError(405, 'Method not allowed');
     if (path === '/api/workers/heartbeat') return send(res, 200, await heartbeat(deps, worker, req));
-    if (path === '/api/workers/attempts/start') return send(res, 200, await start(deps, worker, req));
-    if (path === '/api/workers/attempts/finish') return send(res, 200, await finish(deps, worker, req));
     if (path === '/api/workers/stream') return send(res, 200, await stream(deps, worker, req));
     throw new HttpError(404, `No route ${path}`);
   } catch (error) {

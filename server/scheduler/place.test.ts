@@ -1,0 +1,132 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { seedTeam, type Team } from '../reliability/harness';
+import { applyPlan, scheduleOnce, type SchedulerEvents } from './loop';
+import { placeAll, placeBatch } from './place';
+import type { Placement } from './types';
+
+// A round's placements in one statement (place.ts), against a real PostgreSQL: what it writes for
+// each job, and how it skips jobs it must not take.
+
+describe('batch placement', () => {
+  let t: TestDatabase;
+  let team: Team;
+  let workerIds: string[];
+
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    team = await seedTeam(t.db, { maxConcurrentDevices: 100 });
+    const token = await t.db.workerToken.findFirstOrThrow({ where: { teamId: team.teamId } });
+    workerIds = [];
+    for (let i = 0; i < 4; i++) {
+      const w = await t.db.worker.create({
+        data: {
+          teamId: team.teamId, tokenId: token.id, name: `w${i}`, hostname: 'h', backend: 'wasm', version: '0', labels: {}, credentialHash: `hash-${i}-${Math.random()}`,
+          devices: { create: [{ index: 0, kind: 'WASM', name: 'wasm', memoryBytes: BigInt(1 << 30) }, { index: 1, kind: 'WASM', name: 'wasm', memoryBytes: BigInt(1 << 30) }] },
+        },
+      });
+      workerIds.push(w.id);
+    }
+  });
+  afterAll(async () => {
+    await t?.drop();
+  });
+
+  const queue = (n: number) =>
+    Promise.all(Array.from({ length: n }, () => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {}, waitingReason: 'waiting: before' } })));
+  const placement = (jobId: string, i: number): Placement => ({ jobId, workerId: workerIds[i], deviceIndexes: [0, 1], backfill: false, reason: `placed on worker ${workerIds[i]} (test ${i})` });
+
+  it('places every job in one statement: attempt with lease, job ASSIGNED, one event each with the reason', async () => {
+    const jobs = await queue(3);
+    const now = new Date();
+    const placed = await placeBatch(t.db, jobs.map((j, i) => placement(j.id, i)), now);
+    expect(placed.map((p) => p.jobId).sort()).toEqual(jobs.map((j) => j.id).sort());
+    for (const [i, job] of jobs.entries()) {
+      const row = await t.db.job.findUniqueOrThrow({ where: { id: job.id }, include: { jobAttempts: true, events: true } });
+      expect(row).toMatchObject({ state: 'ASSIGNED', attempts: 1, waitingReason: null, notBefore: null });
+      expect(row.jobAttempts).toHaveLength(1);
+      const attempt = row.jobAttempts[0];
+      expect(attempt).toMatchObject({ number: 1, workerId: workerIds[i], deviceIndexes: [0, 1], state: 'ACTIVE', resumedFromId: null });
+      expect(attempt.id).toBe(placed.find((p) => p.jobId === job.id)!.attemptId);
+      expect(attempt.id).toMatch(/^c[0-9a-z]{24}$/);
+      expect(attempt.leaseExpiresAt.getTime()).toBeGreaterThan(now.getTime());
+      expect(Math.abs(attempt.startedAt.getTime() - now.getTime())).toBeLessThan(5);
+      expect(row.events.map((e) => [e.fromState, e.toState, e.actorType, e.reason])).toEqual([['QUEUED', 'ASSIGNED', 'SCHEDULER', `placed on worker ${workerIds[i]} (test ${i})`]]);
+    }
+    await t.db.job.updateMany({ where: { id: { in: jobs.map((j) => j.id) } }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
+  });
+
+  it('skips a job being changed right now (locked) and one no longer queued, and places the rest', async () => {
+    const [locked, cancelled, a, b] = await queue(4);
+    await t.db.job.update({ where: { id: cancelled.id }, data: { state: 'CANCELLED' } });
+    // Another transaction (a cancel in progress) holds the lock on one job while the batch runs.
+    const other = new pg.Client({ connectionString: t.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT id FROM "Job" WHERE id = $1 FOR UPDATE', [locked.id]);
+      const placed = await placeBatch(t.db, [locked, cancelled, a, b].map((j, i) => placement(j.id, i)), new Date());
+      expect(placed.map((p) => p.jobId).sort()).toEqual([a.id, b.id].sort());
+      await other.query('ROLLBACK');
+    } finally {
+      await other.end();
+    }
+    for (const skipped of [locked, cancelled]) {
+      expect(await t.db.jobAttempt.count({ where: { jobId: skipped.id } })).toBe(0);
+      expect(await t.db.jobEvent.count({ where: { jobId: skipped.id } })).toBe(0);
+    }
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: locked.id } })).state).toBe('QUEUED');
+    for (const j of [a, b]) {
+      expect(await t.db.jobEvent.findMany({ where: { jobId: j.id }, select: { toState: true } })).toEqual([{ toState: 'ASSIGNED' }]);
+    }
+    await t.db.job.updateMany({ where: { id: { in: [locked.id, a.id, b.id] } }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: { in: [a.id, b.id] } }, data: { state: 'ENDED' } });
+  });
+
+  it('resumes from the latest TRAINING checkpoint and numbers the attempt after the last', async () => {
+    const [job] = await queue(1);
+    await t.db.job.update({ where: { id: job.id }, data: { attempts: 2 } });
+    for (const [step, kind] of [[3, 'TRAINING'], [9, 'TRAINING'], [12, 'SAMPLER']] as const) {
+      await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, kind, step, storageKey: `k-${job.id}-${step}`, bytes: 1n, sha256: 'x' } });
+    }
+    const [placed] = await placeBatch(t.db, [placement(job.id, 0)], new Date());
+    const attempt = await t.db.jobAttempt.findUniqueOrThrow({ where: { id: placed.attemptId }, include: { resumedFrom: true } });
+    expect(attempt).toMatchObject({ number: 3, resumedFrom: { step: 9, kind: 'TRAINING' } });
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).attempts).toBe(3);
+    await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
+  });
+
+  it('when the batch fails as a whole, places one by one and loses only the bad placement', async () => {
+    const [good, bad] = await queue(2);
+    const lines: string[] = [];
+    const placements = [placement(good.id, 0), { ...placement(bad.id, 1), workerId: 'no-such-worker' }];
+    const placed = await placeAll(t.db, placements, new Date(), (line) => lines.push(line));
+    expect(placed.map((p) => p.jobId)).toEqual([good.id]);
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: bad.id } })).state).toBe('QUEUED');
+    expect(lines.join('\n')).toMatch(/placing one by one[\s\S]*could not place job/);
+    await t.db.job.updateMany({ where: { id: { in: [good.id, bad.id] } }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: good.id }, data: { state: 'ENDED' } });
+  });
+
+  it('a round writes only the waiting reasons that changed', async () => {
+    const events: SchedulerEvents = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
+    // Eight devices, ten jobs: two wait, and say why.
+    const jobs = await queue(10);
+    await t.db.worker.updateMany({ where: { id: { in: workerIds } }, data: { lastHeartbeatAt: new Date() } });
+    expect(await scheduleOnce(t.db, events)).toMatchObject({ placed: 8 });
+    const waiting = await t.db.job.findMany({ where: { id: { in: jobs.map((j) => j.id) }, state: 'QUEUED' } });
+    expect(waiting.length).toBe(2);
+    for (const w of waiting) expect(w.waitingReason).toMatch(/^waiting: no online worker has/);
+    // The round compares with the reasons it read: an unchanged one is not written again (here
+    // the row was changed behind its back, so a write would show), a changed one is.
+    const [same, changed] = waiting;
+    await t.db.job.update({ where: { id: same.id }, data: { waitingReason: 'changed elsewhere' } });
+    const decisions = { placements: [], preemptions: [], waiting: [same, changed].map((w) => ({ jobId: w.id, code: 'NO_CAPACITY' as const, reason: 'waiting: new words', estimatedStartAt: null, target: null })) };
+    await applyPlan(t.db, decisions, new Date(), events, new Map([[same.id, 'waiting: new words'], [changed.id, changed.waitingReason]]));
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: same.id } })).waitingReason).toBe('changed elsewhere');
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: changed.id } })).waitingReason).toBe('waiting: new words');
+  });
+});
