@@ -14,6 +14,12 @@
  *   checkpoint against the same checkpoint after GRPO. Continuing SFT for the same number of steps
  *   is measured and logged too, not asserted: with the labels at hand SFT is the faster teacher on
  *   this task (bench/learn.ts finds the same), and GRPO is for where only a reward exists.
+ *
+ * Measured (wasm, this engine): SFT 300 steps → 0.314, after 40 GRPO steps 0.440, SFT for 40 more
+ * steps 0.554; with every seed moved by 10: 520 steps → 0.490 → 0.596 (SFT 0.798); by 20: 320 steps
+ * → 0.332 → 0.472 (SFT 0.602). So GRPO gains 10–14 points; the test asks for 6 (about three
+ * standard errors of a paired difference on 500 problems). 65–125 s on this 2-core machine
+ * depending on its load, most of it the SFT.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
 import { GRPOTrainer, frozenCopy } from '../engine/grpo';
@@ -96,8 +102,9 @@ describe('learning math through the runtime', () => {
       groupSize: training.groupSize,
       seed: 4,
     });
-    // ~+4 points of held-out accuracy per 10 steps from a ~35% start (measured: 0.342 → 0.384, 0.426,
-    // 0.462 after 10, 20, 30 steps); a learning rate of 3e-4 did no better.
+    // About +4 points of held-out accuracy per 10 steps at first, levelling off after some 30
+    // (measured on an earlier engine: 0.342 → 0.384, 0.426, 0.462, 0.468, 0.462 after 10 … 50
+    // steps); a learning rate of 3e-4 did no better.
     const grpoSteps = 40;
     const rewards: number[] = [];
     const sftSeconds = (performance.now() - started) / 1000;
@@ -120,7 +127,7 @@ describe('learning math through the runtime', () => {
     expect(sftAccuracy).toBeGreaterThan(0.1);
     expect(sftAccuracy).toBeLessThan(0.7);
     expect(mean(rewards.slice(-5))).toBeGreaterThan(mean(rewards.slice(0, 5)));
-    expect(grpoAccuracy).toBeGreaterThan(sftAccuracy + 0.08);
+    expect(grpoAccuracy).toBeGreaterThan(sftAccuracy + 0.06);
     await env.dispose();
     model.dispose();
     rlModel.dispose();
