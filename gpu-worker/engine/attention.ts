@@ -1,6 +1,7 @@
 /**
- * Causal self-attention over a fused qkv projection, as one custom-gradient op for the backends
- * with JavaScript kernels (wasm, cpu). Used for training forwards (no KV cache).
+ * Causal self-attention over a fused qkv projection for the backends with JavaScript kernels
+ * (wasm, cpu): one custom-gradient op for forwards without a KV cache (training, recompute
+ * sampling), and `cachedSelfAttention` for forwards that read or return one.
  *
  * The two batched products run as depthwise convolutions (XNNPACK on wasm; see ops.ts), which
  * want their operands in particular layouts. Instead of tf.split (wasm's SplitV costs ~5 ms at
