@@ -138,15 +138,27 @@ export function cachedSelfAttention(
   const d = qkv.shape[1] / 3;
   const hd = d / H;
   const C = B * H;
-  const [q, k, v] = tf.split(qkv, 3, 1);
-  let keys = k.reshape([B, Tn, H, hd]).transpose([1, 3, 0, 2]) as tf.Tensor4D;
-  let values = v.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
+  let keys: tf.Tensor4D;
+  let values: tf.Tensor4D;
+  let queries: tf.Tensor;
+  if (Tn === 1) {
+    // One new token per row (decoding): the training split's layouts coincide with the cache's
+    // (q [hd, C], k [hd, C], v [C, hd]), so one JS pass replaces a split, a scale and three transposes.
+    const [qs, ks, vs] = runJsKernel(SPLIT_FORWARD, [qkv], { B, T: 1, H, hd, scale: 1 / Math.sqrt(hd) });
+    queries = qs.reshape([1, hd, C, 1]);
+    keys = ks.reshape([1, hd, B, H]);
+    values = vs.reshape([1, B, H, hd]);
+  } else {
+    const [q, k, v] = tf.split(qkv, 3, 1);
+    keys = k.reshape([B, Tn, H, hd]).transpose([1, 3, 0, 2]) as tf.Tensor4D;
+    values = v.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
+    queries = q.mul(1 / Math.sqrt(hd)).reshape([B, Tn, H, hd]).transpose([3, 0, 2, 1]).reshape([1, hd, C, Tn]);
+  }
   if (cache) {
     keys = tf.concat([cache.keys, keys], 0);
     values = tf.concat([cache.values, values], 0);
   }
   const Tk = keys.shape[0];
-  const queries = q.mul(1 / Math.sqrt(hd)).reshape([B, Tn, H, hd]).transpose([3, 0, 2, 1]).reshape([1, hd, C, Tn]);
   const scoresByKey = depthwise(keys.reshape([1, Tk, hd, C]), queries); // [Tk, C, Tn]
   const att = tf.softmax(scoresByKey.transpose([2, 1, 0]).reshape([Tn, B, H, Tk]).add(bias)).reshape([Tn, C, Tk]);
   const y = depthwise(att.transpose([0, 2, 1]).reshape([1, Tn, Tk, C]), values.reshape([1, Tk, C, hd])); // [Tn, C, hd]
