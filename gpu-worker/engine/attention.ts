@@ -14,6 +14,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { defineJsKernel, runJsKernel } from './kernels';
+import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
 
 type Dims = { B: number; T: number; H: number; hd: number; scale: number };
 
@@ -120,12 +121,125 @@ export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: numbe
   return op(qkv);
 }
 
+type DecodeDims = { B: number; H: number; hd: number; past: number; scale: number; inPlace: boolean };
+
+interface DecodeWasm {
+  scores(qkv: number, K: number, bias: number, S: number, B: number, H: number, hd: number, Tk: number, biasStride: number, scale: number): void;
+  mix(S: number, V: number, y: number, B: number, H: number, hd: number, Tk: number): void;
+}
+
+const decodeWasm = new WeakMap<WebAssembly.Memory, DecodeWasm | null>();
+
+/** The SIMD products (wasm/decode-attention.wat) bound to the backend's heap; null if they cannot load. */
+function decodeWasmFor(heap: WebAssembly.Memory): DecodeWasm | null {
+  let m = decodeWasm.get(heap);
+  if (m === undefined) {
+    try {
+      const module = new WebAssembly.Module(Buffer.from(DECODE_ATTENTION_WASM, 'base64'));
+      m = new WebAssembly.Instance(module, { env: { memory: heap } }).exports as unknown as DecodeWasm;
+    } catch {
+      m = null; // e.g. no SIMD: the JavaScript loops below serve
+    }
+    decodeWasm.set(heap, m);
+  }
+  return m;
+}
+
+/**
+ * One decoding step of attention for every row and head: appends the new key and value (from
+ * qkv [B, 3d]) to the cache — in place when `inPlace` (the caller's preallocated cache has room;
+ * the one kernel here that writes into an input, see `cachedSelfAttention`), else into fresh
+ * [past + 1, B, H, hd] outputs — and returns y = softmax(scale·q kᵀ + bias) v as rows [B, d] and
+ * the probabilities [B·H, Tk] (scratch; the caller disposes them). This replaces per layer a
+ * split, two concats, two depthwise products (XNNPACK repacks the whole value cache as a filter
+ * every step), a softmax, a bias add and four transposes. On wasm the two products are SIMD
+ * loops over the backend's heap (wasm/decode-attention.wat); JavaScript loops were no faster than
+ * the depthwise products (~2.5 ns per multiply-add).
+ */
+const DECODE_ATTENTION = defineJsKernel({
+  name: 'WhetstoneDecodeAttention',
+  outputShapes: (_s, a) => {
+    const { B, H, hd, past, inPlace } = a as unknown as DecodeDims;
+    const out = [[B, H * hd], [B * H, past + 1]];
+    if (!inPlace) out.push([past + 1, B, H, hd], [past + 1, B, H, hd]);
+    return out;
+  },
+  compute([qkv, kIn, vIn, bias], [y, P, kOut, vOut], shapes, a, heap) {
+    const { B, H, hd, past, scale, inPlace } = a as unknown as DecodeDims;
+    const d = H * hd;
+    const row = B * d; // one cached position: [B, H, hd]
+    const Tk = past + 1;
+    const C = B * H;
+    const K = (inPlace ? kIn : kOut) as Float32Array;
+    const V = (inPlace ? vIn : vOut) as Float32Array;
+    if (!inPlace) {
+      K.set(kIn.subarray(0, past * row));
+      V.set(vIn.subarray(0, past * row));
+    }
+    const at = past * row;
+    for (let b = 0; b < B; b++) {
+      const src = b * 3 * d;
+      K.set(qkv.subarray(src + d, src + 2 * d), at + b * d);
+      V.set(qkv.subarray(src + 2 * d, src + 3 * d), at + b * d);
+    }
+    const biasRows = shapes[3][1]; // bias [1, B|1, 1, Tk]
+    const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
+    if (simd) {
+      simd.scores(qkv.byteOffset, K.byteOffset, bias.byteOffset, P.byteOffset, B, H, hd, Tk, biasRows === 1 ? 0 : Tk, scale);
+    } else {
+      for (let b = 0; b < B; b++) {
+        const biasAt = (biasRows === 1 ? 0 : b) * Tk;
+        for (let h = 0; h < H; h++) {
+          const q = b * 3 * d + h * hd;
+          const o = b * d + h * hd;
+          for (let t = 0; t < Tk; t++) {
+            let dot = 0;
+            for (let c = 0; c < hd; c++) dot += qkv[q + c] * K[t * row + o + c];
+            P[(b * H + h) * Tk + t] = dot * scale + bias[biasAt + t];
+          }
+        }
+      }
+    }
+    // Softmax per channel in JavaScript (wasm has no exp instruction): B·H·Tk exponentials.
+    for (let ch = 0; ch < C; ch++) {
+      const o = ch * Tk;
+      let max = -Infinity;
+      for (let t = 0; t < Tk; t++) if (P[o + t] > max) max = P[o + t];
+      let z = 0;
+      for (let t = 0; t < Tk; t++) {
+        const e = Math.exp(P[o + t] - max);
+        P[o + t] = e;
+        z += e;
+      }
+      const inv = 1 / z;
+      for (let t = 0; t < Tk; t++) P[o + t] *= inv;
+    }
+    if (simd) {
+      simd.mix(P.byteOffset, V.byteOffset, y.byteOffset, B, H, hd, Tk);
+      return;
+    }
+    const acc = new Float64Array(hd);
+    for (let ch = 0; ch < C; ch++) {
+      acc.fill(0);
+      for (let t = 0; t < Tk; t++) {
+        const w = P[ch * Tk + t];
+        const v = t * row + ch * hd;
+        for (let c = 0; c < hd; c++) acc[c] += w * V[v + c];
+      }
+      for (let c = 0; c < hd; c++) y[ch * hd + c] = acc[c];
+    }
+  },
+});
+
 /**
  * Attention that reads and extends a KV cache (sampling), on the backends with JS kernels. The
- * cache is kept in the layouts the depthwise products read — keys [Tk, hd, B, H] (the scores'
- * image), values [Tk, B, H, hd] (the mix's filter) — so a decoding step appends along the first
- * axis (a contiguous copy) and never transposes the whole cache, which the [B, T, H, hd] layout
- * needs at every step. Scores come out key-major, [Tk, C, Tq].
+ * cache holds keys and values time-major, [T, B, H, hd] (one position is the rows' k or v side by
+ * side, as qkv lays them out), so a decoding step appends one contiguous block.
+ *
+ * `capacity` (prefill) allocates the returned cache for that many positions, of which the first
+ * `length` are valid; a later decoding step given such a cache with `inPlace` writes its key and
+ * value into it and returns the same tensors, instead of copying the whole cache every step.
+ * Prefill (several new tokens) runs the two products as depthwise convolutions (see ops.ts).
  */
 export function cachedSelfAttention(
   qkv: tf.Tensor2D,
@@ -133,34 +247,40 @@ export function cachedSelfAttention(
   B: number,
   Tn: number,
   H: number,
-  cache?: { keys: tf.Tensor4D; values: tf.Tensor4D },
+  cache?: { keys: tf.Tensor4D; values: tf.Tensor4D; length: number },
+  opts: { capacity?: number; inPlace?: boolean } = {},
 ): { y: tf.Tensor2D; keys: tf.Tensor4D; values: tf.Tensor4D } {
   const d = qkv.shape[1] / 3;
   const hd = d / H;
   const C = B * H;
-  let keys: tf.Tensor4D;
-  let values: tf.Tensor4D;
-  let queries: tf.Tensor;
-  if (Tn === 1) {
-    // One new token per row (decoding): the training split's layouts coincide with the cache's
-    // (q [hd, C], k [hd, C], v [C, hd]), so one JS pass replaces a split, a scale and three transposes.
-    const [qs, ks, vs] = runJsKernel(SPLIT_FORWARD, [qkv], { B, T: 1, H, hd, scale: 1 / Math.sqrt(hd) });
-    queries = qs.reshape([1, hd, C, 1]);
-    keys = ks.reshape([1, hd, B, H]);
-    values = vs.reshape([1, B, H, hd]);
-  } else {
-    const [q, k, v] = tf.split(qkv, 3, 1);
-    keys = k.reshape([B, Tn, H, hd]).transpose([1, 3, 0, 2]) as tf.Tensor4D;
-    values = v.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
-    queries = q.mul(1 / Math.sqrt(hd)).reshape([B, Tn, H, hd]).transpose([3, 0, 2, 1]).reshape([1, hd, C, Tn]);
+  const past = cache?.length ?? 0;
+  if (Tn === 1 && cache) {
+    const inPlace = opts.inPlace === true && cache.keys.shape[0] > past;
+    const attrs = { B, H, hd, past, scale: 1 / Math.sqrt(hd), inPlace };
+    const [y, probabilities, keys, values] = runJsKernel(DECODE_ATTENTION, [qkv, cache.keys, cache.values, bias], attrs);
+    probabilities.dispose();
+    if (inPlace) return { y: y as tf.Tensor2D, keys: cache.keys, values: cache.values };
+    return { y: y as tf.Tensor2D, keys: keys as tf.Tensor4D, values: values as tf.Tensor4D };
   }
+  const [q, k, v] = tf.split(qkv, 3, 1);
+  let keys = k.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
+  let values = v.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
   if (cache) {
-    keys = tf.concat([cache.keys, keys], 0);
-    values = tf.concat([cache.values, values], 0);
+    const valid = (t: tf.Tensor4D) => (t.shape[0] > past ? t.slice([0, 0, 0, 0], [past, B, H, hd]) : t);
+    keys = tf.concat([valid(cache.keys), keys], 0);
+    values = tf.concat([valid(cache.values), values], 0);
   }
-  const Tk = keys.shape[0];
-  const scoresByKey = depthwise(keys.reshape([1, Tk, hd, C]), queries); // [Tk, C, Tn]
+  const Tk = past + Tn;
+  const queries = q.mul(1 / Math.sqrt(hd)).reshape([B, Tn, H, hd]).transpose([3, 0, 2, 1]).reshape([1, hd, C, Tn]);
+  const keyImage = keys.transpose([0, 3, 1, 2]).reshape([1, Tk, hd, C]);
+  const scoresByKey = depthwise(keyImage, queries); // [Tk, C, Tn]
   const att = tf.softmax(scoresByKey.transpose([2, 1, 0]).reshape([Tn, B, H, Tk]).add(bias)).reshape([Tn, C, Tk]);
   const y = depthwise(att.transpose([0, 2, 1]).reshape([1, Tn, Tk, C]), values.reshape([1, Tk, C, hd])); // [Tn, C, hd]
+  if (opts.capacity !== undefined && opts.capacity > Tk) {
+    // Room for the decoding steps to come, written in place (a fresh tensor: nothing else shares it).
+    const room: [number, number][] = [[0, opts.capacity - Tk], [0, 0], [0, 0], [0, 0]];
+    keys = keys.pad(room);
+    values = values.pad(room);
+  }
   return { y: y.reshape([Tn, B, H, hd]).transpose([1, 0, 2, 3]).reshape([B * Tn, d]), keys, values };
 }

@@ -18,13 +18,17 @@ export interface JsKernel {
   /**
    * Fill every element of `outputs` (they start uninitialised) from `inputs`. Must not write
    * into inputs, and must not keep the arrays: on wasm they are views of a heap that can move.
+   * On wasm, `heap` is the backend's memory, so that a kernel can hand the views' byte offsets to
+   * a wasm module of its own (decode attention does).
    */
-  compute(inputs: Data[], outputs: Float32Array[], inputShapes: number[][], attrs: Record<string, unknown>): void;
+  compute(inputs: Data[], outputs: Float32Array[], inputShapes: number[][], attrs: Record<string, unknown>, heap?: WebAssembly.Memory): void;
 }
 
 interface WasmBackend {
   makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo;
   typedArrayFromHeap(t: tf.TensorInfo): Data;
+  /** The emscripten module; `asm.memory` is its heap in tfjs-backend-wasm 4.x. */
+  wasm?: { asm?: { memory?: unknown } };
 }
 
 interface CpuBackend {
@@ -46,7 +50,8 @@ function register(k: JsKernel): void {
       // Views only after every allocation: a malloc can grow (and so detach) the heap.
       const inViews = ins.map((t) => b.typedArrayFromHeap(t));
       const outViews = outs.map((t) => b.typedArrayFromHeap(t) as Float32Array);
-      k.compute(inViews, outViews, shapes, attrs as Record<string, unknown>);
+      const heap = b.wasm?.asm?.memory;
+      k.compute(inViews, outViews, shapes, attrs as Record<string, unknown>, heap instanceof WebAssembly.Memory ? heap : undefined);
       return outs;
     },
   });

@@ -22,8 +22,8 @@ export interface Adapter {
 
 /**
  * Per-layer attention keys and values, only for passing back to `forward`: [batch, time, heads,
- * headSize] on native backends; on wasm/cpu keys [time, headSize, batch, heads] and values
- * [time, batch, heads, headSize] (see attention.ts).
+ * headSize] on native backends; on wasm/cpu [time, batch, heads, headSize], possibly with room for
+ * more positions than `length` (see `ForwardOptions.cacheCapacity` and attention.ts).
  */
 export interface KvCache {
   keys: tf.Tensor4D[];
@@ -41,6 +41,13 @@ export interface ForwardOptions {
   cache?: KvCache;
   /** Return the cache extended with this call's keys and values (caller disposes). */
   returnCache?: boolean;
+  /**
+   * With `returnCache`, on the backends with JS kernels: allocate a new cache for this many
+   * positions, and let one-token calls write into the passed cache in place when it has room. The
+   * returned cache may then hold the passed cache's own tensors: dispose only tensors that are not
+   * in the returned cache. Other backends ignore it (their cache grows by concatenation).
+   */
+  cacheCapacity?: number;
   /** Only compute logits (and values) for the last position of each row. */
   lastOnly?: boolean;
   /** Apply dropout (training only). */
@@ -162,8 +169,9 @@ export class GPT {
       if (fusedAttention) {
         y = fusedSelfAttention(qkv, bias, B, Tn, H);
       } else if (useFusedKernels()) {
-        const prev = opts.cache ? { keys: opts.cache.keys[l], values: opts.cache.values[l] } : undefined;
-        const r = cachedSelfAttention(qkv, bias, B, Tn, H, prev);
+        const prev = opts.cache ? { keys: opts.cache.keys[l], values: opts.cache.values[l], length: past } : undefined;
+        const capacity = opts.returnCache ? opts.cacheCapacity : undefined;
+        const r = cachedSelfAttention(qkv, bias, B, Tn, H, prev, { capacity, inPlace: capacity !== undefined });
         y = r.y;
         if (opts.returnCache) {
           newKeys.push(r.keys);
@@ -192,7 +200,7 @@ export class GPT {
       x = x.add(this.dropout(m, opts));
     }
     let hf = layerNorm(x, this.p('lnf.g') as tf.Tensor1D, this.p('lnf.b') as tf.Tensor1D);
-    if (opts.lastOnly) {
+    if (opts.lastOnly && Tn > 1) {
       hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
     }
     const head = c.tiedHead ? (tf.transpose(this.p('wte')) as tf.Tensor2D) : (this.p('head.w') as tf.Tensor2D);

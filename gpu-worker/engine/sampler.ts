@@ -116,11 +116,14 @@ export function sample(
             keyMask,
             cache: prev ?? undefined,
             returnCache: true,
+            // Every position this call will feed (the last new token is never fed back), so that
+            // decoding steps write into the cache in place instead of copying it each step.
+            cacheCapacity: L + budget - 1,
             lastOnly: true,
           });
           return { logits: r.logits, keys: r.cache!.keys, values: r.cache!.values };
         });
-        if (prev) disposeCache(prev);
+        if (prev) disposeCache(prev, out);
         cache = { keys: out.keys, values: out.values, length: seqs[0].length };
         logits = out.logits.dataSync() as Float32Array;
         out.logits.dispose();
@@ -146,6 +149,8 @@ export function sample(
           done[b] = true;
           continue;
         }
+        // Without stop strings the text is only needed at the end (decoded once, below).
+        if (o.stop.length === 0) continue;
         const before = r.text.length;
         r.text = tokenizer.decode(r.tokens);
         for (const s of o.stop) {
@@ -168,9 +173,10 @@ export function sample(
   return results;
 }
 
-function disposeCache(cache: KvCache): void {
-  cache.keys.forEach((t) => t.dispose());
-  cache.values.forEach((t) => t.dispose());
+/** Dispose a cache's tensors, except those that `kept` (a cache extended in place) still holds. */
+function disposeCache(cache: KvCache, kept?: Pick<KvCache, 'keys' | 'values'>): void {
+  const keep = new Set([...(kept?.keys ?? []), ...(kept?.values ?? [])]);
+  for (const t of [...cache.keys, ...cache.values]) if (!keep.has(t)) t.dispose();
 }
 
 /** Pick one token from a row of logits; returns it with its log-probability. */
