@@ -146,30 +146,29 @@ function decodeWasmFor(heap: WebAssembly.Memory): DecodeWasm | null {
 }
 
 /**
- * One decoding step of attention for every row and head: appends the new key and value (from
- * qkv [B, 3d]) to the cache — in place when `inPlace` (the caller's preallocated cache has room;
- * the one kernel here that writes into an input, see `cachedSelfAttention`), else into fresh
- * [past + 1, B, H, hd] outputs — and returns y = softmax(scale·q kᵀ + bias) v as rows [B, d] and
- * the probabilities [B·H, Tk] (scratch; the caller disposes them). This replaces per layer a
- * split, two concats, two depthwise products (XNNPACK repacks the whole value cache as a filter
- * every step), a softmax, a bias add and four transposes. On wasm the two products are SIMD
- * loops over the backend's heap (wasm/decode-attention.wat); JavaScript loops were no faster than
- * the depthwise products (~2.5 ns per multiply-add).
+ * First half of one decoding step of attention, for every row and head: appends the new key and
+ * value (from qkv [B, 3d]) to the cache — in place when `inPlace` (the caller's preallocated
+ * cache has room; the one kernel here that writes into an input, see `cachedSelfAttention`), else
+ * into fresh [past + 1, B, H, hd] outputs — and returns the scores scale·q kᵀ + bias as
+ * [B·H, Tk]. With the softmax (wasm's own kernel: JavaScript's exp costs more than its dispatch)
+ * and `DECODE_MIX` this replaces per layer a split, two concats, two depthwise products (XNNPACK
+ * repacks the whole value cache as a filter every step), a bias add and four transposes. On wasm
+ * the products are SIMD loops over the backend's heap (wasm/decode-attention.wat); JavaScript
+ * loops were no faster than the depthwise products (~2.5 ns per multiply-add).
  */
-const DECODE_ATTENTION = defineJsKernel({
-  name: 'WhetstoneDecodeAttention',
+const DECODE_SCORES = defineJsKernel({
+  name: 'WhetstoneDecodeScores',
   outputShapes: (_s, a) => {
     const { B, H, hd, past, inPlace } = a as unknown as DecodeDims;
-    const out = [[B, H * hd], [B * H, past + 1]];
+    const out = [[B * H, past + 1]];
     if (!inPlace) out.push([past + 1, B, H, hd], [past + 1, B, H, hd]);
     return out;
   },
-  compute([qkv, kIn, vIn, bias], [y, P, kOut, vOut], shapes, a, heap) {
+  compute([qkv, kIn, vIn, bias], [S, kOut, vOut], shapes, a, heap) {
     const { B, H, hd, past, scale, inPlace } = a as unknown as DecodeDims;
     const d = H * hd;
     const row = B * d; // one cached position: [B, H, hd]
     const Tk = past + 1;
-    const C = B * H;
     const K = (inPlace ? kIn : kOut) as Float32Array;
     const V = (inPlace ? vIn : vOut) as Float32Array;
     if (!inPlace) {
@@ -185,39 +184,35 @@ const DECODE_ATTENTION = defineJsKernel({
     const biasRows = shapes[3][1]; // bias [1, B|1, 1, Tk]
     const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
     if (simd) {
-      simd.scores(qkv.byteOffset, K.byteOffset, bias.byteOffset, P.byteOffset, B, H, hd, Tk, biasRows === 1 ? 0 : Tk, scale);
-    } else {
-      for (let b = 0; b < B; b++) {
-        const biasAt = (biasRows === 1 ? 0 : b) * Tk;
-        for (let h = 0; h < H; h++) {
-          const q = b * 3 * d + h * hd;
-          const o = b * d + h * hd;
-          for (let t = 0; t < Tk; t++) {
-            let dot = 0;
-            for (let c = 0; c < hd; c++) dot += qkv[q + c] * K[t * row + o + c];
-            P[(b * H + h) * Tk + t] = dot * scale + bias[biasAt + t];
-          }
+      simd.scores(qkv.byteOffset, K.byteOffset, bias.byteOffset, S.byteOffset, B, H, hd, Tk, biasRows === 1 ? 0 : Tk, scale);
+      return;
+    }
+    for (let b = 0; b < B; b++) {
+      const biasAt = (biasRows === 1 ? 0 : b) * Tk;
+      for (let h = 0; h < H; h++) {
+        const q = b * 3 * d + h * hd;
+        const o = b * d + h * hd;
+        for (let t = 0; t < Tk; t++) {
+          let dot = 0;
+          for (let c = 0; c < hd; c++) dot += qkv[q + c] * K[t * row + o + c];
+          S[(b * H + h) * Tk + t] = dot * scale + bias[biasAt + t];
         }
       }
     }
-    // Softmax per channel in JavaScript (wasm has no exp instruction): B·H·Tk exponentials.
-    for (let ch = 0; ch < C; ch++) {
-      const o = ch * Tk;
-      let max = -Infinity;
-      for (let t = 0; t < Tk; t++) if (P[o + t] > max) max = P[o + t];
-      let z = 0;
-      for (let t = 0; t < Tk; t++) {
-        const e = Math.exp(P[o + t] - max);
-        P[o + t] = e;
-        z += e;
-      }
-      const inv = 1 / z;
-      for (let t = 0; t < Tk; t++) P[o + t] *= inv;
-    }
+  },
+});
+
+/** Second half: probabilities P [B·H, Tk], values [≥Tk, B, H, hd] → y [B, d] = Σ_t P[·, t] v[t]. */
+const DECODE_MIX = defineJsKernel({
+  name: 'WhetstoneDecodeMix',
+  outputShapes: ([p, v]) => [[v[1], v[2] * v[3]]],
+  compute([P, V], [y], [[C, Tk], [, B, H, hd]], _a, heap) {
+    const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
     if (simd) {
       simd.mix(P.byteOffset, V.byteOffset, y.byteOffset, B, H, hd, Tk);
       return;
     }
+    const row = C * hd;
     const acc = new Float64Array(hd);
     for (let ch = 0; ch < C; ch++) {
       acc.fill(0);
@@ -257,10 +252,11 @@ export function cachedSelfAttention(
   if (Tn === 1 && cache) {
     const inPlace = opts.inPlace === true && cache.keys.shape[0] > past;
     const attrs = { B, H, hd, past, scale: 1 / Math.sqrt(hd), inPlace };
-    const [y, probabilities, keys, values] = runJsKernel(DECODE_ATTENTION, [qkv, cache.keys, cache.values, bias], attrs);
-    probabilities.dispose();
-    if (inPlace) return { y: y as tf.Tensor2D, keys: cache.keys, values: cache.values };
-    return { y: y as tf.Tensor2D, keys: keys as tf.Tensor4D, values: values as tf.Tensor4D };
+    const [scores, newKeys, newValues] = runJsKernel(DECODE_SCORES, [qkv, cache.keys, cache.values, bias], attrs);
+    const keys = inPlace ? cache.keys : (newKeys as tf.Tensor4D);
+    const values = inPlace ? cache.values : (newValues as tf.Tensor4D);
+    const y = runJsKernel(DECODE_MIX, [tf.softmax(scores), values])[0] as tf.Tensor2D;
+    return { y, keys, values };
   }
   const [q, k, v] = tf.split(qkv, 3, 1);
   let keys = k.reshape([B, Tn, H, hd]).transpose([1, 0, 2, 3]) as tf.Tensor4D;
