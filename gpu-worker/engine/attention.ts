@@ -205,7 +205,7 @@ const DECODE_SCORES = defineJsKernel({
 /** Second half: probabilities P [B·H, Tk], values [≥Tk, B, H, hd] → y [B, d] = Σ_t P[·, t] v[t]. */
 const DECODE_MIX = defineJsKernel({
   name: 'WhetstoneDecodeMix',
-  outputShapes: ([p, v]) => [[v[1], v[2] * v[3]]],
+  outputShapes: ([, v]) => [[v[1], v[2] * v[3]]],
   compute([P, V], [y], [[C, Tk], [, B, H, hd]], _a, heap) {
     const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
     if (simd) {
