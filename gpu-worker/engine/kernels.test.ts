@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setJsKernelsEnabled } from './kernels';
-import { GPT } from './model';
+import { GPT, type KvCache } from './model';
 import { layerNorm, targetLogProbs } from './ops';
 import { Adam, type OptimConfig } from './optim';
 import { Rng } from './rng';
@@ -158,4 +158,62 @@ describe('KV-cached sampling on the fused path', () => {
     fused.forEach((r, i) => expectClose(r.logprobs, plain[i].logprobs, 1e-4, `row ${i} log-probabilities`));
     model.dispose();
   });
+});
+
+describe('decoding steps on the fused path', () => {
+  // hd 8 runs the SIMD products on wasm; hd 6 (not a multiple of 4) the JavaScript loops.
+  for (const [width, heads] of [[16, 2], [12, 2]]) {
+    it(`give the recomputed logits with a cache written in place and with a growing one (head size ${width / heads})`, () => {
+      const model = new GPT({ vocabSize: 17, contextLength: 12, layers: 2, width, heads, seed: 4 });
+      const prompt = [[0, 1, 5, 6], [1, 9, 3, 4]];
+      const keyMask = [[0, 1, 1, 1], [1, 1, 1, 1]];
+      const positionOf = (b: number, j: number) => Math.max(0, j - (b === 0 ? 1 : 0));
+      const fed = [[7, 8], [9, 10], [11, 12], [13, 14]];
+      const before = tf.memory().numTensors;
+      const run = (capacity: number | undefined) => {
+        const logits: Float32Array[] = [];
+        let cache: KvCache | undefined;
+        const seqs = prompt.map((r) => [...r]);
+        const mask = keyMask.map((r) => [...r]);
+        for (let step = 0; step <= fed.length; step++) {
+          const input = step === 0 ? seqs : seqs.map((r) => [r[r.length - 1]]);
+          const start = step === 0 ? 0 : seqs[0].length - 1;
+          const positions = input.map((r, b) => r.map((_, j) => positionOf(b, start + j)));
+          const prev = cache;
+          const out = tf.tidy(() => {
+            const r = model.forward(input, { positions, keyMask: mask, cache: prev, returnCache: true, cacheCapacity: capacity, lastOnly: true });
+            return { logits: r.logits, cache: r.cache! };
+          });
+          if (prev) {
+            const kept = new Set([...out.cache.keys, ...out.cache.values]);
+            for (const t of [...prev.keys, ...prev.values]) if (!kept.has(t)) t.dispose();
+          }
+          cache = out.cache;
+          logits.push(out.logits.dataSync() as Float32Array);
+          out.logits.dispose();
+          if (step < fed.length) {
+            seqs.forEach((r, b) => r.push(fed[step][b]));
+            mask.forEach((r) => r.push(1));
+          }
+        }
+        if (capacity !== undefined) expect(cache!.keys[0].shape[0]).toBe(capacity);
+        [...cache!.keys, ...cache!.values].forEach((t) => t.dispose());
+        return logits;
+      };
+      const inPlace = run(10);
+      const growing = run(undefined);
+      inPlace.forEach((l, step) => {
+        const n = prompt[0].length + step;
+        const seqs = prompt.map((r, b) => [...r, ...fed.slice(0, step).map((f) => f[b])]);
+        const mask = keyMask.map((r) => [...r, ...new Array<number>(step).fill(1)]);
+        const positions = seqs.map((r, b) => r.map((_, j) => positionOf(b, j)));
+        const full = tf.tidy(() => model.forward(seqs, { positions, keyMask: mask, lastOnly: true }).logits.dataSync());
+        expect(seqs[0]).toHaveLength(n);
+        expectClose(l, full, 1e-4, `step ${step}, in place vs recomputed`);
+        expectClose(growing[step], full, 1e-4, `step ${step}, growing vs recomputed`);
+      });
+      expect(tf.memory().numTensors).toBe(before);
+      model.dispose();
+    });
+  }
 });
