@@ -13,7 +13,7 @@
  *   "image"  a [T, T, C]   · "filter" v [T, C, hd]  → y      [T, C, hd]
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, runJsKernel } from './kernels';
+import { defineJsKernel, recordingGradients, runJsKernel } from './kernels';
 import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
 
 type Dims = { B: number; T: number; H: number; hd: number; scale: number };
@@ -91,14 +91,20 @@ export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: numbe
   const hd = d / H;
   const C = B * H;
   const dims = { B, T, H, hd, scale: 1 / Math.sqrt(hd) };
-  const op = tf.customGrad(((x: tf.Tensor2D, save: tf.GradSaveFunc) => {
+  const forward = (x: tf.Tensor2D) => {
     const [q, k, v] = runJsKernel(SPLIT_FORWARD, [x], dims);
     const scores = depthwise(q, k).reshape([T, B, H, T]);
     const att = tf.softmax(scores.add(bias)).reshape([T, C, T]);
     const y = depthwise(att.transpose([0, 2, 1]).reshape([1, T, T, C]), v); // [T, C, hd]
-    save([q, k, v, att]);
+    return { value: y.reshape([T, B, H, hd]).transpose([1, 0, 2, 3]).reshape([B * T, d]) as tf.Tensor2D, saved: [q, k, v, att] };
+  };
+  // Nothing to save when no gradient is recorded (the caller's tidy disposes the intermediates).
+  if (!recordingGradients()) return forward(qkv).value;
+  const op = tf.customGrad(((x: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    const { value, saved } = forward(x);
+    save(saved);
     return {
-      value: y.reshape([T, B, H, hd]).transpose([1, 0, 2, 3]).reshape([B * T, d]),
+      value,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [sq, sk, sv, sa] = saved;
         // The backward's products read q and k as [T, C, hd] filters and v as a [hd, C, T] filter.

@@ -8,7 +8,7 @@
  * ops.ts chooses these on the fast path and plain ops elsewhere.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, runJsKernel } from './kernels';
+import { defineJsKernel, recordingGradients, runJsKernel } from './kernels';
 
 export const LN_EPS = 1e-5;
 
@@ -85,6 +85,13 @@ export const fusedLayerNorm = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bia
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved]),
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
+
+/** Layer norm's forward alone (no gradient recorded): the statistics are dropped at once. */
+export function layerNormForward(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Tensor1D): tf.Tensor2D {
+  const [y, stats] = runJsKernel(LAYER_NORM, [x, gain, bias]);
+  stats.dispose();
+  return y as tf.Tensor2D;
+}
 
 /**
  * logits [n, V], p = softmax(logits), targets [n] → log p(target) [n]. log-softmax without a
@@ -170,6 +177,7 @@ const EMBED_BACKWARD = defineJsKernel({
  * broadcast add and a column sum.
  */
 export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D, positions: tf.Tensor1D): tf.Tensor2D {
+  if (!recordingGradients()) return runJsKernel(EMBED, [wte, ids, wpe, positions])[0] as tf.Tensor2D;
   const attrs = { wteShape: wte.shape, wpeShape: wpe.shape };
   const op = tf.customGrad(((tokenTable: tf.Tensor, positionTable: tf.Tensor, save: tf.GradSaveFunc) => {
     save([ids, positions]);

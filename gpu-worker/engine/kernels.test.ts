@@ -182,13 +182,13 @@ describe('decoding steps on the fused path', () => {
           const prev = cache;
           const out = tf.tidy(() => {
             const r = model.forward(input, { positions, keyMask: mask, cache: prev, returnCache: true, cacheCapacity: capacity, lastOnly: true });
-            return { logits: r.logits, cache: r.cache! };
+            return { logits: r.logits, keys: r.cache!.keys, values: r.cache!.values };
           });
           if (prev) {
-            const kept = new Set([...out.cache.keys, ...out.cache.values]);
+            const kept = new Set([...out.keys, ...out.values]);
             for (const t of [...prev.keys, ...prev.values]) if (!kept.has(t)) t.dispose();
           }
-          cache = out.cache;
+          cache = { keys: out.keys, values: out.values, length: seqs[0].length };
           logits.push(out.logits.dataSync() as Float32Array);
           out.logits.dispose();
           if (step < fed.length) {

@@ -98,6 +98,15 @@ export function useFusedKernels(): boolean {
   return hasJsKernels() && useFastMatmulPath();
 }
 
+/**
+ * True while a gradient tape records (inside tf.grads / variableGrads). The custom-gradient ops
+ * run their forward as plain kernels otherwise: sampling records nothing, and customGrad's
+ * bookkeeping (closures, a scope per op) was a visible share of a decoding step's ~60 kernels.
+ */
+export function recordingGradients(): boolean {
+  return tf.engine().isTapeOn();
+}
+
 /** Run a kernel declared with `defineJsKernel` (not recorded for autodiff: wrap in customGrad). */
 export function runJsKernel(k: JsKernel, inputs: tf.Tensor[], attrs: Record<string, unknown> = {}): tf.Tensor[] {
   if (!registered.has(k.name)) {

@@ -48,6 +48,12 @@ export interface ForwardOptions {
    * in the returned cache. Other backends ignore it (their cache grows by concatenation).
    */
   cacheCapacity?: number;
+  /**
+   * The output projection [d, V], when the caller keeps it across calls: a tied head is the
+   * transposed token table, otherwise made on every call (a copy, and on wasm a new right operand
+   * for XNNPACK to pack). Must equal `headWeights()`.
+   */
+  head?: tf.Tensor2D;
   /** Only compute logits (and values) for the last position of each row. */
   lastOnly?: boolean;
   /** Apply dropout (training only). */
@@ -203,8 +209,7 @@ export class GPT {
     if (opts.lastOnly && Tn > 1) {
       hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
     }
-    const head = c.tiedHead ? (tf.transpose(this.p('wte')) as tf.Tensor2D) : (this.p('head.w') as tf.Tensor2D);
-    const logits = matMul2d(hf, head);
+    const logits = matMul2d(hf, opts.head ?? this.headWeights());
     const result: ForwardResult = { logits };
     if (c.valueHead) {
       const rows = opts.lastOnly ? 1 : Tn;
@@ -212,6 +217,11 @@ export class GPT {
     }
     if (opts.returnCache) result.cache = { keys: newKeys, values: newValues, length: Tk };
     return result;
+  }
+
+  /** The output projection [d, V]: the transposed token table when tied (a new tensor), else `head.w`. */
+  headWeights(): tf.Tensor2D {
+    return this.config.tiedHead ? (tf.transpose(this.p('wte')) as tf.Tensor2D) : (this.p('head.w') as tf.Tensor2D);
   }
 
   private dropout(x: tf.Tensor2D, opts: ForwardOptions): tf.Tensor2D {

@@ -4,8 +4,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { useFastMatmulPath } from './backend';
-import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs } from './fused';
-import { useFusedKernels } from './kernels';
+import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs, layerNormForward } from './fused';
+import { recordingGradients, useFusedKernels } from './kernels';
 
 /**
  * a[m,k] × b[k,n] whose gradient also uses only 2-D non-transposed matmuls: the transposes are
@@ -62,7 +62,8 @@ const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1
 
 /** An affine layer on the path that is fast for the current backend. */
 export function linear2d(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
-  return useFastMatmulPath() ? linearFast(x, w, b) : (tf.matMul(x, w).add(b) as tf.Tensor2D);
+  if (!useFastMatmulPath()) return tf.matMul(x, w).add(b) as tf.Tensor2D;
+  return recordingGradients() ? linearFast(x, w, b) : (tf.fused.matMul({ a: x, b: w, bias: b }) as tf.Tensor2D);
 }
 
 /** rows [B·T, d] + table [T, d] broadcast over B; the table's gradient is a column sum. */
@@ -86,7 +87,7 @@ export function addPositions(rows: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D
 
 /** 2-D matmul on the path that is fast for the current backend. */
 export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
-  return useFastMatmulPath() ? matMul2dFast(a, b) : tf.matMul(a, b);
+  return useFastMatmulPath() && recordingGradients() ? matMul2dFast(a, b) : tf.matMul(a, b);
 }
 
 /*
@@ -186,11 +187,19 @@ const layerNormOps = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bias: tf.Ten
 
 /** Layer norm over the last axis of [n, d]. */
 export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Tensor1D): tf.Tensor2D {
-  return useFusedKernels() ? fusedLayerNorm(x, gain, bias) : layerNormOps(x, gain, bias);
+  if (!useFusedKernels()) return layerNormOps(x, gain, bias);
+  return recordingGradients() ? fusedLayerNorm(x, gain, bias) : layerNormForward(x, gain, bias);
 }
 
 const GELU_C = Math.sqrt(2 / Math.PI);
 const GELU_A = 0.044715;
+
+const geluSigmoid = (x: tf.Tensor) => tf.sigmoid(x.square().mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
+
+/** GELU (see `geluOp`), without the custom-gradient wrapper when no gradient is recorded. */
+export function gelu(x: tf.Tensor2D): tf.Tensor2D {
+  return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x)) as tf.Tensor2D);
+}
 
 /**
  * GELU, tanh approximation (GPT-2), computed as x·σ(2u) with u = c(x + a x³): identical to
@@ -198,9 +207,8 @@ const GELU_A = 0.044715;
  * than Pow. The gradient is written by hand to keep the backward pass to a few kernels:
  *   d/dx = s + x·s(1 − s)·2c(1 + 3a x²),  s = σ(2u).
  */
-export const gelu = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
-  const x2 = x.square();
-  const s = tf.sigmoid(x2.mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
+const geluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  const s = geluSigmoid(x);
   // x² is recomputed in the backward pass: squaring is cheaper than saving (copying) it.
   save([x, s]);
   return {

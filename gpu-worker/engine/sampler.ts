@@ -101,6 +101,8 @@ export function sample(
   // Padding and BOS only ever come from the caller; never let the policy write them.
   const banned = new Set([tokenizer.pad, tokenizer.bos]);
 
+  // A tied head is transposed once per call rather than once per step (no gradients flow here).
+  const head = model.config.tiedHead ? model.headWeights() : undefined;
   try {
     for (let step = 0; step < budget; step++) {
       let logits: Float32Array;
@@ -119,6 +121,7 @@ export function sample(
             // Every position this call will feed (the last new token is never fed back), so that
             // decoding steps write into the cache in place instead of copying it each step.
             cacheCapacity: L + budget - 1,
+            head,
             lastOnly: true,
           });
           return { logits: r.logits, keys: r.cache!.keys, values: r.cache!.values };
@@ -129,7 +132,7 @@ export function sample(
         out.logits.dispose();
       } else {
         const positions = seqs.map((row, b) => row.map((_, j) => positionOf(b, j)));
-        const t = tf.tidy(() => model.forward(seqs, { positions, keyMask, lastOnly: true }).logits);
+        const t = tf.tidy(() => model.forward(seqs, { positions, keyMask, head, lastOnly: true }).logits);
         logits = t.dataSync() as Float32Array;
         t.dispose();
       }
@@ -168,6 +171,7 @@ export function sample(
     }
   } finally {
     if (cache) disposeCache(cache);
+    head?.dispose();
   }
   for (const r of results) if (r.finishReason !== 'stop') r.text = tokenizer.decode(r.tokens);
   return results;
