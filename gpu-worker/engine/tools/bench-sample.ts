@@ -1,7 +1,8 @@
 /**
  * The sampling part of `bench:engine` alone, for A/B runs of two checkouts in alternation:
- * cached ms (median of `runs`) and, unless `cached` is passed, the recompute baseline's ms.
- * `npx tsx gpu-worker/engine/tools/bench-sample.ts [runs] [cached]`
+ * cached ms (median of `runs`) and the recompute baseline's ms (one run, as the benchmark; `cached`
+ * skips it, `recompute` times only it, median of `runs`).
+ * `npx tsx gpu-worker/engine/tools/bench-sample.ts [runs] [cached|recompute]`
  */
 import { initBackend } from '../backend';
 import { GPT } from '../model';
@@ -23,6 +24,8 @@ const time = (useCache: boolean, runs: number, warmup: number) => {
   }
   return ms.sort((a, b) => a - b)[Math.floor(runs / 2)];
 };
-const cached = time(true, Number(process.argv[2] ?? 3), 1);
-const recompute = process.argv[3] === 'cached' ? NaN : time(false, 1, 0);
+const runs = Number(process.argv[2] ?? 3);
+const mode = process.argv[3];
+const cached = mode === 'recompute' ? NaN : time(true, runs, 1);
+const recompute = mode === 'cached' ? NaN : time(false, mode === 'recompute' ? runs : 1, 0);
 console.log(JSON.stringify({ cachedMs: Number(cached.toFixed(1)), recomputeMs: Number(recompute.toFixed(1)), ratio: Number((recompute / cached).toFixed(2)) }));
