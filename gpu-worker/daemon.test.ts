@@ -33,6 +33,8 @@ interface Event {
   type: string;
   attemptId?: string;
   detail?: unknown;
+  /** For stream batches: how it came. */
+  via?: 'socket' | 'http';
 }
 
 class FakeControlPlane {
@@ -50,8 +52,17 @@ class FakeControlPlane {
   /** Attempts whose lease was taken over: their writes get 409. */
   readonly fenced = new Set<string>();
   readonly sockets: Socket[] = [];
-  /** While true every request fails at the network level (the connection is dropped). */
-  down = false;
+  /** Sockets are refused (the daemon must stream over HTTP). */
+  refuseSockets = false;
+  private isDown = false;
+  /** While true every request fails at the network level (the connection is dropped), sockets too. */
+  get down(): boolean {
+    return this.isDown;
+  }
+  set down(value: boolean) {
+    this.isDown = value;
+    if (value) this.io.of('/workers').disconnectSockets(true);
+  }
 
   constructor() {
     this.http = createServer((req, res) => {
@@ -72,12 +83,17 @@ class FakeControlPlane {
     });
     this.io = new IoServer(this.http);
     this.io.of('/workers').use((socket, next) => {
-      if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
+      if (this.down || this.refuseSockets) next(new Error('down'));
+      else if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
       else next(new Error('unauthorised'));
     });
     this.io.of('/workers').on('connection', (socket) => {
       this.sockets.push(socket);
       socket.on('disconnect', () => this.sockets.splice(this.sockets.indexOf(socket), 1));
+      socket.on('stream', (payload: unknown, ack: (answer: unknown) => void) => {
+        const [status, body] = this.stream(streamBatchSchema.parse(payload), 'socket');
+        ack({ status, ...(body as object) });
+      });
     });
   }
 
@@ -97,6 +113,17 @@ class FakeControlPlane {
   items(attemptId: string, kind: StreamBatch['kind']): Record<string, unknown>[] {
     const byseq = [...(this.batches.get(attemptId)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
     return byseq.filter((b) => b.kind === kind).flatMap((b) => b.items as Record<string, unknown>[]);
+  }
+
+  private stream(batch: StreamBatch, via: 'socket' | 'http'): [number, unknown] {
+    const refused = this.fenced.has(batch.attemptId);
+    this.events.push({ type: 'stream', attemptId: batch.attemptId, detail: refused ? 409 : 200, via });
+    if (refused) return [409, { error: 'lease lost' }];
+    const seqs = this.batches.get(batch.attemptId) ?? new Map<number, StreamBatch>();
+    this.batches.set(batch.attemptId, seqs);
+    const duplicate = seqs.has(batch.seq);
+    seqs.set(batch.seq, batch);
+    return [200, { accepted: true, duplicate }];
   }
 
   private async handle(req: IncomingMessage): Promise<[number, unknown]> {
@@ -127,17 +154,8 @@ class FakeControlPlane {
         this.events.push({ type: 'start', attemptId });
         return this.fenced.has(attemptId) ? [409, { error: 'lease lost' }] : [200, { ok: true }];
       }
-      case '/api/workers/stream': {
-        const batch = streamBatchSchema.parse(json());
-        const refused = this.fenced.has(batch.attemptId);
-        this.events.push({ type: 'stream', attemptId: batch.attemptId, detail: refused ? 409 : 200 });
-        if (refused) return [409, { error: 'lease lost' }];
-        const seqs = this.batches.get(batch.attemptId) ?? new Map<number, StreamBatch>();
-        this.batches.set(batch.attemptId, seqs);
-        const duplicate = seqs.has(batch.seq);
-        seqs.set(batch.seq, batch);
-        return [200, { accepted: true, duplicate }];
-      }
+      case '/api/workers/stream':
+        return this.stream(streamBatchSchema.parse(json()), 'http');
       case '/api/workers/checkpoints': {
         const q = checkpointQuerySchema.parse(Object.fromEntries(url.searchParams));
         if (this.fenced.has(q.attemptId)) return [409, { error: 'lease lost' }];
@@ -241,6 +259,8 @@ describe('worker daemon', () => {
     server.push(banditAssignment('a1', 3, 2));
     await until('the finish of a1', () => server.finishes.some((f) => f.attemptId === 'a1'));
     expect(server.finishes.find((f) => f.attemptId === 'a1')).toMatchObject({ outcome: 'succeeded' });
+    // Connected: every batch went over the socket, none as an HTTP request.
+    expect(new Set(server.events.filter((e) => e.attemptId === 'a1' && e.type === 'stream').map((e) => e.via))).toEqual(new Set(['socket']));
 
     const mine = server.events.filter((e) => e.attemptId === 'a1');
     expect(mine[0].type).toBe('start');
@@ -311,6 +331,18 @@ describe('worker daemon: outages and signals', () => {
     const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward').map((m) => m.step);
     expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i));
     expect(stepsBefore).toBeLessThan(11);
+  });
+
+  test('without the socket, batches go over HTTP', async () => {
+    server.refuseSockets = true;
+    server.io.of('/workers').disconnectSockets(true);
+    server.pollAssignments.push(banditAssignment('h1', 3, 1000));
+    await until('the finish of h1', () => server.finishes.some((f) => f.attemptId === 'h1'));
+    const batches = server.events.filter((e) => e.attemptId === 'h1' && e.type === 'stream');
+    expect(batches.length).toBeGreaterThan(0);
+    expect(new Set(batches.map((e) => e.via))).toEqual(new Set(['http']));
+    server.refuseSockets = false;
+    await until('the push channel again', () => server.sockets.length > 0, 40_000);
   });
 
   test('a cancel pushed over socket.io stops the job at once, without a checkpoint', async () => {

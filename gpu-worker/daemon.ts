@@ -8,8 +8,10 @@
  * job runner child process (job-runner/), so training never stalls this event loop.
  *
  * Streams: the runner's batches are numbered per attempt (seq 0, 1, 2, …) as they arrive and sent
- * in that order, each retried with backoff until the server takes it, so a batch is never lost or
- * reordered and a retried one is recognised by its seq. Every write carries the attempt's fencing
+ * in that order, one at a time, each retried with backoff until the server takes it, so a batch
+ * is never lost or reordered and a retried one is recognised by its seq. They go over the
+ * socket.io connection while it is up (an ack per batch, no HTTP request each) and over HTTP
+ * otherwise. Every write carries the attempt's fencing
  * token; a 409 (or a heartbeat saying the lease is invalid) means the job was given to someone
  * else: the runner is killed and nothing more is sent for it.
  *
@@ -35,6 +37,9 @@ import {
   heartbeatResponseSchema,
   registerResponseSchema,
   sampleRequestSchema,
+  STREAM_EVENT,
+  STREAM_SOCKET_MAX_BYTES,
+  streamAckSchema,
 } from '../sdk/worker-protocol';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -423,7 +428,7 @@ export class WorkerDaemon {
       while (job.queue.length > 0 && !job.lost && !this.stopped) {
         const batch = job.queue[0];
         try {
-          await this.json('POST', '/api/workers/stream', {
+          await this.sendBatch({
             attemptId: job.assignment.attemptId,
             fencingToken: job.assignment.fencingToken,
             seq: batch.seq,
@@ -448,6 +453,20 @@ export class WorkerDaemon {
       job.pumping = false;
       if (job.queue.length === 0 || job.lost) for (const w of job.emptied.splice(0)) w();
     }
+  }
+
+  /** One batch, over the socket when it is connected (acked once stored), else over HTTP. */
+  private async sendBatch(body: { attemptId: string; fencingToken: string; seq: number; kind: StreamKind; items: unknown[] }): Promise<void> {
+    const socket = this.socket;
+    const text = JSON.stringify(body);
+    if (!socket?.connected || text.length > STREAM_SOCKET_MAX_BYTES) {
+      await this.request('POST', '/api/workers/stream', { body: new TextEncoder().encode(text), contentType: 'application/json' });
+      return;
+    }
+    // A disconnect fails the ack at once (socket.io-client), and the retry goes over HTTP.
+    const answer = streamAckSchema.safeParse(await socket.timeout(30_000).emitWithAck(STREAM_EVENT, body));
+    if (!answer.success) throw new Error('the server answered a stream batch with something else than an ack');
+    if (answer.data.status >= 300) throw new HttpStatusError(answer.data.status, answer.data.error ?? '');
   }
 
   private flushed(job: DaemonJob): Promise<void> {

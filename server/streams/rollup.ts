@@ -1,5 +1,5 @@
 import type { Db } from '../db/client';
-import type { Prisma } from '../db/generated/prisma/client';
+import { Prisma } from '../db/generated/prisma/client';
 
 // Metric rollups: each metric summarised per 256 steps (first and last step, min, max, the last
 // value, count), kept in step with the points at ingest. A curve of a million points is then
@@ -14,15 +14,18 @@ export interface Point {
   value: number;
 }
 
-/** Folds new points (steps not seen before) into their rollups. */
-export async function foldIntoRollups(tx: Tx, jobId: string, points: Point[]): Promise<void> {
-  if (points.length === 0) return;
-  await tx.$executeRaw`
+/**
+ * The statement that folds points into their rollups, reading them from `source`: any relation
+ * with columns k (key), s (step) and v (value), such as a CTE of the rows an insert just made.
+ */
+export function foldSql(jobId: string, source: Prisma.Sql): Prisma.Sql {
+  // A literal, not a parameter: GROUP BY must see the same expression as the select list.
+  const bucket = Prisma.raw(`s / ${ROLLUP_STEPS}`);
+  return Prisma.sql`
     INSERT INTO "MetricRollup" AS r ("jobId", key, bucket, "firstStep", "lastStep", min, max, last, count)
-    SELECT ${jobId}, k, b, min(s), max(s), min(v), max(v), (array_agg(v ORDER BY s DESC))[1], count(*)::int
-      FROM unnest(${points.map((p) => p.key)}::text[], ${points.map((p) => p.step)}::int[], ${points.map((p) => p.value)}::float8[],
-                  ${points.map((p) => Math.floor(p.step / ROLLUP_STEPS))}::int[]) AS t(k, s, v, b)
-     GROUP BY k, b
+    SELECT ${jobId}, k, ${bucket}, min(s), max(s), min(v), max(v), (array_agg(v ORDER BY s DESC))[1], count(*)::int
+      FROM ${source}
+     GROUP BY k, ${bucket}
     ON CONFLICT ("jobId", key, bucket) DO UPDATE SET
       "firstStep" = LEAST(r."firstStep", EXCLUDED."firstStep"),
       last = CASE WHEN EXCLUDED."lastStep" > r."lastStep" THEN EXCLUDED.last ELSE r.last END,
@@ -30,6 +33,14 @@ export async function foldIntoRollups(tx: Tx, jobId: string, points: Point[]): P
       min = LEAST(r.min, EXCLUDED.min),
       max = GREATEST(r.max, EXCLUDED.max),
       count = r.count + EXCLUDED.count`;
+}
+
+/** Folds new points (steps not seen before) into their rollups. */
+export async function foldIntoRollups(tx: Tx, jobId: string, points: Point[]): Promise<void> {
+  if (points.length === 0) return;
+  await tx.$executeRaw(
+    foldSql(jobId, Prisma.sql`unnest(${points.map((p) => p.key)}::text[], ${points.map((p) => p.step)}::int[], ${points.map((p) => p.value)}::float8[]) AS t(k, s, v)`),
+  );
 }
 
 const REPLACE_FROM_EXCLUDED = `ON CONFLICT ("jobId", key, bucket) DO UPDATE SET
