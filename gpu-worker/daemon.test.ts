@@ -61,7 +61,14 @@ class FakeControlPlane {
   }
   set down(value: boolean) {
     this.isDown = value;
-    if (value) this.io.of('/workers').disconnectSockets(true);
+    if (value) this.dropSockets();
+  }
+
+  /** Closes every connection as a network failure would (the daemon reconnects, as it would not after a server-side disconnect). */
+  dropSockets(): void {
+    // engine.io keeps its connections in a protected map; closing one looks like a dropped network to the client.
+    const clients = (this.io.engine as unknown as { clients: Record<string, { close(): void }> }).clients;
+    for (const client of Object.values(clients)) client.close();
   }
 
   constructor() {
@@ -81,10 +88,11 @@ class FakeControlPlane {
         },
       );
     });
-    this.io = new IoServer(this.http);
+    // Refused at the handshake (not by a namespace middleware, after which a client stops
+    // reconnecting), so the daemon's socket comes back once the server does.
+    this.io = new IoServer(this.http, { allowRequest: (_req, callback) => callback(null, !(this.down || this.refuseSockets)) });
     this.io.of('/workers').use((socket, next) => {
-      if (this.down || this.refuseSockets) next(new Error('down'));
-      else if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
+      if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
       else next(new Error('unauthorised'));
     });
     this.io.of('/workers').on('connection', (socket) => {
@@ -335,7 +343,7 @@ describe('worker daemon: outages and signals', () => {
 
   test('without the socket, batches go over HTTP', async () => {
     server.refuseSockets = true;
-    server.io.of('/workers').disconnectSockets(true);
+    server.dropSockets();
     server.pollAssignments.push(banditAssignment('h1', 3, 1000));
     await until('the finish of h1', () => server.finishes.some((f) => f.attemptId === 'h1'));
     const batches = server.events.filter((e) => e.attemptId === 'h1' && e.type === 'stream');

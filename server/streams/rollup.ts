@@ -48,25 +48,29 @@ const REPLACE_FROM_EXCLUDED = `ON CONFLICT ("jobId", key, bucket) DO UPDATE SET
   max = EXCLUDED.max, last = EXCLUDED.last, count = EXCLUDED.count`;
 
 /**
- * Recomputes the rollups of some buckets from their points: those where a value was replaced (a
- * resumed attempt replaying the steps after its checkpoint), since folding would keep a stale
- * min or max. Each bucket is an index range scan of at most 256 points.
+ * The statement that recomputes the rollups of some buckets from their points (null if there
+ * are none): those where a value was replaced (a resumed attempt replaying the steps after its
+ * checkpoint), since folding would keep a stale min or max. Each bucket is an index range scan
+ * of at most 256 points.
  */
-export async function recomputeRollups(tx: Tx, jobId: string, buckets: Array<{ key: string; bucket: number }>): Promise<void> {
+export function recomputeSql(jobId: string, buckets: Array<{ key: string; bucket: number }>): Prisma.Sql | null {
   const unique = [...new Map(buckets.map((b) => [`${b.key}\u0000${b.bucket}`, b])).values()];
-  if (unique.length === 0) return;
-  await tx.$executeRawUnsafe(
-    `INSERT INTO "MetricRollup" ("jobId", key, bucket, "firstStep", "lastStep", min, max, last, count)
-     SELECT p."jobId", p.key, t.b, min(p.step), max(p.step), min(p.value), max(p.value),
-            (array_agg(p.value ORDER BY p.step DESC))[1], count(*)::int
-       FROM unnest($2::text[], $3::int[]) AS t(k, b)
-       JOIN "MetricPoint" p ON p."jobId" = $1 AND p.key = t.k AND p.step >= t.b * ${ROLLUP_STEPS} AND p.step < (t.b + 1) * ${ROLLUP_STEPS}
-      GROUP BY p."jobId", p.key, t.b
-     ${REPLACE_FROM_EXCLUDED}`,
-    jobId,
-    unique.map((b) => b.key),
-    unique.map((b) => b.bucket),
-  );
+  if (unique.length === 0) return null;
+  const width = Prisma.raw(String(ROLLUP_STEPS));
+  return Prisma.sql`
+    INSERT INTO "MetricRollup" ("jobId", key, bucket, "firstStep", "lastStep", min, max, last, count)
+    SELECT p."jobId", p.key, t.b, min(p.step), max(p.step), min(p.value), max(p.value),
+           (array_agg(p.value ORDER BY p.step DESC))[1], count(*)::int
+      FROM unnest(${unique.map((b) => b.key)}::text[], ${unique.map((b) => b.bucket)}::int[]) AS t(k, b)
+      JOIN "MetricPoint" p ON p."jobId" = ${jobId} AND p.key = t.k AND p.step >= t.b * ${width} AND p.step < (t.b + 1) * ${width}
+     GROUP BY p."jobId", p.key, t.b
+    ${Prisma.raw(REPLACE_FROM_EXCLUDED)}`;
+}
+
+/** Recomputes the rollups of some buckets from their points (see recomputeSql). */
+export async function recomputeRollups(tx: Tx, jobId: string, buckets: Array<{ key: string; bucket: number }>): Promise<void> {
+  const sql = recomputeSql(jobId, buckets);
+  if (sql) await tx.$executeRaw(sql);
 }
 
 /** Rebuilds every rollup of a job from its points (after points were written by other means). */
