@@ -1,5 +1,6 @@
 import { io as connectSocket, type Socket } from 'socket.io-client';
 import type { Api, Connection } from './client';
+import { StreamCursor } from '../stream-cursor';
 import { CliError, EXIT, keyRefused } from './errors';
 
 // Following a run live: socket.io room run:<jobId> for stream batches and state changes, with a
@@ -50,12 +51,8 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
   const pollMs = o.pollMs ?? 2_000;
   const giveUpMs = o.giveUpMs ?? 60_000;
   const seenLogs = new Set<string>();
-  // The position (attempt, seq) of the last stream batch seen, live or caught up: batches come
-  // in position order, so a catch-up asks for what is after it.
-  let after: { attempt: number; seq: number } | undefined;
-  const saw = (p: { attempt: number; seq: number }) => {
-    if (!after || p.attempt > after.attempt || (p.attempt === after.attempt && p.seq > after.seq)) after = { attempt: p.attempt, seq: p.seq };
-  };
+  // Where a catch-up starts: after what was seen live or caught up (sdk/stream-cursor.ts).
+  const cursor = new StreamCursor();
   const logId = (l: { attempt: number; seq: number; line: number }) => `${l.attempt}:${l.seq}:${l.line}`;
   let lastAnswer = Date.now();
   let finished = false;
@@ -89,14 +86,16 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     const catchUp = () => {
       catchingUp ??= (async () => {
         try {
+          let after = cursor.after;
           for (let page = 0; page < 1000; page++) {
             const got = await conn.api.runs.since.query({ teamId: conn.teamId, jobId, after });
             if (finished) return;
             lastAnswer = Date.now();
             if (got.metrics.length > 0) o.onMetrics?.(got.metrics.map(({ key, step, value }) => ({ key, step, value })));
             if (got.logs.length > 0) logs(got.logs.map((l) => ({ id: logId(l), level: l.level, message: l.message, time: l.time })));
-            if (got.through) saw(got.through);
-            if (got.complete) break;
+            for (const row of [...got.metrics, ...got.logs, ...got.rollouts]) cursor.saw(row);
+            if (got.complete || !got.through) break;
+            after = got.through;
           }
         } finally {
           catchingUp = null;
@@ -148,9 +147,9 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     socket.on('connect_error', (e: Error) => {
       if (e.message.startsWith('UNAUTHORIZED')) fail(keyRefused(conn.keySource));
     });
-    socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; items: unknown[] }) => {
+    socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: unknown[] }) => {
       if (batch.jobId !== jobId) return;
-      saw(batch);
+      cursor.saw(batch);
       if (batch.kind === 'metrics') {
         o.onMetrics?.(batch.items as MetricItem[]);
       } else if (batch.kind === 'logs') {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTemplate } from '../../env-templates/load-template';
+import { StreamCursor } from '../../sdk/stream-cursor';
 import { API_KEY_PREFIX } from '../auth/caller';
 import { hashSecret, newSecret } from '../auth/tokens';
 import type { Db } from '../db/client';
@@ -191,21 +192,17 @@ export async function jobState(db: Db, jobId: string) {
 
 /**
  * A browser watching a run over socket.io: it subscribes on every (re)connect and then asks
- * runs.since for everything after the position (attempt, seq) of the last batch it saw, as the
- * web app does. Metrics are keyed by `key:step`, as a chart keeps them.
+ * runs.since for everything after what it holds (sdk/stream-cursor.ts), as the CLI does. Metrics are keyed by `key:step`, as a chart keeps them.
  */
 export function watchRun(url: string, team: Team, jobId: string) {
   const metrics = new Map<string, { step: number; key: string; value: number }>();
-  let after: { attempt: number; seq: number } | undefined;
-  const saw = (p: { attempt: number; seq: number }) => {
-    if (!after || p.attempt > after.attempt || (p.attempt === after.attempt && p.seq > after.seq)) after = { attempt: p.attempt, seq: p.seq };
-  };
+  const cursor = new StreamCursor();
   let connects = 0;
   let caughtUp = 0;
   const socket = connect(url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnectionDelay: 200, reconnectionDelayMax: 1000 });
-  socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; items: Array<{ step: number; key: string; value: number }> }) => {
+  socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: Array<{ step: number; key: string; value: number }> }) => {
     if (batch.jobId !== jobId) return;
-    saw(batch);
+    cursor.saw(batch);
     if (batch.kind === 'metrics') for (const m of batch.items) metrics.set(`${m.key}:${m.step}`, m);
   });
   socket.on('connect', () => {
@@ -213,12 +210,17 @@ export function watchRun(url: string, team: Team, jobId: string) {
     void (async () => {
       const ack = (await socket.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
       if (!ack.ok) throw new Error(ack.error);
+      let after = cursor.after;
       for (;;) {
-        type Got = { metrics: Array<{ step: number; key: string; value: number }>; through: { attempt: number; seq: number } | null; complete: boolean };
+        type Row = { attempt: number; seq: number; step: number; key: string; value: number };
+        type Got = { metrics: Row[]; through: { attempt: number; seq: number } | null; complete: boolean };
         const got = await trpc<Got>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, after }, 'query');
-        for (const m of got.metrics) metrics.set(`${m.key}:${m.step}`, { step: m.step, key: m.key, value: m.value });
-        if (got.through) saw(got.through);
-        if (got.complete) break;
+        for (const m of got.metrics) {
+          metrics.set(`${m.key}:${m.step}`, { step: m.step, key: m.key, value: m.value });
+          cursor.saw(m);
+        }
+        if (got.complete || !got.through) break;
+        after = got.through;
       }
       caughtUp++;
     })().catch(() => {});

@@ -3,6 +3,7 @@ import { type Db, poolOf } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { foldSql, recomputeSql, ROLLUP_STEPS } from './rollup';
 import { SHARED_WRITE_LOCK } from './positions';
+import { settled, stored } from './stored-marks';
 
 // Stream batches from job runners. A batch is fenced, claimed and published to the run's
 // watchers before its rows are written, all in one transaction:
@@ -35,10 +36,12 @@ export type LiveItems =
   | { kind: 'boards'; items: Array<{ step: number; game: number; text: string; move: number }> };
 /**
  * (attempt, seq) is the batch's position in the run: it only grows while the run streams (an
- * attempt's batches go out in seq order, and a new attempt starts after the last one ended), so
- * a watcher's catch-up after a reconnect asks for everything after the last position it saw.
+ * attempt's batches go out in seq order, and a new attempt starts after the last one ended).
+ * `stored` is the seq of the same attempt up to which everything is committed (stored-marks.ts):
+ * a watcher's catch-up after a reconnect asks for what is after the highest (attempt, stored)
+ * it saw, and keeps items it already had once, by their key.
  */
-export type LiveBatch = LiveItems & { jobId: string; attempt: number; seq: number };
+export type LiveBatch = LiveItems & { jobId: string; attempt: number; seq: number; stored: number };
 
 export type Publish = (job: { id: string; teamId: string }, batch: LiveBatch) => void;
 
@@ -166,27 +169,37 @@ async function pooledTransaction<T>(db: Db, work: (query: Query) => Promise<T>):
  */
 export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, publish: Publish): Promise<{ duplicate: boolean }> {
   const live = liveItems(batch);
-  const release = await takeTurn(batch.attemptId);
+  const { attemptId, seq } = batch;
+  const release = await takeTurn(attemptId);
   try {
     // Live boards are not stored: they are a view of a game whose match is stored when it ends.
     if (live.kind === 'boards') {
       const fence = checked((await poolOf(db).query(...pgArgs(fenceAndClaim(workerId, batch, false)))).rows as Fence[]);
-      publish({ id: fence.jobId, teamId: fence.teamId }, { jobId: fence.jobId, attempt: fence.number, seq: batch.seq, ...live });
+      settled(attemptId, seq);
+      publish({ id: fence.jobId, teamId: fence.teamId }, { jobId: fence.jobId, attempt: fence.number, seq, stored: stored(attemptId, seq), ...live });
       return { duplicate: false };
     }
     const store = async (query: Query, tx?: Prisma.TransactionClient) => {
       const fence = checked(await query<Fence>(fenceAndClaim(workerId, batch, true)));
       if (!fence.claimed) return { duplicate: true };
       const job = { id: fence.jobId, teamId: fence.teamId };
-      publish(job, { jobId: job.id, attempt: fence.number, seq: batch.seq, ...live });
+      publish(job, { jobId: job.id, attempt: fence.number, seq, stored: stored(attemptId, seq), ...live });
       // The next batch of this attempt may go out while this one is written.
       release();
-      if (tx) await writeRecords(tx, job, fence.number, batch.seq, batch);
-      else await writeRows(query, job.id, fence.number, batch.seq, live);
+      if (tx) await writeRecords(tx, job, fence.number, seq, batch);
+      else await writeRows(query, job.id, fence.number, seq, live);
       return { duplicate: false };
     };
-    if (live.kind === 'metrics' || live.kind === 'logs') return await pooledTransaction(db, (query) => store(query));
-    return await db.$transaction((tx) => store((sql) => tx.$queryRaw(sql), tx));
+    const result =
+      live.kind === 'metrics' || live.kind === 'logs'
+        ? await pooledTransaction(db, (query) => store(query))
+        : await db.$transaction((tx) => store((sql) => tx.$queryRaw(sql), tx));
+    settled(attemptId, seq);
+    return result;
+  } catch (error) {
+    // Refused for good; any other failure holds `stored` back until the batch is sent again.
+    if (error instanceof StreamRefused) settled(attemptId, seq);
+    throw error;
   } finally {
     release();
   }

@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { ingestBatch, type LiveBatch, StreamRefused } from './ingest';
 import { readSince } from './positions';
 import { activeAttempt } from './test-attempts';
+import { StreamCursor } from '../../sdk/stream-cursor';
 
 // The live path: batches are published before their rows commit (ingest.ts), and a catch-up
 // (positions.ts) must neither repeat what a watcher saw live nor miss what went out while it
@@ -56,7 +57,7 @@ describe('live stream batches', () => {
     expect(await t.db.metricPoint.count({ where: { jobId: job.id } })).toBe(0); // published, not yet stored
     await release(blocker);
     await ingest;
-    expect(published.at(-1)).toEqual({ jobId: job.id, attempt: 1, seq: 0, kind: 'metrics', items: [0, 1, 2].map((step) => ({ key: 'loss', step, value: step / 10 })) });
+    expect(published.at(-1)).toEqual({ jobId: job.id, attempt: 1, seq: 0, stored: -1, kind: 'metrics', items: [0, 1, 2].map((step) => ({ key: 'loss', step, value: step / 10 })) });
     const after = await readSince(t.db, job.id, { attempt: 1, seq: 0 }, 100);
     expect(after).toEqual({ metrics: [], rollouts: [], logs: [], through: null, complete: true });
     const all = await readSince(t.db, job.id, null, 100);
@@ -101,15 +102,38 @@ describe('live stream batches', () => {
     expect(got.through).toEqual({ attempt: 1, seq: 1 });
   });
 
+  it('a published batch that fails to commit holds `stored` back, so no cursor passes it until it is sent again', async () => {
+    const logs = (seq: number, message: string): StreamBatch => ({ attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, seq, kind: 'logs', items: [{ line: 0, level: 'info', message }] });
+    // PostgreSQL refuses a NUL in text: this batch is published, then its write fails.
+    await expect(ingestBatch(t.db, attempt.workerId, logs(2, 'bad \u0000 byte'), publish)).rejects.toThrow();
+    expect(published.at(-1)).toMatchObject({ seq: 2, stored: 1 });
+    await ingestBatch(t.db, attempt.workerId, logs(3, 'fine'), publish);
+    expect(published.at(-1)).toMatchObject({ seq: 3, stored: 1 });
+    // A watcher that re-joined between the two saw only seq 3 live: it catches up after seq 1.
+    const cursor = new StreamCursor();
+    cursor.saw({ attempt: 1, seq: 1, stored: 0 });
+    cursor.saw(published.at(-1)!);
+    expect(cursor.after).toEqual({ attempt: 1, seq: 1 });
+    // Sent again, batch 2 is stored; the next batch says so, and the cursor moves past both.
+    await ingestBatch(t.db, attempt.workerId, logs(2, 'fixed'), publish);
+    expect(published.at(-1)).toMatchObject({ seq: 2, stored: 1 });
+    const caughtUp = await readSince(t.db, job.id, cursor.after!, 100);
+    expect(caughtUp.logs.map((l) => [l.seq, l.message])).toEqual([[2, 'fixed'], [3, 'fine']]);
+    await ingestBatch(t.db, attempt.workerId, metrics(4, [12]), publish);
+    expect(published.at(-1)).toMatchObject({ seq: 4, stored: 3 });
+    cursor.saw(published.at(-1)!);
+    expect(cursor.after).toEqual({ attempt: 1, seq: 4 });
+  });
+
   it('pages whole batches, across attempts, in position order', async () => {
-    await ingestBatch(t.db, attempt.workerId, metrics(2, [20, 21, 22]), publish);
-    await ingestBatch(t.db, attempt.workerId, metrics(3, [30, 31, 32]), publish);
+    await ingestBatch(t.db, attempt.workerId, metrics(5, [20, 21, 22]), publish);
+    await ingestBatch(t.db, attempt.workerId, metrics(6, [30, 31, 32]), publish);
     // A resumed attempt replays step 31: the row moves to the new attempt's position.
     await t.db.jobAttempt.update({ where: { id: attempt.attemptId }, data: { state: 'ENDED' } });
     const second = await activeAttempt(t.db, job, 2, attempt.workerId);
     await ingestBatch(t.db, second.workerId, metrics(0, [31, 40], second), publish);
     const pages = [];
-    let from = { attempt: 1, seq: 1 };
+    let from = { attempt: 1, seq: 4 };
     for (;;) {
       const page = await readSince(t.db, job.id, from, 4);
       pages.push(page.metrics.map((m) => `${m.attempt}/${m.seq}:${m.step}`));
@@ -117,9 +141,9 @@ describe('live stream batches', () => {
       from = page.through!;
     }
     // Four rows a page, but never a batch cut in two; a batch larger than the limit comes whole.
-    expect(pages).toEqual([['1/2:20', '1/2:21', '1/2:22'], ['1/3:30', '1/3:32', '2/0:31', '2/0:40']]);
-    const big = await readSince(t.db, job.id, { attempt: 1, seq: 1 }, 2);
+    expect(pages).toEqual([['1/5:20', '1/5:21', '1/5:22'], ['1/6:30', '1/6:32', '2/0:31', '2/0:40']]);
+    const big = await readSince(t.db, job.id, { attempt: 1, seq: 4 }, 2);
     expect(big.metrics.map((m) => m.step)).toEqual([20, 21, 22]);
-    expect(big).toMatchObject({ through: { attempt: 1, seq: 2 }, complete: false });
+    expect(big).toMatchObject({ through: { attempt: 1, seq: 5 }, complete: false });
   });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { createUserWithTeam, startTestServer } from '../test-server';
+import { StreamCursor } from '../../sdk/stream-cursor';
 import { metricSeries } from '../api/routers/runs';
 
 async function query(base: string, cookie: string, path: string, input: unknown) {
@@ -58,12 +59,12 @@ describe('live run streams', () => {
 
     // Every delivery counted, live or caught up: a duplicate shows as a count of 2.
     const seen = new Map<number, number>();
-    let after: { attempt: number; seq: number } | undefined;
+    const cursor = new StreamCursor();
     const open = () =>
       new Promise<Socket>((resolve, reject) => {
         const s = connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie: owner.cookie }, reconnection: false });
         s.on('stream', (batch: any) => {
-          after = { attempt: batch.attempt, seq: batch.seq };
+          cursor.saw(batch);
           if (batch.kind === 'metrics') batch.items.forEach((m: any) => seen.set(m.step, (seen.get(m.step) ?? 0) + 1));
         });
         s.on('connect', async () => {
@@ -78,12 +79,12 @@ describe('live run streams', () => {
     await send(0, [1, 2, 3]);
     await new Promise((r) => setTimeout(r, 200));
     expect([...seen.keys()].sort((a, b) => a - b)).toEqual([1, 2, 3]);
-    expect(after).toEqual({ attempt: 1, seq: 0 });
+    expect(cursor.after).toEqual({ attempt: 1, seq: 0 });
     socket.close();
     await send(1, [4, 5]); // missed while disconnected
     await send(1, [4, 5]); // and a replayed batch: no duplicate
     socket = await open();
-    const missed = await query(server.url, owner.cookie, 'runs.since', { teamId, jobId: job.id, after });
+    const missed = await query(server.url, owner.cookie, 'runs.since', { teamId, jobId: job.id, after: cursor.after });
     expect(missed).toMatchObject({ through: { attempt: 1, seq: 1 }, complete: true });
     for (const m of missed.metrics) seen.set(m.step, (seen.get(m.step) ?? 0) + 1);
     await send(2, [6]);

@@ -133,14 +133,14 @@ export const runsRouter = router({
     }),
 
   /**
-   * Everything stored after the position (attempt, seq) of the last stream batch a client saw:
-   * no gap and no duplicate after a reconnect (server/streams/positions.ts). Ask again after
-   * `through` until `complete`.
+   * Everything stored after a position (attempt, seq): the catch-up after a reconnect, from
+   * where sdk/stream-cursor.ts says, with no gap and no duplicate (server/streams/positions.ts).
+   * Ask again after `through` until `complete`.
    */
   since: teamProcedure('VIEWER')
     .input(
       jobInput.extend({
-        after: z.object({ attempt: z.number().int().min(0), seq: z.number().int().min(0) }).optional(),
+        after: z.object({ attempt: z.number().int().min(0), seq: z.number().int().min(-1) }).optional(),
         limit: z.number().int().min(1).max(10_000).default(5_000),
       }),
     )
