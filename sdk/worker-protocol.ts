@@ -141,6 +141,13 @@ export const streamResponseSchema = z.object({ accepted: z.boolean(), duplicate:
  */
 export const STREAM_EVENT = 'stream';
 export const STREAM_SOCKET_MAX_BYTES = 512_000;
+/**
+ * How many batches of an attempt a worker keeps under way over the socket. Each is published to
+ * the run's watchers as soon as it is fenced, so a slow commit does not hold up the next one; a
+ * worker that gets a failure sends again from the failed batch, in order (the server counts on
+ * that: server/streams/stored-marks.ts). Over HTTP, one at a time.
+ */
+export const STREAM_WINDOW = 4;
 export const streamAckSchema = z.object({
   status: z.number().int(),
   accepted: z.boolean().optional(),
