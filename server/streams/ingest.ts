@@ -39,8 +39,8 @@ export type LiveItems =
  * (attempt, seq) is the batch's position in the run: it only grows while the run streams (an
  * attempt's batches go out in seq order, and a new attempt starts after the last one ended).
  * `stored` is the seq of the same attempt up to which everything is committed (stored-marks.ts):
- * a watcher's catch-up after a reconnect asks for what is after the highest (attempt, stored)
- * it saw, and keeps items it already had once, by their key.
+ * a watcher catches up after a reconnect from there, extended through the batches it holds right
+ * after it (sdk/stream-cursor.ts).
  */
 export type LiveBatch = LiveItems & { jobId: string; attempt: number; seq: number; stored: number };
 
@@ -217,8 +217,9 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
     settled(attemptId, seq);
     return result;
   } catch (error) {
-    // Refused for good; any other failure holds `stored` back until the batch is sent again.
-    if (error instanceof StreamRefused) settled(attemptId, seq);
+    // A stale attempt's batch is refused for good; any other failure holds `stored` back until the
+    // batch is sent again (and a 404 may come from another worker naming this attempt).
+    if (error instanceof StreamRefused && error.status === 409) settled(attemptId, seq);
     throw error;
   } finally {
     release();

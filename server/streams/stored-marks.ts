@@ -8,6 +8,10 @@
 // Watchers catch up after the highest (attempt, stored) they saw; what comes back that they
 // already had live (at most the batches that were in flight) they keep once, by key.
 //
+// A batch refused as invalid (400) is not settled (the request may not be about the attempt it
+// names): a daemon drops it, and its attempt's `stored` stays behind it, which only makes its
+// watchers' catch-ups send again some of what they had (they keep it once).
+//
 // Batches before the first one this server sees of an attempt count as stored: a worker sends
 // an attempt's batches in order and, after a failure, sends again from the oldest unanswered one
 // (gpu-worker/daemon.ts), so those were answered, which happens only once they are committed.
