@@ -150,6 +150,10 @@ async function pooledTransaction<T>(db: Db, work: (query: Query) => Promise<T>):
   const client = await poolOf(db).connect();
   let begun = false;
   let broken = false;
+  // A checked-out connection the database drops between two statements (a restart) emits
+  // 'error', which unheard ends the process; the next statement fails and the batch with it.
+  const dropped = () => (broken = true);
+  client.on('error', dropped);
   const query = async <R>(sql: Prisma.Sql): Promise<R[]> => {
     if (begun) return (await client.query(sql.text, sql.values)).rows as R[];
     begun = true;
@@ -165,6 +169,7 @@ async function pooledTransaction<T>(db: Db, work: (query: Query) => Promise<T>):
     if (begun) await client.query('ROLLBACK').catch(() => (broken = true));
     throw error;
   } finally {
+    client.off('error', dropped);
     client.release(broken);
   }
 }
