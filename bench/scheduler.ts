@@ -6,6 +6,9 @@
  * The control plane runs as its own process (server/reliability/server-process.ts: main.ts's
  * composition without the web app); simulated workers are HTTP + socket.io clients speaking
  * sdk/worker-protocol.ts, and browsers are socket.io clients, all in this process.
+ *
+ * BENCH_ONLY=fanout (comma-separated: submit, drain, fanout, series) runs only those sections,
+ * for iterating on one of them; quoted figures come from a full run.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,7 +18,7 @@ import path from 'node:path';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { io as connect, type Socket } from 'socket.io-client';
-import { type Assignment } from '../sdk/worker-protocol';
+import { type Assignment, STREAM_EVENT, STREAM_WINDOW, type StreamAck, type StreamBatch } from '../sdk/worker-protocol';
 import { rebuildRollups } from '../server/streams/rollup';
 import { metricSeries } from '../server/api/routers/runs';
 import { createDb } from '../server/db/client';
@@ -30,10 +33,13 @@ const FANOUT_CLIENTS = 100;
 const FANOUT_EVENTS_PER_S = 1_000;
 const FANOUT_SECONDS = 5;
 const SERIES_POINTS = 1_000_000;
+const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const runs = (section: 'submit' | 'drain' | 'fanout' | 'series') => !ONLY || ONLY.includes(section);
 
 const emit = (name: string, value: number, unit: string, extra: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ name, value: Math.round(value * 100) / 100, unit, ...extra })}\n`);
 const now = () => performance.timeOrigin + performance.now();
+const round = (v: number) => Math.round(v * 100) / 100;
 
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -70,6 +76,12 @@ class SimWorker {
     const json = (await res.json()) as unknown;
     if (!res.ok) throw new Error(`${route}: ${res.status} ${JSON.stringify(json)}`);
     return json;
+  }
+
+  /** A stream batch the way the daemon sends it while connected: over the socket, acked once stored. */
+  async stream(batch: StreamBatch): Promise<void> {
+    const ack = (await this.socket.timeout(30_000).emitWithAck(STREAM_EVENT, batch)) as StreamAck;
+    if (ack.status !== 200) throw new Error(`stream: ${ack.status} ${ack.error ?? ''}`);
   }
 
   start(a: Assignment) {
@@ -261,55 +273,93 @@ async function fanout(url: string, team: Team, workers: SimWorker[]): Promise<nu
   const { w, a } = await got;
   const clients = await openClients(url, team, `run:${job.id}`, FANOUT_CLIENTS);
   const latencies: number[] = [];
+  // Per batch, when its first item reached the first client: the server's part without the
+  // other 99 clients' turns in this one process.
+  const firstArrival = new Map<number, number>();
   let measuring = true;
   for (const c of clients) {
-    c.on('stream', (batch: { items: Array<{ value: number }> }) => {
+    c.on('stream', (batch: { seq: number; items: Array<{ value: number }> }) => {
       const t = now();
-      if (measuring) for (const m of batch.items) latencies.push(t - m.value);
+      if (!measuring) return;
+      for (const m of batch.items) latencies.push(t - m.value);
+      if (!firstArrival.has(batch.seq)) firstArrival.set(batch.seq, t - batch.items[0].value);
     });
   }
   const batchesPerSecond = 50;
   const perBatch = FANOUT_EVENTS_PER_S / batchesPerSecond;
   let seq = 0;
   let step = 0;
-  const inflight = new Set<Promise<unknown>>();
+  // As the daemon does (gpu-worker/daemon.ts): batches queue, up to STREAM_WINDOW are under way
+  // over the socket, and each leaves the queue when its ack (sent once it is stored) comes.
+  const queue: StreamBatch[] = [];
+  const stored: number[] = [];
+  let inFlight = 0;
+  let allAcked!: () => void;
+  const acked = new Promise<void>((resolve) => (allAcked = resolve));
+  let producing = true;
+  const pump = () => {
+    while (inFlight < STREAM_WINDOW && queue.length > 0) {
+      const batch = queue.shift()!;
+      const sent = now();
+      inFlight++;
+      void w.stream(batch).then(() => {
+        stored.push(now() - sent);
+        inFlight--;
+        if (!producing && inFlight === 0 && queue.length === 0) allAcked();
+        pump();
+      });
+    }
+  };
   const t0 = now();
   while (now() - t0 < FANOUT_SECONDS * 1000) {
     const due = t0 + (seq * 1000) / batchesPerSecond;
     if (due > now()) await sleep(due - now());
     const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() }));
-    const p = w.post('/api/workers/stream', { attemptId: a.attemptId, fencingToken: a.fencingToken, seq: seq++, kind: 'metrics', items });
-    inflight.add(p);
-    void p.finally(() => inflight.delete(p));
+    queue.push({ attemptId: a.attemptId, fencingToken: a.fencingToken, seq: seq++, kind: 'metrics', items });
+    pump();
   }
-  await Promise.all(inflight);
+  producing = false;
+  if (inFlight > 0 || queue.length > 0) await acked;
   await sleep(1_000);
   measuring = false;
   const expected = step * FANOUT_CLIENTS;
+  const first = [...firstArrival.values()];
   emit('fanout_p50_ms', quantile(latencies, 0.5), 'ms', { events_per_s: FANOUT_EVENTS_PER_S, clients: FANOUT_CLIENTS, delivered: latencies.length, expected });
   const p99 = quantile(latencies, 0.99);
-  emit('fanout_p99_ms', p99, 'ms', { events_per_s: FANOUT_EVENTS_PER_S, clients: FANOUT_CLIENTS, batches_per_s: batchesPerSecond });
+  emit('fanout_p99_ms', p99, 'ms', {
+    events_per_s: FANOUT_EVENTS_PER_S, clients: FANOUT_CLIENTS, batches_per_s: batchesPerSecond, via: `worker socket.io, ${STREAM_WINDOW} batches under way`,
+    first_client_p50_ms: round(quantile(first, 0.5)), first_client_p99_ms: round(quantile(first, 0.99)),
+    stored_ack_p50_ms: round(quantile(stored, 0.5)), stored_ack_p99_ms: round(quantile(stored, 0.99)),
+  });
   clients.forEach((c) => c.close());
   await w.finish(a);
   return p99;
 }
 
-/** A bare socket.io server in its own process, and the same 100 clients echoing through it. */
+/**
+ * A bare socket.io server in its own process, and the same 100 clients echoing through it. Then,
+ * as a floor for the fan-out, the same server relaying the fan-out's batches from one client to
+ * a room of the 100: what remains of the fan-out's latency with no database and no checks, most
+ * of it the 100 clients taking their turns in this one process.
+ */
 async function echo(): Promise<number> {
   const script = `
     const http = require('node:http'); const { Server } = require('socket.io');
     const server = http.createServer(); const io = new Server(server);
-    io.on('connection', (s) => s.on('echo', (m, ack) => ack(m)));
+    io.on('connection', (s) => {
+      s.on('echo', (m, ack) => ack(m));
+      s.on('join', (room, ack) => { s.join(room); ack(); });
+      s.on('relay', (m) => io.to('room').emit('stream', m));
+    });
     server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => child.stdout.on('data', (d: Buffer) => { const m = /port (\d+)/.exec(d.toString()); if (m) resolve(Number(m[1])); }));
-  const clients = await Promise.all(
-    Array.from({ length: FANOUT_CLIENTS }, async () => {
-      const s = connect(`http://127.0.0.1:${port}`, { forceNew: true, transports: ['websocket'], reconnection: false });
-      await new Promise<void>((resolve) => s.once('connect', () => resolve()));
-      return s;
-    }),
-  );
+  const open = async () => {
+    const s = connect(`http://127.0.0.1:${port}`, { forceNew: true, transports: ['websocket'], reconnection: false });
+    await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+    return s;
+  };
+  const clients = await Promise.all(Array.from({ length: FANOUT_CLIENTS }, open));
   const rtts: number[] = [];
   const t0 = now();
   // 1,000 echoes a second spread over the clients, for as long as the fan-out ran.
@@ -323,10 +373,33 @@ async function echo(): Promise<number> {
     inflight.push(c.emitWithAck('echo', { sent }).then(() => void rtts.push(now() - sent)));
   }
   await Promise.all(inflight);
-  clients.forEach((c) => c.close());
-  child.kill();
   const p99 = quantile(rtts, 0.99);
   emit('echo_p99_ms', p99, 'ms', { clients: FANOUT_CLIENTS, echoes: rtts.length, what: 'round trip through a bare socket.io server' });
+
+  await Promise.all(clients.map((c) => c.emitWithAck('join', 'room')));
+  const publisher = await open();
+  const relayed: number[] = [];
+  let measuring = true;
+  for (const c of clients) c.on('stream', (batch: { items: Array<{ value: number }> }) => {
+    const t = now();
+    if (measuring) for (const m of batch.items) relayed.push(t - m.value);
+  });
+  const perBatch = FANOUT_EVENTS_PER_S / 50;
+  let step = 0;
+  const r0 = now();
+  for (let seq = 0; now() - r0 < FANOUT_SECONDS * 1000; seq++) {
+    const due = r0 + seq * 20;
+    if (due > now()) await sleep(due - now());
+    publisher.emit('relay', { jobId: 'bench', kind: 'metrics', attempt: 1, seq, items: Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() })) });
+  }
+  await sleep(1_000);
+  measuring = false;
+  emit('broadcast_floor_p99_ms', quantile(relayed, 0.99), 'ms', {
+    p50_ms: round(quantile(relayed, 0.5)), clients: FANOUT_CLIENTS, delivered: relayed.length, expected: step * FANOUT_CLIENTS,
+    what: 'the same batches relayed by a bare socket.io server to the same clients',
+  });
+  [...clients, publisher].forEach((c) => c.close());
+  child.kill();
   return p99;
 }
 
@@ -385,19 +458,20 @@ async function main(): Promise<void> {
       beats[i] = setInterval(() => void w.post('/api/workers/heartbeat', {}).catch(() => {}), 5_000);
     }, (i * 5_000) / WORKERS));
 
-    await submitLatency(url, team, workers);
-    const counter = await statementCounter(databaseUrl);
-    const placements = await drain(url, databaseUrl, team, workers, counter, server.child.pid);
-    const boss = await pgBoss(databaseUrl, counter);
-    await counter.end();
-    emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
-    // BENCH_ONLY_SCHEDULER=1: the scheduler's figures alone, for quicker profiling runs.
-    if (!process.env.BENCH_ONLY_SCHEDULER) {
+    if (runs('submit')) await submitLatency(url, team, workers);
+    if (runs('drain')) {
+      const counter = await statementCounter(databaseUrl);
+      const placements = await drain(url, databaseUrl, team, workers, counter, server.child.pid);
+      const boss = await pgBoss(databaseUrl, counter);
+      await counter.end();
+      emit('placement_vs_pgboss', placements / boss, 'ratio', { target: '>= 1.0' });
+    }
+    if (runs('fanout')) {
       const fan = await fanout(url, team, workers);
       const echoP99 = await echo();
       emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2' });
-      await series(url, databaseUrl, team);
     }
+    if (runs('series')) await series(url, databaseUrl, team);
 
     beats.forEach((b) => clearInterval(b));
     workers.forEach((w) => w.socket.close());

@@ -33,6 +33,8 @@ interface Event {
   type: string;
   attemptId?: string;
   detail?: unknown;
+  /** For stream batches: how it came. */
+  via?: 'socket' | 'http';
 }
 
 class FakeControlPlane {
@@ -47,11 +49,29 @@ class FakeControlPlane {
   readonly finishes: { attemptId: string; outcome: string; reason: string }[] = [];
   /** Handed out by the next heartbeat (the polling fallback). */
   readonly pollAssignments: Assignment[] = [];
-  /** Attempts whose lease was taken over: their writes get 409. */
+  /** Attempts whose lease was taken over: their writes get 409, and heartbeats say so. */
   readonly fenced = new Set<string>();
+  /** Attempts whose writes get 409 while heartbeats still renew them (a lease lost between two). */
+  readonly writesFenced = new Set<string>();
   readonly sockets: Socket[] = [];
-  /** While true every request fails at the network level (the connection is dropped). */
-  down = false;
+  /** Sockets are refused (the daemon must stream over HTTP). */
+  refuseSockets = false;
+  private isDown = false;
+  /** While true every request fails at the network level (the connection is dropped), sockets too. */
+  get down(): boolean {
+    return this.isDown;
+  }
+  set down(value: boolean) {
+    this.isDown = value;
+    if (value) this.dropSockets();
+  }
+
+  /** Closes every connection as a network failure would (the daemon reconnects, as it would not after a server-side disconnect). */
+  dropSockets(): void {
+    // engine.io keeps its connections in a protected map; closing one looks like a dropped network to the client.
+    const clients = (this.io.engine as unknown as { clients: Record<string, { close(): void }> }).clients;
+    for (const client of Object.values(clients)) client.close();
+  }
 
   constructor() {
     this.http = createServer((req, res) => {
@@ -70,7 +90,9 @@ class FakeControlPlane {
         },
       );
     });
-    this.io = new IoServer(this.http);
+    // Refused at the handshake (not by a namespace middleware, after which a client stops
+    // reconnecting), so the daemon's socket comes back once the server does.
+    this.io = new IoServer(this.http, { allowRequest: (_req, callback) => callback(null, !(this.down || this.refuseSockets)) });
     this.io.of('/workers').use((socket, next) => {
       if ((socket.handshake.auth as { credential?: string }).credential === CREDENTIAL) next();
       else next(new Error('unauthorised'));
@@ -78,6 +100,10 @@ class FakeControlPlane {
     this.io.of('/workers').on('connection', (socket) => {
       this.sockets.push(socket);
       socket.on('disconnect', () => this.sockets.splice(this.sockets.indexOf(socket), 1));
+      socket.on('stream', (payload: unknown, ack: (answer: unknown) => void) => {
+        const [status, body] = this.stream(streamBatchSchema.parse(payload), 'socket');
+        ack({ status, ...(body as object) });
+      });
     });
   }
 
@@ -97,6 +123,17 @@ class FakeControlPlane {
   items(attemptId: string, kind: StreamBatch['kind']): Record<string, unknown>[] {
     const byseq = [...(this.batches.get(attemptId)?.values() ?? [])].sort((a, b) => a.seq - b.seq);
     return byseq.filter((b) => b.kind === kind).flatMap((b) => b.items as Record<string, unknown>[]);
+  }
+
+  private stream(batch: StreamBatch, via: 'socket' | 'http'): [number, unknown] {
+    const refused = this.fenced.has(batch.attemptId) || this.writesFenced.has(batch.attemptId);
+    this.events.push({ type: 'stream', attemptId: batch.attemptId, detail: refused ? 409 : 200, via });
+    if (refused) return [409, { error: 'lease lost' }];
+    const seqs = this.batches.get(batch.attemptId) ?? new Map<number, StreamBatch>();
+    this.batches.set(batch.attemptId, seqs);
+    const duplicate = seqs.has(batch.seq);
+    seqs.set(batch.seq, batch);
+    return [200, { accepted: true, duplicate }];
   }
 
   private async handle(req: IncomingMessage): Promise<[number, unknown]> {
@@ -127,17 +164,8 @@ class FakeControlPlane {
         this.events.push({ type: 'start', attemptId });
         return this.fenced.has(attemptId) ? [409, { error: 'lease lost' }] : [200, { ok: true }];
       }
-      case '/api/workers/stream': {
-        const batch = streamBatchSchema.parse(json());
-        const refused = this.fenced.has(batch.attemptId);
-        this.events.push({ type: 'stream', attemptId: batch.attemptId, detail: refused ? 409 : 200 });
-        if (refused) return [409, { error: 'lease lost' }];
-        const seqs = this.batches.get(batch.attemptId) ?? new Map<number, StreamBatch>();
-        this.batches.set(batch.attemptId, seqs);
-        const duplicate = seqs.has(batch.seq);
-        seqs.set(batch.seq, batch);
-        return [200, { accepted: true, duplicate }];
-      }
+      case '/api/workers/stream':
+        return this.stream(streamBatchSchema.parse(json()), 'http');
       case '/api/workers/checkpoints': {
         const q = checkpointQuerySchema.parse(Object.fromEntries(url.searchParams));
         if (this.fenced.has(q.attemptId)) return [409, { error: 'lease lost' }];
@@ -241,6 +269,8 @@ describe('worker daemon', () => {
     server.push(banditAssignment('a1', 3, 2));
     await until('the finish of a1', () => server.finishes.some((f) => f.attemptId === 'a1'));
     expect(server.finishes.find((f) => f.attemptId === 'a1')).toMatchObject({ outcome: 'succeeded' });
+    // Connected: every batch went over the socket, none as an HTTP request.
+    expect(new Set(server.events.filter((e) => e.attemptId === 'a1' && e.type === 'stream').map((e) => e.via))).toEqual(new Set(['socket']));
 
     const mine = server.events.filter((e) => e.attemptId === 'a1');
     expect(mine[0].type).toBe('start');
@@ -264,14 +294,17 @@ describe('worker daemon', () => {
       return server.events.some((e) => e.attemptId === 'a2' && e.type === 'stream');
     });
     expect(alive(pid)).toBe(true);
-    server.fenced.add('a2');
+    server.writesFenced.add('a2');
     await until('a2 dropped', () => !daemon.jobs.has('a2'));
     await until('its runner gone', () => !alive(pid), 5000);
     const refusedAt = server.events.findIndex((e) => e.attemptId === 'a2' && e.type === 'stream' && e.detail === 409);
     expect(refusedAt).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 1000));
-    // Batches go one at a time: after the refused one, nothing (no batch, checkpoint or finish).
-    expect(server.events.slice(refusedAt + 1).filter((e) => e.attemptId === 'a2')).toEqual([]);
+    // After the refused one, at most the batches already under way with it (refused too), and
+    // nothing else: no new batch, checkpoint or finish.
+    const after = server.events.slice(refusedAt + 1).filter((e) => e.attemptId === 'a2');
+    expect(after.length).toBeLessThan(4);
+    expect(after.every((e) => e.type === 'stream' && e.detail === 409)).toBe(true);
     expect(server.finishes.some((f) => f.attemptId === 'a2')).toBe(false);
     expect(logs.some((l) => l.includes('attempt a2: lease lost'))).toBe(true);
   });
@@ -311,6 +344,18 @@ describe('worker daemon: outages and signals', () => {
     const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward').map((m) => m.step);
     expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i));
     expect(stepsBefore).toBeLessThan(11);
+  });
+
+  test('without the socket, batches go over HTTP', async () => {
+    server.refuseSockets = true;
+    server.dropSockets();
+    server.pollAssignments.push(banditAssignment('h1', 3, 1000));
+    await until('the finish of h1', () => server.finishes.some((f) => f.attemptId === 'h1'));
+    const batches = server.events.filter((e) => e.attemptId === 'h1' && e.type === 'stream');
+    expect(batches.length).toBeGreaterThan(0);
+    expect(new Set(batches.map((e) => e.via))).toEqual(new Set(['http']));
+    server.refuseSockets = false;
+    await until('the push channel again', () => server.sockets.length > 0, 40_000);
   });
 
   test('a cancel pushed over socket.io stops the job at once, without a checkpoint', async () => {

@@ -8,8 +8,9 @@
  * job runner child process (job-runner/), so training never stalls this event loop.
  *
  * Streams: the runner's batches are numbered per attempt (seq 0, 1, 2, …) as they arrive and sent
- * in that order, each retried with backoff until the server takes it, so a batch is never lost or
- * reordered and a retried one is recognised by its seq. Every write carries the attempt's fencing
+ * in that order, each retried with backoff until the server takes it, so a batch is never lost
+ * and a retried one is recognised by its seq. They go over the socket.io connection while it is
+ * up (an ack per batch, a few under way at once) and over HTTP, one at a time, otherwise. Every write carries the attempt's fencing
  * token; a 409 (or a heartbeat saying the lease is invalid) means the job was given to someone
  * else: the runner is killed and nothing more is sent for it.
  *
@@ -35,6 +36,10 @@ import {
   heartbeatResponseSchema,
   registerResponseSchema,
   sampleRequestSchema,
+  STREAM_EVENT,
+  STREAM_SOCKET_MAX_BYTES,
+  STREAM_WINDOW,
+  streamAckSchema,
 } from '../sdk/worker-protocol';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -414,26 +419,41 @@ export class WorkerDaemon {
     void this.pump(job);
   }
 
-  /** Sends queued batches in order; retries each until taken, or until the lease is lost. */
+  /**
+   * Sends queued batches in order; retries each until taken, or until the lease is lost. Over the
+   * socket up to STREAM_WINDOW are under way at once: the server publishes each to the run's
+   * watchers as soon as it is fenced and answers once it is stored, so a slow write does not
+   * hold up the next batch's publication. They are answered in order; after a failure, the ones
+   * taken leave the queue and the rest go again from the failed one.
+   */
   private async pump(job: DaemonJob): Promise<void> {
     if (job.pumping) return;
     job.pumping = true;
+    const sending = new Map<QueuedBatch, Promise<void>>();
+    const taken = new Set<QueuedBatch>();
     try {
       let failures = 0;
       while (job.queue.length > 0 && !job.lost && !this.stopped) {
+        const window = this.socket?.connected ? STREAM_WINDOW : 1;
+        for (const b of job.queue.slice(0, window)) {
+          if (sending.has(b)) continue;
+          const sent = this.sendBatch({ attemptId: job.assignment.attemptId, fencingToken: job.assignment.fencingToken, seq: b.seq, kind: b.kind, items: b.items });
+          sent.then(() => taken.add(b), () => undefined);
+          sending.set(b, sent);
+        }
         const batch = job.queue[0];
         try {
-          await this.json('POST', '/api/workers/stream', {
-            attemptId: job.assignment.attemptId,
-            fencingToken: job.assignment.fencingToken,
-            seq: batch.seq,
-            kind: batch.kind,
-            items: batch.items,
-          });
+          await sending.get(batch);
+          sending.delete(batch);
           job.queue.shift();
           job.sent++;
           failures = 0;
         } catch (e) {
+          await Promise.allSettled(sending.values());
+          sending.clear();
+          const before = job.queue.length;
+          job.queue = job.queue.filter((b) => b === batch || !taken.has(b));
+          job.sent += before - job.queue.length;
           if (e instanceof HttpStatusError && e.status === 409) {
             this.loseJob(job, 'the server refused a stream batch (409)');
           } else if (!transient(e)) {
@@ -442,12 +462,28 @@ export class WorkerDaemon {
           } else {
             await sleep(backoff(++failures));
           }
+        } finally {
+          taken.delete(batch);
         }
       }
     } finally {
       job.pumping = false;
       if (job.queue.length === 0 || job.lost) for (const w of job.emptied.splice(0)) w();
     }
+  }
+
+  /** One batch, over the socket when it is connected (acked once stored), else over HTTP. */
+  private async sendBatch(body: { attemptId: string; fencingToken: string; seq: number; kind: StreamKind; items: unknown[] }): Promise<void> {
+    const socket = this.socket;
+    const text = JSON.stringify(body);
+    if (!socket?.connected || text.length > STREAM_SOCKET_MAX_BYTES) {
+      await this.request('POST', '/api/workers/stream', { body: new TextEncoder().encode(text), contentType: 'application/json' });
+      return;
+    }
+    // A disconnect fails the ack at once (socket.io-client), and the retry goes over HTTP.
+    const answer = streamAckSchema.safeParse(await socket.timeout(30_000).emitWithAck(STREAM_EVENT, body));
+    if (!answer.success) throw new Error('the server answered a stream batch with something else than an ack');
+    if (answer.data.status >= 300) throw new HttpStatusError(answer.data.status, answer.data.error ?? '');
   }
 
   private flushed(job: DaemonJob): Promise<void> {

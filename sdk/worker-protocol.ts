@@ -133,6 +133,30 @@ export type StreamBatch = z.infer<typeof streamBatchSchema>;
 export const streamResponseSchema = z.object({ accepted: z.boolean(), duplicate: z.boolean() });
 
 /**
+ * The same batch over the worker's socket.io connection (namespace /workers): event `stream`
+ * with the batch and an ack, which saves an HTTP request and a credential lookup per batch. The
+ * ack comes once the batch is stored and carries the HTTP route's status and answer: 200 with
+ * { accepted, duplicate }, 400, 404, 409 (stop: the lease is lost) or 500 (retry the same seq).
+ * Batches larger than STREAM_SOCKET_MAX_BYTES go over HTTP.
+ */
+export const STREAM_EVENT = 'stream';
+export const STREAM_SOCKET_MAX_BYTES = 512_000;
+/**
+ * How many batches of an attempt a worker keeps under way over the socket. Each is published to
+ * the run's watchers as soon as it is fenced, so a slow commit does not hold up the next one; a
+ * worker that gets a failure sends again from the failed batch, in order (the server counts on
+ * that: server/streams/stored-marks.ts). Over HTTP, one at a time.
+ */
+export const STREAM_WINDOW = 4;
+export const streamAckSchema = z.object({
+  status: z.number().int(),
+  accepted: z.boolean().optional(),
+  duplicate: z.boolean().optional(),
+  error: z.string().optional(),
+});
+export type StreamAck = z.infer<typeof streamAckSchema>;
+
+/**
  * PUT /api/workers/checkpoints?attemptId=…&fencingToken=…&kind=TRAINING|SAMPLER&step=N[&adapter=1]
  * with the checkpoint file as the body (application/octet-stream); answers { checkpointId, storageKey }.
  */

@@ -1,5 +1,6 @@
 import { io as connectSocket, type Socket } from 'socket.io-client';
 import type { Api, Connection } from './client';
+import { StreamCursor } from '../stream-cursor';
 import { CliError, EXIT, keyRefused } from './errors';
 
 // Following a run live: socket.io room run:<jobId> for stream batches and state changes, with a
@@ -15,6 +16,7 @@ export interface MetricItem {
   value: number;
 }
 export interface LogItem {
+  /** attempt:seq:line, unique per run. */
   id: string;
   level: string;
   message: string;
@@ -49,8 +51,9 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
   const pollMs = o.pollMs ?? 2_000;
   const giveUpMs = o.giveUpMs ?? 60_000;
   const seenLogs = new Set<string>();
-  let afterMetricId = 0n;
-  let afterLogId = 0n;
+  // Where a catch-up starts: after what was seen live or caught up (sdk/stream-cursor.ts).
+  const cursor = new StreamCursor();
+  const logId = (l: { attempt: number; seq: number; line: number }) => `${l.attempt}:${l.seq}:${l.line}`;
   let lastAnswer = Date.now();
   let finished = false;
   let socket: Socket | null = null;
@@ -74,8 +77,8 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     o.signal?.addEventListener('abort', onAbort);
 
     const logs = (items: LogItem[]) => {
-      const fresh = items.filter((l) => !seenLogs.has(String(l.id)));
-      for (const l of fresh) seenLogs.add(String(l.id));
+      const fresh = items.filter((l) => !seenLogs.has(l.id));
+      for (const l of fresh) seenLogs.add(l.id);
       if (fresh.length > 0) o.onLogs?.(fresh);
     };
 
@@ -83,19 +86,16 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     const catchUp = () => {
       catchingUp ??= (async () => {
         try {
+          let after = cursor.after;
           for (let page = 0; page < 1000; page++) {
-            const got = await conn.api.runs.since.query({ teamId: conn.teamId, jobId, afterMetricId, afterLogId });
+            const got = await conn.api.runs.since.query({ teamId: conn.teamId, jobId, after });
             if (finished) return;
             lastAnswer = Date.now();
-            if (got.metrics.length > 0) {
-              afterMetricId = got.metrics[got.metrics.length - 1].id;
-              o.onMetrics?.(got.metrics);
-            }
-            if (got.logs.length > 0) {
-              afterLogId = got.logs[got.logs.length - 1].id;
-              logs(got.logs.map((l) => ({ ...l, id: l.id.toString() })));
-            }
-            if (got.complete) break;
+            if (got.metrics.length > 0) o.onMetrics?.(got.metrics.map(({ key, step, value }) => ({ key, step, value })));
+            if (got.logs.length > 0) logs(got.logs.map((l) => ({ id: logId(l), level: l.level, message: l.message, time: l.time })));
+            for (const row of [...got.metrics, ...got.logs, ...got.rollouts]) cursor.saw(row);
+            if (got.complete || !got.through) break;
+            after = got.through;
           }
         } finally {
           catchingUp = null;
@@ -147,16 +147,14 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     socket.on('connect_error', (e: Error) => {
       if (e.message.startsWith('UNAUTHORIZED')) fail(keyRefused(conn.keySource));
     });
-    socket.on('stream', (batch: { jobId: string; kind: string; items: unknown[] }) => {
+    socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: unknown[] }) => {
       if (batch.jobId !== jobId) return;
+      cursor.saw(batch);
       if (batch.kind === 'metrics') {
-        const items = batch.items as Array<MetricItem & { id: string }>;
-        for (const m of items) if (BigInt(m.id) > afterMetricId) afterMetricId = BigInt(m.id);
-        o.onMetrics?.(items);
+        o.onMetrics?.(batch.items as MetricItem[]);
       } else if (batch.kind === 'logs') {
-        const items = batch.items as LogItem[];
-        for (const l of items) if (BigInt(l.id) > afterLogId) afterLogId = BigInt(l.id);
-        logs(items);
+        const items = batch.items as Array<{ line: number; level: string; message: string; time: string }>;
+        logs(items.map((l) => ({ id: logId({ ...batch, line: l.line }), level: l.level, message: l.message, time: l.time })));
       }
     });
     socket.on('job', (event: { jobId: string }) => {

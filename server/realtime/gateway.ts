@@ -3,11 +3,11 @@ import { createAdapter } from '@socket.io/postgres-adapter';
 import type pg from 'pg';
 import { Server } from 'socket.io';
 import { z } from 'zod';
-import { type Assignment, type SampleRequest, sampleDoneSchema, sampleTokenSchema } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleRequest, sampleDoneSchema, sampleTokenSchema, STREAM_EVENT, streamBatchSchema, type StreamAck } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
-import type { StoredBatch } from '../streams/ingest';
+import { ingestBatch, type LiveBatch, StreamRefused } from '../streams/ingest';
 import { authenticateWorker } from '../workers/api';
 
 /** Rooms a browser may join: a run (job) of one of its teams, or a team's job list. */
@@ -16,8 +16,8 @@ const subscribeInput = z.object({ room: z.string().regex(/^(run|team):[A-Za-z0-9
 /** What the rest of the server sends to live clients: browsers in rooms, and worker daemons. */
 export interface RealtimeHub {
   io: Server;
-  /** A stored stream batch of a run, to its watchers (event "stream"). */
-  publishRun(job: { id: string; teamId: string }, batch: StoredBatch): void;
+  /** A stream batch of a run, to its watchers (event "stream"), as soon as it is fenced and claimed. */
+  publishRun(job: { id: string; teamId: string }, batch: LiveBatch): void;
   /** A job of the team changed state (event "job"), for live job lists and run pages. */
   jobChanged(teamId: string, jobId: string): void;
   /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
@@ -97,9 +97,25 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
       next(new Error('UNAUTHORIZED: unknown or revoked worker credential'));
     }
   });
+  const publishRun = (job: { id: string }, batch: LiveBatch) => void io.to(`run:${job.id}`).emit('stream', batch);
   workers.on('connection', (socket) => {
     const workerId = socket.data.workerId as string;
     void socket.join(`worker:${workerId}`);
+    // Stream batches, as over HTTP (server/workers/api.ts) but without a request and a credential
+    // lookup each: the connection was authenticated once, and the fence checks the worker again.
+    socket.on(STREAM_EVENT, async (payload: unknown, ack?: (answer: StreamAck) => void) => {
+      const reply = typeof ack === 'function' ? ack : () => {};
+      const parsed = streamBatchSchema.safeParse(payload);
+      if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
+      try {
+        const result = await ingestBatch(db, workerId, parsed.data, publishRun);
+        reply({ status: 200, accepted: !result.duplicate, duplicate: result.duplicate });
+      } catch (error) {
+        if (error instanceof StreamRefused) return reply({ status: error.status, error: error.message });
+        console.error('[realtime] stream batch not stored:', (error as Error).message);
+        reply({ status: 500, error: 'The batch could not be stored: send it again' });
+      }
+    });
     // A worker answers only for attempts it holds and that are still active; the answer goes to
     // the run's room. Checked against the database, remembered for a few seconds per attempt.
     const held = new Map<string, { jobId: string | null; at: number }>();
@@ -138,7 +154,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
 
   return {
     io,
-    publishRun: (job, batch) => void io.to(`run:${job.id}`).emit('stream', { jobId: job.id, ...batch }),
+    publishRun,
     jobChanged: (teamId, jobId) => {
       io.to(`team:${teamId}`).emit('job', { jobId });
       io.to(`run:${jobId}`).emit('job', { jobId });

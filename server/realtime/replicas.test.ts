@@ -36,9 +36,9 @@ describe('two server replicas', () => {
     const received = new Promise<any>((resolve) => socket.on('stream', resolve));
     // Published by replica B (as if its worker API had stored the batch), a large one included.
     const big = 'x'.repeat(20_000);
-    b.realtime.publishRun({ id: job.id, teamId: owner.team.id }, { kind: 'logs', items: [{ id: '1', line: 0, level: 'info', message: big, time: new Date().toISOString() }] });
+    b.realtime.publishRun({ id: job.id, teamId: owner.team.id }, { jobId: job.id, attempt: 1, seq: 0, stored: 0, kind: 'logs', items: [{ line: 0, level: 'info', message: big, time: new Date().toISOString() }] });
     const batch = await received;
-    expect(batch).toMatchObject({ jobId: job.id, kind: 'logs' });
+    expect(batch).toMatchObject({ jobId: job.id, kind: 'logs', attempt: 1, seq: 0 });
     expect(batch.items[0].message).toHaveLength(20_000);
     socket.close();
   });

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTemplate } from '../../env-templates/load-template';
+import { StreamCursor } from '../../sdk/stream-cursor';
 import { API_KEY_PREFIX } from '../auth/caller';
 import { hashSecret, newSecret } from '../auth/tokens';
 import type { Db } from '../db/client';
@@ -191,24 +192,36 @@ export async function jobState(db: Db, jobId: string) {
 
 /**
  * A browser watching a run over socket.io: it subscribes on every (re)connect and then asks
- * runs.since for everything after the last metric id it saw, as the web app does.
+ * runs.since for everything after what it holds (sdk/stream-cursor.ts), as the CLI does. Metrics are keyed by `key:step`, as a chart keeps them.
  */
 export function watchRun(url: string, team: Team, jobId: string) {
-  const metrics = new Map<string, { step: number; key: string }>();
+  const metrics = new Map<string, { step: number; key: string; value: number }>();
+  const cursor = new StreamCursor();
   let connects = 0;
   let caughtUp = 0;
   const socket = connect(url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnectionDelay: 200, reconnectionDelayMax: 1000 });
-  socket.on('stream', (batch: { jobId: string; kind: string; items: Array<{ id: string; step: number; key: string }> }) => {
-    if (batch.jobId === jobId && batch.kind === 'metrics') for (const m of batch.items) metrics.set(m.id, { step: m.step, key: m.key });
+  socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: Array<{ step: number; key: string; value: number }> }) => {
+    if (batch.jobId !== jobId) return;
+    cursor.saw(batch);
+    if (batch.kind === 'metrics') for (const m of batch.items) metrics.set(`${m.key}:${m.step}`, m);
   });
   socket.on('connect', () => {
     connects++;
     void (async () => {
       const ack = (await socket.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
       if (!ack.ok) throw new Error(ack.error);
-      const last = [...metrics.keys()].map(BigInt).reduce((a, b) => (a > b ? a : b), 0n);
-      const missed = await trpc<{ metrics: Array<{ id: string; step: number; key: string }> }>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, afterMetricId: last.toString() }, 'query');
-      for (const m of missed.metrics) metrics.set(String(m.id), { step: m.step, key: m.key });
+      let after = cursor.after;
+      for (;;) {
+        type Row = { attempt: number; seq: number; step: number; key: string; value: number };
+        type Got = { metrics: Row[]; through: { attempt: number; seq: number } | null; complete: boolean };
+        const got = await trpc<Got>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, after }, 'query');
+        for (const m of got.metrics) {
+          metrics.set(`${m.key}:${m.step}`, { step: m.step, key: m.key, value: m.value });
+          cursor.saw(m);
+        }
+        if (got.complete || !got.through) break;
+        after = got.through;
+      }
       caughtUp++;
     })().catch(() => {});
   });
@@ -221,9 +234,9 @@ export function watchRun(url: string, team: Team, jobId: string) {
   };
 }
 
-/** The ids of every stored metric row of a job. */
-export async function metricIds(db: Db, jobId: string): Promise<string[]> {
-  return (await db.metricPoint.findMany({ where: { jobId }, select: { id: true }, orderBy: { id: 'asc' } })).map((r) => r.id.toString());
+/** Every stored metric of a job as `key:step`, the way watchRun keys them. */
+export async function metricKeys(db: Db, jobId: string): Promise<string[]> {
+  return (await db.metricPoint.findMany({ where: { jobId }, select: { key: true, step: true }, orderBy: { id: 'asc' } })).map((r) => `${r.key}:${r.step}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, metricIds, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
+import { jobState, metricKeys, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
 
 // Two server processes on one database: exactly one is the scheduler's leader, every job is
 // placed once, live events reach browsers connected to either replica (the worker streams to
@@ -31,9 +31,9 @@ describe('reliability: two server replicas', () => {
     expect(events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
     expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
 
-    const stored = await metricIds(ctx.t.db, job.id);
+    const stored = await metricKeys(ctx.t.db, job.id);
     for (const w of watchers) {
-      await waitUntil('every metric at both clients', async () => stored.every((id) => w.metrics.has(id)), 10_000);
+      await waitUntil('every metric at both clients', async () => stored.every((k) => w.metrics.has(k)), 10_000);
       w.close();
     }
 

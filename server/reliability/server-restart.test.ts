@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../db/embedded';
-import { jobState, metricIds, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
+import { jobState, metricKeys, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
 
 // The server process dies (kill -9) mid-run and a new one starts on the same address: the
 // worker keeps its job running and reconnects, the run finishes, and a watching browser
@@ -30,8 +30,8 @@ describe('reliability: the server restarts mid-run', () => {
 
     await waitUntil('the job to succeed', async () => (await jobState(ctx.t.db, job.id)) === 'SUCCEEDED', 60_000, 200);
     await waitUntil('the client to have reconnected and caught up', async () => watcher.caughtUp() >= 2, 20_000);
-    const stored = await metricIds(ctx.t.db, job.id);
-    await waitUntil('every stored metric at the client', async () => stored.every((id) => watcher.metrics.has(id)), 10_000);
+    const stored = await metricKeys(ctx.t.db, job.id);
+    await waitUntil('every stored metric at the client', async () => stored.every((k) => watcher.metrics.has(k)), 10_000);
     watcher.close();
     expect([...watcher.metrics.keys()].sort()).toEqual([...stored].sort());
     expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));

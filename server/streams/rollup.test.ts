@@ -3,6 +3,7 @@ import { metricSeries } from '../api/routers/runs';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { ingestBatch } from './ingest';
 import { rebuildRollups, ROLLUP_STEPS } from './rollup';
+import { activeAttempt } from './test-attempts';
 
 /** What a series should be, computed from the points themselves. */
 function expected(values: Map<number, number>, lo: number, hi: number, width: number, origin: number) {
@@ -23,14 +24,16 @@ describe('metric rollups', () => {
   let job: { id: string; teamId: string };
   const values = new Map<number, number>();
   let seq = 0;
-  const send = (items: Array<{ step: number; value: number }>, attempt = 1) =>
-    ingestBatch(t.db, job, attempt, { attemptId: 'a', fencingToken: '1', seq: seq++, kind: 'metrics', items: items.map((i) => ({ ...i, key: 'loss' })) });
+  let attempt: Awaited<ReturnType<typeof activeAttempt>>;
+  const send = (items: Array<{ step: number; value: number }>) =>
+    ingestBatch(t.db, attempt.workerId, { attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, seq: seq++, kind: 'metrics', items: items.map((i) => ({ ...i, key: 'loss' })) }, () => {});
 
   beforeAll(async () => {
     t = await createTestDatabase();
     const user = await t.db.user.create({ data: { email: 'r@example.test', name: 'R' } });
     const team = await t.db.team.create({ data: { name: 'R', slug: 'r-rollup' } });
     job = await t.db.job.create({ data: { teamId: team.id, ownerId: user.id, kind: 'TRAIN', config: {} }, select: { id: true, teamId: true } });
+    attempt = await activeAttempt(t.db, job, 1);
     // 50,000 steps in batches as a runner sends them, with a gap and a spike.
     for (let start = 0; start < 50_000; start += 2_500) {
       const items = [];
@@ -66,7 +69,9 @@ describe('metric rollups', () => {
 
   it('recomputes a bucket whose points a resumed attempt replaced', async () => {
     // The replay writes the spike's step again with an ordinary value: the maximum must drop.
-    await send([{ step: 31_337, value: 0.5 }, { step: 31_338, value: 0.25 }], 2);
+    await t.db.jobAttempt.update({ where: { id: attempt.attemptId }, data: { state: 'ENDED' } });
+    attempt = await activeAttempt(t.db, job, 2, attempt.workerId);
+    await send([{ step: 31_337, value: 0.5 }, { step: 31_338, value: 0.25 }]);
     values.set(31_337, 0.5);
     values.set(31_338, 0.25);
     const series = await metricSeries(t.db, job.id, 'loss', 10);

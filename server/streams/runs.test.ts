@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { createUserWithTeam, startTestServer } from '../test-server';
+import { StreamCursor } from '../../sdk/stream-cursor';
 import { metricSeries } from '../api/routers/runs';
 
 async function query(base: string, cookie: string, path: string, input: unknown) {
@@ -23,7 +24,7 @@ describe('live run streams', () => {
     await t?.drop();
   });
 
-  it('a browser that reconnects catches up from its last id with no gap and no duplicate', async () => {
+  it('a browser that reconnects catches up from its last position with no gap and no duplicate', async () => {
     const owner = await createUserWithTeam(server.url, t.db);
     const teamId = owner.team.id;
     const token = await fetch(`${server.url}/api/trpc/workerTokens.create`, {
@@ -56,11 +57,16 @@ describe('live run streams', () => {
         body: JSON.stringify({ attemptId: assignment.attemptId, fencingToken: assignment.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'reward', value: step / 10 })) }),
       });
 
-    const seen = new Map<string, number>();
+    // Every delivery counted, live or caught up: a duplicate shows as a count of 2.
+    const seen = new Map<number, number>();
+    const cursor = new StreamCursor();
     const open = () =>
       new Promise<Socket>((resolve, reject) => {
         const s = connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie: owner.cookie }, reconnection: false });
-        s.on('stream', (batch: any) => batch.kind === 'metrics' && batch.items.forEach((m: any) => seen.set(m.id, m.step)));
+        s.on('stream', (batch: any) => {
+          cursor.saw(batch);
+          if (batch.kind === 'metrics') batch.items.forEach((m: any) => seen.set(m.step, (seen.get(m.step) ?? 0) + 1));
+        });
         s.on('connect', async () => {
           const ack = await s.emitWithAck('subscribe', { room: `run:${job.id}` });
           if (ack.ok) resolve(s);
@@ -72,19 +78,19 @@ describe('live run streams', () => {
     let socket = await open();
     await send(0, [1, 2, 3]);
     await new Promise((r) => setTimeout(r, 200));
-    expect([...seen.values()].sort((a, b) => a - b)).toEqual([1, 2, 3]);
+    expect([...seen.keys()].sort((a, b) => a - b)).toEqual([1, 2, 3]);
+    expect(cursor.after).toEqual({ attempt: 1, seq: 0 });
     socket.close();
     await send(1, [4, 5]); // missed while disconnected
     await send(1, [4, 5]); // and a replayed batch: no duplicate
     socket = await open();
-    const lastId = [...seen.keys()].map(BigInt).reduce((a, b) => (a > b ? a : b));
-    const missed = await query(server.url, owner.cookie, 'runs.since', { teamId, jobId: job.id, afterMetricId: lastId.toString() });
-    for (const m of missed.metrics) seen.set(String(m.id), m.step);
+    const missed = await query(server.url, owner.cookie, 'runs.since', { teamId, jobId: job.id, after: cursor.after });
+    expect(missed).toMatchObject({ through: { attempt: 1, seq: 1 }, complete: true });
+    for (const m of missed.metrics) seen.set(m.step, (seen.get(m.step) ?? 0) + 1);
     await send(2, [6]);
     await new Promise((r) => setTimeout(r, 200));
     socket.close();
-    const steps = [...seen.values()].sort((a, b) => a - b);
-    expect(steps).toEqual([1, 2, 3, 4, 5, 6]);
+    expect([...seen.entries()].sort((a, b) => a[0] - b[0])).toEqual([1, 2, 3, 4, 5, 6].map((step) => [step, 1]));
     expect(await t.db.metricPoint.count({ where: { jobId: job.id } })).toBe(6);
   });
 

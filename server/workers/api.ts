@@ -18,7 +18,7 @@ import type { Prisma } from '../db/generated/prisma/client';
 import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/loop';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
 import { recordEvent, stoppedState } from '../scheduler/transitions';
-import { ingestBatch, type StoredBatch } from '../streams/ingest';
+import { ingestBatch, StreamRefused, type Publish } from '../streams/ingest';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 
 // The worker protocol's HTTP side (sdk/worker-protocol.ts). A daemon registers with a pool's
@@ -31,8 +31,8 @@ const MAX_CHECKPOINT_BYTES = 2 * 1024 ** 3;
 export interface WorkerApiDeps {
   db: Db;
   blobs: BlobStore;
-  /** Fans a stored stream batch out to the run's watchers. */
-  publish: (job: { id: string; teamId: string }, batch: StoredBatch) => void;
+  /** Fans a stream batch out to the run's watchers. */
+  publish: Publish;
   /** A job changed state (for live job lists). */
   jobChanged: (teamId: string, jobId: string) => void;
 }
@@ -381,13 +381,16 @@ async function finish(deps: WorkerApiDeps, req: IncomingMessage) {
   return { state };
 }
 
+/** The HTTP way to stream (daemons use their socket.io connection when it is up: realtime/gateway.ts). */
 async function stream(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
   const batch = parse(streamBatchSchema, await readJson(req));
-  const attempt = await fencedAttempt(deps.db, worker, batch.attemptId, batch.fencingToken);
-  const job = { id: attempt.jobId, teamId: attempt.job.teamId };
-  const result = await ingestBatch(deps.db, job, attempt.number, batch);
-  if (result.stored) deps.publish(job, result.stored);
-  return { accepted: !result.duplicate, duplicate: result.duplicate };
+  try {
+    const result = await ingestBatch(deps.db, worker.id, batch, deps.publish);
+    return { accepted: !result.duplicate, duplicate: result.duplicate };
+  } catch (error) {
+    if (error instanceof StreamRefused) throw new HttpError(error.status, error.message);
+    throw error;
+  }
 }
 
 async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage, url: URL) {

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import type { Db } from '../../db/client';
+import { readSince } from '../../streams/positions';
 import { ROLLUP_STEPS } from '../../streams/rollup';
 import { router, teamProcedure } from '../trpc';
 
@@ -131,26 +132,21 @@ export const runsRouter = router({
       return metricSeries(ctx.db, input.jobId, input.key, input.buckets, input.fromStep, input.toStep);
     }),
 
-  /** Everything stored after the ids a client last saw: no gap and no duplicate after a reconnect. */
+  /**
+   * Everything stored after a position (attempt, seq): the catch-up after a reconnect, from
+   * where sdk/stream-cursor.ts says, with no gap and no duplicate (server/streams/positions.ts).
+   * Ask again after `through` until `complete`.
+   */
   since: teamProcedure('VIEWER')
-    .input(jobInput.extend({ afterMetricId: cursor, afterRolloutId: cursor, afterLogId: cursor, limit: z.number().int().min(1).max(10_000).default(5_000) }))
+    .input(
+      jobInput.extend({
+        after: z.object({ attempt: z.number().int().min(0), seq: z.number().int().min(-1) }).optional(),
+        limit: z.number().int().min(1).max(10_000).default(5_000),
+      }),
+    )
     .query(async ({ ctx, input }) => {
       await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
-      const [metrics, rollouts, logs] = await Promise.all([
-        ctx.db.metricPoint.findMany({
-          where: { jobId: input.jobId, id: { gt: input.afterMetricId ?? 0n } }, orderBy: { id: 'asc' }, take: input.limit,
-          select: { id: true, step: true, key: true, value: true },
-        }),
-        ctx.db.rolloutSample.findMany({
-          where: { jobId: input.jobId, id: { gt: input.afterRolloutId ?? 0n } }, orderBy: { id: 'asc' }, take: Math.min(input.limit, 500),
-          select: { id: true, step: true, agent: true, index: true, reward: true },
-        }),
-        ctx.db.logLine.findMany({
-          where: { jobId: input.jobId, id: { gt: input.afterLogId ?? 0n } }, orderBy: { id: 'asc' }, take: input.limit,
-          select: { id: true, line: true, level: true, message: true, time: true },
-        }),
-      ]);
-      return { metrics, rollouts, logs, complete: metrics.length < input.limit && logs.length < input.limit };
+      return readSince(ctx.db, input.jobId, input.after ?? null, input.limit);
     }),
 
   rollouts: teamProcedure('VIEWER')
