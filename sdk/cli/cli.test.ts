@@ -2,7 +2,6 @@
  * The CLI against a real control plane (tRPC, socket.io, scheduler, PostgreSQL) and, for --watch
  * and eval, a real worker daemon running real training in its runner process.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorker, stopGracefully, type Proc } from '../../server/reliability/harness';
 import type { AppRouter } from '../../server/api/root';
 import { createTestDatabase, type TestDatabase } from '../../server/db/test-database';
 import { createUserWithTeam, startTestServer } from '../../server/test-server';
@@ -225,36 +225,22 @@ describe('whetstone CLI and datasets', () => {
 
 describe('whetstone CLI with a worker daemon', () => {
   // A real daemon process (as npm start runs it): tfjs and its runner children stay out of the test process.
-  let daemon: ChildProcess;
+  let daemon: Proc;
   let daemonHome: string;
   let configFile: string;
-  const daemonLogs: string[] = [];
 
   beforeAll(async () => {
     // The jobs queued above would go first: cancel them (through the CLI).
     for (const job of (await cli(['jobs', '--state', 'QUEUED', '--json'])).json().jobs) expect((await cli(['cancel', job.id])).code).toBe(EXIT.OK);
     const { token } = await cookieApi(owner.cookie).workerTokens.create.mutate({ teamId: owner.team.id, name: 'cli test worker' });
     daemonHome = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-cli-worker-'));
-    daemon = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'gpu-worker/daemon.ts'), '--server', server.url, '--token', token, '--name', 'cli-test'], {
-      cwd: REPO,
-      env: { ...process.env, WHETSTONE_HOME: daemonHome, WHETSTONE_BACKEND: 'wasm' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (chunk: Buffer) => daemonLogs.push(chunk.toString());
-    daemon.stdout!.on('data', keep);
-    daemon.stderr!.on('data', keep);
+    daemon = startWorker({ url: server.url, token, name: 'cli-test', home: daemonHome, backend: 'wasm' });
     configFile = path.join(daemonHome, 'tiny.json');
     fs.writeFileSync(configFile, JSON.stringify({ model: { layers: 1, width: 16, heads: 2, context: 96 }, training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100 } }));
   });
 
   afterAll(async () => {
-    if (daemon && daemon.exitCode === null) {
-      const exited = new Promise((r) => daemon.once('exit', r));
-      daemon.kill('SIGTERM');
-      const kill = setTimeout(() => daemon.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(kill);
-    }
+    if (daemon) await stopGracefully(daemon);
     if (daemonHome) fs.rmSync(daemonHome, { recursive: true, force: true });
   });
 
@@ -269,7 +255,7 @@ describe('whetstone CLI with a worker daemon', () => {
   it('run --watch trains to SUCCEEDED with progress and checkpoints; eval scores a checkpoint', async () => {
     const stop = AbortSignal.timeout(75_000);
     const res = await cli(['run', BANDIT, '--algo', 'grpo', '--steps', '3', '--config', configFile, '--watch', '--logs'], {}, stop);
-    if (res.code !== EXIT.OK) console.log(res.stdout, res.stderr, daemonLogs.join('\n'), await t.db.job.findMany({ include: { events: true } }));
+    if (res.code !== EXIT.OK) console.log(res.stdout, res.stderr, daemon.output(), await t.db.job.findMany({ include: { events: true } }));
     expect(res.stderr).toBe('');
     expect(res.code).toBe(EXIT.OK);
     expect(res.stdout).toMatch(/step 3\/3 {2}reward \d/);

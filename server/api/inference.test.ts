@@ -4,7 +4,6 @@
  * over the worker socket and relayed to a browser socket.io client in the run's room, and the
  * idle timeout that ends the session SUCCEEDED.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { io as connect, type Socket } from 'socket.io-client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorker, stopGracefully, type Proc } from '../reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/cli/test-io';
 import type { AppRouter } from './root';
@@ -34,9 +34,8 @@ type SampleEvent = { jobId: string; requestId: string; kind: 'token' | 'done'; t
 
 describe('inference sessions', () => {
   const s = useTestServer({ withScheduler: true });
-  let daemon: ChildProcess;
+  let daemon: Proc;
   let home: string;
-  const daemonLogs: string[] = [];
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;
   let checkpointId = '';
@@ -51,14 +50,7 @@ describe('inference sessions', () => {
     const { key } = await api.apiKeys.create.mutate({ teamId: owner.team.id, name: 'inference test' });
     const { token } = await api.workerTokens.create.mutate({ teamId: owner.team.id, name: 'inference test worker' });
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-inference-'));
-    daemon = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'gpu-worker/daemon.ts'), '--server', s.server.url, '--token', token, '--name', 'inference-test'], {
-      cwd: REPO,
-      env: { ...process.env, WHETSTONE_HOME: home, WHETSTONE_BACKEND: 'wasm' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (chunk: Buffer) => daemonLogs.push(chunk.toString());
-    daemon.stdout!.on('data', keep);
-    daemon.stderr!.on('data', keep);
+    daemon = startWorker({ url: s.server.url, token, name: 'inference-test', home, backend: 'wasm' });
 
     // A tiny checkpoint: a 2-step TRAIN job on the bandit template, through the CLI.
     const configFile = path.join(home, 'tiny.json');
@@ -71,7 +63,7 @@ describe('inference sessions', () => {
       const j = await s.t.db.job.findUniqueOrThrow({ where: { id: trainJob } });
       return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
     }, 60_000);
-    if (done.state !== 'SUCCEEDED') console.log(daemonLogs.join(''), done);
+    if (done.state !== 'SUCCEEDED') console.log(daemon.output(), done);
     expect(done.state).toBe('SUCCEEDED');
     const checkpoints = await s.t.db.checkpoint.findMany({ where: { jobId: trainJob } });
     checkpointId = (checkpoints.find((c) => c.kind === 'SAMPLER') ?? checkpoints[0]).id;
@@ -81,13 +73,7 @@ describe('inference sessions', () => {
 
   afterAll(async () => {
     browser?.close();
-    if (daemon && daemon.exitCode === null) {
-      const exited = new Promise((r) => daemon.once('exit', r));
-      daemon.kill('SIGTERM');
-      const kill = setTimeout(() => daemon.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(kill);
-    }
+    if (daemon) await stopGracefully(daemon);
     if (home) fs.rmSync(home, { recursive: true, force: true });
   });
 
@@ -110,7 +96,7 @@ describe('inference sessions', () => {
     browser.on('sample', (e: SampleEvent) => events.push(e));
     const { requestId } = await api.inference.sample.mutate({ teamId, jobId, prompt: 'Pick a number: ', maxTokens: 24, temperature: 1, seed: 7 });
     const done = await until('the sample to end', async () => events.find((e) => e.requestId === requestId && e.kind === 'done'), 20_000);
-    if (done.reason === 'error') console.log(done, daemonLogs.join(''));
+    if (done.reason === 'error') console.log(done, daemon.output());
     expect(['eos', 'stop', 'length']).toContain(done.reason);
     const tokens = events.filter((e) => e.requestId === requestId && e.kind === 'token');
     expect(events.indexOf(done)).toBe(events.length - 1);
@@ -128,7 +114,7 @@ describe('inference sessions', () => {
       const j = await s.t.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { jobAttempts: true } });
       return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
     }, 25_000);
-    if (ended.state !== 'SUCCEEDED') console.log(daemonLogs.join(''), ended);
+    if (ended.state !== 'SUCCEEDED') console.log(daemon.output(), ended);
     expect(ended.state).toBe('SUCCEEDED');
     expect(ended.jobAttempts[0].exitReason).toContain('idle for 10 s');
     await expect(api.inference.sample.mutate({ teamId, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'PRECONDITION_FAILED' } });

@@ -3,7 +3,7 @@
  * daemons (gpu-worker/daemon.ts), a team seeded straight into the database, and small helpers.
  * Every process a test starts is killed by `killAll()` (by pid, only those started here).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,11 +95,20 @@ export async function startServer(opts: { databaseUrl: string; port?: number; ho
 }
 
 /** A real worker daemon process with one device. */
-export function startWorker(opts: { url: string; token: string; name: string; home: string }): Proc {
+export function startWorker(opts: { url: string; token: string; name: string; home: string; backend?: string }): Proc {
   return spawnProc(opts.name, 'gpu-worker/daemon.ts', ['--server', opts.url, '--token', opts.token, '--name', opts.name], {
     WHETSTONE_HOME: opts.home,
-    WHETSTONE_BACKEND: process.env.RELIABILITY_BACKEND ?? 'cpu',
+    WHETSTONE_BACKEND: opts.backend ?? process.env.RELIABILITY_BACKEND ?? 'cpu',
   });
+}
+
+/** Stops a process as an operator would (SIGTERM: a daemon drains), killing it if it takes over 10 s. */
+export async function stopGracefully(proc: Proc): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill('SIGTERM');
+  const kill = setTimeout(() => proc.child.kill('SIGKILL'), 10_000);
+  await proc.exited;
+  clearTimeout(kill);
 }
 
 /** Kills every process these tests started (SIGKILL; a stopped one is continued first). */
@@ -243,6 +252,27 @@ export async function metricKeys(db: Db, jobId: string): Promise<string[]> {
  * A test file's own database, dropped afterwards, and every process the file started killed.
  * Read `.t` inside tests.
  */
+/**
+ * A server with a short lease, two worker daemons ('a' and 'b') online, and a bandit TRAIN job that
+ * has uploaded its first training checkpoint: the starting point of the worker-loss scenarios.
+ * Returns the worker holding the job and its runner processes' pids, for the test to kill or stop.
+ */
+export async function twoWorkersMidRun(db: Db, databaseUrl: string, opts: { leaseSeconds: number; steps: number; checkpointEvery: number }) {
+  const team = await seedTeam(db);
+  const { url } = await startServer({ databaseUrl, leaseSeconds: opts.leaseSeconds });
+  const home = tempDir('whetstone-rel-workers-');
+  const workers = { a: startWorker({ url, token: team.workerToken, name: 'a', home }), b: startWorker({ url, token: team.workerToken, name: 'b', home }) };
+  await waitUntil('two workers online', async () => (await db.worker.count({ where: { teamId: team.teamId, state: 'ONLINE' } })) === 2);
+  const job = await submitTrain(url, team, opts.steps, opts.checkpointEvery);
+  const checkpoint = await waitUntil('a training checkpoint', () =>
+    db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }), 60_000, 50);
+  const attempt = checkpoint.attempt!;
+  const holderName = attempt.worker!.name as 'a' | 'b';
+  const holder = workers[holderName];
+  const runnerPids = execFileSync('pgrep', ['-P', String(holder.child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  return { team, url, home, workers, job, checkpoint, attempt, holderName, holder, runnerPids };
+}
+
 export function useReliabilityDatabase() {
   const state = {} as { t: TestDatabase };
   beforeAll(async () => {

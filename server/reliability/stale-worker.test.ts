@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { jobState, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from './harness';
+import { jobState, range, sleep, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from './harness';
 
 // A worker paused (SIGSTOP: the daemon and its runner) past its lease, then resumed (SIGCONT):
 // the job has meanwhile moved to another worker; the stale one's writes are refused (409) and
@@ -14,20 +13,8 @@ describe('reliability: a stale worker', () => {
   const ctx = useReliabilityDatabase();
 
   it('cannot write into the new attempt after being paused past its lease', async () => {
-    const team = await seedTeam(ctx.t.db);
-    const { url } = await startServer({ databaseUrl: ctx.t.url, leaseSeconds: LEASE_SECONDS });
-    const home = tempDir('whetstone-rel-workers-');
-    const workers = { a: startWorker({ url, token: team.workerToken, name: 'a', home }), b: startWorker({ url, token: team.workerToken, name: 'b', home }) };
-    await waitUntil('two workers online', async () => (await ctx.t.db.worker.count({ where: { teamId: team.teamId, state: 'ONLINE' } })) === 2);
-
     const steps = 8;
-    const job = await submitTrain(url, team, steps, 2);
-    const checkpoint = await waitUntil('a training checkpoint', () =>
-      ctx.t.db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }), 60_000, 50);
-    const stale = checkpoint.attempt!;
-    const name = stale.worker!.name as 'a' | 'b';
-    const daemon = workers[name];
-    const runners = execFileSync('pgrep', ['-P', String(daemon.child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    const { url, home, job, attempt: stale, holderName: name, holder: daemon, runnerPids: runners } = await twoWorkersMidRun(ctx.t.db, ctx.t.url, { leaseSeconds: LEASE_SECONDS, steps, checkpointEvery: 2 });
     const pids = [daemon.child.pid!, ...runners];
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from './harness';
-import { execFileSync } from 'node:child_process';
+import { jobState, range, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from './harness';
 
 // kill -9 a worker daemon (and its runner) mid-run: the lease expires, the job is requeued and
 // resumes on the other worker from its last checkpoint, and every step is in the series once.
@@ -11,21 +10,9 @@ describe('reliability: a worker killed mid-run', () => {
   const ctx = useReliabilityDatabase();
 
   it('resumes on another worker from its last checkpoint, every step exactly once', async () => {
-    const team = await seedTeam(ctx.t.db);
-    const { url } = await startServer({ databaseUrl: ctx.t.url, leaseSeconds: LEASE_SECONDS });
-    const home = tempDir('whetstone-rel-workers-');
-    const workers = { a: startWorker({ url, token: team.workerToken, name: 'a', home }), b: startWorker({ url, token: team.workerToken, name: 'b', home }) };
-    await waitUntil('two workers online', async () => (await ctx.t.db.worker.count({ where: { teamId: team.teamId, state: 'ONLINE' } })) === 2);
-
     const steps = 8;
-    const job = await submitTrain(url, team, steps, 2);
-    const first = await waitUntil('a training checkpoint', () =>
-      ctx.t.db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }),
-      60_000, 50);
-    const victimName = first.attempt!.worker!.name as 'a' | 'b';
-    const victim = workers[victimName];
+    const { job, holderName: victimName, holder: victim, runnerPids: children } = await twoWorkersMidRun(ctx.t.db, ctx.t.url, { leaseSeconds: LEASE_SECONDS, steps, checkpointEvery: 2 });
     // The machine dies: the daemon and its runner, with no chance to say anything.
-    const children = execFileSync('pgrep', ['-P', String(victim.child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
     victim.child.kill('SIGKILL');
     for (const pid of children) {
       try {
