@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorker, stopGracefully, type Proc } from '../../server/reliability/harness';
+import { startWorker, stopGracefully, waitUntil, type Proc } from '../../server/reliability/harness';
 import type { AppRouter } from '../../server/api/root';
 import { createTestDatabase, type TestDatabase } from '../../server/db/test-database';
 import { createUserWithTeam, startTestServer } from '../../server/test-server';
@@ -35,16 +35,6 @@ function cookieApi(cookie: string) {
 }
 
 const cli = (argv: string[], extraEnv: Record<string, string> = {}, signal?: AbortSignal) => runCapture(argv, { env: { ...env, ...extraEnv }, cwd: REPO, signal });
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   t = await createTestDatabase();
@@ -123,7 +113,7 @@ describe('whetstone CLI against a server without workers', () => {
   it('run --watch follows a job to its end: cancelled while queued is exit 1', async () => {
     const before = await t.db.job.count();
     const watching = cli(['run', BANDIT, '--algo', 'grpo', '--watch']);
-    const job = await until('the watched job', async () => (await t.db.job.count()) > before && t.db.job.findFirst({ orderBy: { createdAt: 'desc' } }));
+    const job = await waitUntil('the watched job', async () => (await t.db.job.count()) > before && t.db.job.findFirst({ orderBy: { createdAt: 'desc' } }), 20_000);
     await new Promise((r) => setTimeout(r, 300));
     expect((await cli(['cancel', job.id])).code).toBe(EXIT.OK);
     const res = await watching;
@@ -245,7 +235,7 @@ describe('whetstone CLI with a worker daemon', () => {
   });
 
   it('workers lists the daemon', async () => {
-    const res = await until('the worker online', async () => {
+    const res = await waitUntil('the worker online', async () => {
       const r = await cli(['workers']);
       return r.stdout.includes('cli-test') && r.stdout.includes('yes') && r;
     }, 30_000);

@@ -12,23 +12,13 @@ import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { io as connect, type Socket } from 'socket.io-client';
 import superjson from 'superjson';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorker, stopGracefully, type Proc } from '../reliability/harness';
+import { startWorker, stopGracefully, waitUntil, type Proc } from '../reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/cli/test-io';
 import type { AppRouter } from './root';
 import { createUserWithTeam, useTestServer } from '../test-server';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 type SampleEvent = { jobId: string; requestId: string; kind: 'token' | 'done'; text: string; logprob?: number; reason?: string; error?: string };
 
@@ -59,7 +49,7 @@ describe('inference sessions', () => {
     const run = await runCapture(['run', 'env-templates/bandit', '--algo', 'grpo', '--steps', '2', '--config', configFile, '--json'], { env, cwd: REPO });
     expect(run.code).toBe(EXIT.OK);
     const trainJob = run.json().job.id as string;
-    const done = await until('the TRAIN job to end', async () => {
+    const done = await waitUntil('the TRAIN job to end', async () => {
       const j = await s.t.db.job.findUniqueOrThrow({ where: { id: trainJob } });
       return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
     }, 60_000);
@@ -89,13 +79,13 @@ describe('inference sessions', () => {
 
     const ack = (await browser.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
     expect(ack).toEqual({ ok: true });
-    await until('the session RUNNING', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: jobId } })).state === 'RUNNING');
+    await waitUntil('the session RUNNING', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: jobId } })).state === 'RUNNING');
     expect((await api.inference.open.mutate({ teamId, checkpointId })).jobId).toBe(jobId);
 
     const events: SampleEvent[] = [];
     browser.on('sample', (e: SampleEvent) => events.push(e));
     const { requestId } = await api.inference.sample.mutate({ teamId, jobId, prompt: 'Pick a number: ', maxTokens: 24, temperature: 1, seed: 7 });
-    const done = await until('the sample to end', async () => events.find((e) => e.requestId === requestId && e.kind === 'done'), 20_000);
+    const done = await waitUntil('the sample to end', async () => events.find((e) => e.requestId === requestId && e.kind === 'done'), 20_000);
     if (done.reason === 'error') console.log(done, daemon.output());
     expect(['eos', 'stop', 'length']).toContain(done.reason);
     const tokens = events.filter((e) => e.requestId === requestId && e.kind === 'token');
@@ -110,7 +100,7 @@ describe('inference sessions', () => {
     await expect(client(stranger.cookie).inference.sample.mutate({ teamId: stranger.team.id, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'NOT_FOUND' } });
 
     // Idle for 10 s: the session ends by itself and frees its device.
-    const ended = await until('the idle session to end', async () => {
+    const ended = await waitUntil('the idle session to end', async () => {
       const j = await s.t.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { jobAttempts: true } });
       return ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(j.state) && j;
     }, 25_000);
@@ -124,6 +114,6 @@ describe('inference sessions', () => {
     expect(next).toMatchObject({ reused: false });
     expect(next.jobId).not.toBe(jobId);
     await api.inference.close.mutate({ teamId, jobId: next.jobId });
-    await until('the closed session CANCELLED', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: next.jobId } })).state === 'CANCELLED', 15_000);
+    await waitUntil('the closed session CANCELLED', async () => (await s.t.db.job.findUniqueOrThrow({ where: { id: next.jobId } })).state === 'CANCELLED', 15_000);
   }, 90_000);
 });

@@ -3,6 +3,7 @@ import { io as connect } from 'socket.io-client';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { createUserWithTeam, startTestServer } from '../test-server';
 import { SchedulerLoop, scheduleOnce } from './loop';
+import { waitUntil } from '../reliability/harness';
 
 // The scheduler loop and the worker protocol together, with a real PostgreSQL and a simulated
 // worker speaking HTTP: placement, leases, fencing, idempotent streams, preemption, leadership.
@@ -29,15 +30,8 @@ async function trpc(base: string, cookie: string, path: string, input: unknown) 
   return body.result.data.json;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The loop ticks every 100 ms here: poll often, give up sooner than the harness's default. */
+const waitFor = <T,>(what: string, probe: () => Promise<T | null | undefined | false>) => waitUntil(what, probe, 10_000, 50);
 
 describe('scheduler loop and worker protocol', () => {
   let t: TestDatabase;
