@@ -9,7 +9,7 @@ import { Rng } from '../gpu-worker/engine/rng';
 import { sample } from '../gpu-worker/engine/sampler';
 import { SFTTrainer } from '../gpu-worker/engine/sft';
 import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
-import { type Sequence } from '../gpu-worker/engine/batch';
+import { randomBatch } from '../gpu-worker/engine/tools/step-input';
 import { bestMatmulGflops, emit, timeMs, trainFlopsPerToken } from './engine-measure';
 import { NaiveGPT } from './naive-gpt';
 
@@ -21,17 +21,11 @@ const backend = { backend: report.backend, simd: report.simd };
 const roof = bestMatmulGflops();
 emit('matmul_gflops', roof.gflops, 'GFLOP/s', { ...backend, shape: roof.shape });
 
-function randomBatch(batch: number, ctx: number): Sequence[] {
-  return Array.from({ length: batch }, () => {
-    const tokens = [tok.bos, ...Array.from({ length: ctx - 1 }, () => 8 + rng.int(tok.vocabSize - 8))];
-    return { tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) };
-  });
-}
 
 function trainThroughput(name: string, cfg: { layers: number; width: number; heads: number; contextLength: number }, batch: number, steps: number) {
   const model = new GPT({ vocabSize: tok.vocabSize, ...cfg });
   const trainer = new SFTTrainer(model, { warmupSteps: 0 });
-  const data = randomBatch(batch, cfg.contextLength);
+  const data = randomBatch(tok, rng, batch, cfg.contextLength);
   const ms = timeMs(() => trainer.step(data), steps);
   // Positions trained per step: the model reads ctx − 1 inputs per row and predicts each next token.
   const tokens = batch * (cfg.contextLength - 1);
@@ -52,7 +46,7 @@ trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength: 64 },
 // The naive baseline: same model and batch, plain tfjs autodiff.
 {
   const naive = new NaiveGPT({ vocabSize: tok.vocabSize, ...small });
-  const data = randomBatch(64, small.contextLength);
+  const data = randomBatch(tok, rng, 64, small.contextLength);
   const inputs = tf.tensor2d(data.map((s) => s.tokens.slice(0, -1)), undefined, 'int32');
   const targets = tf.tensor2d(data.map((s) => s.tokens.slice(1)), undefined, 'int32');
   const ms = timeMs(() => naive.trainStep(inputs, targets), 5, 1);

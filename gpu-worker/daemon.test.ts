@@ -16,6 +16,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadTemplate } from '../env-templates/load-template';
 import {
   type Assignment,
+  ATTEMPT_FINISH_EVENT,
+  ATTEMPT_START_EVENT,
   checkpointQuerySchema,
   finishRequestSchema,
   heartbeatRequestSchema,
@@ -104,6 +106,14 @@ class FakeControlPlane {
         const [status, body] = this.stream(streamBatchSchema.parse(payload), 'socket');
         ack({ status, ...(body as object) });
       });
+      socket.on(ATTEMPT_START_EVENT, (payload: unknown, ack: (answer: unknown) => void) => {
+        const [status, body] = this.start(startRequestSchema.parse(payload).attemptId, 'socket');
+        ack({ status, ...(body as object) });
+      });
+      socket.on(ATTEMPT_FINISH_EVENT, (payload: unknown, ack: (answer: unknown) => void) => {
+        const [status, body] = this.finish(finishRequestSchema.parse(payload), 'socket');
+        ack({ status, ...(body as object) });
+      });
     });
   }
 
@@ -136,6 +146,18 @@ class FakeControlPlane {
     return [200, { accepted: true, duplicate }];
   }
 
+  private start(attemptId: string, via: 'socket' | 'http'): [number, unknown] {
+    this.events.push({ type: 'start', attemptId, via });
+    return this.fenced.has(attemptId) ? [409, { error: 'lease lost' }] : [200, { state: 'RUNNING' }];
+  }
+
+  private finish(f: ReturnType<typeof finishRequestSchema.parse>, via: 'socket' | 'http'): [number, unknown] {
+    this.events.push({ type: 'finish', attemptId: f.attemptId, detail: f.outcome, via });
+    if (this.fenced.has(f.attemptId)) return [409, { error: 'lease lost' }];
+    this.finishes.push({ attemptId: f.attemptId, outcome: f.outcome, reason: f.reason });
+    return [200, { state: 'SUCCEEDED' }];
+  }
+
   private async handle(req: IncomingMessage): Promise<[number, unknown]> {
     const url = new URL(req.url!, 'http://x');
     const body = await read(req);
@@ -159,11 +181,8 @@ class FakeControlPlane {
         }));
         return [200, { workerId: 'worker-1', state: 'ONLINE', leases, assignments: this.pollAssignments.splice(0), heartbeatSeconds: 0.3 }];
       }
-      case '/api/workers/attempts/start': {
-        const { attemptId } = startRequestSchema.parse(json());
-        this.events.push({ type: 'start', attemptId });
-        return this.fenced.has(attemptId) ? [409, { error: 'lease lost' }] : [200, { ok: true }];
-      }
+      case '/api/workers/attempts/start':
+        return this.start(startRequestSchema.parse(json()).attemptId, 'http');
       case '/api/workers/stream':
         return this.stream(streamBatchSchema.parse(json()), 'http');
       case '/api/workers/checkpoints': {
@@ -173,13 +192,8 @@ class FakeControlPlane {
         this.events.push({ type: 'checkpoint', attemptId: q.attemptId, detail: `${q.kind}@${q.step}` });
         return [200, { checkpointId: `ck-${this.checkpoints.length}`, storageKey: `checkpoints/${this.checkpoints.length}` }];
       }
-      case '/api/workers/attempts/finish': {
-        const f = finishRequestSchema.parse(json());
-        this.events.push({ type: 'finish', attemptId: f.attemptId, detail: f.outcome });
-        if (this.fenced.has(f.attemptId)) return [409, { error: 'lease lost' }];
-        this.finishes.push({ attemptId: f.attemptId, outcome: f.outcome, reason: f.reason });
-        return [200, { ok: true }];
-      }
+      case '/api/workers/attempts/finish':
+        return this.finish(finishRequestSchema.parse(json()), 'http');
     }
     return [404, { error: 'not found' }];
   }
@@ -269,8 +283,9 @@ describe('worker daemon', () => {
     server.push(banditAssignment('a1', 3, 2));
     await until('the finish of a1', () => server.finishes.some((f) => f.attemptId === 'a1'));
     expect(server.finishes.find((f) => f.attemptId === 'a1')).toMatchObject({ outcome: 'succeeded' });
-    // Connected: every batch went over the socket, none as an HTTP request.
-    expect(new Set(server.events.filter((e) => e.attemptId === 'a1' && e.type === 'stream').map((e) => e.via))).toEqual(new Set(['socket']));
+    // Connected: every batch, the start and the finish went over the socket, none as an HTTP
+    // request (checkpoints are files: always HTTP).
+    expect(new Set(server.events.filter((e) => e.attemptId === 'a1' && e.type !== 'checkpoint').map((e) => e.via))).toEqual(new Set(['socket']));
 
     const mine = server.events.filter((e) => e.attemptId === 'a1');
     expect(mine[0].type).toBe('start');
@@ -346,14 +361,14 @@ describe('worker daemon: outages and signals', () => {
     expect(stepsBefore).toBeLessThan(11);
   });
 
-  test('without the socket, batches go over HTTP', async () => {
+  test('without the socket, batches, start and finish go over HTTP', async () => {
     server.refuseSockets = true;
     server.dropSockets();
     server.pollAssignments.push(banditAssignment('h1', 3, 1000));
     await until('the finish of h1', () => server.finishes.some((f) => f.attemptId === 'h1'));
     const batches = server.events.filter((e) => e.attemptId === 'h1' && e.type === 'stream');
     expect(batches.length).toBeGreaterThan(0);
-    expect(new Set(batches.map((e) => e.via))).toEqual(new Set(['http']));
+    expect(new Set(server.events.filter((e) => e.attemptId === 'h1' && e.type !== 'checkpoint').map((e) => e.via))).toEqual(new Set(['http']));
     server.refuseSockets = false;
     await until('the push channel again', () => server.sockets.length > 0, 40_000);
   });

@@ -30,8 +30,13 @@ import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } f
 import { type JobOutcome } from './job-runner/types';
 import {
   type Assignment,
+  type AssignmentAck,
+  ASSIGNMENT_EVENT,
   assignmentSchema,
+  ATTEMPT_FINISH_EVENT,
+  ATTEMPT_START_EVENT,
   BLOB_ROUTE,
+  callAckSchema,
   checkpointResponseSchema,
   heartbeatResponseSchema,
   registerResponseSchema,
@@ -90,6 +95,13 @@ export interface DaemonJob {
   over: Promise<void>;
   pumping: boolean;
   emptied: (() => void)[];
+  /** The ack of the push that brought the assignment: answered, it starts the attempt. */
+  startAck: ((answer: AssignmentAck) => void) | null;
+  /**
+   * How the start went: not yet sent, sent as the push's ack (not confirmed: a heartbeat still
+   * listing the assignment means it was not recorded), or confirmed by the start call's answer.
+   */
+  start: 'pending' | 'acked' | 'confirmed';
 }
 
 class HttpStatusError extends Error {
@@ -221,9 +233,9 @@ export class WorkerDaemon {
       this.wakeHeartbeat?.(); // catch up on anything pushed while away
     });
     socket.on('connect_error', (e) => this.log('warn', `push channel: ${e.message}`));
-    socket.on('assignment', (payload: unknown) => {
+    socket.on(ASSIGNMENT_EVENT, (payload: unknown, ack?: unknown) => {
       const parsed = assignmentSchema.safeParse(payload);
-      if (parsed.success) void this.accept(parsed.data);
+      if (parsed.success) void this.accept(parsed.data, typeof ack === 'function' ? (ack as (answer: AssignmentAck) => void) : null);
       else this.log('warn', `ignored an invalid assignment: ${parsed.error.message}`);
     });
     // Inference sessions: a sampling request goes to the runner of the attempt it names.
@@ -317,8 +329,19 @@ export class WorkerDaemon {
 
   // ───────────────────────────── running an attempt ─────────────────────────────
 
-  private accept(a: Assignment): Promise<void> {
-    if (this.jobs.has(a.attemptId)) return this.jobs.get(a.attemptId)!.over;
+  private accept(a: Assignment, startAck: ((answer: AssignmentAck) => void) | null = null): Promise<void> {
+    const known = this.jobs.get(a.attemptId);
+    if (known) {
+      // Listed again while its start was only acked: the server did not record it (the connection
+      // dropped with the ack). Start it by the call, whose answer confirms it.
+      if (known.start === 'acked' && !startAck) {
+        void this.startByCall(known).catch((e: Error) => {
+          if (e instanceof HttpStatusError && e.status === 409) this.loseJob(known, 'start refused');
+          else this.log('warn', `attempt ${a.attemptId}: start not recorded: ${e.message}`);
+        });
+      }
+      return known.over;
+    }
     if (this.done.has(a.attemptId)) return Promise.resolve();
     if (this.draining || this.stopped) {
       this.log('info', `attempt ${a.attemptId}: not taken (draining)`);
@@ -337,6 +360,8 @@ export class WorkerDaemon {
       over: new Promise<void>((resolve) => (finish = resolve)),
       pumping: false,
       emptied: [],
+      startAck,
+      start: 'pending',
     };
     this.jobs.set(a.attemptId, job);
     void this.run(job).finally(() => {
@@ -374,7 +399,10 @@ export class WorkerDaemon {
     let exit: RunnerExit;
     try {
       await runner.ready;
-      await this.retry(() => this.json('POST', '/api/workers/attempts/start', { attemptId: a.attemptId, fencingToken: a.fencingToken }), () => job.lost || this.stopped);
+      if (job.startAck && this.socket?.connected) {
+        job.start = 'acked';
+        job.startAck({ started: true });
+      } else await this.startByCall(job);
       if (job.lost) throw new Error('lost');
       runner.start(a);
       if (job.cancelRequested) runner.cancel();
@@ -398,7 +426,7 @@ export class WorkerDaemon {
     try {
       await this.retry(
         () =>
-          this.json('POST', '/api/workers/attempts/finish', {
+          this.call(ATTEMPT_FINISH_EVENT, '/api/workers/attempts/finish', {
             attemptId: a.attemptId,
             fencingToken: a.fencingToken,
             outcome,
@@ -411,6 +439,13 @@ export class WorkerDaemon {
     } catch (e) {
       this.log('warn', `attempt ${a.attemptId}: finish not accepted: ${(e as Error).message}`);
     }
+  }
+
+  /** The start call (socket with an ack, else HTTP), retried until answered; 409 ends the job. */
+  private async startByCall(job: DaemonJob): Promise<void> {
+    const a = job.assignment;
+    await this.retry(() => this.call(ATTEMPT_START_EVENT, '/api/workers/attempts/start', { attemptId: a.attemptId, fencingToken: a.fencingToken }), () => job.lost || this.stopped);
+    job.start = 'confirmed';
   }
 
   private enqueue(job: DaemonJob, kind: StreamKind, items: unknown[]): void {
@@ -530,6 +565,19 @@ export class WorkerDaemon {
     }
   }
 
+  /** Start or finish: over the socket when it is connected (the ack carries the HTTP answer), else over HTTP. */
+  private async call(event: string, route: string, body: unknown): Promise<void> {
+    const socket = this.socket;
+    if (!socket?.connected) {
+      await this.json('POST', route, body);
+      return;
+    }
+    // A disconnect fails the ack at once (socket.io-client), and the retry goes over HTTP.
+    const answer = callAckSchema.safeParse(await socket.timeout(30_000).emitWithAck(event, body));
+    if (!answer.success) throw new Error(`the server answered ${event} with something else than an ack`);
+    if (answer.data.status >= 300) throw new HttpStatusError(answer.data.status, answer.data.error ?? '');
+  }
+
   private async json(method: string, route: string, body: unknown, auth = true): Promise<unknown> {
     const bytes = await this.request(method, route, { body: new TextEncoder().encode(JSON.stringify(body)), contentType: 'application/json', auth });
     return bytes.byteLength === 0 ? null : (JSON.parse(new TextDecoder().decode(bytes)) as unknown);
@@ -621,6 +669,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => drain('SIGTERM'));
   process.on('SIGINT', () => drain('SIGINT'));
+  // Started by `npm start` with an IPC channel (server/local-mode.ts): when that server is gone,
+  // however it ended, its local worker goes too rather than retrying a dead address for ever.
+  // Nobody is left to hand jobs back to: their leases expire and the next start requeues them.
+  process.on('disconnect', () => {
+    console.error('[worker] the server process that started this worker is gone: stopping');
+    void daemon.stop().finally(() => process.exit(0));
+  });
   try {
     await daemon.start();
   } catch (e) {

@@ -17,13 +17,28 @@ export const modelShapeSchema = z
   })
   .refine((m) => m.width % m.heads === 0, { message: 'heads must divide width', path: ['heads'] });
 
+/**
+ * The training fields a job may set: each optional and without its default. What a job leaves out
+ * must come from the environment's manifest when the job runs (gpu-worker/job-runner/train.ts,
+ * `mergeTraining`), not be filled in here with the documented defaults, which Zod 4 applies to a
+ * missing key even under `.partial()` (and did: a template's learning rate gave way to 1e-4).
+ */
+const trainingOverridesSchema = z.object(
+  Object.fromEntries(
+    Object.entries(trainingDefaultsSchema.shape).map(([key, field]) => [
+      key,
+      (field instanceof z.ZodDefault || field instanceof z.ZodPrefault ? field.unwrap() : field).optional(),
+    ]),
+  ),
+) as unknown as z.ZodType<Partial<z.output<typeof trainingDefaultsSchema>>, Partial<z.input<typeof trainingDefaultsSchema>>>;
+
 export const trainJobConfigSchema = z.object({
   environmentVersionId: id,
   /** Start from this checkpoint's weights; without one, a new policy of `model`'s shape. */
   baseCheckpointId: id.optional(),
   datasetVersionId: id.optional(),
   model: modelShapeSchema.prefault({}),
-  training: trainingDefaultsSchema.partial().default({}),
+  training: trainingOverridesSchema.default({}),
 });
 
 export const sftJobConfigSchema = z.object({

@@ -54,6 +54,23 @@ export const assignmentSchema = z.object({
 });
 export type Assignment = z.infer<typeof assignmentSchema>;
 
+/**
+ * Event `assignment` (namespace /workers): a placement pushed to the worker. When the worker is
+ * connected to the replica that placed the job, the push carries an ack, and answering it with
+ * { started: true } once the job's runner is up *is* the start (ASSIGNED → RUNNING): it saves the
+ * start call and its answer, a pool's most frequent messages after the finish. The worker does not
+ * wait for anything after it. If the server refuses that start (the lease is gone), it sends the
+ * worker `signal` { attemptId, valid: false }; if the start is not recorded at all (the connection
+ * dropped with the ack), heartbeats go on listing the assignment, and the worker then calls start.
+ * A push without an ack (from another replica) and an assignment from a heartbeat are started
+ * with the start call.
+ */
+export const ASSIGNMENT_EVENT = 'assignment';
+export const assignmentAckSchema = z.object({ started: z.literal(true) });
+export type AssignmentAck = z.infer<typeof assignmentAckSchema>;
+/** How long the server keeps a pushed assignment's ack open: the runner's start-up fits well within. */
+export const ASSIGNMENT_ACK_TIMEOUT_MS = 10 * 60_000;
+
 /** POST /api/workers/heartbeat: renews the leases of the attempts the worker runs. */
 export const heartbeatRequestSchema = z.object({
   attempts: z.array(z.object({ attemptId: z.string().max(64), fencingToken: z.string().max(32) })).max(256).default([]),
@@ -76,10 +93,11 @@ export const heartbeatResponseSchema = z.object({
   /** How often to heartbeat; a lease lasts a few of these. */
   heartbeatSeconds: z.number(),
 });
+export type HeartbeatAnswer = z.infer<typeof heartbeatResponseSchema>;
 
 const fenced = { attemptId: z.string().max(64), fencingToken: z.string().max(32) };
 
-/** POST /api/workers/attempts/start: the runner is up; the job becomes RUNNING. */
+/** POST /api/workers/attempts/start: the runner is up; the job becomes RUNNING (see ASSIGNMENT_EVENT for the ack that replaces it). */
 export const startRequestSchema = z.object(fenced);
 
 /** POST /api/workers/attempts/finish: the attempt ended. */
@@ -89,6 +107,21 @@ export const finishRequestSchema = z.object({
   reason: z.string().max(4000).default(''),
   exitCode: z.number().int().nullable().default(null),
 });
+
+/**
+ * Start and finish also go over the worker's socket.io connection (namespace /workers) while it
+ * is up, as events with an ack, which saves an HTTP request per call: the ack carries the HTTP
+ * route's status and answer (200 with { state }, 400, 401, 404, or 409: stop, the lease is lost).
+ * A disconnected daemon uses HTTP. They are a pool's most frequent calls: a job runs between them.
+ */
+export const ATTEMPT_START_EVENT = 'attempt:start';
+export const ATTEMPT_FINISH_EVENT = 'attempt:finish';
+export const callAckSchema = z.object({
+  status: z.number().int(),
+  state: z.string().optional(),
+  error: z.string().optional(),
+});
+export type CallAck = z.infer<typeof callAckSchema>;
 
 export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(100), value: z.number() });
 export const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });

@@ -57,7 +57,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     db: deps.db,
     blobs: deps.blobs,
     publish: deps.realtime.publishRun,
-    jobChanged: coalesceJobChanges(deps.realtime.jobChanged),
+    jobChanged: coalesceJobChanges(deps.realtime.jobsChanged),
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

@@ -59,7 +59,8 @@ export function startLocalWorker(opts: { url: string; home: string; token: strin
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', 'tsx', path.join(repoRoot, 'gpu-worker/daemon.ts'), '--server', opts.url, '--token', opts.token, '--name', 'local'],
-    { cwd: repoRoot, env: { ...process.env, WHETSTONE_HOME: opts.home }, stdio: ['ignore', 'pipe', 'pipe'] },
+    // The IPC channel is only there to close when this process ends, however it ends (the daemon drains then).
+    { cwd: repoRoot, env: { ...process.env, WHETSTONE_HOME: opts.home }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
   );
   const relay = (chunk: Buffer) => {
     for (const line of chunk.toString().split('\n')) if (line.trim()) opts.log(`[worker] ${line}`);

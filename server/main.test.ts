@@ -56,7 +56,12 @@ afterAll(() => homes.forEach((h) => fs.rmSync(h, { recursive: true, force: true 
 async function stop(s: Started): Promise<{ code: number | null; ms: number }> {
   const t0 = Date.now();
   s.child.kill('SIGINT');
-  const code = await s.exited;
+  // Bounded, so that a server that does not stop fails here with what it said, not as a time-out.
+  const code = await Promise.race([s.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 15_000))]);
+  if (code === 'running') {
+    s.child.kill('SIGKILL');
+    throw new Error(`the server did not exit within 15 s of SIGINT; output:\n${s.output()}`);
+  }
   return { code, ms: Date.now() - t0 };
 }
 
@@ -155,6 +160,16 @@ describe('npm start', () => {
     expect(await s.exited).toBe(1);
     expect(s.output()).toContain(`${path.join(home, 'pg')} is not a usable PostgreSQL data folder`);
     expect(fs.readFileSync(path.join(home, 'pg', 'precious.txt'), 'utf8')).toBe('keep me');
+  }, 20_000);
+
+  // As root, PostgreSQL runs as "postgres", which must be able to enter the home folder.
+  it.runIf(process.getuid?.() === 0)('as root, says which folder the embedded PostgreSQL cannot enter, and how to open it', async () => {
+    const home = tempHome();
+    fs.chmodSync(home, 0o700);
+    const s = start({ WHETSTONE_HOME: home });
+    expect(await s.exited).toBe(1);
+    expect(s.output()).toContain(`${home} (mode 700) does not let other users in.`);
+    expect(s.output()).toContain(`Run chmod o+x ${home}`);
   }, 20_000);
 
   it('exits 1 naming a bad environment variable', async () => {

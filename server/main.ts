@@ -47,6 +47,9 @@ function listen(server: http.Server, env: Env): Promise<void> {
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
+  // A terminal or parent that goes away closes our stdout: the failed writes must not become
+  // uncaught exceptions, which Next.js's handler would log, failing again, for ever.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
   let env: Env;
   try {
     env = loadEnv();
@@ -102,25 +105,26 @@ async function main(): Promise<void> {
   const realtimePool = new pg.Pool({ connectionString: database.url, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
-  const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(db, realtime), log);
+  const scheduler = new SchedulerLoop(db, database.url, schedulerEvents(realtime), log);
   const buildAbort = new AbortController();
   let localWorker: ReturnType<typeof startLocalWorker> | null = null;
   let stopping = false;
   const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
+    // Armed first, so that no step below (nor one still under way in main) can keep the process up.
+    setTimeout(() => {
+      console.error('[whetstone] shutdown took too long; exiting');
+      localWorker?.child.kill('SIGKILL');
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     log(`${signal}: stopping`);
     buildAbort.abort();
     // The worker first: it checkpoints its jobs and hands them back while the server still answers.
     await localWorker?.stop(2_500);
-    setTimeout(() => {
-      console.error('[whetstone] shutdown took too long; exiting');
-      process.exit(1);
-    }, SHUTDOWN_DEADLINE_MS).unref();
-    await new Promise<void>((resolve) => {
-      realtime.io.close(() => resolve()); // also closes the HTTP server
-      server.closeAllConnections();
-    });
+    const closed = realtime.close(); // also closes the HTTP server
+    server.closeAllConnections();
+    await closed;
     await scheduler.stop();
     await nextApp?.close().catch(() => {});
     await db.$disconnect().catch(() => {});
@@ -170,10 +174,11 @@ async function main(): Promise<void> {
   await scheduler.start();
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);
 
-  if (env.WHETSTONE_LOCAL_WORKER) {
+  if (env.WHETSTONE_LOCAL_WORKER && !stopping) {
     const defaultTeam = await db.membership.findFirstOrThrow({ where: { userId: ownerId, role: 'OWNER' }, orderBy: { createdAt: 'asc' } });
     const local = await ensureLocalCredentials(db, env.WHETSTONE_HOME, ownerId, defaultTeam.teamId);
-    localWorker = startLocalWorker({ url: `http://127.0.0.1:${port}`, home: env.WHETSTONE_HOME, token: local.workerToken, log });
+    // Ctrl-C may have come while the credentials were written: then no worker is left behind.
+    if (!stopping) localWorker = startLocalWorker({ url: `http://127.0.0.1:${port}`, home: env.WHETSTONE_HOME, token: local.workerToken, log });
   }
 
   const signInUrl = await createSignInLink(db, ownerId, publicUrl);
@@ -181,6 +186,7 @@ async function main(): Promise<void> {
 
   try {
     if (!env.WHETSTONE_DEV) await ensureNextBuild(log, buildAbort.signal);
+    if (stopping) return;
     nextApp = await startNext({ dev: env.WHETSTONE_DEV, hostname: env.HOST, port });
     nextHandler = nextApp.handle;
     takeSignals();

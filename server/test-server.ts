@@ -37,7 +37,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
     trustedOrigins: [url], publicUrl: url, seedTeam,
   };
   listener = createRequestListener(deps, () => opts.next ?? null);
-  const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(db, realtime), () => {}, opts.tickMs ?? 200) : null;
+  const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(realtime), () => {}, opts.tickMs ?? 200) : null;
   await scheduler?.start();
   return {
     url,
@@ -47,7 +47,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
     blobs: deps.blobs,
     close: async () => {
       await scheduler?.stop();
-      await new Promise<void>((resolve) => realtime.io.close(() => resolve()));
+      await realtime.close();
       fs.rmSync(blobRoot, { recursive: true, force: true });
     },
   };

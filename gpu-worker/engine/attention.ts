@@ -3,7 +3,10 @@
  * (wasm, cpu): one custom-gradient op for forwards without a KV cache (training, recompute
  * sampling), and `cachedSelfAttention` for forwards that read or return one.
  *
- * The two batched products run as depthwise convolutions (XNNPACK on wasm; see ops.ts), which
+ * On wasm with SIMD, attention masked only by causality (training) runs as SIMD wasm kernels that
+ * read qkv and write y and its gradient directly (`simdCausalSelfAttention`, wasm/causal-attention.wat).
+ * Otherwise (the cpu backend, padded keys) the two batched products run as depthwise convolutions
+ * (XNNPACK on wasm; see ops.ts), which
  * want their operands in particular layouts. Instead of tf.split (wasm's SplitV costs ~5 ms at
  * [2048, 192]) and a chain of transposes and a scale multiply per operand, one JavaScript pass
  * writes q, k and v straight into the layouts the convolutions read, and one pass writes the
@@ -13,7 +16,8 @@
  *   "image"  a [T, T, C]   · "filter" v [T, C, hd]  → y      [T, C, hd]
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, runJsKernel } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule, wasmHeap } from './kernels';
+import { CAUSAL_ATTENTION_WASM } from './wasm/causal-attention.wasm';
 import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
 
 type Dims = { B: number; T: number; H: number; hd: number; scale: number };
@@ -84,13 +88,15 @@ function depthwise(image: tf.Tensor, filter: tf.Tensor): tf.Tensor3D {
 
 /**
  * softmax(scale·q kᵀ + bias) v per head, for qkv [B·T, 3d] → [B·T, d]. `bias` is the additive
- * mask in the score layout [T, B|1, 1, T] (a constant: it gets no gradient).
+ * mask in the score layout [T, B|1, 1, T] (a constant: it gets no gradient); `causalOnly` says it
+ * masks nothing but future keys (no padding), which lets wasm run the SIMD causal kernels below.
  */
-export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: number, T: number, H: number): tf.Tensor2D {
+export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: number, T: number, H: number, causalOnly = false): tf.Tensor2D {
   const d = qkv.shape[1] / 3;
   const hd = d / H;
   const C = B * H;
   const dims = { B, T, H, hd, scale: 1 / Math.sqrt(hd) };
+  if (causalOnly && causalWasmAvailable(hd)) return simdCausalSelfAttention(qkv, dims);
   const forward = (x: tf.Tensor2D) => {
     const [q, k, v] = runJsKernel(SPLIT_FORWARD, [x], dims);
     const scores = depthwise(q, k).reshape([T, B, H, T]);
@@ -127,6 +133,86 @@ export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: numbe
   return op(qkv);
 }
 
+interface CausalAttentionWasm {
+  scores(qkv: number, S: number, B: number, T: number, H: number, hd: number, scale: number): void;
+  mix(qkv: number, P: number, y: number, B: number, T: number, H: number, hd: number): void;
+  backward(qkv: number, P: number, dy: number, dqkv: number, dpRow: number, B: number, T: number, H: number, hd: number, scale: number): void;
+}
+
+/** True where the training products can run as SIMD wasm (wasm/causal-attention.wat). */
+function causalWasmAvailable(hd: number): boolean {
+  const heap = wasmHeap();
+  return hd % 4 === 0 && heap !== undefined && simdModule<CausalAttentionWasm>(CAUSAL_ATTENTION_WASM, heap) !== null;
+}
+
+/** Scores and probabilities are [B·H, T, Tp], rows padded to a multiple of 4 keys (masked). */
+const paddedKeys = (T: number) => (T + 3) & ~3;
+
+/** qkv → scale·q kᵀ for keys up to each query, the rest −1e9, [B·H, T, Tp]. */
+const CAUSAL_SCORES = defineJsKernel({
+  name: 'WhetstoneCausalScores',
+  outputShapes: (_s, a) => {
+    const { B, T, H } = dimsOf(a);
+    return [[B * H, T, paddedKeys(T)]];
+  },
+  compute([qkv], [S], _s, a, heap) {
+    const { B, T, H, hd, scale } = dimsOf(a);
+    requireSimdModule<CausalAttentionWasm>(CAUSAL_ATTENTION_WASM, heap, 'WhetstoneCausalScores').scores(qkv.byteOffset, S.byteOffset, B, T, H, hd, scale);
+  },
+});
+
+/** qkv, probabilities P [B·H, T, Tp] → y [B·T, d]. */
+const CAUSAL_MIX = defineJsKernel({
+  name: 'WhetstoneCausalMix',
+  outputShapes: (_s, a) => {
+    const { B, T, H, hd } = dimsOf(a);
+    return [[B * T, H * hd]];
+  },
+  compute([qkv, P], [y], _s, a, heap) {
+    const { B, T, H, hd } = dimsOf(a);
+    requireSimdModule<CausalAttentionWasm>(CAUSAL_ATTENTION_WASM, heap, 'WhetstoneCausalMix').mix(qkv.byteOffset, P.byteOffset, y.byteOffset, B, T, H, hd);
+  },
+});
+
+/** qkv, P, dy [B·T, d] → d qkv [B·T, 3d], and a one-row scratch the caller disposes. */
+const CAUSAL_BACKWARD = defineJsKernel({
+  name: 'WhetstoneCausalBackward',
+  outputShapes: (_s, a) => {
+    const { B, T, H, hd } = dimsOf(a);
+    return [[B * T, 3 * H * hd], [paddedKeys(T)]];
+  },
+  compute([qkv, P, dy], [dqkv, scratch], _s, a, heap) {
+    const { B, T, H, hd, scale } = dimsOf(a);
+    requireSimdModule<CausalAttentionWasm>(CAUSAL_ATTENTION_WASM, heap, 'WhetstoneCausalBackward').backward(qkv.byteOffset, P.byteOffset, dy.byteOffset, dqkv.byteOffset, scratch.byteOffset, B, T, H, hd, scale);
+  },
+});
+
+/**
+ * Causal attention as three kernels forward (scores, wasm's softmax, mix) and one backward, all
+ * reading qkv and writing y and d qkv in the projections' layouts: no split, merge or transposes,
+ * and only the keys each query sees (the depthwise products compute all T×T and run ~11 GFLOP/s).
+ */
+function simdCausalSelfAttention(qkv: tf.Tensor2D, dims: Dims): tf.Tensor2D {
+  const forward = (x: tf.Tensor2D) => {
+    const P = tf.softmax(runJsKernel(CAUSAL_SCORES, [x], dims)[0]);
+    return { y: runJsKernel(CAUSAL_MIX, [x, P], dims)[0] as tf.Tensor2D, P };
+  };
+  if (!recordingGradients()) return forward(qkv).y;
+  const op = tf.customGrad(((x: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    const { y, P } = forward(x);
+    save([x, P]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [dqkv, scratch] = runJsKernel(CAUSAL_BACKWARD, [saved[0], saved[1], dy], dims);
+        scratch.dispose();
+        return [dqkv];
+      },
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
+  return op(qkv);
+}
+
 type DecodeDims = { B: number; H: number; hd: number; past: number; scale: number; inPlace: boolean };
 
 interface DecodeWasm {
@@ -134,22 +220,7 @@ interface DecodeWasm {
   mix(S: number, V: number, y: number, B: number, H: number, hd: number, Tk: number): void;
 }
 
-const decodeWasm = new WeakMap<WebAssembly.Memory, DecodeWasm | null>();
-
-/** The SIMD products (wasm/decode-attention.wat) bound to the backend's heap; null if they cannot load. */
-function decodeWasmFor(heap: WebAssembly.Memory): DecodeWasm | null {
-  let m = decodeWasm.get(heap);
-  if (m === undefined) {
-    try {
-      const module = new WebAssembly.Module(Buffer.from(DECODE_ATTENTION_WASM, 'base64'));
-      m = new WebAssembly.Instance(module, { env: { memory: heap } }).exports as unknown as DecodeWasm;
-    } catch {
-      m = null; // e.g. no SIMD: the JavaScript loops below serve
-    }
-    decodeWasm.set(heap, m);
-  }
-  return m;
-}
+const decodeWasmFor = (heap: WebAssembly.Memory) => simdModule<DecodeWasm>(DECODE_ATTENTION_WASM, heap);
 
 /**
  * First half of one decoding step of attention, for every row and head: appends the new key and

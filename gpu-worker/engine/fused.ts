@@ -1,22 +1,39 @@
 /**
- * Layer norm and the target log-probability as custom-gradient ops whose elementwise work is done
- * by JavaScript kernels (kernels.ts). Measured on wasm: a JS pass costs ~2–5 ns per element, a
- * wasm elementwise kernel ~0.3 ns plus ~8 µs of dispatch, and wasm's Exp ~6 ns. So JS pays only
- * where it replaces many kernels on narrow rows (layer norm: ~20 kernels and two column sums) or
- * an Exp (log-softmax; its exponentials come from wasm's XNNPACK Softmax instead). GELU stays on
- * wasm kernels (ops.ts), which are faster than one JS pass over its [n, 4d] activations.
+ * Layer norm, GELU, the target log-probability and the token+position embedding as custom-gradient
+ * ops whose work is done by kernels of our own (kernels.ts): on wasm SIMD loops over the backend's
+ * heap (wasm/*.wat), one pass where there were ~6–20 kernels; on cpu the JavaScript loops below.
+ * Exponentials stay with wasm's XNNPACK kernels (Softmax, Sigmoid): V8's Math.exp costs ~10× and
+ * a SIMD polynomial written here ~3× as much per element.
  * ops.ts chooses these on the fast path and plain ops elsewhere.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, runJsKernel } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule, wasmHeap } from './kernels';
+import { EMBED_WASM } from './wasm/embed.wasm';
+import { GELU_WASM } from './wasm/gelu.wasm';
+import { LAYER_NORM_WASM } from './wasm/layer-norm.wasm';
+import { TARGET_LOGP_WASM } from './wasm/target-logp.wasm';
 
 export const LN_EPS = 1e-5;
+
+interface LayerNormWasm {
+  forward(x: number, gain: number, bias: number, y: number, stats: number, n: number, d: number, eps: number): void;
+  backward(dy: number, x: number, stats: number, gain: number, dx: number, dgain: number, dbias: number, n: number, d: number): void;
+}
+
+/** On wasm, both passes are SIMD loops (wasm/layer-norm.wat, ~10× faster than the JavaScript below). */
+const layerNormWasm = (heap: WebAssembly.Memory | undefined, d: number) =>
+  heap && d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
 
 /** x [n, d], gain [d], bias [d] → y [n, d], stats [n, 2] (mean, 1/σ per row). */
 const LAYER_NORM = defineJsKernel({
   name: 'WhetstoneLayerNorm',
   outputShapes: ([x]) => [x, [x[0], 2]],
-  compute([x, g, b], [y, stats], [[n, d]]) {
+  compute([x, g, b], [y, stats], [[n, d]], _a, heap) {
+    const simd = layerNormWasm(heap, d);
+    if (simd) {
+      simd.forward(x.byteOffset, g.byteOffset, b.byteOffset, y.byteOffset, stats.byteOffset, n, d, LN_EPS);
+      return;
+    }
     for (let r = 0; r < n; r++) {
       const o = r * d;
       // One pass for both moments: in double precision, E[x²] − mean² loses nothing that matters
@@ -45,7 +62,12 @@ const LAYER_NORM = defineJsKernel({
 const LAYER_NORM_BACKWARD = defineJsKernel({
   name: 'WhetstoneLayerNormBackward',
   outputShapes: ([dy]) => [dy, [dy[1]], [dy[1]]],
-  compute([dy, x, stats, gain], [dx, dgain, dbias], [[n, d]]) {
+  compute([dy, x, stats, gain], [dx, dgain, dbias], [[n, d]], _a, heap) {
+    const simd = layerNormWasm(heap, d);
+    if (simd) {
+      simd.backward(dy.byteOffset, x.byteOffset, stats.byteOffset, gain.byteOffset, dx.byteOffset, dgain.byteOffset, dbias.byteOffset, n, d);
+      return;
+    }
     // Column sums in double-precision locals (measured 20% faster than accumulating in the
     // float32 outputs, and more accurate).
     const sumGain = new Float64Array(d);
@@ -93,20 +115,84 @@ export function layerNormForward(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Ten
   return y as tf.Tensor2D;
 }
 
+interface GeluWasm {
+  argument(x: number, out: number, n: number): void;
+  backward(dy: number, x: number, s: number, dx: number, n: number): void;
+}
+
+const geluWasm = (heap = wasmHeap()) => (heap ? simdModule<GeluWasm>(GELU_WASM, heap) : null);
+
+/** True where `simdGelu` runs: the wasm backend with SIMD, and a size that is a multiple of 4. */
+export function simdGeluAvailable(size: number): boolean {
+  return size % 4 === 0 && geluWasm() !== null;
+}
+
+/** x → 2u = 2c(x + a x³), the argument of GELU's sigmoid. */
+const GELU_ARGUMENT = defineJsKernel({
+  name: 'WhetstoneGeluArgument',
+  outputShapes: ([x]) => [x],
+  compute([x], [out], _s, _a, heap) {
+    requireSimdModule<GeluWasm>(GELU_WASM, heap, 'WhetstoneGeluArgument').argument(x.byteOffset, out.byteOffset, x.length);
+  },
+});
+
+/** dy, x, s = σ(2u) → dx. */
+const GELU_BACKWARD = defineJsKernel({
+  name: 'WhetstoneGeluBackward',
+  outputShapes: ([dy]) => [dy],
+  compute([dy, x, s], [dx], _s, _a, heap) {
+    requireSimdModule<GeluWasm>(GELU_WASM, heap, 'WhetstoneGeluBackward').backward(dy.byteOffset, x.byteOffset, s.byteOffset, dx.byteOffset, x.length);
+  },
+});
+
+const geluSigmoid = (x: tf.Tensor) => tf.sigmoid(runJsKernel(GELU_ARGUMENT, [x])[0]);
+
+const geluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  const s = geluSigmoid(x);
+  save([x, s]);
+  return {
+    value: x.mul(s),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(GELU_BACKWARD, [dy, ...saved])[0],
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
+
+/**
+ * GELU (tanh approximation) as x·σ(2u): forward a SIMD pass for 2u, wasm's Sigmoid and a multiply;
+ * backward one SIMD pass (wasm/gelu.wat), instead of 6 and 9 kernels. See `simdGeluAvailable`.
+ */
+export function simdGelu(x: tf.Tensor2D): tf.Tensor2D {
+  return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x)) as tf.Tensor2D);
+}
+
+interface TargetLogpWasm {
+  forward(x: number, p: number, targets: number, diff: number, pmax: number, n: number, V: number): void;
+  backward(g: number, p: number, targets: number, dx: number, n: number, V: number): void;
+}
+
+/** On wasm, the row maxima and the gradient are SIMD loops (wasm/target-logp.wat). */
+const targetLogpWasm = (heap: WebAssembly.Memory | undefined) => (heap ? simdModule<TargetLogpWasm>(TARGET_LOGP_WASM, heap) : null);
+
 /**
  * logits [n, V], p = softmax(logits), targets [n] → log p(target) [n]. log-softmax without a
  * second exponential: with m the row maximum, p_max = e^{m − lse}, so log p_t = x_t − m + log p_max
- * (p_max ≥ 1/V never underflows, unlike p_t itself).
+ * (p_max ≥ 1/V never underflows, unlike p_t itself). The second output is scratch ([n], p_max).
  */
 const TARGET_LOGP = defineJsKernel({
   name: 'WhetstoneTargetLogProb',
-  outputShapes: ([x]) => [[x[0]]],
-  compute([x, p, targets], [out], [[n, V]]) {
+  outputShapes: ([x]) => [[x[0]], [x[0]]],
+  compute([x, p, targets], [out, pmax], [[n, V]], _a, heap) {
+    const simd = targetLogpWasm(heap);
+    if (simd) {
+      simd.forward(x.byteOffset, p.byteOffset, targets.byteOffset, out.byteOffset, pmax.byteOffset, n, V);
+      for (let r = 0; r < n; r++) out[r] += Math.log(pmax[r]);
+      return;
+    }
     for (let r = 0; r < n; r++) {
       const o = r * V;
       let arg = 0;
       for (let j = 1; j < V; j++) if (x[o + j] > x[o + arg]) arg = j;
-      out[r] = x[o + targets[r]] - x[o + arg] + Math.log(p[o + arg]);
+      pmax[r] = p[o + arg];
+      out[r] = x[o + targets[r]] - x[o + arg] + Math.log(pmax[r]);
     }
   },
 });
@@ -115,7 +201,12 @@ const TARGET_LOGP = defineJsKernel({
 const TARGET_LOGP_BACKWARD = defineJsKernel({
   name: 'WhetstoneTargetLogProbBackward',
   outputShapes: ([, p]) => [p],
-  compute([g, p, targets], [dx], [, [n, V]]) {
+  compute([g, p, targets], [dx], [, [n, V]], _a, heap) {
+    const simd = targetLogpWasm(heap);
+    if (simd) {
+      simd.backward(g.byteOffset, p.byteOffset, targets.byteOffset, dx.byteOffset, n, V);
+      return;
+    }
     for (let r = 0; r < n; r++) {
       const o = r * V;
       const gr = g[r];
@@ -130,19 +221,35 @@ export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): 
   const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
     const p = tf.softmax(x);
     save([p, targets]);
+    const [logp, scratch] = runJsKernel(TARGET_LOGP, [x, p, targets]);
+    scratch.dispose();
     return {
-      value: runJsKernel(TARGET_LOGP, [x, p, targets])[0],
+      value: logp,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved])[0],
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
   return op(logits);
 }
 
+interface EmbedWasm {
+  forward(wte: number, ids: number, wpe: number, positions: number, out: number, n: number, d: number): void;
+  backward(dy: number, ids: number, positions: number, dwte: number, dwpe: number, n: number, d: number, vocab: number, ctx: number): void;
+}
+
+/** On wasm, both directions are SIMD loops over the rows (wasm/embed.wat). */
+const embedWasm = (heap: WebAssembly.Memory | undefined, d: number) =>
+  heap && d % 4 === 0 ? simdModule<EmbedWasm>(EMBED_WASM, heap) : null;
+
 /** wte [V, d], ids [N], wpe [ctx, d], positions [N] → rows wte[id] + wpe[position]. */
 const EMBED = defineJsKernel({
   name: 'WhetstoneEmbed',
   outputShapes: ([wte, ids]) => [[ids[0], wte[1]]],
-  compute([wte, ids, wpe, positions], [out], [[, d], [n]]) {
+  compute([wte, ids, wpe, positions], [out], [[, d], [n]], _a, heap) {
+    const simd = embedWasm(heap, d);
+    if (simd) {
+      simd.forward(wte.byteOffset, ids.byteOffset, wpe.byteOffset, positions.byteOffset, out.byteOffset, n, d);
+      return;
+    }
     for (let i = 0; i < n; i++) {
       const src = ids[i] * d;
       const pos = positions[i] * d;
@@ -156,7 +263,12 @@ const EMBED = defineJsKernel({
 const EMBED_BACKWARD = defineJsKernel({
   name: 'WhetstoneEmbedBackward',
   outputShapes: (_s, a) => [a.wteShape as number[], a.wpeShape as number[]],
-  compute([dy, ids, positions], [dwte, dwpe], [[n, d]]) {
+  compute([dy, ids, positions], [dwte, dwpe], [[n, d]], _a, heap) {
+    const simd = embedWasm(heap, d);
+    if (simd) {
+      simd.backward(dy.byteOffset, ids.byteOffset, positions.byteOffset, dwte.byteOffset, dwpe.byteOffset, n, d, dwte.length / d, dwpe.length / d);
+      return;
+    }
     dwte.fill(0);
     dwpe.fill(0);
     for (let i = 0; i < n; i++) {

@@ -5,8 +5,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setJsKernelsEnabled } from './kernels';
+import { rowSums, transpose2d } from './matrix-kernels';
 import { GPT, type KvCache } from './model';
-import { layerNorm, targetLogProbs } from './ops';
+import { gelu, layerNorm, targetLogProbs } from './ops';
 import { Adam, type OptimConfig } from './optim';
 import { Rng } from './rng';
 import { sample } from './sampler';
@@ -99,6 +100,21 @@ describe('fused ops equal the plain ops, values and gradients', () => {
     const g = randomTensor(rng, [24]);
     const b = randomTensor(rng, [24]);
     expectSameValueAndGrads((a, c, d) => layerNorm(a as tf.Tensor2D, c as tf.Tensor1D, d as tf.Tensor1D), [x, g, b]);
+  });
+
+  it('GELU, from far negative to far positive inputs (the SIMD pass has its own exponential)', () => {
+    const x = randomTensor(rng, [33, 20], 4).concat(tf.tensor2d([[-100, -30, -9, -1e-3, 0, 1e-3, 9, 30, 100, 5, -5, 2, -2, 0.5, -0.5, 40, -40, 88, -88, 1]]));
+    expectSameValueAndGrads((a) => gelu(a as tf.Tensor2D), [x], 1e-5);
+  });
+
+  it('transposes and row sums (the SIMD kernels: sides multiples of 4, row lengths not multiples of 8)', () => {
+    for (const shape of [[8, 12], [20, 36], [4, 4], [6, 10]]) {
+      tf.tidy(() => {
+        const x = randomTensor(rng, shape) as tf.Tensor2D;
+        expect(transpose2d(x).dataSync(), `transpose of [${shape}]`).toEqual(tf.transpose(x).dataSync());
+        expectClose(rowSums(x).dataSync(), x.sum(1).dataSync(), 1e-6, `row sums of [${shape}]`);
+      });
+    }
   });
 
   it('target log-probabilities, with logits far apart', () => {

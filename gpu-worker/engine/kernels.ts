@@ -5,6 +5,8 @@
  * pass over memory, so one JavaScript pass that does the work of ten kernels is faster whenever it
  * needs no transcendental functions (V8's Math.exp is ~10× slower than wasm's SIMD kernels).
  * Native backends never use these: callers check `hasJsKernels()` and keep plain ops there.
+ * On wasm most of them hand the work to hand-written SIMD modules (wasm/*.wat, `simdModule`) that
+ * run over the same heap: a SIMD loop is ~10× faster than JavaScript over typed arrays.
  */
 import * as tf from '@tensorflow/tfjs';
 import { useFastMatmulPath } from './backend';
@@ -105,6 +107,41 @@ export function useFusedKernels(): boolean {
  */
 export function recordingGradients(): boolean {
   return tf.engine().isTapeOn();
+}
+
+const simdModules = new WeakMap<WebAssembly.Memory, Map<string, unknown>>();
+
+/**
+ * A hand-written SIMD module (wasm/NAME.wat, assembled into `base64`) instantiated over the wasm
+ * backend's heap, so that its functions take tensors' byte offsets; null when it cannot load
+ * (e.g. no SIMD), in which case callers fall back to JavaScript loops or plain ops.
+ */
+export function simdModule<T>(base64: string, heap: WebAssembly.Memory): T | null {
+  let byModule = simdModules.get(heap);
+  if (!byModule) simdModules.set(heap, (byModule = new Map()));
+  if (!byModule.has(base64)) {
+    try {
+      const module = new WebAssembly.Module(Buffer.from(base64, 'base64'));
+      byModule.set(base64, new WebAssembly.Instance(module, { env: { memory: heap } }).exports);
+    } catch {
+      byModule.set(base64, null);
+    }
+  }
+  return byModule.get(base64) as T | null;
+}
+
+/** `simdModule` for kernels that run only where it loads (their callers check first); throws otherwise. */
+export function requireSimdModule<T>(base64: string, heap: WebAssembly.Memory | undefined, kernel: string): T {
+  const m = heap ? simdModule<T>(base64, heap) : null;
+  if (!m) throw new Error(`${kernel} runs only on wasm with SIMD (its caller checks before running it)`);
+  return m;
+}
+
+/** The wasm backend's heap when it is the current backend (and JS kernels are on), else undefined. */
+export function wasmHeap(): WebAssembly.Memory | undefined {
+  if (disabled || tf.getBackend() !== 'wasm') return undefined;
+  const heap = (tf.backend() as unknown as WasmBackend).wasm?.asm?.memory;
+  return heap instanceof WebAssembly.Memory ? heap : undefined;
 }
 
 /** Run a kernel declared with `defineJsKernel` (not recorded for autodiff: wrap in customGrad). */

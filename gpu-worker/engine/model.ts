@@ -173,7 +173,7 @@ export class GPT {
       const qkv = this.linear(h, `${pre}.attn.qkv`);
       let y: tf.Tensor2D;
       if (fusedAttention) {
-        y = fusedSelfAttention(qkv, bias, B, Tn, H);
+        y = fusedSelfAttention(qkv, bias, B, Tn, H, opts.keyMask === undefined);
       } else if (useFusedKernels()) {
         const prev = opts.cache ? { keys: opts.cache.keys[l], values: opts.cache.values[l], length: past } : undefined;
         const capacity = opts.returnCache ? opts.cacheCapacity : undefined;

@@ -5,7 +5,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { defineJsKernel, hasJsKernels, runJsKernel } from './kernels';
+import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
+import { ADAM_WASM } from './wasm/adam.wasm';
 
 export interface OptimConfig {
   /** Peak learning rate. */
@@ -155,17 +156,29 @@ function jsGlobalNorm(grads: tf.Tensor[]): number {
   return value;
 }
 
+interface AdamWasm {
+  adam(p: number, g: number, m: number, v: number, po: number, mo: number, vo: number, n: number,
+    scale: number, lr: number, beta1: number, beta2: number, bc1: number, bc2: number, epsilon: number, decay: number): void;
+}
+
 /**
  * Adam(W) for one parameter: inputs p, g, m, v → outputs p', m', v'. The same formula as the
  * tensor path: g ← scale·g; m' = β1 m + (1−β1) g; v' = β2 v + (1−β2) g²;
  * p' = p − lr·(m'/bc1)/(√(v'/bc2) + ε) − decay·p (decay = lr·weightDecay, or 0).
+ * On wasm a SIMD loop (wasm/adam.wat) does all but the last size mod 4 elements.
  */
 const ADAM_KERNEL = defineJsKernel({
   name: 'WhetstoneAdam',
   outputShapes: (shapes) => [shapes[0], shapes[0], shapes[0]],
-  compute([p, g, m, v], [po, mo, vo], _shapes, a) {
+  compute([p, g, m, v], [po, mo, vo], _shapes, a, heap) {
     const { scale, lr, beta1, beta2, bc1, bc2, epsilon, decay } = a as Record<string, number>;
-    for (let i = 0; i < p.length; i++) {
+    const simd = heap ? simdModule<AdamWasm>(ADAM_WASM, heap) : null;
+    const start = simd ? p.length & ~3 : 0;
+    if (simd) {
+      simd.adam(p.byteOffset, g.byteOffset, m.byteOffset, v.byteOffset, po.byteOffset, mo.byteOffset, vo.byteOffset, start,
+        scale, lr, beta1, beta2, bc1, bc2, epsilon, decay);
+    }
+    for (let i = start; i < p.length; i++) {
       const gi = g[i] * scale;
       const mi = beta1 * m[i] + (1 - beta1) * gi;
       const vi = beta2 * v[i] + (1 - beta2) * gi * gi;

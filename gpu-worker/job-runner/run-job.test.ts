@@ -7,7 +7,10 @@ import { type z } from 'zod';
 import { testBackend } from '../engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
 import { type Assignment, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema } from '../../sdk/worker-protocol';
+import { trainJobConfigSchema } from '../../sdk/job-config';
+import { trainingDefaultsSchema } from '../../sdk/manifest';
 import { runJob } from './run-job';
+import { mergeTraining } from './train';
 import { JobControl, MemorySink, type MetricItem } from './sink';
 
 beforeAll(async () => {
@@ -51,6 +54,17 @@ function series(items: MetricItem[]): Map<string, number> {
 function schemaOf(kind: string) {
   return { metrics: metricItemSchema, rollouts: rolloutItemSchema, logs: logItemSchema, matches: matchItemSchema }[kind] as z.ZodType | undefined;
 }
+
+test('a job keeps only the training fields it sets, and the manifest gives the rest when it runs', () => {
+  const manifest = loadTemplate('bandit').manifest;
+  const config = trainJobConfigSchema.parse({ environmentVersionId: 'bandit-v1', training: { algorithm: 'grpo', steps: 5 } });
+  expect(config.training).toEqual({ algorithm: 'grpo', steps: 5 });
+  const training = mergeTraining(manifest, config.training);
+  expect(training).toMatchObject({ steps: 5, learningRate: manifest.training.learningRate, batchSize: manifest.training.batchSize, groupSize: manifest.training.groupSize });
+  // The template's own settings, not the documented defaults, which differ from them.
+  expect(training.learningRate).not.toBe(trainingDefaultsSchema.parse({}).learningRate);
+  expect(mergeTraining(manifest, trainJobConfigSchema.parse({ environmentVersionId: 'bandit-v1' }).training)).toEqual(manifest.training);
+});
 
 describe('job runner: TRAIN', () => {
   let full: MemorySink;

@@ -213,7 +213,8 @@ commands:
       {"training": {"batchSize": 4}, "model": {"width": 32}}; --steps overrides its steps.
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
   ${USAGE.jobs}
-      The team's jobs: id, kind, state, priority, owner, age, and why it waits or failed.
+      The team's jobs: id, kind, state, priority, owner, age, the newest sampler checkpoint (for
+      eval and the playground), and why it waits or failed.
   ${USAGE.logs}
       A job's log; --follow keeps printing until the job ends.
   ${USAGE.cancel}

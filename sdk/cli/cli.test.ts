@@ -86,7 +86,7 @@ describe('whetstone CLI against a server without workers', () => {
   it('jobs lists the team\'s jobs as a table and as JSON', async () => {
     const human = await cli(['jobs']);
     expect(human.code).toBe(EXIT.OK);
-    expect(human.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+STATE\s+PRIORITY\s+OWNER\s+AGE\s+WAITING/);
+    expect(human.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+STATE\s+PRIORITY\s+OWNER\s+AGE\s+CHECKPOINT\s+WAITING/);
     expect(human.stdout).toContain(firstJob);
     const json = await cli(['jobs', '--json']);
     expect(json.code).toBe(EXIT.OK);
@@ -257,6 +257,9 @@ describe('whetstone CLI with a worker daemon', () => {
     for (const c of checkpoints) expect(res.stdout).toContain(c.id);
 
     const sampler = checkpoints.find((c) => c.kind === 'SAMPLER') ?? checkpoints[0];
+    // `jobs` lists the run with its newest sampler checkpoint, the one to evaluate.
+    const row = (await cli(['jobs'])).stdout.split('\n').find((line) => line.startsWith(jobId));
+    expect(row).toMatch(new RegExp(`^${jobId}\\s+TRAIN\\s+SUCCEEDED\\s.*\\s${sampler.id} @${sampler.step} \\(\\+${checkpoints.length - 1}\\)`));
     const evaluated = await cli(['eval', sampler.id, '--against', 'random', '--games', '4', '--json']);
     expect(evaluated.code).toBe(EXIT.OK);
     const doc = evaluated.json();

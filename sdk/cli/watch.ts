@@ -157,8 +157,8 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
         logs(items.map((l) => ({ id: logId({ ...batch, line: l.line }), level: l.level, message: l.message, time: l.time })));
       }
     });
-    socket.on('job', (event: { jobId: string }) => {
-      if (event.jobId === jobId) void check();
+    socket.on('job', (event: { jobIds: string[] }) => {
+      if (event.jobIds.includes(jobId)) void check();
     });
     timer = setInterval(() => {
       void check();

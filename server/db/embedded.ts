@@ -65,6 +65,15 @@ function inspectDataDir(dataDir: string): 'new' | 'cluster' {
   return 'cluster';
 }
 
+/** The first folder from `dir` up that other users cannot enter (no o+x; group and ACLs aside), if any. */
+function closedToOthers(dir: string): { dir: string; mode: string } | null {
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    const mode = fs.statSync(d).mode & 0o777;
+    if ((mode & 0o001) === 0) return { dir: d, mode: mode.toString(8) };
+    if (path.dirname(d) === d) return null;
+  }
+}
+
 /** A server left running by a process that was killed: stop it so this one can own the folder. */
 async function stopOrphan(dataDir: string): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
@@ -94,6 +103,7 @@ async function stopOrphan(dataDir: string): Promise<void> {
 export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}, port?: number, flags: string[] = []): Promise<EmbeddedDatabase> {
   const dataDir = path.join(home, 'pg');
   fs.mkdirSync(home, { recursive: true });
+
   const state = inspectDataDir(dataDir);
   const { password } = credentials(home);
   port ??= await freePort();
@@ -119,12 +129,19 @@ export async function startEmbeddedPostgres(home: string, log: (line: string) =>
       recent.push(String(message instanceof Error ? message.message : message));
     },
   });
-  const failure = (what: string, error: unknown) =>
-    new EmbeddedPostgresError(
+  const failure = (what: string, error: unknown) => {
+    // The likeliest cause as root: PostgreSQL runs as the user "postgres", which must enter every folder above its data.
+    const closed = process.getuid?.() === 0 ? closedToOthers(home) : null;
+    return new EmbeddedPostgresError(
       `Could not ${what} the embedded PostgreSQL in ${dataDir}: ${error instanceof Error ? error.message : String(error ?? 'it exited')}\n` +
+        (closed
+          ? `  As root, Whetstone runs it as the user "postgres" (PostgreSQL refuses root), and ${closed.dir} (mode ${closed.mode}) does not let other users in.\n` +
+            `  Run chmod o+x ${closed.dir}, or set WHETSTONE_HOME to a folder others may enter.\n`
+          : '') +
         `  Last lines of its log:\n${recent.map((l) => `    ${l}`).join('\n') || '    (none)'}\n` +
         `  Nothing was deleted. To use another server instead, set DATABASE_URL.`,
     );
+  };
   if (state === 'new') {
     try {
       await pgServer.initialise();

@@ -1,14 +1,32 @@
 import type { Server as HttpServer } from 'node:http';
-import { createAdapter } from '@socket.io/postgres-adapter';
 import type pg from 'pg';
 import { Server } from 'socket.io';
 import { z } from 'zod';
-import { type Assignment, type SampleRequest, sampleDoneSchema, sampleTokenSchema, STREAM_EVENT, streamBatchSchema, type StreamAck } from '../../sdk/worker-protocol';
+import {
+  type Assignment,
+  ASSIGNMENT_ACK_TIMEOUT_MS,
+  ASSIGNMENT_EVENT,
+  assignmentAckSchema,
+  ATTEMPT_FINISH_EVENT,
+  ATTEMPT_START_EVENT,
+  type CallAck,
+  finishRequestSchema,
+  type SampleRequest,
+  sampleDoneSchema,
+  sampleTokenSchema,
+  startRequestSchema,
+  STREAM_EVENT,
+  streamBatchSchema,
+  type StreamAck,
+} from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
 import { ingestBatch, type LiveBatch, StreamRefused } from '../streams/ingest';
+import { coalesceJobChanges } from '../scheduler/job-changes';
 import { authenticateWorker } from '../workers/api';
+import { createReplicaAdapter } from './replica-adapter';
+import { attemptCalls, HttpError } from '../workers/attempts';
 
 /** Rooms a browser may join: a run (job) of one of its teams, or a team's job list. */
 const subscribeInput = z.object({ room: z.string().regex(/^(run|team):[A-Za-z0-9_-]{1,64}$/) });
@@ -18,14 +36,19 @@ export interface RealtimeHub {
   io: Server;
   /** A stream batch of a run, to its watchers (event "stream"), as soon as it is fenced and claimed. */
   publishRun(job: { id: string; teamId: string }, batch: LiveBatch): void;
-  /** A job of the team changed state (event "job"), for live job lists and run pages. */
-  jobChanged(teamId: string, jobId: string): void;
+  /**
+   * Jobs of the team changed state: one event "job" with { jobIds } to the team's room and the
+   * runs' rooms, for live job lists and run pages (coalesced: scheduler/job-changes.ts).
+   */
+  jobsChanged(teamId: string, jobIds: string[]): void;
   /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
   pushAssignment(workerId: string, assignment: Assignment): void;
   /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
   signalWorker(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
   /** Sends a sampling request to the worker holding an inference attempt (event "sample"). */
   requestSample(workerId: string, request: SampleRequest): void;
+  /** Closes socket.io and the HTTP server under it; connections the database ends afterwards are not errors. */
+  close(): Promise<void>;
 }
 
 async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
@@ -43,6 +66,7 @@ async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
  * their credential.
  */
 export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?: pg.Pool): RealtimeHub {
+  let closing = false;
   const io = new Server(httpServer, {
     path: '/socket.io',
     serveClient: false,
@@ -50,14 +74,15 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     cors: { origin: false },
     maxHttpBufferSize: 1_000_000,
   });
-  // Across server replicas, emits reach clients connected to any of them (NOTIFY under the hood).
+  // Across server replicas, emits reach clients connected to any of them (NOTIFY under the hood;
+  // this server's own clients first, see replica-adapter.ts).
   if (pool) {
     // The adapter holds one pool client for LISTEN and reconnects when it ends, but attaches no
     // 'error' listener to it: without this one, a database restart ("terminating connection")
     // was an unhandled 'error' event that killed the server.
-    pool.on('connect', (client) => client.on('error', (e) => console.error('[realtime] database connection lost:', e.message)));
+    pool.on('connect', (client) => client.on('error', (e) => closing || console.error('[realtime] database connection lost:', e.message)));
     if (pool.listenerCount('error') === 0) pool.on('error', () => {});
-    io.adapter(createAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
+    io.adapter(createReplicaAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
   }
   io.use(async (socket, next) => {
     try {
@@ -98,6 +123,9 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     }
   });
   const publishRun = (job: { id: string }, batch: LiveBatch) => void io.to(`run:${job.id}`).emit('stream', batch);
+  const jobsChanged: RealtimeHub['jobsChanged'] = (teamId, jobIds) =>
+    void io.to([`team:${teamId}`, ...jobIds.map((id) => `run:${id}`)]).emit('job', { jobIds });
+  const attempts = attemptCalls(db, coalesceJobChanges(jobsChanged));
   workers.on('connection', (socket) => {
     const workerId = socket.data.workerId as string;
     void socket.join(`worker:${workerId}`);
@@ -116,6 +144,21 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
         reply({ status: 500, error: 'The batch could not be stored: send it again' });
       }
     });
+    // Start and finish, as over HTTP (server/workers/attempts.ts), answered in the ack.
+    const call = <T>(schema: z.ZodType<T>, run: (input: T) => Promise<{ state: string }>) => async (payload: unknown, ack?: (answer: CallAck) => void) => {
+      const reply = typeof ack === 'function' ? ack : () => {};
+      const parsed = schema.safeParse(payload);
+      if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
+      try {
+        reply({ status: 200, state: (await run(parsed.data)).state });
+      } catch (error) {
+        if (error instanceof HttpError) return reply({ status: error.status, error: error.message });
+        console.error('[realtime] attempt call failed:', (error as Error).message);
+        reply({ status: 500, error: 'The call failed: send it again' });
+      }
+    };
+    socket.on(ATTEMPT_START_EVENT, call(startRequestSchema, (input) => attempts.start({ workerId }, input)));
+    socket.on(ATTEMPT_FINISH_EVENT, call(finishRequestSchema, (input) => attempts.finish({ workerId }, input)));
     // A worker answers only for attempts it holds and that are still active; the answer goes to
     // the run's room. Checked against the database, remembered for a few seconds per attempt.
     const held = new Map<string, { jobId: string | null; at: number }>();
@@ -155,12 +198,30 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
   return {
     io,
     publishRun,
-    jobChanged: (teamId, jobId) => {
-      io.to(`team:${teamId}`).emit('job', { jobId });
-      io.to(`run:${jobId}`).emit('job', { jobId });
+    jobsChanged,
+    pushAssignment(workerId, assignment) {
+      const room = `worker:${workerId}`;
+      const here = workers.adapter.rooms.get(room);
+      // Connected to another replica: through the adapter, without an ack (the worker calls start).
+      if (!here) return void workers.to(room).emit(ASSIGNMENT_EVENT, assignment);
+      // Connected here: straight to its socket (the adapter's every emit is first a NOTIFY), with
+      // the ack that starts the attempt (sdk/worker-protocol.ts, ASSIGNMENT_EVENT).
+      const fence = { attemptId: assignment.attemptId, fencingToken: assignment.fencingToken };
+      const started = (error: unknown, answer: unknown) => {
+        if (error || !assignmentAckSchema.safeParse(answer).success) return; // then heartbeats list it until started
+        attempts.start({ workerId }, fence).catch((refused: unknown) => {
+          if (refused instanceof HttpError && (refused.status === 409 || refused.status === 404)) {
+            workers.to(room).emit('signal', { attemptId: assignment.attemptId, valid: false });
+          } else if (!(refused instanceof HttpError)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
+        });
+      };
+      for (const id of here) workers.sockets.get(id)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
     },
-    pushAssignment: (workerId, assignment) => void workers.to(`worker:${workerId}`).emit('assignment', assignment),
     signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
     requestSample: (workerId, request) => void workers.to(`worker:${workerId}`).emit('sample', request),
+    close: () => {
+      closing = true;
+      return new Promise<void>((resolve) => io.close(() => resolve()));
+    },
   };
 }

@@ -48,15 +48,14 @@ async function main(): Promise<void> {
     trustedOrigins: [url], publicUrl: url, seedTeam: async () => {},
   };
   listener = createRequestListener(deps, () => null);
-  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(db, realtime), log);
+  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(realtime), log);
   await scheduler.start();
   log(`listening on ${url} (lease ${LEASE_SECONDS} s)`);
   const stop = async () => {
     await scheduler.stop();
-    await new Promise<void>((resolve) => {
-      realtime.io.close(() => resolve());
-      server.closeAllConnections();
-    });
+    const closed = realtime.close();
+    server.closeAllConnections();
+    await closed;
     await db.$disconnect().catch(() => {});
     await realtimePool.end().catch(() => {});
     process.exit(0);

@@ -114,6 +114,92 @@ describe('scheduler loop and worker protocol', () => {
     await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
   });
 
+  it('starts and finishes over the worker socket as over HTTP: acked, fenced, many at once, a retried start counted once', async () => {
+    const worker = await newWorker(4);
+    const other = await newWorker(1);
+    const socket = connect(`${server.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: worker.credential } });
+    const otherSocket = connect(`${server.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: other.credential } });
+    const assignments: any[] = [];
+    socket.on('assignment', (a: any) => assignments.push(a));
+    await waitFor('the sockets', async () => socket.connected && otherSocket.connected);
+    await t.db.worker.update({ where: { id: other.workerId }, data: { state: 'DRAINING' } }); // takes no work
+    const jobs = await Promise.all([0, 1, 2, 3].map(() => submit()));
+    await waitFor('four assignments', async () => assignments.length === 4);
+    const call = (s: typeof socket, event: string, body: unknown) => s.timeout(5_000).emitWithAck(event, body) as Promise<any>;
+    const fence = (a: any) => ({ attemptId: a.attemptId, fencingToken: a.fencingToken });
+    try {
+      // Refused like over HTTP: a bad body (400), another worker's attempt (404), a stale token (409).
+      expect(await call(socket, 'attempt:start', { attemptId: 42 })).toMatchObject({ status: 400 });
+      expect(await call(otherSocket, 'attempt:start', fence(assignments[0]))).toMatchObject({ status: 404 });
+      expect(await call(socket, 'attempt:start', { ...fence(assignments[0]), fencingToken: String(BigInt(assignments[0].fencingToken) + 1000n) })).toMatchObject({ status: 409 });
+
+      // Four starts at once, one of them twice (a retry), then four finishes at once.
+      const starts = await Promise.all([...assignments, assignments[0]].map((a) => call(socket, 'attempt:start', fence(a))));
+      expect(starts).toEqual(starts.map(() => ({ status: 200, state: 'RUNNING' })));
+      const finishes = await Promise.all(assignments.map((a, i) => call(socket, 'attempt:finish', { ...fence(a), outcome: 'succeeded', reason: `done ${i}`, exitCode: 0 })));
+      expect(finishes).toEqual(finishes.map(() => ({ status: 200, state: 'SUCCEEDED' })));
+      for (const [i, a] of assignments.entries()) {
+        const job = await t.db.job.findUniqueOrThrow({ where: { id: a.jobId }, include: { events: { orderBy: { id: 'asc' } }, jobAttempts: true } });
+        expect(job.state).toBe('SUCCEEDED');
+        expect(job.events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
+        expect(job.events[3]).toMatchObject({ actorType: 'WORKER', actorId: worker.workerId, reason: `done ${i}` });
+        expect(job.jobAttempts[0]).toMatchObject({ state: 'ENDED', exitReason: `succeeded: done ${i}`, exitCode: 0 });
+      }
+      expect(jobs.map((j) => j.id).sort()).toEqual(assignments.map((a) => a.jobId).sort());
+      // A finished attempt is fenced: a late finish is refused, and a failed one goes the full way.
+      expect(await call(socket, 'attempt:finish', { ...fence(assignments[0]), outcome: 'succeeded' })).toMatchObject({ status: 409 });
+      // A revoked worker's socket is refused too, even though it connected before.
+      await t.db.worker.update({ where: { id: worker.workerId }, data: { state: 'REVOKED' } });
+      expect(await call(socket, 'attempt:start', fence(assignments[1]))).toMatchObject({ status: 401 });
+    } finally {
+      socket.close();
+      otherSocket.close();
+    }
+  });
+
+  it("starts an attempt by the push's ack: RUNNING recorded, a finish sent at once recorded after it, a superseded attempt told it is gone", async () => {
+    const worker = await newWorker(3);
+    const socket = connect(`${server.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: worker.credential } });
+    const jobState = async (id: string) => (await t.db.job.findUniqueOrThrow({ where: { id } })).state;
+    const pushes: Array<{ a: any; ack: ((answer: unknown) => void) | undefined }> = [];
+    socket.on('assignment', (a: any, ack?: (answer: unknown) => void) => pushes.push({ a, ack }));
+    const signals: any[] = [];
+    socket.on('signal', (s: any) => signals.push(s));
+    try {
+      await waitFor('the socket', async () => socket.connected);
+      const jobs = await Promise.all([0, 1, 2].map(() => submit()));
+      await waitFor('three pushes', async () => pushes.length === 3);
+      expect(pushes.every((p) => typeof p.ack === 'function')).toBe(true);
+      const [short, unanswered, superseded] = pushes;
+      const fence = (a: any) => ({ attemptId: a.attemptId, fencingToken: a.fencingToken });
+
+      // Acked and finished at once, as a short job does: the finish is recorded after the start.
+      short.ack!({ started: true });
+      const finished = await (socket.timeout(5_000).emitWithAck('attempt:finish', { ...fence(short.a), outcome: 'succeeded', reason: 'quick' }) as Promise<any>);
+      expect(finished).toMatchObject({ status: 200, state: 'SUCCEEDED' });
+      const job = await t.db.job.findUniqueOrThrow({ where: { id: short.a.jobId }, include: { events: { orderBy: { id: 'asc' } } } });
+      expect(job.events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
+      expect(job.events[2]).toMatchObject({ actorType: 'WORKER', actorId: worker.workerId, reason: expect.stringMatching(/^attempt 1 started on /) });
+
+      // Not answered (yet): still ASSIGNED, and heartbeats list it until it is started.
+      expect(await jobState(unanswered.a.jobId)).toBe('ASSIGNED');
+      expect((await heartbeat(worker)).body.assignments.map((a: any) => a.attemptId).sort()).toEqual([unanswered.a.attemptId, superseded.a.attemptId].sort());
+      // An answer that is not a start starts nothing.
+      unanswered.ack!({ started: 'maybe' });
+
+      // The attempt ended meanwhile (here by hand, as a lease expiry does): its ack gets a signal.
+      await t.db.jobAttempt.update({ where: { id: superseded.a.attemptId }, data: { state: 'ENDED', exitReason: 'lease expired' } });
+      superseded.ack!({ started: true });
+      await waitFor('the signal', async () => signals.find((s) => s.attemptId === superseded.a.attemptId));
+      expect(signals).toEqual([{ attemptId: superseded.a.attemptId, valid: false }]);
+      expect(await jobState(superseded.a.jobId)).toBe('ASSIGNED');
+      expect(await jobState(unanswered.a.jobId)).toBe('ASSIGNED');
+      expect(jobs.map((j) => j.id).sort()).toEqual(pushes.map((p) => p.a.jobId).sort());
+    } finally {
+      socket.close();
+    }
+  });
+
   it('requeues a job whose lease expired, resumes it from its checkpoint, and fences the stale worker out', async () => {
     const stale = await newWorker();
     const job = await submit();

@@ -1,7 +1,10 @@
 import pg from 'pg';
-import type { Db } from '../db/client';
+import { type Db, rawQuery } from '../db/client';
+import type { Assignment } from '../../sdk/worker-protocol';
+import { Prisma } from '../db/generated/prisma/client';
 import { plan } from './plan';
 import { placeAll } from './place';
+import { kindOf, windowSize } from './queue-window';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
 import type { JobState } from '../db/generated/prisma/enums';
@@ -19,7 +22,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 export interface SchedulerEvents {
   /** A job was placed on a worker: push the assignment (the worker also polls). */
-  assigned(workerId: string, attemptId: string): void;
+  assigned(workerId: string, assignment: Assignment): void;
   /** Ask a worker to stop an attempt: preempt (checkpoint first) or cancel. */
   signal(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
   /** A job changed state: for live job lists. */
@@ -30,49 +33,62 @@ export interface SchedulerEvents {
 export interface RoundInput {
   input: PlanInput;
   waitingReasons: Map<string, string | null>;
+  /** Some kind of job has more queued than the window holds: the rest wait behind it. */
+  beyondWindow: boolean;
 }
+
+/** What a job past the queue window (queue-window.ts) shows until it comes into it. */
+export const BEYOND_WINDOW_REASON = 'waiting: behind earlier jobs of the same user, priority and request';
 
 // Times come out as epoch milliseconds and memory as float8, straight into the planner's plain
 // numbers (columns are UTC timestamps without time zone, as Prisma writes them).
 const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
 
 /**
- * The planner's input in four queries run together, each selecting only the columns it needs:
- * every round reads the whole queue (fair share and backfill look at all of it), so this must be
- * cheap rather than skipped. (One statement building JSON cost PostgreSQL three times as much.)
+ * The planner's input in four queries run together, each selecting only the columns it needs.
+ * Of the queue, only the window the planner needs (queue-window.ts) is read, so that a round
+ * costs what it can place rather than the length of the queue; the window is counted from the
+ * same workers the planner sees. (One statement building JSON cost PostgreSQL three times as much.)
  */
 export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
   const [queued, running, workers, quotas] = await Promise.all([
-    db.$queryRawUnsafe<Array<PlanQueuedJob & { waitingReason?: string | null }>>(`
-      SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind"::text AS "deviceKind", "memoryBytes"::float8 AS "memoryBytes",
-             "timeLimitSeconds", ${ms('"queuedAt"')} AS "queuedAt", ${ms('"notBefore"')} AS "notBefore", "waitingReason"
-        FROM "Job" WHERE state = 'QUEUED'`),
-    db.$queryRawUnsafe<PlanRunningJob[]>(`
+    rawQuery<PlanQueuedJob & { waitingReason?: string | null }>(db, Prisma.sql`
+      SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes",
+             "timeLimitSeconds", "queuedAt", "notBefore", "waitingReason"
+        FROM (SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind"::text AS "deviceKind", "memoryBytes"::float8 AS "memoryBytes",
+                     "timeLimitSeconds", ${Prisma.raw(ms('"queuedAt"'))} AS "queuedAt", ${Prisma.raw(ms('"notBefore"'))} AS "notBefore", "waitingReason",
+                     row_number() OVER (PARTITION BY "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes", "timeLimitSeconds",
+                                                     coalesce("notBefore" > ${now}, false)
+                                        ORDER BY "queuedAt", id COLLATE "C") AS place
+                FROM "Job" WHERE state = 'QUEUED') q
+       WHERE place <= (SELECT count(*) + 1 FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))`),
+    rawQuery<PlanRunningJob>(db, Prisma.raw(`
       SELECT j.id, j."teamId", j."ownerId", j.priority, a."workerId", coalesce(a."deviceIndexes", '{}') AS "deviceIndexes",
              ${ms('coalesce(a."startedAt", j."updatedAt")')} AS "startedAt", j."timeLimitSeconds",
              (j."cancelRequestedAt" IS NOT NULL OR a."preemptRequestedAt" IS NOT NULL) AS stopping
         FROM "Job" j
         LEFT JOIN LATERAL (SELECT "workerId", "deviceIndexes", "startedAt", "preemptRequestedAt" FROM "JobAttempt" WHERE "jobId" = j.id AND state = 'ACTIVE' LIMIT 1) a ON true
-       WHERE j.state IN ('ASSIGNED', 'RUNNING')`),
-    db.$queryRawUnsafe<PlanWorker[]>(`
+       WHERE j.state IN ('ASSIGNED', 'RUNNING')`)),
+    rawQuery<PlanWorker>(db, Prisma.raw(`
       SELECT w.id, w."teamId", w.state::text AS state,
              coalesce(json_agg(json_build_object('index', d.index, 'kind', d.kind, 'memoryBytes', d."memoryBytes"::float8) ORDER BY d.index)
                       FILTER (WHERE d.id IS NOT NULL), '[]') AS devices
         FROM "Worker" w LEFT JOIN "WorkerDevice" d ON d."workerId" = w.id
-       WHERE w.state IN ('ONLINE', 'DRAINING') GROUP BY w.id`),
-    db.$queryRawUnsafe<PlanTeamQuota[]>(`SELECT "teamId", "maxConcurrentDevices", "maxQueuedJobs", "maxPriority" FROM "TeamQuota"`),
+       WHERE w.state IN ('ONLINE', 'DRAINING') GROUP BY w.id`)),
+    rawQuery<PlanTeamQuota>(db, Prisma.raw(`SELECT "teamId", "maxConcurrentDevices", "maxQueuedJobs", "maxPriority" FROM "TeamQuota"`)),
   ]);
   const waitingReasons = new Map<string, string | null>();
   for (const job of queued) {
     waitingReasons.set(job.id, job.waitingReason ?? null);
     delete job.waitingReason;
   }
-  return { input: { now: now.getTime(), queued, running, workers, quotas }, waitingReasons };
+  const input = { now: now.getTime(), queued, running, workers, quotas };
+  const perKind = new Map<string, number>();
+  for (const job of queued) perKind.set(kindOf(job, input.now), (perKind.get(kindOf(job, input.now)) ?? 0) + 1);
+  const beyondWindow = [...perKind.values()].some((n) => n >= windowSize(input));
+  return { input, waitingReasons, beyondWindow };
 }
 
-export async function loadPlanInput(db: Db, now: Date): Promise<PlanInput> {
-  return (await loadRound(db, now)).input;
-}
 
 type StaleAttempt = { id: string; jobId: string; number: number; workerId: string | null; teamId: string; state: JobState; limit: number | null; kind: 'expired' | 'overdue' | 'overtime' };
 
@@ -125,12 +141,12 @@ export async function applyPlan(
   decisions: Plan,
   now: Date,
   events: SchedulerEvents,
-  waitingReasons?: Map<string, string | null>,
+  read?: Pick<RoundInput, 'waitingReasons' | 'beyondWindow'>,
   log?: (line: string) => void,
 ): Promise<{ placed: number; preempted: number }> {
   const placed = await placeAll(db, decisions.placements, now, log);
   for (const p of placed) {
-    events.assigned(p.workerId, p.attemptId);
+    events.assigned(p.workerId, p.assignment);
     events.jobChanged(p.teamId, p.jobId);
   }
   let preempted = 0;
@@ -144,24 +160,27 @@ export async function applyPlan(
     preempted++;
     if (attempt.workerId) events.signal(attempt.workerId, { attemptId: attempt.id, preempt: true });
   }
-  await writeWaitingReasons(db, decisions, waitingReasons);
+  await writeWaitingReasons(db, decisions, now, read);
   return { placed: placed.length, preempted };
 }
 
 /**
  * Waiting reasons change rarely: write only those that did (all of them when the current ones
- * are unknown), one statement per reason.
+ * are unknown), in one statement; and, when the round did not read the whole queue, the reason
+ * of the jobs past the window, in one statement that writes only those not showing it yet.
  */
-async function writeWaitingReasons(db: Db, decisions: Plan, current?: Map<string, string | null>): Promise<void> {
-  const byReason = new Map<string, string[]>();
-  for (const w of decisions.waiting) {
-    if (current && current.get(w.jobId) === w.reason) continue;
-    const ids = byReason.get(w.reason);
-    if (ids) ids.push(w.jobId);
-    else byReason.set(w.reason, [w.jobId]);
+async function writeWaitingReasons(db: Db, decisions: Plan, now: Date, read?: Pick<RoundInput, 'waitingReasons' | 'beyondWindow'>): Promise<void> {
+  const changed = decisions.waiting.filter((w) => !read || read.waitingReasons.get(w.jobId) !== w.reason);
+  if (changed.length > 0) {
+    await rawQuery(db, Prisma.sql`
+      UPDATE "Job" j SET "waitingReason" = r.reason, "updatedAt" = ${now}
+        FROM unnest(${changed.map((w) => w.jobId)}::text[], ${changed.map((w) => w.reason)}::text[]) AS r(id, reason)
+       WHERE j.id = r.id AND j.state = 'QUEUED' AND j."waitingReason" IS DISTINCT FROM r.reason`);
   }
-  for (const [reason, ids] of byReason) {
-    await db.job.updateMany({ where: { id: { in: ids }, state: 'QUEUED', OR: [{ waitingReason: null }, { waitingReason: { not: reason } }] }, data: { waitingReason: reason } });
+  if (read?.beyondWindow) {
+    await rawQuery(db, Prisma.sql`
+      UPDATE "Job" SET "waitingReason" = ${BEYOND_WINDOW_REASON}, "updatedAt" = ${now}
+       WHERE state = 'QUEUED' AND id <> ALL(${[...read.waitingReasons.keys()]}::text[]) AND "waitingReason" IS DISTINCT FROM ${BEYOND_WINDOW_REASON}`);
   }
 }
 
@@ -178,9 +197,11 @@ interface RoundOptions {
 
 async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
   if (opts.housekeeping ?? true) await expireStale(db, now, events);
-  const { input, waitingReasons } = await loadRound(db, now);
-  const decisions = plan(input);
-  const applied = await applyPlan(db, decisions, now, events, waitingReasons, opts.log);
+  const read = await loadRound(db, now);
+  const decisions = plan(read.input);
+  // Jobs past the window are told so with housekeeping (at most once a second): under load every
+  // round would otherwise scan the whole queue for the few new ones.
+  const applied = await applyPlan(db, decisions, now, events, { ...read, beyondWindow: read.beyondWindow && (opts.housekeeping ?? true) }, opts.log);
   return { ...applied, waiting: decisions.waiting.length };
 }
 
@@ -191,6 +212,8 @@ export class SchedulerLoop {
   private again = false;
   private stopped = false;
   private housekeptAt = 0;
+  /** When the last round started, and how many jobs it left waiting. */
+  private lastRound = { at: 0, waiting: 0 };
   isLeader = false;
 
   constructor(
@@ -260,14 +283,16 @@ export class SchedulerLoop {
     this.running = true;
     try {
       do {
+        // Under load every finish wakes the loop. While jobs wait, rounds start at least
+        // BUSY_ROUND_MS apart, so that one places what several finishes freed: a round costs its
+        // statements whether it places one job or fifty. An idle pool's round starts at once.
+        if (this.lastRound.waiting > 0) await sleep(this.lastRound.at + BUSY_ROUND_MS - Date.now());
         this.again = false;
         const now = new Date();
         const housekeeping = now.getTime() - this.housekeptAt >= Math.min(HOUSEKEEPING_MS, this.tickMs);
         if (housekeeping) this.housekeptAt = now.getTime();
         const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log });
-        // Under load every finish wakes the loop. While jobs wait, the next round starts a little
-        // later, so that it places what several finishes freed: each round reads the whole queue.
-        if (this.again && waiting > 0) await sleep(now.getTime() + BUSY_ROUND_MS - Date.now());
+        this.lastRound = { at: now.getTime(), waiting };
       } while (this.again && this.isLeader && !this.stopped);
     } catch (error) {
       this.log(`scheduler: round failed: ${(error as Error).message}`);

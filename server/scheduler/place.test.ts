@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { seedTeam, type Team } from '../reliability/harness';
-import { applyPlan, scheduleOnce, type SchedulerEvents } from './loop';
+import { applyPlan, BEYOND_WINDOW_REASON, scheduleOnce, type SchedulerEvents } from './loop';
+import { buildAssignments } from '../workers/assignments';
 import { placeAll, placeBatch } from './place';
 import type { Placement } from './types';
 
@@ -58,6 +59,25 @@ describe('batch placement', () => {
     await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
   });
 
+  it("returns each placement's assignment as the worker API reads it back: environment, checkpoint to resume from, blob keys", async () => {
+    const job = await t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: { environmentVersionId: team.envVersionId, steps: 3 }, timeLimitSeconds: 600 } });
+    // A previous attempt left a training checkpoint, and the config names it as its base too.
+    const old = await t.db.jobAttempt.create({ data: { jobId: job.id, number: 1, workerId: workerIds[0], deviceIndexes: [0], leaseExpiresAt: new Date(), state: 'ENDED' } });
+    const checkpoint = await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, attemptId: old.id, kind: 'TRAINING', step: 7, storageKey: 'ck/abc', bytes: 1n, sha256: '0' } });
+    await t.db.job.update({ where: { id: job.id }, data: { attempts: 1, config: { environmentVersionId: team.envVersionId, steps: 3, baseCheckpointId: checkpoint.id } } });
+    const [placed] = await placeBatch(t.db, [placement(job.id, 1)], new Date());
+    expect(placed.assignment).toEqual((await buildAssignments(t.db, [placed.attemptId]))[0]);
+    expect(placed.assignment).toMatchObject({
+      attemptId: placed.attemptId, jobId: job.id, attempt: 2, kind: 'TRAIN', deviceIndexes: [0, 1], timeLimitSeconds: 600,
+      resumeFrom: { checkpointId: checkpoint.id, storageKey: 'ck/abc', step: 7 },
+      environment: { versionId: team.envVersionId },
+      blobKeys: { [checkpoint.id]: 'ck/abc' },
+    });
+    expect(Object.keys(placed.assignment.environment!.files).length).toBeGreaterThan(0);
+    await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
+  });
+
   it('skips a job being changed right now (locked) and one no longer queued, and places the rest', async () => {
     const [locked, cancelled, a, b] = await queue(4);
     await t.db.job.update({ where: { id: cancelled.id }, data: { state: 'CANCELLED' } });
@@ -103,29 +123,37 @@ describe('batch placement', () => {
     const [good, bad] = await queue(2);
     const lines: string[] = [];
     const placements = [placement(good.id, 0), { ...placement(bad.id, 1), workerId: 'no-such-worker' }];
-    const placed = await placeAll(t.db, placements, new Date(), (line) => lines.push(line));
-    expect(placed.map((p) => p.jobId)).toEqual([good.id]);
-    expect((await t.db.job.findUniqueOrThrow({ where: { id: bad.id } })).state).toBe('QUEUED');
-    expect(lines.join('\n')).toMatch(/placing one by one[\s\S]*could not place job/);
-    await t.db.job.updateMany({ where: { id: { in: [good.id, bad.id] } }, data: { state: 'SUCCEEDED' } });
-    await t.db.jobAttempt.updateMany({ where: { jobId: good.id }, data: { state: 'ENDED' } });
+    try {
+      const placed = await placeAll(t.db, placements, new Date(), (line) => lines.push(line));
+      // The scheduler's log names why a placement failed: shown if this does not hold.
+      expect(placed.map((p) => p.jobId), lines.join('\n')).toEqual([good.id]);
+      expect((await t.db.job.findUniqueOrThrow({ where: { id: bad.id } })).state).toBe('QUEUED');
+      expect(lines.join('\n')).toMatch(/placing one by one[\s\S]*could not place job/);
+    } finally {
+      // Leave no queued job behind for the next test's round, whatever happened here.
+      await t.db.job.updateMany({ where: { id: { in: [good.id, bad.id] } }, data: { state: 'SUCCEEDED' } });
+      await t.db.jobAttempt.updateMany({ where: { jobId: good.id }, data: { state: 'ENDED' } });
+    }
   });
 
   it('a round writes only the waiting reasons that changed', async () => {
     const events: SchedulerEvents = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
-    // Eight devices, ten jobs: two wait, and say why.
+    // Eight devices, ten jobs: two wait, and say why. The round reads nine of them (the queue
+    // window: devices + 1 of a kind); the tenth is behind those, and says so.
     const jobs = await queue(10);
     await t.db.worker.updateMany({ where: { id: { in: workerIds } }, data: { lastHeartbeatAt: new Date() } });
     expect(await scheduleOnce(t.db, events)).toMatchObject({ placed: 8 });
     const waiting = await t.db.job.findMany({ where: { id: { in: jobs.map((j) => j.id) }, state: 'QUEUED' } });
     expect(waiting.length).toBe(2);
-    for (const w of waiting) expect(w.waitingReason).toMatch(/^waiting: no online worker has/);
+    const [behind, read] = waiting.map((w) => w.waitingReason!).sort();
+    expect(behind).toBe(BEYOND_WINDOW_REASON);
+    expect(read).toMatch(/^waiting: no online worker has/);
     // The round compares with the reasons it read: an unchanged one is not written again (here
     // the row was changed behind its back, so a write would show), a changed one is.
     const [same, changed] = waiting;
     await t.db.job.update({ where: { id: same.id }, data: { waitingReason: 'changed elsewhere' } });
     const decisions = { placements: [], preemptions: [], waiting: [same, changed].map((w) => ({ jobId: w.id, code: 'NO_CAPACITY' as const, reason: 'waiting: new words', estimatedStartAt: null, target: null })) };
-    await applyPlan(t.db, decisions, new Date(), events, new Map([[same.id, 'waiting: new words'], [changed.id, changed.waitingReason]]));
+    await applyPlan(t.db, decisions, new Date(), events, { waitingReasons: new Map([[same.id, 'waiting: new words'], [changed.id, changed.waitingReason]]), beyondWindow: false });
     expect((await t.db.job.findUniqueOrThrow({ where: { id: same.id } })).waitingReason).toBe('changed elsewhere');
     expect((await t.db.job.findUniqueOrThrow({ where: { id: changed.id } })).waitingReason).toBe('waiting: new words');
   });

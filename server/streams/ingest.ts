@@ -1,9 +1,9 @@
 import type { StreamBatch } from '../../sdk/worker-protocol';
-import pg from 'pg';
 import { type Db, poolOf } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { foldSql, recomputeSql, ROLLUP_STEPS } from './rollup';
 import { SHARED_WRITE_LOCK } from './positions';
+import { type PreparedCall, type PreparedStatement, pooledTransaction, type Query, unprepared } from './pooled-transaction';
 import { settled, stored } from './stored-marks';
 
 // Stream batches from job runners. A batch is fenced, claimed and published to the run's
@@ -70,25 +70,32 @@ interface Fence {
 
 /**
  * One statement: the attempt must be this worker's, still ACTIVE, with this fencing token, and
- * the worker not revoked; then the job's shared catch-up lock and the batch's claim.
+ * the worker not revoked; then the job's shared catch-up lock and the batch's claim. Prepared
+ * once per connection: it is on every batch's way to its watchers.
  */
-function fenceAndClaim(workerId: string, batch: StreamBatch, claim: boolean): Prisma.Sql {
-  const token = /^\d{1,19}$/.test(batch.fencingToken) ? batch.fencingToken : '-1';
-  return Prisma.sql`
+const FENCE_AND_CLAIM: PreparedStatement = {
+  name: 'whetstone_fence_and_claim',
+  types: ['text', 'text', 'bigint', 'int', 'text', 'boolean'],
+  text: `
     WITH a AS MATERIALIZED (
       SELECT a."jobId", j."teamId", a.number,
-             a."workerId" IS NOT DISTINCT FROM ${workerId} AS mine,
-             a.state = 'ACTIVE' AND a."fencingToken" = ${token}::bigint AND w.state <> 'REVOKED' AS current
-        FROM "JobAttempt" a JOIN "Job" j ON j.id = a."jobId" JOIN "Worker" w ON w.id = ${workerId}
-       WHERE a.id = ${batch.attemptId}
+             a."workerId" IS NOT DISTINCT FROM $1::text AS mine,
+             a.state = 'ACTIVE' AND a."fencingToken" = $3::bigint AND w.state <> 'REVOKED' AS current
+        FROM "JobAttempt" a JOIN "Job" j ON j.id = a."jobId" JOIN "Worker" w ON w.id = $1::text
+       WHERE a.id = $2::text
     ), locked AS MATERIALIZED (
-      SELECT a.*, pg_advisory_xact_lock_shared(${SHARED_WRITE_LOCK}::int, hashtext(a."jobId")) IS NULL AS locked FROM a WHERE ${claim} AND mine AND current
+      SELECT a.*, pg_advisory_xact_lock_shared(${SHARED_WRITE_LOCK}, hashtext(a."jobId")) IS NULL AS locked FROM a WHERE $6::boolean AND mine AND current
     ), claim AS (
       INSERT INTO "StreamBatch" ("jobId", attempt, seq, kind)
-      SELECT "jobId", number, ${batch.seq}, ${batch.kind} FROM locked
+      SELECT "jobId", number, $4::int, $5::text FROM locked
       ON CONFLICT DO NOTHING RETURNING 1
     )
-    SELECT "jobId", "teamId", number, mine, current, EXISTS (SELECT 1 FROM claim) AS claimed FROM a`;
+    SELECT "jobId", "teamId", number, mine, current, EXISTS (SELECT 1 FROM claim) AS claimed FROM a`,
+};
+
+function fenceAndClaim(workerId: string, batch: StreamBatch, claim: boolean): PreparedCall {
+  const token = /^\d{1,19}$/.test(batch.fencingToken) ? batch.fencingToken : '-1';
+  return { prepared: FENCE_AND_CLAIM, values: [workerId, batch.attemptId, token, batch.seq, batch.kind, claim] };
 }
 
 function checked(rows: Fence[]): Fence {
@@ -138,54 +145,13 @@ function validTime(time: string | undefined): string {
   return (Number.isNaN(t.getTime()) ? new Date() : t).toISOString();
 }
 
-/** Runs one statement in the batch's transaction. */
-type Query = <T>(sql: Prisma.Sql) => Promise<T[]>;
-
-/**
- * A transaction on a pooled connection, without Prisma: metrics and logs, the kinds that stream
- * all the time, spend about 2 ms less before they are published than in Prisma's interactive
- * transaction (server/db/client.ts). BEGIN goes in one round trip with the first statement.
- */
-async function pooledTransaction<T>(db: Db, work: (query: Query) => Promise<T>): Promise<T> {
-  const client = await poolOf(db).connect();
-  let begun = false;
-  let broken = false;
-  // A checked-out connection the database drops between two statements (a restart) emits
-  // 'error', which unheard ends the process; the next statement fails and the batch with it.
-  const dropped = () => (broken = true);
-  client.on('error', dropped);
-  const query = async <R>(sql: Prisma.Sql): Promise<R[]> => {
-    if (begun) return (await client.query(sql.text, sql.values)).rows as R[];
-    begun = true;
-    const [, first] = (await client.query(`BEGIN; ${inlined(sql)}`)) as unknown as [unknown, { rows: R[] }];
-    return first.rows;
+/** Statements in Prisma's interactive transaction (rollouts and matches). */
+const inPrisma =
+  (tx: Prisma.TransactionClient): Query =>
+  <T>(sql: Prisma.Sql | PreparedCall) => {
+    const { text, values } = unprepared(sql);
+    return tx.$queryRawUnsafe<T[]>(text, ...values);
   };
-  try {
-    const result = await work(query);
-    if (begun) await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    // A connection that cannot roll back is not given back to the pool.
-    if (begun) await client.query('ROLLBACK').catch(() => (broken = true));
-    throw error;
-  } finally {
-    client.off('error', dropped);
-    client.release(broken);
-  }
-}
-
-/**
- * A statement with its values written in as literals, for the simple query protocol (which
- * takes several statements at once but no parameters). Strings, numbers and booleans only.
- */
-function inlined(sql: Prisma.Sql): string {
-  return sql.text.replace(/\$(\d+)/g, (_, n: string) => {
-    const value: unknown = sql.values[Number(n) - 1];
-    if (typeof value === 'string') return pg.escapeLiteral(value);
-    if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean') return String(value);
-    throw new Error(`cannot inline a ${typeof value} into SQL`);
-  });
-}
 
 /**
  * Fences, claims, publishes and stores one batch of `workerId`'s. Resolves once the rows are
@@ -199,7 +165,8 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
   try {
     // Live boards are not stored: they are a view of a game whose match is stored when it ends.
     if (live.kind === 'boards') {
-      const fence = checked((await poolOf(db).query(...pgArgs(fenceAndClaim(workerId, batch, false)))).rows as Fence[]);
+      const { text, values } = unprepared(fenceAndClaim(workerId, batch, false));
+      const fence = checked((await poolOf(db).query<Fence>(text, values)).rows);
       settled(attemptId, seq);
       publish({ id: fence.jobId, teamId: fence.teamId }, { jobId: fence.jobId, attempt: fence.number, seq, stored: stored(attemptId, seq), ...live });
       return { duplicate: false };
@@ -218,7 +185,7 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
     const result =
       live.kind === 'metrics' || live.kind === 'logs'
         ? await pooledTransaction(db, (query) => store(query))
-        : await db.$transaction((tx) => store((sql) => tx.$queryRaw(sql), tx));
+        : await db.$transaction((tx) => store(inPrisma(tx), tx));
     settled(attemptId, seq);
     return result;
   } catch (error) {
@@ -230,8 +197,6 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
     release();
   }
 }
-
-const pgArgs = (sql: Prisma.Sql): [string, unknown[]] => [sql.text, sql.values];
 
 /** Metrics and logs, in one statement each. */
 async function writeRows(query: Query, jobId: string, attempt: number, seq: number, live: LiveItems): Promise<void> {
@@ -247,7 +212,7 @@ async function writeRows(query: Query, jobId: string, attempt: number, seq: numb
         ON CONFLICT ("jobId", key, step) DO UPDATE SET value = EXCLUDED.value, attempt = EXCLUDED.attempt, seq = EXCLUDED.seq, time = EXCLUDED.time
         RETURNING key AS k, step AS s, value AS v, (xmax = 0) AS inserted
       ), folded AS (${foldSql(jobId, Prisma.sql`p WHERE inserted`)})
-      SELECT k AS key, s AS step FROM p WHERE NOT inserted`);
+      SELECT k AS key, s AS step FROM p WHERE NOT inserted`, 'whetstone_write_metrics');
     const recompute = recomputeSql(jobId, replaced.map((r) => ({ key: r.key, bucket: Math.floor(r.step / ROLLUP_STEPS) })));
     if (recompute) await query(recompute);
   } else if (live.kind === 'logs') {
@@ -258,7 +223,7 @@ async function writeRows(query: Query, jobId: string, attempt: number, seq: numb
       SELECT ${jobId}, ${attempt}::int, ${seq}::int, l, lv, m, t
         FROM unnest(${live.items.map((l) => l.line)}::int[], ${live.items.map((l) => l.level)}::text[], ${live.items.map((l) => l.message)}::text[],
                     ${live.items.map((l) => l.time.replace('Z', ''))}::timestamp(3)[]) AS u(l, lv, m, t)
-      ON CONFLICT DO NOTHING`);
+      ON CONFLICT DO NOTHING`, 'whetstone_write_logs');
   }
 }
 

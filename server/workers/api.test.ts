@@ -42,7 +42,13 @@ describe('worker tokens and registration', () => {
     expect(worker.credentialHash).not.toBe(reg.body.credential);
 
     const auth = { authorization: `Bearer ${reg.body.credential}` };
-    expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE' } });
+    expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE', leases: [], assignments: [] } });
+    // A worker marked OFFLINE (silent too long) is back ONLINE with its next heartbeat; an attempt
+    // it does not hold is no lease of its.
+    await ctx.t.db.worker.update({ where: { id: worker.id }, data: { state: 'OFFLINE', lastHeartbeatAt: new Date(0) } });
+    const back = await post(ctx.server.url, '/api/workers/heartbeat', { attempts: [{ attemptId: 'not-mine', fencingToken: '1' }] }, auth);
+    expect(back).toMatchObject({ status: 200, body: { state: 'ONLINE', leases: [{ attemptId: 'not-mine', valid: false, leaseExpiresAt: null }] } });
+    expect((await ctx.t.db.worker.findUniqueOrThrow({ where: { id: worker.id } })).lastHeartbeatAt!.getTime()).toBeGreaterThan(Date.now() - 60_000);
     await mutate(ctx.server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
     expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'DRAINING' } });
     await mutate(ctx.server.url, owner.cookie, 'workers.revoke', { teamId, workerId: worker.id });

@@ -8,16 +8,14 @@ import { GPT } from '../model';
 import { Rng } from '../rng';
 import { SFTTrainer } from '../sft';
 import { CharTokenizer } from '../tokenizer';
+import { randomBatch, stepShape } from './step-input';
 
 await initBackend();
 const tok = new CharTokenizer();
 const rng = new Rng(0);
-const [layers, width, heads, ctx, batch] = (process.argv[2] ?? '2,64,4,32,64').split(',').map(Number);
+const { layers, width, heads, ctx, batch } = stepShape(process.argv[2]);
 const steps = Number(process.argv[3] ?? 10);
-const data = Array.from({ length: batch }, () => {
-  const tokens = [tok.bos, ...Array.from({ length: ctx - 1 }, () => 8 + rng.int(tok.vocabSize - 8))];
-  return { tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) };
-});
+const data = randomBatch(tok, rng, batch, ctx);
 const arms = [true, false].map((on) => {
   const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx });
   return { on, model, trainer: new SFTTrainer(model, { warmupSteps: 0 }), wall: [] as number[], cpu: [] as number[] };

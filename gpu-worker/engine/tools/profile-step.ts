@@ -7,6 +7,7 @@ import { initBackend } from '../backend';
 import { GPT } from '../model';
 import { SFTTrainer } from '../sft';
 import { CharTokenizer } from '../tokenizer';
+import { randomBatch, stepShape } from './step-input';
 import { Rng } from '../rng';
 
 const report = await initBackend();
@@ -15,13 +16,10 @@ let on = false;
 const detail = (process.env.DETAIL ?? '').split(',');
 const tok = new CharTokenizer();
 const rng = new Rng(0);
-const [layers, width, heads, ctx, batch] = (process.argv[2] ?? '2,64,4,32,64').split(',').map(Number);
+const { layers, width, heads, ctx, batch } = stepShape(process.argv[2]);
 const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx });
 const trainer = new SFTTrainer(model, { warmupSteps: 0 });
-const data = Array.from({ length: batch }, () => {
-  const tokens = [tok.bos, ...Array.from({ length: ctx - 1 }, () => 8 + rng.int(tok.vocabSize - 8))];
-  return { tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) };
-});
+const data = randomBatch(tok, rng, batch, ctx);
 for (let i = 0; i < 3; i++) trainer.step(data);
 // Wrapped after the warm-up steps, so that kernels registered on first use are included.
 for (const k of tf.getKernelsForBackend(report.backend)) {

@@ -15,10 +15,17 @@ export async function jobsCommand(ctx: CommandContext, cmd: JobsCommand): Promis
   }
   const now = new Date();
   const reason = (j: (typeof jobs)[number]) => (j.state === 'FAILED' ? (j.failureReason ?? '') : ['QUEUED', 'PREEMPTED'].includes(j.state) ? (j.waitingReason ?? '') : '');
+  // The newest sampler checkpoint (for `whetstone eval` and the playground), and how many in all.
+  const checkpoint = (j: (typeof jobs)[number]) => {
+    const count = j._count.checkpoints;
+    if (count === 0) return '';
+    const [sampler] = j.checkpoints;
+    return sampler ? `${sampler.id} @${sampler.step}${count > 1 ? ` (+${count - 1})` : ''}` : `${count} training`;
+  };
   ctx.out.line(
     table(
-      ['ID', 'KIND', 'STATE', 'PRIORITY', 'OWNER', 'AGE', 'WAITING / REASON'],
-      jobs.map((j) => [j.id, j.kind, j.state, String(j.priority), truncate(j.owner.name, 20), age(j.createdAt, now), truncate(reason(j), 70)]),
+      ['ID', 'KIND', 'STATE', 'PRIORITY', 'OWNER', 'AGE', 'CHECKPOINT', 'WAITING / REASON'],
+      jobs.map((j) => [j.id, j.kind, j.state, String(j.priority), truncate(j.owner.name, 20), age(j.createdAt, now), checkpoint(j), truncate(reason(j), 70)]),
     ),
   );
   return EXIT.OK;

@@ -130,6 +130,9 @@ export const jobsRouter = router({
           id: true, kind: true, state: true, priority: true, deviceCount: true, deviceKind: true, attempts: true,
           waitingReason: true, failureReason: true, createdAt: true, startedAt: true, finishedAt: true,
           owner: { select: { id: true, name: true } },
+          // The newest sampler checkpoint: what the playground opens and `whetstone eval` scores.
+          checkpoints: { where: { kind: 'SAMPLER' }, orderBy: { step: 'desc' }, take: 1, select: { id: true, step: true } },
+          _count: { select: { checkpoints: true } },
         },
       }),
     ),
