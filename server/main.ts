@@ -138,11 +138,11 @@ async function main(): Promise<void> {
   // before theirs go and then never removed: a signal's last listener going closes its handle, and
   // a signal that had arrived but not yet been dispatched (during Next.js's synchronous start-up)
   // would be dropped with it, leaving Ctrl-C unanswered.
-  const onSignal = { SIGINT: () => void shutdown('SIGINT'), SIGTERM: () => void shutdown('SIGTERM'), SIGHUP: () => void shutdown('SIGHUP') };
+  const ourListeners = (['SIGINT', 'SIGTERM', 'SIGHUP'] as const).map((signal) => ({ signal, ours: () => void shutdown(signal) }));
   const takeSignals = () => {
-    for (const [signal, ours] of Object.entries(onSignal)) {
-      if (!process.listeners(signal as NodeJS.Signals).includes(ours)) process.on(signal, ours);
-      for (const theirs of process.listeners(signal as NodeJS.Signals)) if (theirs !== ours) process.removeListener(signal, theirs);
+    for (const { signal, ours } of ourListeners) {
+      if (!process.listeners(signal).includes(ours)) process.on(signal, ours);
+      for (const theirs of process.listeners(signal)) if (theirs !== ours) process.removeListener(signal, theirs);
     }
   };
   takeSignals();

@@ -103,7 +103,6 @@ async function stopOrphan(dataDir: string): Promise<void> {
 export async function startEmbeddedPostgres(home: string, log: (line: string) => void = () => {}, port?: number, flags: string[] = []): Promise<EmbeddedDatabase> {
   const dataDir = path.join(home, 'pg');
   fs.mkdirSync(home, { recursive: true });
-
   const state = inspectDataDir(dataDir);
   const { password } = credentials(home);
   port ??= await freePort();
