@@ -4,7 +4,6 @@ import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
-import { coalesceJobChanges } from './scheduler/job-changes';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
@@ -57,7 +56,8 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     db: deps.db,
     blobs: deps.blobs,
     publish: deps.realtime.publishRun,
-    jobChanged: coalesceJobChanges(deps.realtime.jobsChanged),
+    // The gateway's: one instance for both ways a daemon calls (their batches are shared).
+    attempts: deps.realtime.attempts,
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

@@ -4,7 +4,7 @@
 // does for flushes. Many workers starting and finishing attempts at once is the case it is for.
 
 /** Runs a batch of inputs as one statement; answers one output per input, in order. */
-export type BatchRunner<I, O> = (inputs: I[]) => Promise<O[]>;
+type BatchRunner<I, O> = (inputs: I[]) => Promise<O[]>;
 
 /**
  * `run` for one input at a time, with inputs that arrive while a batch runs sent as the next

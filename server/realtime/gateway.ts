@@ -9,7 +9,6 @@ import {
   assignmentAckSchema,
   ATTEMPT_FINISH_EVENT,
   ATTEMPT_START_EVENT,
-  type CallAck,
   finishRequestSchema,
   type SampleRequest,
   sampleDoneSchema,
@@ -17,16 +16,16 @@ import {
   startRequestSchema,
   STREAM_EVENT,
   streamBatchSchema,
-  type StreamAck,
 } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
-import { ingestBatch, type LiveBatch, StreamRefused } from '../streams/ingest';
+import { ingestBatch, type LiveBatch } from '../streams/ingest';
 import { coalesceJobChanges } from '../scheduler/job-changes';
 import { authenticateWorker } from '../workers/api';
+import { type AttemptCalls, createAttemptCalls } from '../workers/attempts';
+import { Refusal } from '../workers/refusal';
 import { createReplicaAdapter } from './replica-adapter';
-import { attemptCalls, HttpError } from '../workers/attempts';
 
 /** Rooms a browser may join: a run (job) of one of its teams, or a team's job list. */
 const subscribeInput = z.object({ room: z.string().regex(/^(run|team):[A-Za-z0-9_-]{1,64}$/) });
@@ -41,6 +40,11 @@ export interface RealtimeHub {
    * runs' rooms, for live job lists and run pages (coalesced: scheduler/job-changes.ts).
    */
   jobsChanged(teamId: string, jobIds: string[]): void;
+  /**
+   * Start and finish of attempts, the server's one instance: daemons call them over their
+   * connection here, and over HTTP (workers/api.ts, given this same instance by http.ts).
+   */
+  attempts: AttemptCalls;
   /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
   pushAssignment(workerId: string, assignment: Assignment): void;
   /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
@@ -57,6 +61,26 @@ async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
   if (!teamId) return false;
   if (caller.apiKey && caller.apiKey.teamId !== teamId) return false;
   return Boolean(await db.membership.findUnique({ where: { teamId_userId: { teamId, userId: caller.user.id } } }));
+}
+
+/**
+ * A worker event answered in its ack: the payload parsed with `schema` (else 400), then `run`'s
+ * answer with status 200; a Refusal's status and message; or, for anything else, 500 with
+ * `retry` (logged as `failed`), after which the worker sends it again.
+ */
+function acked<T, A extends object>(schema: z.ZodType<T>, failed: string, retry: string, run: (input: T) => Promise<A>) {
+  return async (payload: unknown, ack?: (answer: { status: number; error?: string } | ({ status: 200 } & A)) => void) => {
+    const reply = typeof ack === 'function' ? ack : () => {};
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
+    try {
+      reply({ status: 200, ...(await run(parsed.data)) });
+    } catch (error) {
+      if (error instanceof Refusal) return reply({ status: error.status, error: error.message });
+      console.error(`[realtime] ${failed}:`, (error as Error).message);
+      reply({ status: 500, error: retry });
+    }
+  };
 }
 
 /**
@@ -125,40 +149,22 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
   const publishRun = (job: { id: string }, batch: LiveBatch) => void io.to(`run:${job.id}`).emit('stream', batch);
   const jobsChanged: RealtimeHub['jobsChanged'] = (teamId, jobIds) =>
     void io.to([`team:${teamId}`, ...jobIds.map((id) => `run:${id}`)]).emit('job', { jobIds });
-  const attempts = attemptCalls(db, coalesceJobChanges(jobsChanged));
+  const attempts = createAttemptCalls(db, coalesceJobChanges(jobsChanged));
   workers.on('connection', (socket) => {
     const workerId = socket.data.workerId as string;
     void socket.join(`worker:${workerId}`);
-    // Stream batches, as over HTTP (server/workers/api.ts) but without a request and a credential
-    // lookup each: the connection was authenticated once, and the fence checks the worker again.
-    socket.on(STREAM_EVENT, async (payload: unknown, ack?: (answer: StreamAck) => void) => {
-      const reply = typeof ack === 'function' ? ack : () => {};
-      const parsed = streamBatchSchema.safeParse(payload);
-      if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
-      try {
-        const result = await ingestBatch(db, workerId, parsed.data, publishRun);
-        reply({ status: 200, accepted: !result.duplicate, duplicate: result.duplicate });
-      } catch (error) {
-        if (error instanceof StreamRefused) return reply({ status: error.status, error: error.message });
-        console.error('[realtime] stream batch not stored:', (error as Error).message);
-        reply({ status: 500, error: 'The batch could not be stored: send it again' });
-      }
-    });
-    // Start and finish, as over HTTP (server/workers/attempts.ts), answered in the ack.
-    const call = <T>(schema: z.ZodType<T>, run: (input: T) => Promise<{ state: string }>) => async (payload: unknown, ack?: (answer: CallAck) => void) => {
-      const reply = typeof ack === 'function' ? ack : () => {};
-      const parsed = schema.safeParse(payload);
-      if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
-      try {
-        reply({ status: 200, state: (await run(parsed.data)).state });
-      } catch (error) {
-        if (error instanceof HttpError) return reply({ status: error.status, error: error.message });
-        console.error('[realtime] attempt call failed:', (error as Error).message);
-        reply({ status: 500, error: 'The call failed: send it again' });
-      }
-    };
-    socket.on(ATTEMPT_START_EVENT, call(startRequestSchema, (input) => attempts.start({ workerId }, input)));
-    socket.on(ATTEMPT_FINISH_EVENT, call(finishRequestSchema, (input) => attempts.finish({ workerId }, input)));
+    // Stream batches, start and finish, as over HTTP (server/workers/api.ts) but without a request
+    // and a credential lookup each: the connection was authenticated once, and the fence checks
+    // the worker again. Answered in the ack (sdk/worker-protocol.ts: StreamAck, CallAck).
+    socket.on(
+      STREAM_EVENT,
+      acked(streamBatchSchema, 'stream batch not stored', 'The batch could not be stored: send it again', async (batch) => {
+        const result = await ingestBatch(db, workerId, batch, publishRun);
+        return { accepted: !result.duplicate, duplicate: result.duplicate };
+      }),
+    );
+    socket.on(ATTEMPT_START_EVENT, acked(startRequestSchema, 'attempt call failed', 'The call failed: send it again', (input) => attempts.start({ workerId }, input)));
+    socket.on(ATTEMPT_FINISH_EVENT, acked(finishRequestSchema, 'attempt call failed', 'The call failed: send it again', (input) => attempts.finish({ workerId }, input)));
     // A worker answers only for attempts it holds and that are still active; the answer goes to
     // the run's room. Checked against the database, remembered for a few seconds per attempt.
     const held = new Map<string, { jobId: string | null; at: number }>();
@@ -199,6 +205,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     io,
     publishRun,
     jobsChanged,
+    attempts,
     pushAssignment(workerId, assignment) {
       const room = `worker:${workerId}`;
       const here = workers.adapter.rooms.get(room);
@@ -210,9 +217,9 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
       const started = (error: unknown, answer: unknown) => {
         if (error || !assignmentAckSchema.safeParse(answer).success) return; // then heartbeats list it until started
         attempts.start({ workerId }, fence).catch((refused: unknown) => {
-          if (refused instanceof HttpError && (refused.status === 409 || refused.status === 404)) {
+          if (refused instanceof Refusal && (refused.status === 409 || refused.status === 404)) {
             workers.to(room).emit('signal', { attemptId: assignment.attemptId, valid: false });
-          } else if (!(refused instanceof HttpError)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
+          } else if (!(refused instanceof Refusal)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
         });
       };
       for (const id of here) workers.sockets.get(id)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);

@@ -161,6 +161,21 @@ export async function seedTeam(db: Db, opts: { maxConcurrentDevices?: number } =
 
 export type Team = Awaited<ReturnType<typeof seedTeam>>;
 
+/**
+ * A worker of the team's pool registered straight into the database (with the team's
+ * registration token), with `devices` WASM devices of 1 GiB numbered from 0.
+ */
+export async function seedWorker(db: Db, team: Team, opts: { name?: string; devices?: number; state?: 'ONLINE' | 'OFFLINE' } = {}) {
+  const token = await db.workerToken.findFirstOrThrow({ where: { teamId: team.teamId } });
+  return db.worker.create({
+    data: {
+      teamId: team.teamId, tokenId: token.id, name: opts.name ?? 'w', hostname: 'h', backend: 'wasm', version: '0', labels: {},
+      credentialHash: `hash-${newSecret(8)}`, state: opts.state,
+      devices: { create: Array.from({ length: opts.devices ?? 1 }, (_, index) => ({ index, kind: 'WASM' as const, name: 'wasm', memoryBytes: BigInt(1 << 30) })) },
+    },
+  });
+}
+
 /** A tiny bandit TRAIN config: a few steps of GRPO with a checkpoint every `checkpointEvery`. */
 export function banditConfig(team: Team, steps: number, checkpointEvery: number) {
   return {

@@ -10,7 +10,7 @@ export const JOB_CHANGE_WINDOW_MS = 250;
 export const JOB_CHANGE_MAX_JOBS = 50;
 
 /** Sends one message about jobs of one team. */
-export type JobsChanged = (teamId: string, jobIds: string[]) => void;
+type JobsChanged = (teamId: string, jobIds: string[]) => void;
 /** Notes that a job changed. */
 export type JobChanged = (teamId: string, jobId: string) => void;
 

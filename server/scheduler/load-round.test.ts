@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { seedTeam, type Team } from '../reliability/harness';
+import { seedTeam, seedWorker, type Team } from '../reliability/harness';
 import { loadRound } from './loop';
 import { queueWindow } from './queue-window';
 import type { PlanQueuedJob } from './types';
@@ -15,16 +15,8 @@ describe('a round reads the queue window', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     team = await seedTeam(t.db, { maxConcurrentDevices: 100 });
-    const token = await t.db.workerToken.findFirstOrThrow({ where: { teamId: team.teamId } });
     // Two devices online (a window of 3 per kind); an offline worker's devices do not count.
-    for (const [i, state] of (['ONLINE', 'OFFLINE'] as const).entries()) {
-      await t.db.worker.create({
-        data: {
-          teamId: team.teamId, tokenId: token.id, name: `w${i}`, hostname: 'h', backend: 'wasm', version: '0', labels: {}, credentialHash: `hash-${i}-${Math.random()}`, state,
-          devices: { create: [0, 1].map((index) => ({ index, kind: 'WASM' as const, name: 'wasm', memoryBytes: BigInt(1 << 30) })) },
-        },
-      });
-    }
+    for (const [i, state] of (['ONLINE', 'OFFLINE'] as const).entries()) await seedWorker(t.db, team, { name: `w${i}`, devices: 2, state });
   });
   afterAll(async () => {
     await t?.drop();
@@ -44,7 +36,8 @@ describe('a round reads the queue window', () => {
     for (let i = 0; i < 2; i++) jobs.push({ ...base, timeLimitSeconds: 60, queuedAt: at(i) });
     for (const data of jobs) await t.db.job.create({ data });
 
-    const { input } = await loadRound(t.db, now);
+    const { input, beyondWindow } = await loadRound(t.db, now);
+    expect(beyondWindow).toBe(true);
     const all: PlanQueuedJob[] = (await t.db.job.findMany({ where: { state: 'QUEUED' } })).map((j) => ({
       id: j.id, teamId: j.teamId, ownerId: j.ownerId, priority: j.priority, deviceCount: j.deviceCount, deviceKind: j.deviceKind,
       memoryBytes: Number(j.memoryBytes), timeLimitSeconds: j.timeLimitSeconds, queuedAt: j.queuedAt.getTime(), notBefore: j.notBefore?.getTime() ?? null,
@@ -53,5 +46,20 @@ describe('a round reads the queue window', () => {
     expect(expected).toHaveLength(3 + 3 + 3 + 3 + 2);
     expect(input.queued.map((j) => j.id).sort()).toEqual(expected.map((j) => j.id).sort());
     expect(input.queued.find((j) => j.id === expected[0].id)).toEqual(expected[0]);
+    await t.db.job.updateMany({ where: { state: 'QUEUED' }, data: { state: 'CANCELLED' } });
+  });
+
+  it('says whether jobs wait beyond the window: not when a kind fills it exactly, and when one more is queued', async () => {
+    const base = { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: {} };
+    const now = new Date();
+    for (let i = 0; i < 3; i++) await t.db.job.create({ data: { ...base, queuedAt: new Date(now.getTime() - 10_000 + i * 1000) } });
+    let read = await loadRound(t.db, now);
+    expect(read.input.queued).toHaveLength(3);
+    expect(read.beyondWindow).toBe(false);
+    const last = await t.db.job.create({ data: { ...base, queuedAt: now } });
+    read = await loadRound(t.db, now);
+    expect(read.input.queued.map((j) => j.id)).not.toContain(last.id);
+    expect([...read.waitingReasons.keys()].sort()).toEqual(read.input.queued.map((j) => j.id).sort());
+    expect(read.beyondWindow).toBe(true);
   });
 });

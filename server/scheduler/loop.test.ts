@@ -95,6 +95,8 @@ describe('scheduler loop and worker protocol', () => {
     const metrics = { ...fence, seq: 0, kind: 'metrics', items: [{ step: 1, key: 'reward/mean', value: 0.25 }, { step: 2, key: 'reward/mean', value: 0.5 }] };
     expect((await http(server.url, 'POST', '/api/workers/stream', metrics, worker.credential)).body).toEqual({ accepted: true, duplicate: false });
     expect((await http(server.url, 'POST', '/api/workers/stream', metrics, worker.credential)).body).toEqual({ accepted: false, duplicate: true });
+    // A token past the bigint column's range is refused like any wrong one (not a 500).
+    expect((await http(server.url, 'POST', '/api/workers/stream', { ...metrics, seq: 99, fencingToken: '9999999999999999999' }, worker.credential)).status).toBe(409);
     const ckpt = await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence.attemptId}&fencingToken=${fence.fencingToken}&kind=TRAINING&step=2`, {
       method: 'PUT', headers: { authorization: `Bearer ${worker.credential}` }, body: Buffer.from('weights-at-step-2'),
     });

@@ -4,7 +4,6 @@ import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
 import { plan } from './plan';
 import { placeAll } from './place';
-import { kindOf, windowSize } from './queue-window';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
 import type { JobState } from '../db/generated/prisma/enums';
@@ -48,20 +47,23 @@ const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
  * The planner's input in four queries run together, each selecting only the columns it needs.
  * Of the queue, only the window the planner needs (queue-window.ts) is read, so that a round
  * costs what it can place rather than the length of the queue; the window is counted from the
- * same workers the planner sees. (One statement building JSON cost PostgreSQL three times as much.)
+ * same workers the planner sees. One job more of each kind is read to tell whether any wait
+ * beyond the window; it is not planned. (One statement building JSON cost PostgreSQL three times
+ * as much.)
  */
 export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
   const [queued, running, workers, quotas] = await Promise.all([
-    rawQuery<PlanQueuedJob & { waitingReason?: string | null }>(db, Prisma.sql`
+    rawQuery<PlanQueuedJob & { waitingReason: string | null; beyond: boolean }>(db, Prisma.sql`
+      WITH size AS (SELECT count(*) + 1 AS n FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))
       SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes",
-             "timeLimitSeconds", "queuedAt", "notBefore", "waitingReason"
+             "timeLimitSeconds", "queuedAt", "notBefore", "waitingReason", place > (SELECT n FROM size) AS beyond
         FROM (SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind"::text AS "deviceKind", "memoryBytes"::float8 AS "memoryBytes",
                      "timeLimitSeconds", ${Prisma.raw(ms('"queuedAt"'))} AS "queuedAt", ${Prisma.raw(ms('"notBefore"'))} AS "notBefore", "waitingReason",
                      row_number() OVER (PARTITION BY "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes", "timeLimitSeconds",
                                                      coalesce("notBefore" > ${now}, false)
                                         ORDER BY "queuedAt", id COLLATE "C") AS place
                 FROM "Job" WHERE state = 'QUEUED') q
-       WHERE place <= (SELECT count(*) + 1 FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))`),
+       WHERE place <= (SELECT n + 1 FROM size)`),
     rawQuery<PlanRunningJob>(db, Prisma.raw(`
       SELECT j.id, j."teamId", j."ownerId", j.priority, a."workerId", coalesce(a."deviceIndexes", '{}') AS "deviceIndexes",
              ${ms('coalesce(a."startedAt", j."updatedAt")')} AS "startedAt", j."timeLimitSeconds",
@@ -78,15 +80,16 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
     rawQuery<PlanTeamQuota>(db, Prisma.raw(`SELECT "teamId", "maxConcurrentDevices", "maxQueuedJobs", "maxPriority" FROM "TeamQuota"`)),
   ]);
   const waitingReasons = new Map<string, string | null>();
-  for (const job of queued) {
-    waitingReasons.set(job.id, job.waitingReason ?? null);
-    delete job.waitingReason;
+  const inWindow: PlanQueuedJob[] = [];
+  let beyondWindow = false;
+  for (const { waitingReason, beyond, ...job } of queued) {
+    if (beyond) beyondWindow = true;
+    else {
+      waitingReasons.set(job.id, waitingReason);
+      inWindow.push(job);
+    }
   }
-  const input = { now: now.getTime(), queued, running, workers, quotas };
-  const perKind = new Map<string, number>();
-  for (const job of queued) perKind.set(kindOf(job, input.now), (perKind.get(kindOf(job, input.now)) ?? 0) + 1);
-  const beyondWindow = [...perKind.values()].some((n) => n >= windowSize(input));
-  return { input, waitingReasons, beyondWindow };
+  return { input: { now: now.getTime(), queued: inWindow, running, workers, quotas }, waitingReasons, beyondWindow };
 }
 
 

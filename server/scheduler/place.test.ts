@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { seedTeam, type Team } from '../reliability/harness';
+import { seedTeam, seedWorker, type Team } from '../reliability/harness';
 import { applyPlan, BEYOND_WINDOW_REASON, scheduleOnce, type SchedulerEvents } from './loop';
 import { buildAssignments } from '../workers/assignments';
 import { placeAll, placeBatch } from './place';
@@ -18,17 +18,8 @@ describe('batch placement', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     team = await seedTeam(t.db, { maxConcurrentDevices: 100 });
-    const token = await t.db.workerToken.findFirstOrThrow({ where: { teamId: team.teamId } });
     workerIds = [];
-    for (let i = 0; i < 4; i++) {
-      const w = await t.db.worker.create({
-        data: {
-          teamId: team.teamId, tokenId: token.id, name: `w${i}`, hostname: 'h', backend: 'wasm', version: '0', labels: {}, credentialHash: `hash-${i}-${Math.random()}`,
-          devices: { create: [{ index: 0, kind: 'WASM', name: 'wasm', memoryBytes: BigInt(1 << 30) }, { index: 1, kind: 'WASM', name: 'wasm', memoryBytes: BigInt(1 << 30) }] },
-        },
-      });
-      workerIds.push(w.id);
-    }
+    for (let i = 0; i < 4; i++) workerIds.push((await seedWorker(t.db, team, { name: `w${i}`, devices: 2 })).id);
   });
   afterAll(async () => {
     await t?.drop();
@@ -66,6 +57,8 @@ describe('batch placement', () => {
     const checkpoint = await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, attemptId: old.id, kind: 'TRAINING', step: 7, storageKey: 'ck/abc', bytes: 1n, sha256: '0' } });
     await t.db.job.update({ where: { id: job.id }, data: { attempts: 1, config: { environmentVersionId: team.envVersionId, steps: 3, baseCheckpointId: checkpoint.id } } });
     const [placed] = await placeBatch(t.db, [placement(job.id, 1)], new Date());
+    // The statement's assignment is read from its own CTEs' rows before commit; the heartbeat's,
+    // from the committed tables. They differ if a CTE hands on a value from before its update.
     expect(placed.assignment).toEqual((await buildAssignments(t.db, [placed.attemptId]))[0]);
     expect(placed.assignment).toMatchObject({
       attemptId: placed.attemptId, jobId: job.id, attempt: 2, kind: 'TRAIN', deviceIndexes: [0, 1], timeLimitSeconds: 600,
@@ -103,6 +96,32 @@ describe('batch placement', () => {
     }
     await t.db.job.updateMany({ where: { id: { in: [locked.id, a.id, b.id] } }, data: { state: 'SUCCEEDED' } });
     await t.db.jobAttempt.updateMany({ where: { jobId: { in: [a.id, b.id] } }, data: { state: 'ENDED' } });
+  });
+
+  it("gives the blob keys of the checkpoints and dataset a config names, of the job's team only, for a batch in its one statement", async () => {
+    const stranger = await seedTeam(t.db);
+    const checkpoint = (teamId: string, storageKey: string) => t.db.checkpoint.create({ data: { teamId, kind: 'TRAINING', step: 1, storageKey, bytes: 1n, sha256: '0' } });
+    const [base, evaluated, foreign] = [await checkpoint(team.teamId, `base-${Math.random()}`), await checkpoint(team.teamId, `eval-${Math.random()}`), await checkpoint(stranger.teamId, `x-${Math.random()}`)];
+    const dataset = await t.db.dataset.create({
+      data: { teamId: team.teamId, name: `d-${Math.random()}`, versions: { create: { version: 1, contentHash: 'h', storageKey: `ds-${Math.random()}`, rowCount: 1, bytes: 1n } } },
+      include: { versions: true },
+    });
+    const version = dataset.versions[0];
+    const configs = [
+      { baseCheckpointId: base.id, datasetVersionId: version.id },
+      { checkpointId: evaluated.id, against: { checkpointId: foreign.id } },
+      { checkpointId: 42, against: base.id, datasetVersionId: [version.id] },
+      {},
+    ];
+    const jobs = await Promise.all(configs.map((config) => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'EVAL', config } })));
+    const placed = await placeBatch(t.db, jobs.map((j, i) => placement(j.id, i)), new Date());
+    const keys = (i: number) => placed.find((p) => p.jobId === jobs[i].id)!.assignment.blobKeys;
+    expect(keys(0)).toEqual({ [base.id]: base.storageKey, [version.id]: version.storageKey });
+    expect(keys(1)).toEqual({ [evaluated.id]: evaluated.storageKey });
+    expect(keys(2)).toEqual({});
+    expect(keys(3)).toEqual({});
+    await t.db.job.updateMany({ where: { id: { in: jobs.map((j) => j.id) } }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
   });
 
   it('resumes from the latest TRAINING checkpoint and numbers the attempt after the last', async () => {

@@ -55,7 +55,7 @@ export async function placeBatch(db: Db, placements: Placement[], now: Date, con
         FROM locked l JOIN p ON p."jobId" = l.id
     )
     SELECT ${ASSIGNMENT_COLUMNS}, a."workerId" FROM attempt a JOIN locked j ON j.id = a."jobId" ${ASSIGNMENT_JOINS}`, connection);
-  const assignments = await assignmentsOf(db, rows);
+  const assignments = assignmentsOf(rows);
   return rows.map((row, i) => ({ jobId: row.jobId, workerId: row.workerId, attemptId: row.id, teamId: row.teamId, assignment: assignments[i] }));
 }
 

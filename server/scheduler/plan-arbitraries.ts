@@ -8,7 +8,7 @@ export const GiB = 2 ** 30;
 export const S = 1000;
 
 export const KINDS: DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
-export const TEAMS = ['ta', 'tb', 'tc'];
+const TEAMS = ['ta', 'tb', 'tc'];
 
 /** Mostly `common`, sometimes `rare`: keeps random clusters busy but placeable. */
 const mostly = <T, U>(common: fc.Arbitrary<T>, rare: fc.Arbitrary<U>, weight = 3) =>

@@ -23,7 +23,10 @@ describe('queue window', () => {
         const window = queueWindow(input);
         const size = windowSize(input);
         const perKind = new Map<string, number>();
-        for (const job of window.queued) perKind.set(kindOf(job, input.now), (perKind.get(kindOf(job, input.now)) ?? 0) + 1);
+        for (const job of window.queued) {
+          const kind = kindOf(job, input.now);
+          perKind.set(kind, (perKind.get(kind) ?? 0) + 1);
+        }
         for (const [kind, n] of perKind) {
           const all = input.queued.filter((j) => kindOf(j, input.now) === kind);
           expect(n).toBe(Math.min(size, all.length));

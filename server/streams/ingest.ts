@@ -5,6 +5,7 @@ import { foldSql, recomputeSql, ROLLUP_STEPS } from './rollup';
 import { SHARED_WRITE_LOCK } from './positions';
 import { type PreparedCall, type PreparedStatement, pooledTransaction, type Query, unprepared } from './pooled-transaction';
 import { settled, stored } from './stored-marks';
+import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from '../workers/refusal';
 
 // Stream batches from job runners. A batch is fenced, claimed and published to the run's
 // watchers before its rows are written, all in one transaction:
@@ -46,19 +47,6 @@ export type LiveBatch = LiveItems & { jobId: string; attempt: number; seq: numbe
 
 export type Publish = (job: { id: string; teamId: string }, batch: LiveBatch) => void;
 
-/** The batch was refused: 404, not this worker's attempt; 409, the attempt lost its lease. */
-export class StreamRefused extends Error {
-  constructor(
-    readonly status: 404 | 409,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const NOT_YOURS = 'No such attempt on this worker';
-const FENCED = 'This attempt no longer holds the job (lease lost or superseded): stop it and write nothing more';
-
 interface Fence {
   jobId: string;
   teamId: string;
@@ -94,14 +82,15 @@ const FENCE_AND_CLAIM: PreparedStatement = {
 };
 
 function fenceAndClaim(workerId: string, batch: StreamBatch, claim: boolean): PreparedCall {
-  const token = /^\d{1,19}$/.test(batch.fencingToken) ? batch.fencingToken : '-1';
+  // A token that cannot be the column's (out of bigint range, say) matches no attempt: 409.
+  const token = fencingTokenOf(batch.fencingToken) ?? '-1';
   return { prepared: FENCE_AND_CLAIM, values: [workerId, batch.attemptId, token, batch.seq, batch.kind, claim] };
 }
 
 function checked(rows: Fence[]): Fence {
   const fence = rows[0];
-  if (!fence?.mine) throw new StreamRefused(404, NOT_YOURS);
-  if (!fence.current) throw new StreamRefused(409, FENCED);
+  if (!fence?.mine) throw notYourAttempt();
+  if (!fence.current) throw attemptFenced();
   return fence;
 }
 
@@ -155,8 +144,9 @@ const inPrisma =
 
 /**
  * Fences, claims, publishes and stores one batch of `workerId`'s. Resolves once the rows are
- * committed (duplicate: a replay, nothing changed); throws StreamRefused for a stale or foreign
- * attempt, or the database's error if the write failed (the worker retries the same seq).
+ * committed (duplicate: a replay, nothing changed); throws a Refusal (409 for a stale attempt,
+ * 404 for a foreign one), or the database's error if the write failed (the worker retries the
+ * same seq).
  */
 export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, publish: Publish): Promise<{ duplicate: boolean }> {
   const live = liveItems(batch);
@@ -191,7 +181,7 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
   } catch (error) {
     // A stale attempt's batch is refused for good; any other failure holds `stored` back until the
     // batch is sent again (and a 404 may come from another worker naming this attempt).
-    if (error instanceof StreamRefused && error.status === 409) settled(attemptId, seq);
+    if (error instanceof Refusal && error.status === 409) settled(attemptId, seq);
     throw error;
   } finally {
     release();

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { ingestBatch, type LiveBatch, StreamRefused } from './ingest';
+import { ingestBatch, type LiveBatch } from './ingest';
+import { Refusal } from '../workers/refusal';
 import { readSince } from './positions';
 import { activeAttempt } from './test-attempts';
 import { StreamCursor } from '../../sdk/stream-cursor';
@@ -74,10 +75,12 @@ describe('live stream batches', () => {
   it("publishes nothing of a stale attempt's batch, nor of another worker's", async () => {
     const before = published.length;
     await expect(ingestBatch(t.db, attempt.workerId, { ...metrics(1, [3]), fencingToken: '999999' }, publish)).rejects.toMatchObject({ status: 409 });
+    // Nineteen digits, past the bigint column's range: a refusal too, not a database error.
+    await expect(ingestBatch(t.db, attempt.workerId, { ...metrics(1, [3]), fencingToken: '9999999999999999999' }, publish)).rejects.toMatchObject({ status: 409 });
     const other = await activeAttempt(t.db, job, 99);
     await expect(ingestBatch(t.db, other.workerId, metrics(1, [3]), publish)).rejects.toMatchObject({ status: 404 });
     await t.db.jobAttempt.update({ where: { id: other.attemptId }, data: { state: 'ENDED' } });
-    await expect(ingestBatch(t.db, other.workerId, metrics(0, [3], other), publish)).rejects.toBeInstanceOf(StreamRefused);
+    await expect(ingestBatch(t.db, other.workerId, metrics(0, [3], other), publish)).rejects.toBeInstanceOf(Refusal);
     expect(published.length).toBe(before);
     expect(await t.db.metricPoint.count({ where: { jobId: job.id, step: 3 } })).toBe(0);
   });

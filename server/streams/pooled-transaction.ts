@@ -88,7 +88,7 @@ export function unprepared(sql: Prisma.Sql | PreparedCall): { text: string; valu
  * A statement with its values written in as literals, for the simple query protocol (which
  * takes several statements at once but no parameters). Strings, numbers and booleans only.
  */
-export function inlined(sql: Prisma.Sql): string {
+function inlined(sql: Prisma.Sql): string {
   return sql.text.replace(/\$(\d+)/g, (_, n: string) => literal(sql.values[Number(n) - 1]));
 }
 

@@ -8,7 +8,6 @@ import {
   startRequestSchema,
   streamBatchSchema,
   BLOB_ROUTE,
-  type Assignment,
   type HeartbeatAnswer,
 } from '../../sdk/worker-protocol';
 import { audit } from '../auth/audit';
@@ -18,11 +17,11 @@ import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { notifyScheduler } from '../scheduler/loop';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
-import { ingestBatch, StreamRefused, type Publish } from '../streams/ingest';
-import { attemptCalls, fencedAttempt, HttpError, workerOf } from './attempts';
+import { ingestBatch, type Publish } from '../streams/ingest';
+import { type AttemptCalls, fencedAttempt, workerOf, type WorkerRow } from './attempts';
 import { buildAssignments } from './assignments';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
-
+import { fencingTokenOf, Refusal } from './refusal';
 
 // The worker protocol's HTTP side (sdk/worker-protocol.ts). A daemon registers with a pool's
 // registration token and gets a credential of its own, which it presents on every later call.
@@ -36,8 +35,8 @@ export interface WorkerApiDeps {
   blobs: BlobStore;
   /** Fans a stream batch out to the run's watchers. */
   publish: Publish;
-  /** A job changed state (for live job lists). */
-  jobChanged: (teamId: string, jobId: string) => void;
+  /** Start and finish: the server's one instance, shared with the socket.io side (realtime/gateway.ts). */
+  attempts: AttemptCalls;
 }
 
 function send(res: ServerResponse, status: number, body: unknown) {
@@ -47,12 +46,12 @@ function send(res: ServerResponse, status: number, body: unknown) {
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > limit) throw new HttpError(413, 'Request body too large');
+  if (declared > limit) throw new Refusal(413, 'Request body too large');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > limit) throw new HttpError(413, 'Request body too large');
+    if (size > limit) throw new Refusal(413, 'Request body too large');
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -63,20 +62,20 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   try {
     return JSON.parse(text || 'null');
   } catch {
-    throw new HttpError(400, 'Body is not JSON');
+    throw new Refusal(400, 'Body is not JSON');
   }
 }
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body);
-  if (!result.success) throw new HttpError(400, 'Invalid request', result.error.issues);
+  if (!result.success) throw new Refusal(400, 'Invalid request', result.error.issues);
   return result.data;
 }
 
 /** The hash of a request's `Authorization: Bearer wsw_…` credential; 401 when there is none. */
 function credentialHash(authorization: string | undefined): string {
   const credential = /^Bearer\s+(wsw_\S+)$/.exec(authorization ?? '')?.[1];
-  if (!credential || credential.length > 200) throw new HttpError(401, 'Missing worker credential');
+  if (!credential || credential.length > 200) throw new Refusal(401, 'Missing worker credential');
   return hashSecret(credential);
 }
 
@@ -85,19 +84,13 @@ export async function authenticateWorker(db: Db, authorization: string | undefin
   return workerOf(db, { credentialHash: credentialHash(authorization) });
 }
 
-type WorkerRow = Awaited<ReturnType<typeof authenticateWorker>>;
-
-export async function buildAssignment(db: Db, attemptId: string): Promise<Assignment | null> {
-  return (await buildAssignments(db, [attemptId]))[0] ?? null;
-}
-
 async function register(deps: WorkerApiDeps, req: IncomingMessage) {
   const { db } = deps;
   const input = parse(registerRequestSchema, await readJson(req));
   const token = await db.workerToken.findUnique({ where: { tokenHash: hashSecret(input.token) } });
   if (!token || token.revokedAt || (token.expiresAt && token.expiresAt < new Date())) {
     await audit(db, { teamId: token?.teamId, action: 'worker.registration_refused', details: { name: input.name, hostname: input.hostname }, ipAddress: req.socket.remoteAddress });
-    throw new HttpError(401, 'The registration token is not valid (wrong, revoked or expired)');
+    throw new Refusal(401, 'The registration token is not valid (wrong, revoked or expired)');
   }
   const credential = `${WORKER_CREDENTIAL_PREFIX}${newSecret()}`;
   const worker = await db.worker.create({
@@ -129,8 +122,8 @@ async function heartbeat(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMe
       RETURNING state::text AS state
     ), renewed AS (
       UPDATE "JobAttempt" a SET "leaseExpiresAt" = ${leaseExpiresAt}
-        FROM unnest(${held}::text[], ${input.attempts.map((a) => a.fencingToken)}::text[]) AS h("attemptId", token), "Job" j
-       WHERE a.id = h."attemptId" AND a."fencingToken"::text = h.token AND a."workerId" = ${worker.id} AND a.state = 'ACTIVE' AND j.id = a."jobId"
+        FROM unnest(${held}::text[], ${input.attempts.map((a) => fencingTokenOf(a.fencingToken))}::text[]) AS h("attemptId", token), "Job" j
+       WHERE a.id = h."attemptId" AND a."fencingToken" = h.token::bigint AND a."workerId" = ${worker.id} AND a.state = 'ACTIVE' AND j.id = a."jobId"
       RETURNING a.id, j."cancelRequestedAt" IS NOT NULL AS cancel, a."preemptRequestedAt" IS NOT NULL AS preempt
     )
     SELECT (SELECT state FROM beat) AS state,
@@ -151,13 +144,13 @@ async function heartbeat(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMe
 async function start(deps: WorkerApiDeps, req: IncomingMessage) {
   const hash = credentialHash(req.headers.authorization);
   const input = await parseAuthenticated(deps.db, req, startRequestSchema);
-  return attemptCalls(deps.db, deps.jobChanged).start({ credentialHash: hash }, input);
+  return deps.attempts.start({ credentialHash: hash }, input);
 }
 
 async function finish(deps: WorkerApiDeps, req: IncomingMessage) {
   const hash = credentialHash(req.headers.authorization);
   const input = await parseAuthenticated(deps.db, req, finishRequestSchema);
-  return attemptCalls(deps.db, deps.jobChanged).finish({ credentialHash: hash }, input);
+  return deps.attempts.finish({ credentialHash: hash }, input);
 }
 
 /**
@@ -168,26 +161,21 @@ async function parseAuthenticated<T>(db: Db, req: IncomingMessage, schema: z.Zod
   const result = schema.safeParse(await readJson(req));
   if (result.success) return result.data;
   await authenticateWorker(db, req.headers.authorization);
-  throw new HttpError(400, 'Invalid request', result.error.issues);
+  throw new Refusal(400, 'Invalid request', result.error.issues);
 }
 
 /** The HTTP way to stream (daemons use their socket.io connection when it is up: realtime/gateway.ts). */
 async function stream(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
   const batch = parse(streamBatchSchema, await readJson(req));
-  try {
-    const result = await ingestBatch(deps.db, worker.id, batch, deps.publish);
-    return { accepted: !result.duplicate, duplicate: result.duplicate };
-  } catch (error) {
-    if (error instanceof StreamRefused) throw new HttpError(error.status, error.message);
-    throw error;
-  }
+  const result = await ingestBatch(deps.db, worker.id, batch, deps.publish);
+  return { accepted: !result.duplicate, duplicate: result.duplicate };
 }
 
 async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage, url: URL) {
   const query = parse(checkpointQuerySchema, Object.fromEntries(url.searchParams));
   const attempt = await fencedAttempt(deps.db, worker, query.attemptId, query.fencingToken);
   const data = await readBody(req, MAX_CHECKPOINT_BYTES);
-  if (data.length === 0) throw new HttpError(400, 'Empty checkpoint');
+  if (data.length === 0) throw new Refusal(400, 'Empty checkpoint');
   const stored = await deps.blobs.put(data, 'checkpoints');
   // The metrics of that step travel with the checkpoint, for listing and choosing one later.
   const metrics = await deps.db.metricPoint.findMany({ where: { jobId: attempt.jobId, step: query.step }, select: { key: true, value: true } });
@@ -210,7 +198,7 @@ async function readBlob(deps: WorkerApiDeps, worker: WorkerRow, res: ServerRespo
   const allowed =
     (await deps.db.checkpoint.count({ where: { storageKey: key, teamId: { in: teams } } })) > 0 ||
     (await deps.db.datasetVersion.count({ where: { storageKey: key, dataset: { teamId: { in: teams } } } })) > 0;
-  if (!allowed) throw new HttpError(404, 'No such blob for this worker');
+  if (!allowed) throw new Refusal(404, 'No such blob for this worker');
   const data = await deps.blobs.get(key);
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length, 'cache-control': 'no-store' });
   res.end(data);
@@ -226,12 +214,12 @@ export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage,
     const worker = await authenticateWorker(deps.db, req.headers.authorization);
     if (req.method === 'GET' && path.startsWith(BLOB_ROUTE)) return await readBlob(deps, worker, res, decodeURIComponent(path.slice(BLOB_ROUTE.length)));
     if (req.method === 'PUT' && path === '/api/workers/checkpoints') return send(res, 201, await uploadCheckpoint(deps, worker, req, url));
-    if (req.method !== 'POST') throw new HttpError(405, 'Method not allowed');
+    if (req.method !== 'POST') throw new Refusal(405, 'Method not allowed');
     if (path === '/api/workers/heartbeat') return send(res, 200, await heartbeat(deps, worker, req));
     if (path === '/api/workers/stream') return send(res, 200, await stream(deps, worker, req));
-    throw new HttpError(404, `No route ${path}`);
+    throw new Refusal(404, `No route ${path}`);
   } catch (error) {
-    if (error instanceof HttpError) return send(res, error.status, { error: error.message, issues: error.details });
+    if (error instanceof Refusal) return send(res, error.status, { error: error.message, issues: error.details });
     throw error;
   }
 }

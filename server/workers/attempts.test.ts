@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { seedTeam, type Team } from '../reliability/harness';
+import { seedTeam, seedWorker, type Team } from '../reliability/harness';
 import { placeBatch } from '../scheduler/place';
-import { attemptCalls } from './attempts';
+import { createAttemptCalls } from './attempts';
 
 // Start and finish (attempts.ts) against a real PostgreSQL, called as a connected daemon calls
 // them when a push's ack is the start: the finish of a short job follows at once, and both are
@@ -16,14 +16,7 @@ describe('attempt calls', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     team = await seedTeam(t.db, { maxConcurrentDevices: 100 });
-    const token = await t.db.workerToken.findFirstOrThrow({ where: { teamId: team.teamId } });
-    const worker = await t.db.worker.create({
-      data: {
-        teamId: team.teamId, tokenId: token.id, name: 'w', hostname: 'h', backend: 'wasm', version: '0', labels: {}, credentialHash: `hash-${Math.random()}`,
-        devices: { create: Array.from({ length: 40 }, (_, index) => ({ index, kind: 'WASM' as const, name: 'wasm', memoryBytes: BigInt(1 << 30) })) },
-      },
-    });
-    workerId = worker.id;
+    workerId = (await seedWorker(t.db, team, { devices: 40 })).id;
   });
   afterAll(async () => {
     await t?.drop();
@@ -32,7 +25,7 @@ describe('attempt calls', () => {
   it('records a finish sent right after its start after that start, for many attempts at once', async () => {
     const jobs = await Promise.all(Array.from({ length: 40 }, () => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {} } })));
     const placed = await placeBatch(t.db, jobs.map((j, i) => ({ jobId: j.id, workerId, deviceIndexes: [i], backfill: false, reason: 'test' })), new Date());
-    const calls = attemptCalls(t.db, () => {});
+    const calls = createAttemptCalls(t.db, () => {});
     const ref = { workerId };
     // Each start is not awaited before its finish, as when the start went out as an ack.
     const outcomes = await Promise.all(
@@ -48,5 +41,26 @@ describe('attempt calls', () => {
     for (const job of jobs) {
       expect(events.filter((e) => e.jobId === job.id).map((e) => `${e.fromState ?? ''}→${e.toState}`)).toEqual(['QUEUED→ASSIGNED', 'ASSIGNED→RUNNING', 'RUNNING→SUCCEEDED']);
     }
+  });
+
+  it("answers each call of a batch for itself: a wrong token or another worker's call for an attempt is refused while its own starts and finishes it", async () => {
+    const jobs = await Promise.all(Array.from({ length: 2 }, () => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {} } })));
+    const placed = await placeBatch(t.db, jobs.map((j, i) => ({ jobId: j.id, workerId, deviceIndexes: [i], backfill: false, reason: 'test' })), new Date());
+    const [busy, fence] = placed.map(({ assignment: a }) => ({ attemptId: a.attemptId, fencingToken: a.fencingToken }));
+    const other = { workerId: (await seedWorker(t.db, team, { name: 'other' })).id };
+    const wrong = { ...fence, fencingToken: (BigInt(fence.fencingToken) + 1n).toString() };
+    const calls = createAttemptCalls(t.db, () => {});
+    const ref = { workerId };
+    const statuses = async (answers: Array<Promise<{ state: string }>>) =>
+      (await Promise.allSettled(answers)).map((a) => (a.status === 'fulfilled' ? a.value.state : (a.reason as { status: number }).status));
+
+    // The first call runs at once, alone; the others arrive while it runs and go together as the
+    // next batch, the right one last (a batch that answered per attempt gave all three its answer).
+    expect(await statuses([calls.start(ref, busy), calls.start(ref, wrong), calls.start(other, fence), calls.start(ref, fence)])).toEqual(['RUNNING', 409, 404, 'RUNNING']);
+    const finish = (input: typeof fence) => ({ ...input, outcome: 'succeeded' as const, reason: 'done', exitCode: 0 });
+    expect(await statuses([calls.finish(ref, finish(busy)), calls.finish(ref, finish(wrong)), calls.finish(other, finish(fence)), calls.finish(ref, finish(fence))])).toEqual(['SUCCEEDED', 409, 404, 'SUCCEEDED']);
+
+    const events = await t.db.jobEvent.findMany({ where: { jobId: jobs[1].id }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => `${e.fromState ?? ''}→${e.toState}`)).toEqual(['QUEUED→ASSIGNED', 'ASSIGNED→RUNNING', 'RUNNING→SUCCEEDED']);
   });
 });

@@ -11,18 +11,13 @@ import { groupCommit } from '../db/group-commit';
 import type { JobChanged } from '../scheduler/job-changes';
 import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/loop';
 import { recordEvent, stoppedState } from '../scheduler/transitions';
-
-export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly details?: unknown) {
-    super(message);
-  }
-}
+import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from './refusal';
 
 /** Who calls: a worker known by its connection (socket.io), or by its credential's hash (HTTP). */
-export type WorkerRef = { workerId: string } | { credentialHash: string };
+type WorkerRef = { workerId: string } | { credentialHash: string };
 
-export type StartRequest = z.infer<typeof startRequestSchema>;
-export type FinishRequest = z.infer<typeof finishRequestSchema>;
+type StartRequest = z.infer<typeof startRequestSchema>;
+type FinishRequest = z.infer<typeof finishRequestSchema>;
 
 export interface AttemptCalls {
   start(worker: WorkerRef, input: StartRequest): Promise<{ state: 'RUNNING' }>;
@@ -32,27 +27,21 @@ export interface AttemptCalls {
 /** The worker a reference names, unless revoked (401). */
 export async function workerOf(db: Db, ref: WorkerRef) {
   const worker = await db.worker.findUnique({ where: 'workerId' in ref ? { id: ref.workerId } : { credentialHash: ref.credentialHash } });
-  if (!worker || worker.state === 'REVOKED') throw new HttpError(401, 'This worker was revoked or is unknown: register it again');
+  if (!worker || worker.state === 'REVOKED') throw new Refusal(401, 'This worker was revoked or is unknown: register it again');
   return worker;
 }
 
-type WorkerRow = Awaited<ReturnType<typeof workerOf>>;
+export type WorkerRow = Awaited<ReturnType<typeof workerOf>>;
 
-/** The attempt a fenced write is about, if it is still this worker's current lease; else 409. */
+/** The attempt a fenced write is about, if it is still this worker's current lease; else 404 or 409. */
 export async function fencedAttempt(db: Db, worker: WorkerRow, attemptId: string, fencingToken: string) {
   const attempt = await db.jobAttempt.findUnique({ where: { id: attemptId }, include: { job: true } });
-  if (!attempt || attempt.workerId !== worker.id) throw new HttpError(404, 'No such attempt on this worker');
-  if (attempt.fencingToken.toString() !== fencingToken || attempt.state !== 'ACTIVE') {
-    throw new HttpError(409, 'This attempt no longer holds the job (lease lost or superseded): stop it and write nothing more');
-  }
+  if (!attempt || attempt.workerId !== worker.id) throw notYourAttempt();
+  if (attempt.fencingToken.toString() !== fencingToken || attempt.state !== 'ACTIVE') throw attemptFenced();
   return attempt;
 }
 
-/** A fencing token as the column's bigint text, or null when it cannot be one (the full path answers 409). */
-function tokenOf(fencingToken: string): string | null {
-  return /^\d{1,19}$/.test(fencingToken) && BigInt(fencingToken) < 2n ** 63n ? fencingToken : null;
-}
-
+/** A call as the group-committed statements take it: the whole identity of the caller and its fence. */
 interface FastCall {
   attemptId: string;
   token: string;
@@ -64,75 +53,84 @@ interface FastFinish extends FastCall {
   exitCode: number | null;
 }
 interface FastResult {
-  attemptId: string;
+  /** The call's position in its batch. */
+  call: number;
   jobId: string;
   teamId: string;
   changed: boolean;
 }
 
 function fastCall(ref: WorkerRef, input: { attemptId: string; fencingToken: string }): FastCall | null {
-  const token = tokenOf(input.fencingToken);
+  const token = fencingTokenOf(input.fencingToken);
   if (token === null) return null;
   return { attemptId: input.attemptId, token, workerId: 'workerId' in ref ? ref.workerId : null, credentialHash: 'credentialHash' in ref ? ref.credentialHash : null };
 }
 
-/** Each call's row, or null; a call repeated within a batch (a retry) shares the first one's. */
-function answerEach<C extends FastCall>(calls: C[], rows: FastResult[]): Array<FastResult | null> {
-  const byAttempt = new Map(rows.map((r) => [r.attemptId, r]));
-  return calls.map((c) => byAttempt.get(c.attemptId) ?? null);
+/**
+ * The CTEs a batch statement starts with: `p`, its calls (numbered from 1, in order, and with
+ * `extra` columns of their own); `a`, those whose worker is the attempt's, not revoked, and whose
+ * fencing token is the active attempt's (each call is checked on its own: a stale token and a
+ * current one for the same attempt in one batch get different answers); and `one`, one call of
+ * `a` per attempt, for the writes (a call sent twice, or over both HTTP and socket.io, changes
+ * the job and writes its event once).
+ */
+function fencedCalls(calls: FastCall[], extra: Array<[column: string, values: Prisma.Sql]> = []): Prisma.Sql {
+  const columns: Array<[string, Prisma.Sql]> = [
+    ['"attemptId"', Prisma.sql`${calls.map((c) => c.attemptId)}::text[]`],
+    ['token', Prisma.sql`${calls.map((c) => c.token)}::text[]`],
+    ['"byWorker"', Prisma.sql`${calls.map((c) => c.workerId)}::text[]`],
+    ['"byHash"', Prisma.sql`${calls.map((c) => c.credentialHash)}::text[]`],
+    ...extra,
+  ];
+  return Prisma.sql`
+    p AS (
+      SELECT * FROM unnest(${Prisma.join(columns.map(([, values]) => values))})
+             WITH ORDINALITY AS p(${Prisma.raw(columns.map(([column]) => column).join(', '))}, call)
+    ), a AS (
+      SELECT p.*, a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId", j.state
+        FROM p JOIN "JobAttempt" a ON a.id = p."attemptId" JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
+       WHERE a."fencingToken" = p.token::bigint AND a.state = 'ACTIVE' AND w.state <> 'REVOKED'
+         AND (w.id = p."byWorker" OR w."credentialHash" = p."byHash")
+    ), one AS (
+      SELECT DISTINCT ON ("attemptId") * FROM a ORDER BY "attemptId", call
+    )`;
 }
 
-/** Calls for distinct attempts (the statement would otherwise write one event per copy). */
-function distinct<C extends FastCall>(calls: C[]): C[] {
-  return [...new Map(calls.map((c) => [c.attemptId, c])).values()];
+/** Each call's row (by its position in the batch), or null: the full path then says why. */
+function answerEach(calls: FastCall[], rows: FastResult[]): Array<FastResult | null> {
+  const byCall = new Map(rows.map((r) => [r.call, r]));
+  return calls.map((_, i) => byCall.get(i + 1) ?? null);
 }
 
 /** ASSIGNED → RUNNING for a batch of fenced starts, each with its JobEvent, in one statement. */
 async function startBatch(db: Db, calls: FastCall[]): Promise<Array<FastResult | null>> {
-  const unique = distinct(calls);
   const now = new Date();
   const rows = await rawQuery<FastResult>(db, Prisma.sql`
-    WITH p AS (
-      SELECT * FROM unnest(${unique.map((c) => c.attemptId)}::text[], ${unique.map((c) => c.token)}::text[],
-                           ${unique.map((c) => c.workerId)}::text[], ${unique.map((c) => c.credentialHash)}::text[])
-             AS p("attemptId", token, "workerId", hash)
-    ), a AS (
-      SELECT a.id AS "attemptId", a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId"
-        FROM p JOIN "JobAttempt" a ON a.id = p."attemptId" JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
-       WHERE a."fencingToken" = p.token::bigint AND a.state = 'ACTIVE' AND w.state <> 'REVOKED'
-         AND (w.id = p."workerId" OR w."credentialHash" = p.hash)
-    ), job AS (
+    WITH ${fencedCalls(calls)}, job AS (
       UPDATE "Job" j SET state = 'RUNNING', "startedAt" = coalesce(j."startedAt", ${now}), "updatedAt" = ${now}
-        FROM a WHERE j.id = a."jobId" AND j.state = 'ASSIGNED'
+        FROM one WHERE j.id = one."jobId" AND j.state = 'ASSIGNED'
       RETURNING j.id
     ), event AS (
       INSERT INTO "JobEvent" ("jobId", "fromState", "toState", "actorType", "actorId", reason, at)
-      SELECT a."jobId", 'ASSIGNED'::"JobState", 'RUNNING'::"JobState", 'WORKER'::"ActorType", a."workerId",
-             'attempt ' || a.number || ' started on ' || a."workerName", ${now}
-        FROM a JOIN job ON job.id = a."jobId"
+      SELECT one."jobId", 'ASSIGNED'::"JobState", 'RUNNING'::"JobState", 'WORKER'::"ActorType", one."workerId",
+             'attempt ' || one.number || ' started on ' || one."workerName", ${now}
+        FROM one JOIN job ON job.id = one."jobId"
     )
-    SELECT a."attemptId", a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed FROM a`);
+    SELECT a.call::int AS call, a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed FROM a`);
   return answerEach(calls, rows);
 }
 
 /** Succeeded attempts in one statement: each ended, its job SUCCEEDED with its event, and one scheduler wakeup. */
 async function finishSucceededBatch(db: Db, calls: FastFinish[]): Promise<Array<FastResult | null>> {
-  const unique = distinct(calls);
   const now = new Date();
+  const extra: Array<[string, Prisma.Sql]> = [
+    ['reason', Prisma.sql`${calls.map((c) => c.reason)}::text[]`],
+    ['"exitCode"', Prisma.sql`${calls.map((c) => c.exitCode)}::int[]`],
+  ];
   const rows = await rawQuery<FastResult>(db, Prisma.sql`
-    WITH p AS (
-      SELECT * FROM unnest(${unique.map((c) => c.attemptId)}::text[], ${unique.map((c) => c.token)}::text[],
-                           ${unique.map((c) => c.workerId)}::text[], ${unique.map((c) => c.credentialHash)}::text[],
-                           ${unique.map((c) => c.reason)}::text[], ${unique.map((c) => c.exitCode)}::int[])
-             AS p("attemptId", token, "workerId", hash, reason, "exitCode")
-    ), a AS (
-      SELECT a.id AS "attemptId", a."jobId", w.id AS "workerId", j."teamId", j.state, p.reason, p."exitCode"
-        FROM p JOIN "JobAttempt" a ON a.id = p."attemptId" JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
-       WHERE a."fencingToken" = p.token::bigint AND a.state = 'ACTIVE' AND w.state <> 'REVOKED'
-         AND (w.id = p."workerId" OR w."credentialHash" = p.hash)
-    ), ended AS (
-      UPDATE "JobAttempt" e SET state = 'ENDED', "endedAt" = ${now}, "exitReason" = 'succeeded: ' || a.reason, "exitCode" = a."exitCode"
-        FROM a WHERE e.id = a."attemptId" AND e.state = 'ACTIVE'
+    WITH ${fencedCalls(calls, extra)}, ended AS (
+      UPDATE "JobAttempt" e SET state = 'ENDED', "endedAt" = ${now}, "exitReason" = 'succeeded: ' || one.reason, "exitCode" = one."exitCode"
+        FROM one WHERE e.id = one."attemptId" AND e.state = 'ACTIVE'
       RETURNING e."jobId"
     ), job AS (
       UPDATE "Job" j SET state = 'SUCCEEDED', "finishedAt" = ${now}, "updatedAt" = ${now}
@@ -140,22 +138,22 @@ async function finishSucceededBatch(db: Db, calls: FastFinish[]): Promise<Array<
       RETURNING j.id
     ), event AS (
       INSERT INTO "JobEvent" ("jobId", "fromState", "toState", "actorType", "actorId", reason, at)
-      SELECT a."jobId", a.state, 'SUCCEEDED'::"JobState", 'WORKER'::"ActorType", a."workerId", coalesce(nullif(a.reason, ''), 'finished'), ${now}
-        FROM a JOIN job ON job.id = a."jobId"
+      SELECT one."jobId", one.state, 'SUCCEEDED'::"JobState", 'WORKER'::"ActorType", one."workerId", coalesce(nullif(one.reason, ''), 'finished'), ${now}
+        FROM one JOIN job ON job.id = one."jobId"
     ), wake AS (
       SELECT pg_notify(${SCHEDULER_CHANNEL}, (SELECT count(*) FROM job) || ' jobs SUCCEEDED') WHERE EXISTS (SELECT 1 FROM job)
     )
-    SELECT a."attemptId", a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
+    SELECT a.call::int AS call, a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
       FROM a, (SELECT count(*) FROM wake) w`);
   return answerEach(calls, rows);
 }
 
-const shared = new WeakMap<Db, AttemptCalls>();
-
-/** Start and finish for one database, shared by the HTTP and socket.io sides (their batches too). */
-export function attemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls {
-  const known = shared.get(db);
-  if (known) return known;
+/**
+ * Start and finish for one database. Build one per server and hand it to both the HTTP and the
+ * socket.io sides (realtime/gateway.ts does), so that their calls share batches and a finish
+ * waits for a start sent the other way.
+ */
+export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls {
   const startFast = groupCommit((calls: FastCall[]) => startBatch(db, calls));
   const finishFast = groupCommit((calls: FastFinish[]) => finishSucceededBatch(db, calls));
 
@@ -237,7 +235,5 @@ export function attemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls {
     return { state };
   };
 
-  const calls = { start, finish };
-  shared.set(db, calls);
-  return calls;
+  return { start, finish };
 }
