@@ -21,7 +21,6 @@ const backend = { backend: report.backend, simd: report.simd };
 const roof = bestMatmulGflops();
 emit('matmul_gflops', roof.gflops, 'GFLOP/s', { ...backend, shape: roof.shape });
 
-
 function trainThroughput(name: string, cfg: { layers: number; width: number; heads: number; contextLength: number }, batch: number, steps: number) {
   const model = new GPT({ vocabSize: tok.vocabSize, ...cfg });
   const trainer = new SFTTrainer(model, { warmupSteps: 0 });

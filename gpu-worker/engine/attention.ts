@@ -5,18 +5,17 @@
  *
  * On wasm with SIMD, attention masked only by causality (training) runs as SIMD wasm kernels that
  * read qkv and write y and its gradient directly (`simdCausalSelfAttention`, wasm/causal-attention.wat).
- * Otherwise (the cpu backend, padded keys) the two batched products run as depthwise convolutions
- * (XNNPACK on wasm; see ops.ts), which
- * want their operands in particular layouts. Instead of tf.split (wasm's SplitV costs ~5 ms at
- * [2048, 192]) and a chain of transposes and a scale multiply per operand, one JavaScript pass
- * writes q, k and v straight into the layouts the convolutions read, and one pass writes the
- * gradients back into qkv's layout. Layouts, with C = B·H channels (bh = b·H + h):
+ * Otherwise (`fusedSelfAttention`: the cpu backend, padded keys) the two batched products run as
+ * depthwise convolutions (XNNPACK on wasm; see ops.ts), which want their operands in particular
+ * layouts. Instead of tf.split (wasm's SplitV costs ~5 ms at [2048, 192]) and a chain of
+ * transposes and a scale multiply per operand, one JavaScript pass writes q, k and v straight into
+ * the layouts the convolutions read, and one pass writes the gradients back into qkv's layout. Layouts, with C = B·H channels (bh = b·H + h):
  *   qkv [B·T, 3d]: q, k, v side by side; head h of each at columns h·hd … (h+1)·hd
  *   "image"  q [T, hd, C]  · "filter" k [hd, C, T]  → scores [T, C, T] (query, channel, key)
  *   "image"  a [T, T, C]   · "filter" v [T, C, hd]  → y      [T, C, hd]
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule, wasmHeap } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
 import { CAUSAL_ATTENTION_WASM } from './wasm/causal-attention.wasm';
 import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
 
@@ -88,15 +87,14 @@ function depthwise(image: tf.Tensor, filter: tf.Tensor): tf.Tensor3D {
 
 /**
  * softmax(scale·q kᵀ + bias) v per head, for qkv [B·T, 3d] → [B·T, d]. `bias` is the additive
- * mask in the score layout [T, B|1, 1, T] (a constant: it gets no gradient); `causalOnly` says it
- * masks nothing but future keys (no padding), which lets wasm run the SIMD causal kernels below.
+ * mask in the score layout [T, B|1, 1, T] (a constant: it gets no gradient). Attention masked by
+ * causality alone runs as `simdCausalSelfAttention` where that is available (it needs no bias).
  */
-export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: number, T: number, H: number, causalOnly = false): tf.Tensor2D {
+export function fusedSelfAttention(qkv: tf.Tensor2D, bias: tf.Tensor4D, B: number, T: number, H: number): tf.Tensor2D {
   const d = qkv.shape[1] / 3;
   const hd = d / H;
   const C = B * H;
   const dims = { B, T, H, hd, scale: 1 / Math.sqrt(hd) };
-  if (causalOnly && causalWasmAvailable(hd)) return simdCausalSelfAttention(qkv, dims);
   const forward = (x: tf.Tensor2D) => {
     const [q, k, v] = runJsKernel(SPLIT_FORWARD, [x], dims);
     const scores = depthwise(q, k).reshape([T, B, H, T]);
@@ -139,10 +137,9 @@ interface CausalAttentionWasm {
   backward(qkv: number, P: number, dy: number, dqkv: number, dpRow: number, B: number, T: number, H: number, hd: number, scale: number): void;
 }
 
-/** True where the training products can run as SIMD wasm (wasm/causal-attention.wat). */
-function causalWasmAvailable(hd: number): boolean {
-  const heap = wasmHeap();
-  return hd % 4 === 0 && heap !== undefined && simdModule<CausalAttentionWasm>(CAUSAL_ATTENTION_WASM, heap) !== null;
+/** True where `simdCausalSelfAttention` runs: wasm with SIMD, and a head size that is a multiple of 4. */
+export function simdCausalAttentionAvailable(headSize: number): boolean {
+  return headSize % 4 === 0 && simdModule(CAUSAL_ATTENTION_WASM) !== null;
 }
 
 /** Scores and probabilities are [B·H, T, Tp], rows padded to a multiple of 4 keys (masked). */
@@ -188,11 +185,15 @@ const CAUSAL_BACKWARD = defineJsKernel({
 });
 
 /**
- * Causal attention as three kernels forward (scores, wasm's softmax, mix) and one backward, all
- * reading qkv and writing y and d qkv in the projections' layouts: no split, merge or transposes,
- * and only the keys each query sees (the depthwise products compute all T×T and run ~11 GFLOP/s).
+ * Attention masked only by causality (no padded keys: training), for qkv [B·T, 3d] → [B·T, d], as
+ * three kernels forward (scores, wasm's softmax, mix) and one backward, all reading qkv and
+ * writing y and d qkv in the projections' layouts: no split, merge, transposes or bias tensor, and
+ * only the keys each query sees (the depthwise products compute all T×T and run ~11 GFLOP/s).
+ * Only where `simdCausalAttentionAvailable`.
  */
-function simdCausalSelfAttention(qkv: tf.Tensor2D, dims: Dims): tf.Tensor2D {
+export function simdCausalSelfAttention(qkv: tf.Tensor2D, B: number, T: number, H: number): tf.Tensor2D {
+  const hd = qkv.shape[1] / 3 / H;
+  const dims = { B, T, H, hd, scale: 1 / Math.sqrt(hd) };
   const forward = (x: tf.Tensor2D) => {
     const P = tf.softmax(runJsKernel(CAUSAL_SCORES, [x], dims)[0]);
     return { y: runJsKernel(CAUSAL_MIX, [x, P], dims)[0] as tf.Tensor2D, P };
@@ -219,8 +220,6 @@ interface DecodeWasm {
   scores(qkv: number, K: number, bias: number, S: number, B: number, H: number, hd: number, Tk: number, biasStride: number, scale: number): void;
   mix(S: number, V: number, y: number, B: number, H: number, hd: number, Tk: number): void;
 }
-
-const decodeWasmFor = (heap: WebAssembly.Memory) => simdModule<DecodeWasm>(DECODE_ATTENTION_WASM, heap);
 
 /**
  * First half of one decoding step of attention, for every row and head: appends the new key and
@@ -259,7 +258,7 @@ const DECODE_SCORES = defineJsKernel({
       V.set(qkv.subarray(src + 2 * d, src + 3 * d), at + b * d);
     }
     const biasRows = shapes[3][1]; // bias [1, B|1, 1, Tk]
-    const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
+    const simd = hd % 4 === 0 ? simdModule<DecodeWasm>(DECODE_ATTENTION_WASM, heap) : null;
     if (simd) {
       simd.scores(qkv.byteOffset, K.byteOffset, bias.byteOffset, S.byteOffset, B, H, hd, Tk, biasRows === 1 ? 0 : Tk, scale);
       return;
@@ -284,7 +283,7 @@ const DECODE_MIX = defineJsKernel({
   name: 'WhetstoneDecodeMix',
   outputShapes: ([, v]) => [[v[1], v[2] * v[3]]],
   compute([P, V], [y], [[C, Tk], [, B, H, hd]], _a, heap) {
-    const simd = heap && hd % 4 === 0 ? decodeWasmFor(heap) : null;
+    const simd = hd % 4 === 0 ? simdModule<DecodeWasm>(DECODE_ATTENTION_WASM, heap) : null;
     if (simd) {
       simd.mix(P.byteOffset, V.byteOffset, y.byteOffset, B, H, hd, Tk);
       return;

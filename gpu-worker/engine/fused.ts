@@ -1,13 +1,14 @@
 /**
- * Layer norm, GELU, the target log-probability and the token+position embedding as custom-gradient
- * ops whose work is done by kernels of our own (kernels.ts): on wasm SIMD loops over the backend's
+ * Layer norm, the target log-probability and the token+position embedding as custom-gradient ops
+ * whose work is done by kernels of our own (kernels.ts): on wasm SIMD loops over the backend's
  * heap (wasm/*.wat), one pass where there were ~6–20 kernels; on cpu the JavaScript loops below.
+ * GELU's elementwise parts are SIMD passes too, on wasm only (ops.ts's GELU op runs them).
  * Exponentials stay with wasm's XNNPACK kernels (Softmax, Sigmoid): V8's Math.exp costs ~10× and
  * a SIMD polynomial written here ~3× as much per element.
  * ops.ts chooses these on the fast path and plain ops elsewhere.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule, wasmHeap } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
 import { EMBED_WASM } from './wasm/embed.wasm';
 import { GELU_WASM } from './wasm/gelu.wasm';
 import { LAYER_NORM_WASM } from './wasm/layer-norm.wasm';
@@ -20,16 +21,13 @@ interface LayerNormWasm {
   backward(dy: number, x: number, stats: number, gain: number, dx: number, dgain: number, dbias: number, n: number, d: number): void;
 }
 
-/** On wasm, both passes are SIMD loops (wasm/layer-norm.wat, ~10× faster than the JavaScript below). */
-const layerNormWasm = (heap: WebAssembly.Memory | undefined, d: number) =>
-  heap && d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
-
 /** x [n, d], gain [d], bias [d] → y [n, d], stats [n, 2] (mean, 1/σ per row). */
 const LAYER_NORM = defineJsKernel({
   name: 'WhetstoneLayerNorm',
   outputShapes: ([x]) => [x, [x[0], 2]],
   compute([x, g, b], [y, stats], [[n, d]], _a, heap) {
-    const simd = layerNormWasm(heap, d);
+    // On wasm a SIMD loop (wasm/layer-norm.wat, ~10× faster than the JavaScript below).
+    const simd = d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
     if (simd) {
       simd.forward(x.byteOffset, g.byteOffset, b.byteOffset, y.byteOffset, stats.byteOffset, n, d, LN_EPS);
       return;
@@ -63,7 +61,7 @@ const LAYER_NORM_BACKWARD = defineJsKernel({
   name: 'WhetstoneLayerNormBackward',
   outputShapes: ([dy]) => [dy, [dy[1]], [dy[1]]],
   compute([dy, x, stats, gain], [dx, dgain, dbias], [[n, d]], _a, heap) {
-    const simd = layerNormWasm(heap, d);
+    const simd = d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
     if (simd) {
       simd.backward(dy.byteOffset, x.byteOffset, stats.byteOffset, gain.byteOffset, dx.byteOffset, dgain.byteOffset, dbias.byteOffset, n, d);
       return;
@@ -120,11 +118,9 @@ interface GeluWasm {
   backward(dy: number, x: number, s: number, dx: number, n: number): void;
 }
 
-const geluWasm = (heap = wasmHeap()) => (heap ? simdModule<GeluWasm>(GELU_WASM, heap) : null);
-
-/** True where `simdGelu` runs: the wasm backend with SIMD, and a size that is a multiple of 4. */
+/** True where the GELU kernels below run: the wasm backend with SIMD, and a size that is a multiple of 4. */
 export function simdGeluAvailable(size: number): boolean {
-  return size % 4 === 0 && geluWasm() !== null;
+  return size % 4 === 0 && simdModule(GELU_WASM) !== null;
 }
 
 /** x → 2u = 2c(x + a x³), the argument of GELU's sigmoid. */
@@ -145,32 +141,24 @@ const GELU_BACKWARD = defineJsKernel({
   },
 });
 
-const geluSigmoid = (x: tf.Tensor) => tf.sigmoid(runJsKernel(GELU_ARGUMENT, [x])[0]);
-
-const geluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
-  const s = geluSigmoid(x);
-  save([x, s]);
-  return {
-    value: x.mul(s),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(GELU_BACKWARD, [dy, ...saved])[0],
-  };
-}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
-
 /**
- * GELU (tanh approximation) as x·σ(2u): forward a SIMD pass for 2u, wasm's Sigmoid and a multiply;
- * backward one SIMD pass (wasm/gelu.wat), instead of 6 and 9 kernels. See `simdGeluAvailable`.
+ * GELU's elementwise parts as SIMD passes (wasm/gelu.wat) for ops.ts's GELU, where
+ * `simdGeluAvailable`: the argument 2u of its sigmoid (one pass instead of 4 kernels; σ itself is
+ * wasm's Sigmoid) and its gradient (one pass instead of 9 kernels).
  */
-export function simdGelu(x: tf.Tensor2D): tf.Tensor2D {
-  return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x)) as tf.Tensor2D);
+export function simdGeluArgument(x: tf.Tensor): tf.Tensor {
+  return runJsKernel(GELU_ARGUMENT, [x])[0];
+}
+
+/** dy · GELU'(x), given s = σ(2u) from the forward. See `simdGeluArgument`. */
+export function simdGeluBackward(dy: tf.Tensor, x: tf.Tensor, s: tf.Tensor): tf.Tensor {
+  return runJsKernel(GELU_BACKWARD, [dy, x, s])[0];
 }
 
 interface TargetLogpWasm {
   forward(x: number, p: number, targets: number, diff: number, pmax: number, n: number, V: number): void;
   backward(g: number, p: number, targets: number, dx: number, n: number, V: number): void;
 }
-
-/** On wasm, the row maxima and the gradient are SIMD loops (wasm/target-logp.wat). */
-const targetLogpWasm = (heap: WebAssembly.Memory | undefined) => (heap ? simdModule<TargetLogpWasm>(TARGET_LOGP_WASM, heap) : null);
 
 /**
  * logits [n, V], p = softmax(logits), targets [n] → log p(target) [n]. log-softmax without a
@@ -181,7 +169,8 @@ const TARGET_LOGP = defineJsKernel({
   name: 'WhetstoneTargetLogProb',
   outputShapes: ([x]) => [[x[0]], [x[0]]],
   compute([x, p, targets], [out, pmax], [[n, V]], _a, heap) {
-    const simd = targetLogpWasm(heap);
+    // On wasm the row maxima are a SIMD loop (wasm/target-logp.wat), as is the gradient.
+    const simd = simdModule<TargetLogpWasm>(TARGET_LOGP_WASM, heap);
     if (simd) {
       simd.forward(x.byteOffset, p.byteOffset, targets.byteOffset, out.byteOffset, pmax.byteOffset, n, V);
       for (let r = 0; r < n; r++) out[r] += Math.log(pmax[r]);
@@ -202,7 +191,7 @@ const TARGET_LOGP_BACKWARD = defineJsKernel({
   name: 'WhetstoneTargetLogProbBackward',
   outputShapes: ([, p]) => [p],
   compute([g, p, targets], [dx], [, [n, V]], _a, heap) {
-    const simd = targetLogpWasm(heap);
+    const simd = simdModule<TargetLogpWasm>(TARGET_LOGP_WASM, heap);
     if (simd) {
       simd.backward(g.byteOffset, p.byteOffset, targets.byteOffset, dx.byteOffset, n, V);
       return;
@@ -236,16 +225,13 @@ interface EmbedWasm {
   backward(dy: number, ids: number, positions: number, dwte: number, dwpe: number, n: number, d: number, vocab: number, ctx: number): void;
 }
 
-/** On wasm, both directions are SIMD loops over the rows (wasm/embed.wat). */
-const embedWasm = (heap: WebAssembly.Memory | undefined, d: number) =>
-  heap && d % 4 === 0 ? simdModule<EmbedWasm>(EMBED_WASM, heap) : null;
-
 /** wte [V, d], ids [N], wpe [ctx, d], positions [N] → rows wte[id] + wpe[position]. */
 const EMBED = defineJsKernel({
   name: 'WhetstoneEmbed',
   outputShapes: ([wte, ids]) => [[ids[0], wte[1]]],
   compute([wte, ids, wpe, positions], [out], [[, d], [n]], _a, heap) {
-    const simd = embedWasm(heap, d);
+    // On wasm both directions are SIMD loops over the rows (wasm/embed.wat).
+    const simd = d % 4 === 0 ? simdModule<EmbedWasm>(EMBED_WASM, heap) : null;
     if (simd) {
       simd.forward(wte.byteOffset, ids.byteOffset, wpe.byteOffset, positions.byteOffset, out.byteOffset, n, d);
       return;
@@ -264,7 +250,7 @@ const EMBED_BACKWARD = defineJsKernel({
   name: 'WhetstoneEmbedBackward',
   outputShapes: (_s, a) => [a.wteShape as number[], a.wpeShape as number[]],
   compute([dy, ids, positions], [dwte, dwpe], [[n, d]], _a, heap) {
-    const simd = embedWasm(heap, d);
+    const simd = d % 4 === 0 ? simdModule<EmbedWasm>(EMBED_WASM, heap) : null;
     if (simd) {
       simd.backward(dy.byteOffset, ids.byteOffset, positions.byteOffset, dwte.byteOffset, dwpe.byteOffset, n, d, dwte.length / d, dwpe.length / d);
       return;

@@ -40,6 +40,12 @@ interface CpuBackend {
 
 const sizeOf = (shape: number[]) => shape.reduce((a, b) => a * b, 1);
 
+/** The wasm backend's heap, when its module exposes one. */
+function heapOf(b: WasmBackend): WebAssembly.Memory | undefined {
+  const heap = b.wasm?.asm?.memory;
+  return heap instanceof WebAssembly.Memory ? heap : undefined;
+}
+
 function register(k: JsKernel): void {
   tf.registerKernel({
     kernelName: k.name,
@@ -52,8 +58,7 @@ function register(k: JsKernel): void {
       // Views only after every allocation: a malloc can grow (and so detach) the heap.
       const inViews = ins.map((t) => b.typedArrayFromHeap(t));
       const outViews = outs.map((t) => b.typedArrayFromHeap(t) as Float32Array);
-      const heap = b.wasm?.asm?.memory;
-      k.compute(inViews, outViews, shapes, attrs as Record<string, unknown>, heap instanceof WebAssembly.Memory ? heap : undefined);
+      k.compute(inViews, outViews, shapes, attrs as Record<string, unknown>, heapOf(b));
       return outs;
     },
   });
@@ -109,14 +114,22 @@ export function recordingGradients(): boolean {
   return tf.engine().isTapeOn();
 }
 
+/** The wasm backend's heap when it is the current backend (and JS kernels are on), else undefined. */
+export function wasmHeap(): WebAssembly.Memory | undefined {
+  if (disabled || tf.getBackend() !== 'wasm') return undefined;
+  return heapOf(tf.backend() as unknown as WasmBackend);
+}
+
 const simdModules = new WeakMap<WebAssembly.Memory, Map<string, unknown>>();
 
 /**
- * A hand-written SIMD module (wasm/NAME.wat, assembled into `base64`) instantiated over the wasm
- * backend's heap, so that its functions take tensors' byte offsets; null when it cannot load
- * (e.g. no SIMD), in which case callers fall back to JavaScript loops or plain ops.
+ * A hand-written SIMD module (wasm/NAME.wat, assembled into `base64`) instantiated over `heap`, so
+ * that its functions take tensors' byte offsets. Without a heap (none given, or undefined as a
+ * kernel gets on cpu) it uses `wasmHeap()`. Null when there is none (another backend, or JS kernels
+ * off) or the module cannot load (e.g. no SIMD): callers then fall back to JavaScript or plain ops.
  */
-export function simdModule<T>(base64: string, heap: WebAssembly.Memory): T | null {
+export function simdModule<T>(base64: string, heap: WebAssembly.Memory | undefined = wasmHeap()): T | null {
+  if (!heap) return null;
   let byModule = simdModules.get(heap);
   if (!byModule) simdModules.set(heap, (byModule = new Map()));
   if (!byModule.has(base64)) {
@@ -130,18 +143,11 @@ export function simdModule<T>(base64: string, heap: WebAssembly.Memory): T | nul
   return byModule.get(base64) as T | null;
 }
 
-/** `simdModule` for kernels that run only where it loads (their callers check first); throws otherwise. */
+/** `simdModule` for kernels that have no fallback (their callers check first): throws where it is null. */
 export function requireSimdModule<T>(base64: string, heap: WebAssembly.Memory | undefined, kernel: string): T {
-  const m = heap ? simdModule<T>(base64, heap) : null;
+  const m = simdModule<T>(base64, heap);
   if (!m) throw new Error(`${kernel} runs only on wasm with SIMD (its caller checks before running it)`);
   return m;
-}
-
-/** The wasm backend's heap when it is the current backend (and JS kernels are on), else undefined. */
-export function wasmHeap(): WebAssembly.Memory | undefined {
-  if (disabled || tf.getBackend() !== 'wasm') return undefined;
-  const heap = (tf.backend() as unknown as WasmBackend).wasm?.asm?.memory;
-  return heap instanceof WebAssembly.Memory ? heap : undefined;
 }
 
 /** Run a kernel declared with `defineJsKernel` (not recorded for autodiff: wrap in customGrad). */

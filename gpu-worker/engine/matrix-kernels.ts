@@ -7,7 +7,7 @@
  * They record no gradient: for use inside gradient functions.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, requireSimdModule, runJsKernel, simdModule, wasmHeap } from './kernels';
+import { defineJsKernel, requireSimdModule, runJsKernel, simdModule } from './kernels';
 import { ROW_SUMS_WASM } from './wasm/row-sums.wasm';
 import { TRANSPOSE_WASM } from './wasm/transpose.wasm';
 
@@ -18,9 +18,6 @@ interface TransposeWasm {
 interface RowSumsWasm {
   rowSums(x: number, out: number, rows: number, cols: number): void;
 }
-
-const transposeWasm = (heap = wasmHeap()) => (heap ? simdModule<TransposeWasm>(TRANSPOSE_WASM, heap) : null);
-const rowSumsWasm = (heap = wasmHeap()) => (heap ? simdModule<RowSumsWasm>(ROW_SUMS_WASM, heap) : null);
 
 const TRANSPOSE_2D = defineJsKernel({
   name: 'WhetstoneTranspose2d',
@@ -41,13 +38,13 @@ const ROW_SUMS = defineJsKernel({
 /** xᵀ for x [rows, cols]. */
 export function transpose2d(x: tf.Tensor2D): tf.Tensor2D {
   const [rows, cols] = x.shape;
-  if (rows % 4 === 0 && cols % 4 === 0 && transposeWasm()) return runJsKernel(TRANSPOSE_2D, [x])[0] as tf.Tensor2D;
+  if (rows % 4 === 0 && cols % 4 === 0 && simdModule(TRANSPOSE_WASM)) return runJsKernel(TRANSPOSE_2D, [x])[0] as tf.Tensor2D;
   return tf.transpose(x);
 }
 
 /** Σ over the columns of x [rows, cols] → [rows]. */
 export function rowSums(x: tf.Tensor2D): tf.Tensor1D {
   const [rows, cols] = x.shape;
-  if (cols % 4 === 0 && rowSumsWasm()) return runJsKernel(ROW_SUMS, [x])[0] as tf.Tensor1D;
+  if (cols % 4 === 0 && simdModule(ROW_SUMS_WASM)) return runJsKernel(ROW_SUMS, [x])[0] as tf.Tensor1D;
   return tf.matMul(x, tf.ones([cols, 1]) as tf.Tensor2D).reshape([rows]);
 }

@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig, countParameters, resolveModelConfig } from './config';
-import { cachedSelfAttention, fusedSelfAttention } from './attention';
+import { cachedSelfAttention, fusedSelfAttention, simdCausalAttentionAvailable, simdCausalSelfAttention } from './attention';
 import { fusedEmbed } from './fused';
 import { useFusedKernels } from './kernels';
 import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
@@ -161,10 +161,14 @@ export class GPT {
     }
     x = this.dropout(x, opts);
 
-    const bias = attentionBias(B, Tn, past, opts.keyMask);
     const scale = 1 / Math.sqrt(hd);
-    // Without a cache to read or return, attention runs as one fused op where JS kernels exist.
+    // Without a cache to read or return, attention runs as one fused op where JS kernels exist;
+    // masked by causality alone (training), as SIMD kernels on wasm, which need no bias tensor.
     const fusedAttention = !opts.cache && !opts.returnCache && useFusedKernels();
+    const simdCausal = fusedAttention && opts.keyMask === undefined && simdCausalAttentionAvailable(hd);
+    // The additive mask, built on first use (in this forward's scope) by the paths that read it.
+    let bias: tf.Tensor4D | undefined;
+    const maskBias = () => (bias ??= attentionBias(B, Tn, past, opts.keyMask));
     const newKeys: tf.Tensor4D[] = [];
     const newValues: tf.Tensor4D[] = [];
     for (let l = 0; l < c.layers; l++) {
@@ -172,12 +176,14 @@ export class GPT {
       const h = layerNorm(x, this.p(`${pre}.ln1.g`) as tf.Tensor1D, this.p(`${pre}.ln1.b`) as tf.Tensor1D);
       const qkv = this.linear(h, `${pre}.attn.qkv`);
       let y: tf.Tensor2D;
-      if (fusedAttention) {
-        y = fusedSelfAttention(qkv, bias, B, Tn, H, opts.keyMask === undefined);
+      if (simdCausal) {
+        y = simdCausalSelfAttention(qkv, B, Tn, H);
+      } else if (fusedAttention) {
+        y = fusedSelfAttention(qkv, maskBias(), B, Tn, H);
       } else if (useFusedKernels()) {
         const prev = opts.cache ? { keys: opts.cache.keys[l], values: opts.cache.values[l], length: past } : undefined;
         const capacity = opts.returnCache ? opts.cacheCapacity : undefined;
-        const r = cachedSelfAttention(qkv, bias, B, Tn, H, prev, { capacity, inPlace: capacity !== undefined });
+        const r = cachedSelfAttention(qkv, maskBias(), B, Tn, H, prev, { capacity, inPlace: capacity !== undefined });
         y = r.y;
         if (opts.returnCache) {
           newKeys.push(r.keys);
@@ -197,7 +203,7 @@ export class GPT {
           newValues.push(vh);
         }
         const qh = q.mul(scale).reshape([B, Tn, H, hd]) as tf.Tensor4D;
-        const att = tf.softmax(attentionScores(qh, kh).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
+        const att = tf.softmax(attentionScores(qh, kh).add(maskBias())) as tf.Tensor4D; // [Tn, B, H, Tk]
         y = attentionMix(att, vh).reshape([N, d]) as tf.Tensor2D;
       }
       x = x.add(this.dropout(this.linear(y, `${pre}.attn.proj`), opts));

@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { useFastMatmulPath } from './backend';
-import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs, layerNormForward, simdGelu, simdGeluAvailable } from './fused';
+import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs, layerNormForward, simdGeluArgument, simdGeluAvailable, simdGeluBackward } from './fused';
 import { recordingGradients, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
 
@@ -195,12 +195,17 @@ export function layerNorm(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Tensor1D):
 const GELU_C = Math.sqrt(2 / Math.PI);
 const GELU_A = 0.044715;
 
-const geluSigmoid = (x: tf.Tensor) => tf.sigmoid(x.square().mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
+/** Whether GELU's elementwise parts run as SIMD passes (fused.ts: wasm with SIMD) or plain ops. */
+const simdGelu = (x: tf.Tensor) => useFusedKernels() && simdGeluAvailable(x.size);
 
-/** GELU (see `geluOp`): SIMD kernels on wasm (fused.ts), else plain kernels (no wrapper without a tape). */
+/** s = σ(2u), u = c(x + a x³). */
+function geluSigmoid(x: tf.Tensor, simd: boolean): tf.Tensor {
+  return tf.sigmoid(simd ? simdGeluArgument(x) : x.square().mul(2 * GELU_C * GELU_A).add(2 * GELU_C).mul(x));
+}
+
+/** GELU (see `geluOp`); without a gradient tape its forward runs alone (no customGrad wrapper). */
 export function gelu(x: tf.Tensor2D): tf.Tensor2D {
-  if (useFusedKernels() && simdGeluAvailable(x.size)) return simdGelu(x);
-  return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x)) as tf.Tensor2D);
+  return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x, simdGelu(x))) as tf.Tensor2D);
 }
 
 /**
@@ -208,15 +213,18 @@ export function gelu(x: tf.Tensor2D): tf.Tensor2D {
  * ½x(1 + tanh u), but wasm's Sigmoid kernel is ~6× faster than its Tanh, and x·x·x is ~10× faster
  * than Pow. The gradient is written by hand to keep the backward pass to a few kernels:
  *   d/dx = s + x·s(1 − s)·2c(1 + 3a x²),  s = σ(2u).
+ * On wasm with SIMD, 2u and the gradient are one SIMD pass each (fused.ts, wasm/gelu.wat).
  */
 const geluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
-  const s = geluSigmoid(x);
+  const simd = simdGelu(x);
+  const s = geluSigmoid(x, simd);
   // x² is recomputed in the backward pass: squaring is cheaper than saving (copying) it.
   save([x, s]);
   return {
     value: x.mul(s),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sx, ss] = saved;
+      if (simd) return [simdGeluBackward(dy, sx, ss)];
       const du = sx.square().mul(6 * GELU_C * GELU_A).add(2 * GELU_C);
       return [dy.mul(ss.mul(tf.scalar(1).sub(ss)).mul(du).mul(sx).add(ss))];
     },

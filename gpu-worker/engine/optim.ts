@@ -172,7 +172,7 @@ const ADAM_KERNEL = defineJsKernel({
   outputShapes: (shapes) => [shapes[0], shapes[0], shapes[0]],
   compute([p, g, m, v], [po, mo, vo], _shapes, a, heap) {
     const { scale, lr, beta1, beta2, bc1, bc2, epsilon, decay } = a as Record<string, number>;
-    const simd = heap ? simdModule<AdamWasm>(ADAM_WASM, heap) : null;
+    const simd = simdModule<AdamWasm>(ADAM_WASM, heap);
     const start = simd ? p.length & ~3 : 0;
     if (simd) {
       simd.adam(p.byteOffset, g.byteOffset, m.byteOffset, v.byteOffset, po.byteOffset, mo.byteOffset, vo.byteOffset, start,

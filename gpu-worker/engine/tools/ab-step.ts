@@ -8,7 +8,7 @@ import { GPT } from '../model';
 import { Rng } from '../rng';
 import { SFTTrainer } from '../sft';
 import { CharTokenizer } from '../tokenizer';
-import { randomBatch, stepShape } from './step-input';
+import { minMedian, randomBatch, stepShape, timeSteps } from './step-input';
 
 await initBackend();
 const tok = new CharTokenizer();
@@ -17,22 +17,16 @@ const { layers, width, heads, ctx, batch } = stepShape(process.argv[2]);
 const steps = Number(process.argv[3] ?? 10);
 const data = randomBatch(tok, rng, batch, ctx);
 const arms = [true, false].map((on) => {
-  const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx });
-  return { on, model, trainer: new SFTTrainer(model, { warmupSteps: 0 }), wall: [] as number[], cpu: [] as number[] };
+  const trainer = new SFTTrainer(new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx }), { warmupSteps: 0 });
+  const step = () => {
+    setJsKernelsEnabled(on);
+    trainer.step(data);
+  };
+  return { on, step };
 });
-for (let i = 0; i < steps + 2; i++) {
-  for (const arm of arms) {
-    setJsKernelsEnabled(arm.on);
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    arm.trainer.step(data);
-    const c = process.cpuUsage(c0);
-    if (i < 2) continue;
-    arm.wall.push(performance.now() - t0);
-    arm.cpu.push((c.user + c.system) / 1000);
-  }
-}
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-for (const arm of arms) {
-  console.log(`js kernels ${arm.on ? 'on ' : 'off'}: wall median ${median(arm.wall).toFixed(1)} min ${Math.min(...arm.wall).toFixed(1)} ms, cpu median ${median(arm.cpu).toFixed(1)} min ${Math.min(...arm.cpu).toFixed(1)} ms`);
-}
+const times = timeSteps(arms.map((arm) => arm.step), steps, 2);
+arms.forEach((arm, i) => {
+  const wall = minMedian(times[i].wall);
+  const cpu = minMedian(times[i].cpu);
+  console.log(`js kernels ${arm.on ? 'on ' : 'off'}: wall median ${wall.median.toFixed(1)} min ${wall.min.toFixed(1)} ms, cpu median ${cpu.median.toFixed(1)} min ${cpu.min.toFixed(1)} ms`);
+});
