@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setJsKernelsEnabled } from './kernels';
+import { setJsKernelsEnabled, wasmHeap } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
 import { GPT, type KvCache } from './model';
 import { gelu, layerNorm, targetLogProbs } from './ops';
@@ -102,18 +102,57 @@ describe('fused ops equal the plain ops, values and gradients', () => {
     expectSameValueAndGrads((a, c, d) => layerNorm(a as tf.Tensor2D, c as tf.Tensor1D, d as tf.Tensor1D), [x, g, b]);
   });
 
-  it('GELU, from far negative to far positive inputs (the SIMD pass has its own exponential)', () => {
+  it("GELU's SIMD passes (σ's argument, the gradient; σ is wasm's Sigmoid), from far negative to far positive inputs", ({ skip }) => {
+    // Without the wasm heap both runs take the plain ops: nothing to compare.
+    skip(wasmHeap() === undefined, 'the SIMD GELU runs on wasm only');
     const x = randomTensor(rng, [33, 20], 4).concat(tf.tensor2d([[-100, -30, -9, -1e-3, 0, 1e-3, 9, 30, 100, 5, -5, 2, -2, 0.5, -0.5, 40, -40, 88, -88, 1]]));
     expectSameValueAndGrads((a) => gelu(a as tf.Tensor2D), [x], 1e-5);
   });
 
-  it('transposes and row sums (the SIMD kernels: sides multiples of 4, row lengths not multiples of 8)', () => {
-    for (const shape of [[8, 12], [20, 36], [4, 4], [6, 10]]) {
+  /** Transpose and row sums of x [rows, cols] in plain JavaScript (row sums in double precision). */
+  function referenceTransposeAndRowSums(x: tf.Tensor2D): { t: Float32Array; sums: Float64Array } {
+    const [rows, cols] = x.shape;
+    const v = x.dataSync();
+    const t = new Float32Array(rows * cols);
+    const sums = new Float64Array(rows);
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        t[c * rows + r] = v[r * cols + c];
+        sums[r] += v[r * cols + c];
+      }
+    }
+    return { t, sums };
+  }
+
+  it('transposes and row sums, SIMD kernels (sides multiples of 4, row lengths not multiples of 8)', async ({ skip }) => {
+    skip(wasmHeap() === undefined, 'the SIMD transpose and row sums run on wasm only');
+    for (const shape of [[8, 12], [20, 36], [4, 4]]) {
+      const x = randomTensor(rng, shape) as tf.Tensor2D;
+      const ref = referenceTransposeAndRowSums(x);
+      // The kernels that ran are the SIMD ones, not the plain-op fallback.
+      const t = await tf.profile(() => transpose2d(x));
+      expect(t.kernelNames, `transpose of [${shape}]`).toEqual(['WhetstoneTranspose2d']);
+      const s = await tf.profile(() => rowSums(x));
+      expect(s.kernelNames, `row sums of [${shape}]`).toEqual(['WhetstoneRowSums']);
       tf.tidy(() => {
-        const x = randomTensor(rng, shape) as tf.Tensor2D;
-        expect(transpose2d(x).dataSync(), `transpose of [${shape}]`).toEqual(tf.transpose(x).dataSync());
-        expectClose(rowSums(x).dataSync(), x.sum(1).dataSync(), 1e-6, `row sums of [${shape}]`);
+        expect(transpose2d(x).dataSync(), `transpose of [${shape}]`).toEqual(ref.t);
+        expectClose(rowSums(x).dataSync(), ref.sums, 1e-6, `row sums of [${shape}]`);
       });
+      x.dispose();
+    }
+  });
+
+  it('transposes and row sums, the plain-op fallback (a side, and the row length, not a multiple of 4)', async () => {
+    for (const shape of [[6, 10], [8, 6]]) {
+      const x = randomTensor(rng, shape) as tf.Tensor2D;
+      const ref = referenceTransposeAndRowSums(x);
+      const ran = [...(await tf.profile(() => transpose2d(x))).kernelNames, ...(await tf.profile(() => rowSums(x))).kernelNames];
+      expect(ran.filter((k) => k.startsWith('Whetstone')), `kernels for [${shape}]`).toEqual([]);
+      tf.tidy(() => {
+        expect(transpose2d(x).dataSync(), `transpose of [${shape}]`).toEqual(ref.t);
+        expectClose(rowSums(x).dataSync(), ref.sums, 1e-6, `row sums of [${shape}]`);
+      });
+      x.dispose();
     }
   });
 
