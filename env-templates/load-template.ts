@@ -15,6 +15,8 @@ export type TemplateName = (typeof TEMPLATE_NAMES)[number];
 
 export interface LoadedTemplate {
   manifest: Manifest;
+  /** manifest.json as written: what a job's training options are merged over. */
+  rawManifest: Record<string, unknown>;
   source: EnvironmentSource;
   readme: string;
   /** Raw JSONL text by path, for data-dependent templates. */
@@ -27,7 +29,8 @@ export function templateDir(name: TemplateName): string {
 
 export function loadTemplate(name: TemplateName): LoadedTemplate {
   const dir = templateDir(name);
-  const parsed = parseManifest(JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')));
+  const rawManifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+  const parsed = parseManifest(rawManifest);
   if (!parsed.ok) throw new Error(`template ${name}: invalid manifest: ${parsed.problems.join('; ')}`);
   const files: Record<string, string> = {};
   const datasetFiles: Record<string, string> = {};
@@ -40,6 +43,7 @@ export function loadTemplate(name: TemplateName): LoadedTemplate {
   const readmePath = join(dir, 'README.md');
   return {
     manifest: parsed.manifest,
+    rawManifest,
     source: { files, entry: parsed.manifest.entry },
     readme: existsSync(readmePath) ? readFileSync(readmePath, 'utf8') : '',
     datasetFiles,

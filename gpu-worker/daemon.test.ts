@@ -226,14 +226,13 @@ function banditAssignment(attemptId: string, steps: number, checkpointEvery: num
     kind: 'TRAIN',
     config: {
       environmentVersionId: 'bandit-v1',
-      model: { layers: 1, width: 16, heads: 2, context: 72 },
-      training: { steps, batchSize: 2, groupSize: 2, checkpointEvery },
+      training: { steps, batchSize: 2, groupSize: 2, checkpointEvery, model: { layers: 1, width: 16, heads: 2, contextLength: 72 } },
     },
     deviceIndexes: [0],
     leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
     timeLimitSeconds: null,
     resumeFrom: null,
-    environment: { versionId: 'bandit-v1', files: bandit.source.files, entry: bandit.source.entry, manifest: bandit.manifest as unknown as Record<string, unknown> },
+    environment: { versionId: 'bandit-v1', files: bandit.source.files, entry: bandit.source.entry, manifest: bandit.rawManifest },
   };
 }
 

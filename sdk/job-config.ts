@@ -1,58 +1,57 @@
 import { z } from 'zod';
-import { trainingDefaultsSchema } from './manifest';
+import { closest, resolveTraining, type Resolved, type TrainingOverrides } from './training-config';
 
 // What each kind of job is asked to do, validated by the server at submit time and again by the
-// worker's job runner before it starts. Training fields left out come from the environment's
-// manifest (`training`), then from the documented defaults in sdk/manifest.ts.
+// worker's job runner before it starts. A job's `training` holds only the options it changes:
+// they are resolved over the environment manifest's and the documented defaults
+// (sdk/training-config.ts, `resolveTraining`) by the server at submit and by the runner.
 
 const id = z.string().min(1).max(64);
 
-/** The policy's shape for a run that starts from scratch (no base checkpoint). */
-export const modelShapeSchema = z
-  .object({
-    layers: z.number().int().min(1).max(48).default(2),
-    width: z.number().int().min(8).max(4096).default(64),
-    heads: z.number().int().min(1).max(64).default(4),
-    context: z.number().int().min(8).max(8192).default(128),
-  })
-  .refine((m) => m.width % m.heads === 0, { message: 'heads must divide width', path: ['heads'] });
+/** Fields that moved, and where to write them now. */
+const MOVED: Record<string, string> = {
+  model: 'training.model (e.g. "training": { "model": { "contextLength": 256 } })',
+  steps: 'training.steps',
+  batchSize: 'training.batchSize',
+  learningRate: 'training.learningRate',
+  checkpointEvery: 'training.checkpointEvery',
+  seed: 'training.seed',
+};
 
 /**
- * The training fields a job may set: each optional and without its default. What a job leaves out
- * must come from the environment's manifest when the job runs (gpu-worker/job-runner/train.ts,
- * `mergeTraining`), not be filled in here with the documented defaults, which Zod 4 applies to a
- * missing key even under `.partial()` (and did: a template's learning rate gave way to 1e-4).
+ * An object schema that names every key it does not know, with the closest known one or where it
+ * moved, instead of dropping it: a misspelt option silently ignored is a run wasted.
  */
-const trainingOverridesSchema = z.object(
-  Object.fromEntries(
-    Object.entries(trainingDefaultsSchema.shape).map(([key, field]) => [
-      key,
-      (field instanceof z.ZodDefault || field instanceof z.ZodPrefault ? field.unwrap() : field).optional(),
-    ]),
-  ),
-) as unknown as z.ZodType<Partial<z.output<typeof trainingDefaultsSchema>>, Partial<z.input<typeof trainingDefaultsSchema>>>;
+function strictConfig<T extends z.ZodRawShape>(shape: T) {
+  return z.looseObject(shape).superRefine((value, ctx) => {
+    for (const key of Object.keys(value)) {
+      if (key in shape) continue;
+      const near = closest(key, Object.keys(shape));
+      const message = key in MOVED ? `moved; write ${MOVED[key]}` : `unknown field${near ? `; did you mean \`${near}\`?` : ''}`;
+      ctx.addIssue({ code: 'custom', path: [key], message });
+    }
+  }) as unknown as z.ZodObject<T>;
+}
 
-export const trainJobConfigSchema = z.object({
+/** A job's training options: any subset, checked by resolving (the server does, with the manifest). */
+const trainingOverridesSchema = z.record(z.string(), z.unknown()) as z.ZodType<TrainingOverrides>;
+
+export const trainJobConfigSchema = strictConfig({
   environmentVersionId: id,
-  /** Start from this checkpoint's weights; without one, a new policy of `model`'s shape. */
+  /** Start from this checkpoint's weights; without one, a new policy of `training.model`'s shape. */
   baseCheckpointId: id.optional(),
   datasetVersionId: id.optional(),
-  model: modelShapeSchema.prefault({}),
   training: trainingOverridesSchema.default({}),
 });
 
-export const sftJobConfigSchema = z.object({
+/** SFT on a dataset version: `training` takes the SFT options (algorithm "sft"). */
+export const sftJobConfigSchema = strictConfig({
   datasetVersionId: id,
   baseCheckpointId: id.optional(),
-  model: modelShapeSchema.prefault({}),
-  steps: z.number().int().min(1).max(1_000_000).default(500),
-  batchSize: z.number().int().min(1).max(4096).default(32),
-  learningRate: z.number().positive().max(1).default(1e-3),
-  checkpointEvery: z.number().int().min(1).default(100),
-  seed: z.number().int().min(0).default(0),
+  training: trainingOverridesSchema.default({}),
 });
 
-export const evalJobConfigSchema = z.object({
+export const evalJobConfigSchema = strictConfig({
   checkpointId: id,
   environmentVersionId: id,
   /** A scripted bot of the environment, random moves, or another checkpoint. */
@@ -61,7 +60,7 @@ export const evalJobConfigSchema = z.object({
   seed: z.number().int().min(0).default(0),
 });
 
-export const inferenceJobConfigSchema = z.object({
+export const inferenceJobConfigSchema = strictConfig({
   checkpointId: id,
   /** The session ends, freeing its device, after this long without a request. */
   idleSeconds: z.number().int().min(10).max(86_400).default(600),
@@ -79,3 +78,23 @@ export type TrainJobConfig = z.infer<typeof trainJobConfigSchema>;
 export type SftJobConfig = z.infer<typeof sftJobConfigSchema>;
 export type EvalJobConfig = z.infer<typeof evalJobConfigSchema>;
 export type InferenceJobConfig = z.infer<typeof inferenceJobConfigSchema>;
+
+/**
+ * The resolved training config of a TRAIN or SFT job (the server resolves it at submit and stores
+ * it; the runner resolves it again). TRAIN: the manifest's options, then the job's. SFT: the
+ * job's, always algorithm "sft".
+ */
+export function resolveJobTraining(kind: 'TRAIN' | 'SFT', config: { training: TrainingOverrides }, rawManifest?: unknown): Resolved {
+  if (kind === 'SFT') {
+    if (config.training.algorithm !== undefined && config.training.algorithm !== 'sft') return { ok: false, problems: ['algorithm: an SFT job trains with "sft"'] };
+    return resolveTraining({ algorithm: 'sft' }, config.training);
+  }
+  const manifestTraining = (rawManifest as { training?: unknown } | null)?.training;
+  const resolved = resolveTraining(isOverrides(manifestTraining) ? manifestTraining : undefined, config.training);
+  if (resolved.ok && resolved.config.algorithm === 'sft') return { ok: false, problems: ['algorithm: "sft" trains on a dataset; submit an SFT job'] };
+  return resolved;
+}
+
+function isOverrides(v: unknown): v is TrainingOverrides {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

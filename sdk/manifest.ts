@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveTraining, type TrainingConfig, type TrainingOverrides } from './training-config';
 
 /**
  * The manifest stored beside an environment's code (`manifest.json`): what it is, its limits and
@@ -17,40 +18,19 @@ export const limitsSchema = z.object({
   maxResponseTokens: positiveInt.max(1_000_000).default(256),
 });
 
-/** Which players sit opposite a learning agent, as shares of episodes (multi-agent only). */
-export const opponentMixSchema = z
-  .record(z.string(), z.number().min(0))
-  .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share');
-
 /**
- * The default training configuration. Field names follow the peers' (verl, TRL, Tinker) where they
- * agree; every field has a documented default so a manifest may give only what it changes.
+ * The manifest's `training`: any options of sdk/training-config.ts, checked by resolving them over
+ * the documented defaults but kept as written, so that a job's options are merged over what the
+ * author wrote and an algorithm a job switches to gets its own defaults, not the manifest
+ * algorithm's. `manifestTraining(m)` is the resolved config.
  */
-export const trainingDefaultsSchema = z.object({
-  algorithm: z.enum(['grpo', 'ppo', 'sft']).default('grpo'),
-  /** Optimiser steps. */
-  steps: positiveInt.default(100),
-  /** Tasks per step (each task gives `groupSize` episodes). */
-  batchSize: positiveInt.default(16),
-  /** Episodes per task for GRPO advantages. */
-  groupSize: positiveInt.default(8),
-  learningRate: z.number().positive().max(1).default(1e-4),
-  temperature: z.number().positive().max(5).default(1),
-  /** PPO clip range below and above 1 (DAPO's clip-higher when they differ). */
-  clip: z.object({ low: z.number().positive().default(0.2), high: z.number().positive().default(0.2) }).prefault({}),
-  kl: z
-    .object({ estimator: z.enum(['none', 'k1', 'k3']).default('none'), coefficient: z.number().min(0).default(0.001) })
-    .prefault({}),
-  /** Divide group advantages by their standard deviation (verl) or only subtract the mean (Dr. GRPO). */
-  normalizeAdvantageStd: z.boolean().default(true),
-  lossAggregation: z.enum(['token-mean', 'seq-mean-token-sum', 'seq-mean-token-mean']).default('token-mean'),
-  evalEvery: positiveInt.default(10),
-  checkpointEvery: positiveInt.default(50),
-  seed: z.number().int().min(0).default(0),
-  /** Multi-agent: the agents that learn (default: the first), and what plays the others. */
-  learners: z.array(z.string()).optional(),
-  opponents: opponentMixSchema.optional(),
-});
+const manifestTrainingSchema = z
+  .record(z.string(), z.unknown())
+  .default({})
+  .superRefine((raw, ctx) => {
+    const resolved = resolveTraining(raw);
+    if (!resolved.ok) for (const problem of resolved.problems) ctx.addIssue({ code: 'custom', message: problem, path: [] });
+  }) as z.ZodType<TrainingOverrides, TrainingOverrides | undefined>;
 
 const semver = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
 
@@ -67,7 +47,7 @@ export const manifestSchema = z
     /** JSONL files of the environment's folder, for data-dependent environments. */
     dataset: z.object({ train: z.string(), heldOut: z.string().optional() }).optional(),
     limits: limitsSchema.prefault({}),
-    training: trainingDefaultsSchema.prefault({}),
+    training: manifestTrainingSchema,
   })
   .superRefine((m, ctx) => {
     if (new Set(m.agents).size !== m.agents.length) ctx.addIssue({ code: 'custom', path: ['agents'], message: 'agent names must be unique' });
@@ -80,14 +60,15 @@ export const manifestSchema = z
     if (m.limits.maxTokensPerTurn > m.limits.maxResponseTokens) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTokensPerTurn'], message: 'cannot exceed maxResponseTokens' });
     }
-    for (const [i, learner] of (m.training.learners ?? []).entries()) {
+    const resolved = resolveTraining(m.training);
+    const learners = resolved.ok && 'learners' in resolved.config ? (resolved.config.learners ?? []) : [];
+    for (const [i, learner] of learners.entries()) {
       if (!m.agents.includes(learner)) ctx.addIssue({ code: 'custom', path: ['training', 'learners', i], message: `unknown agent "${learner}"` });
     }
   });
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestInput = z.input<typeof manifestSchema>;
-export type TrainingDefaults = z.infer<typeof trainingDefaultsSchema>;
 export type Limits = z.infer<typeof limitsSchema>;
 
 /** Parses a manifest, returning readable problems ("limits.maxTurns: …") instead of throwing. */
@@ -95,4 +76,11 @@ export function parseManifest(input: unknown): { ok: true; manifest: Manifest } 
   const result = manifestSchema.safeParse(input);
   if (result.success) return { ok: true, manifest: result.data };
   return { ok: false, problems: result.error.issues.map((i) => `${i.path.join('.') || '(manifest)'}: ${i.message}`) };
+}
+
+/** A parsed manifest's training config, resolved over the documented defaults (it was checked when parsed). */
+export function manifestTraining(manifest: { training: TrainingOverrides }): TrainingConfig {
+  const resolved = resolveTraining(manifest.training);
+  if (!resolved.ok) throw new Error(`invalid manifest training: ${resolved.problems.join('; ')}`);
+  return resolved.config;
 }

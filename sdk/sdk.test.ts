@@ -4,7 +4,7 @@ import { Rng } from './environment/rng';
 import { type ObjectSchema, validateValue } from './environment/schema';
 import { describeTools, formatToolResult, parseToolCall } from './environment/tools';
 import { defineEnvironment } from './environment/define';
-import { parseManifest } from './manifest';
+import { manifestTraining, parseManifest } from './manifest';
 
 describe('Rng', () => {
   test('is deterministic per seed and differs across seeds', () => {
@@ -94,7 +94,7 @@ describe('manifest', () => {
     if (r.ok) {
       expect(r.manifest.agents).toEqual(['agent']);
       expect(r.manifest.limits).toEqual({ maxTurns: 1, maxTokensPerTurn: 64, maxResponseTokens: 256 });
-      expect(r.manifest.training).toMatchObject({ algorithm: 'grpo', groupSize: 8, clip: { low: 0.2, high: 0.2 } });
+      expect(manifestTraining(r.manifest)).toMatchObject({ algorithm: 'grpo', groupSize: 8, clipLow: 0.2, clipHigh: 0.28 });
     }
   });
 

@@ -1,61 +1,33 @@
-import { ConfigError, requireInt, requireNumber } from './errors';
+import { z } from 'zod';
+import { modelOptionsSchema, type ModelOptions } from '../../sdk/training-config';
+import { ConfigError, parseEngineConfig } from './errors';
 
-/** The one configuration of the GPT policy. Every field except vocabSize has a default. */
-export interface ModelConfig {
+/**
+ * The one configuration of the GPT policy: the model options of sdk/training-config.ts (their
+ * defaults and sources are documented there), plus what the job runner sets itself.
+ */
+export interface ModelConfig extends ModelOptions {
   /** Number of token ids; set it from the tokenizer's `vocabSize`. */
   vocabSize: number;
-  /** Longest sequence (prompt + completion) the model sees; also the number of positions. Default 64. */
-  contextLength: number;
-  /** Transformer blocks. Default 2 (what a 2-core machine trains in minutes, see OFFLINE.md). */
-  layers: number;
-  /** Residual width d. Default 64. */
-  width: number;
-  /** Attention heads; must divide width. Default 4 (head size 16). */
-  heads: number;
-  /** MLP hidden size is mlpRatio × width. Default 4, as in GPT-2. */
-  mlpRatio: number;
-  /** Dropout on embeddings, attention output and MLP output during training. Default 0: small RL runs are data-rich and dropout makes the policy that samples differ from the one trained. */
-  dropout: number;
-  /** Share the token embedding with the output head (GPT-2 style). Default true: fewer parameters, same quality at this size. */
-  tiedHead: boolean;
   /** Add a scalar value head on the final hidden state (needed by PPO). Default false. */
   valueHead: boolean;
-  /** Seed of the weight initialisation. Default 0. */
+  /** Seed of the weight initialisation (the run's seed). Default 0. */
   seed: number;
 }
 
-export const MODEL_DEFAULTS: Omit<ModelConfig, 'vocabSize'> = {
-  contextLength: 64,
-  layers: 2,
-  width: 64,
-  heads: 4,
-  mlpRatio: 4,
-  dropout: 0,
-  tiedHead: true,
-  valueHead: false,
-  seed: 0,
-};
+export const MODEL_DEFAULTS: Omit<ModelConfig, 'vocabSize'> = { ...modelOptionsSchema.parse({}), valueHead: false, seed: 0 };
+
+const engineModelSchema = z.strictObject({
+  ...modelOptionsSchema.shape,
+  vocabSize: z.number().int().min(2).max(1 << 24),
+  valueHead: z.boolean().default(false),
+  seed: z.number().int().min(0).max(2 ** 32 - 1).default(0),
+});
 
 /** Fill defaults and validate; throws ConfigError naming the field. */
 export function resolveModelConfig(partial: Partial<ModelConfig> & { vocabSize: number }): ModelConfig {
-  const known = new Set(['vocabSize', ...Object.keys(MODEL_DEFAULTS)]);
-  for (const key of Object.keys(partial)) {
-    if (!known.has(key)) throw new ConfigError(`model.${key}`, 'unknown field');
-  }
-  const c: ModelConfig = { ...MODEL_DEFAULTS, ...partial };
-  requireInt('model.vocabSize', c.vocabSize, 2);
-  requireInt('model.contextLength', c.contextLength, 2, 1 << 16);
-  requireInt('model.layers', c.layers, 1, 256);
-  requireInt('model.width', c.width, 1);
-  requireInt('model.heads', c.heads, 1);
-  if (c.width % c.heads !== 0) {
-    throw new ConfigError('model.heads', `must divide model.width (${c.width} is not divisible by ${c.heads})`);
-  }
-  requireInt('model.mlpRatio', c.mlpRatio, 1, 64);
-  requireNumber('model.dropout', c.dropout, 0, 0.999);
-  if (typeof c.tiedHead !== 'boolean') throw new ConfigError('model.tiedHead', 'must be a boolean');
-  if (typeof c.valueHead !== 'boolean') throw new ConfigError('model.valueHead', 'must be a boolean');
-  requireInt('model.seed', c.seed, 0, 2 ** 32 - 1);
+  const c = parseEngineConfig(engineModelSchema, partial, 'model');
+  if (c.width % c.heads !== 0) throw new ConfigError('model.heads', `must divide model.width (${c.width} is not divisible by ${c.heads})`);
   return c;
 }
 

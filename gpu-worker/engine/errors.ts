@@ -1,3 +1,5 @@
+import { type z } from 'zod';
+
 /** A configuration or input that cannot be used; `field` names the offending field. */
 export class ConfigError extends Error {
   constructor(
@@ -7,6 +9,18 @@ export class ConfigError extends Error {
     super(`invalid ${field}: ${message}`);
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * Fills an engine config's defaults and validates it with its schema (sdk/training-config.ts, the
+ * one definition of every option); throws ConfigError naming the first bad field as `prefix.field`.
+ */
+export function parseEngineConfig<S extends z.ZodType>(schema: S, partial: unknown, prefix: string): z.output<S> {
+  const parsed = schema.safeParse(partial);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue.code === 'unrecognized_keys') throw new ConfigError(`${prefix}.${issue.keys[0]}`, 'unknown field');
+  throw new ConfigError([prefix, ...issue.path.map(String)].join('.'), issue.message);
 }
 
 /** A checkpoint file that cannot be read; the message says what is wrong and where. */

@@ -8,88 +8,20 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, selectRows, sequenceReturn, validateBatch } from './batch';
-import { ConfigError, requireInt, requireNumber } from './errors';
-import { AGGREGATIONS, type Aggregation, type KlEstimator, aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
+import { parseEngineConfig } from './errors';
+import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
+import { aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
 import { mergedWeights } from './lora';
 import { GPT } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
-import { type OptimConfig, validateOptimConfig } from './optim';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
 
-export interface GRPOConfig extends OptimConfig {
-  /** Divide advantages by the group's std (GRPO, verl's default); false is Dr. GRPO (mean only), which does not up-weight near-unanimous groups. Default true. */
-  normalizeByStd: boolean;
-  /** Drop groups whose rewards are all equal before the update (DAPO's dynamic sampling): they carry no gradient but would dilute a token-mean. Default true. */
-  dropZeroVarianceGroups: boolean;
-  /** Token-loss aggregation (losses.ts). Default "token-mean" (verl, DAPO): long answers are not down-weighted. */
-  aggregation: Aggregation;
-  /** The constant of "seq-sum-norm"; 0 means the model's context length (Dr. GRPO uses the generation budget). */
-  normConstant: number;
-  /** Lower clip ε_low: ratio ≥ 1 − ε_low. Default 0.2 (PPO, verl). */
-  clipLow: number;
-  /** Upper clip ε_high: ratio ≤ 1 + ε_high. Default 0.28 (DAPO's clip-higher: lets unlikely good tokens grow, slowing entropy collapse). */
-  clipHigh: number;
-  /** Passes over each batch. Default 1 (verl): fresh samples are cheap here and later epochs are off-policy. */
-  epochs: number;
-  /** Minibatches per epoch (updates per epoch). Default 1. */
-  miniBatches: number;
-  /** Weight β of the KL penalty to the reference policy. Default 0 (TRL, DAPO): the clip already bounds each step; set 0.001 for verl's behaviour. */
-  klCoef: number;
-  /** KL estimator: k3 (unbiased, non-negative; verl's choice) or k1. Default k3. */
-  klEstimator: KlEstimator;
-  /** Entropy bonus weight. Default 0. */
-  entropyCoef: number;
-  /** Sampling temperature the log-probabilities are computed at; must match the sampler's. Default 1. */
-  temperature: number;
-  /** Added to the group std. Default 1e-6. */
-  advantageEpsilon: number;
-  seed: number;
-}
-
-export const GRPO_DEFAULTS: GRPOConfig = {
-  // 1e-4 is what moved a 0.1 M-parameter policy on this machine (OFFLINE.md); use 1e-6 … 1e-5 for large pretrained models.
-  learningRate: 1e-4,
-  warmupSteps: 0,
-  totalSteps: 0,
-  minLearningRateRatio: 0.1,
-  beta1: 0.9,
-  beta2: 0.99,
-  epsilon: 1e-8,
-  weightDecay: 0,
-  gradClip: 1,
-  normalizeByStd: true,
-  dropZeroVarianceGroups: true,
-  aggregation: 'token-mean',
-  normConstant: 0,
-  clipLow: 0.2,
-  clipHigh: 0.28,
-  epochs: 1,
-  miniBatches: 1,
-  klCoef: 0,
-  klEstimator: 'k3',
-  entropyCoef: 0,
-  temperature: 1,
-  advantageEpsilon: 1e-6,
-  seed: 0,
-};
+/** GRPO's options: names, defaults and their sources are in sdk/training-config.ts (grpoOptionsSchema). */
+export type GRPOConfig = GRPOOptions;
+export const GRPO_DEFAULTS: GRPOConfig = grpoOptionsSchema.parse({});
 
 export function resolveGRPOConfig(partial: Partial<GRPOConfig> = {}): GRPOConfig {
-  for (const key of Object.keys(partial)) if (!(key in GRPO_DEFAULTS)) throw new ConfigError(`grpo.${key}`, 'unknown field');
-  const c = { ...GRPO_DEFAULTS, ...partial };
-  validateOptimConfig(c, 'grpo');
-  if (!AGGREGATIONS.includes(c.aggregation)) throw new ConfigError('grpo.aggregation', `must be one of ${AGGREGATIONS.join(', ')}`);
-  if (c.klEstimator !== 'k1' && c.klEstimator !== 'k3') throw new ConfigError('grpo.klEstimator', 'must be k1 or k3');
-  requireNumber('grpo.normConstant', c.normConstant, 0);
-  requireNumber('grpo.clipLow', c.clipLow, 0, 1);
-  requireNumber('grpo.clipHigh', c.clipHigh, 0);
-  requireInt('grpo.epochs', c.epochs, 1, 100);
-  requireInt('grpo.miniBatches', c.miniBatches, 1, 1024);
-  requireNumber('grpo.klCoef', c.klCoef, 0);
-  requireNumber('grpo.entropyCoef', c.entropyCoef);
-  requireNumber('grpo.temperature', c.temperature, 1e-6);
-  requireNumber('grpo.advantageEpsilon', c.advantageEpsilon, 0);
-  requireInt('grpo.seed', c.seed, 0, 2 ** 32 - 1);
-  return c;
+  return parseEngineConfig(grpoOptionsSchema, partial, 'grpo');
 }
 
 export class GRPOTrainer {

@@ -4,6 +4,7 @@
  * JavaScript over numbers.
  */
 import * as tf from '@tensorflow/tfjs';
+import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
 
 // ---------- supervised ----------
 
@@ -21,8 +22,9 @@ export function maskedNll(logp: tf.Tensor1D, mask: tf.Tensor1D): tf.Scalar {
  *   toward short sequences);
  * - seq-sum-norm: sum over tokens divided by (sequences × a constant), Dr. GRPO's unbiased form.
  */
-export type Aggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-sum-norm';
-export const AGGREGATIONS: readonly Aggregation[] = ['token-mean', 'seq-mean-token-mean', 'seq-sum-norm'];
+/** How token losses are averaged; the values and what each means are in sdk/training-config.ts. */
+export type Aggregation = GRPOOptions['aggregation'];
+export const AGGREGATIONS: readonly Aggregation[] = grpoOptionsSchema.shape.aggregation.unwrap().options;
 
 export function aggregate(perToken: tf.Tensor1D, mask: tf.Tensor1D, rows: number, mode: Aggregation, normConstant: number): tf.Scalar {
   const masked = perToken.mul(mask);
@@ -59,7 +61,7 @@ export function clippedPolicyLoss(
 }
 
 /** KL(policy ‖ reference) per token from samples of the policy: k1 = log π − log π_ref, k3 = e^{−k1} + k1 − 1 (unbiased, always ≥ 0). */
-export type KlEstimator = 'k1' | 'k3';
+export type KlEstimator = GRPOOptions['klEstimator'];
 
 export function klPenalty(logp: tf.Tensor1D, refLogp: tf.Tensor1D, estimator: KlEstimator): tf.Tensor1D {
   const diff = logp.sub(refLogp);

@@ -4,39 +4,15 @@
  * and restore exactly.
  */
 import * as tf from '@tensorflow/tfjs';
-import { ConfigError, requireInt, requireNumber } from './errors';
+import { type SFTOptions } from '../../sdk/training-config';
 import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
 import { ADAM_WASM } from './wasm/adam.wasm';
 
-export interface OptimConfig {
-  /** Peak learning rate. */
-  learningRate: number;
-  /** Linear warm-up from 0 over this many steps. */
-  warmupSteps: number;
-  /** Cosine decay to minLearningRateRatio × peak at this step; 0 keeps the peak after warm-up. */
-  totalSteps: number;
-  minLearningRateRatio: number;
-  beta1: number;
-  beta2: number;
-  epsilon: number;
-  /** Decoupled weight decay on matrices (not biases, norms or embeddings' positions). */
-  weightDecay: number;
-  /** Clip the global gradient norm to this; 0 disables. */
-  gradClip: number;
-}
-
-export function validateOptimConfig(c: OptimConfig, prefix: string): void {
-  requireNumber(`${prefix}.learningRate`, c.learningRate, 0);
-  if (c.learningRate <= 0) throw new ConfigError(`${prefix}.learningRate`, 'must be positive');
-  requireInt(`${prefix}.warmupSteps`, c.warmupSteps, 0);
-  requireInt(`${prefix}.totalSteps`, c.totalSteps, 0);
-  requireNumber(`${prefix}.minLearningRateRatio`, c.minLearningRateRatio, 0, 1);
-  requireNumber(`${prefix}.beta1`, c.beta1, 0, 0.9999999);
-  requireNumber(`${prefix}.beta2`, c.beta2, 0, 0.9999999);
-  requireNumber(`${prefix}.epsilon`, c.epsilon, 0);
-  requireNumber(`${prefix}.weightDecay`, c.weightDecay, 0);
-  requireNumber(`${prefix}.gradClip`, c.gradClip, 0);
-}
+/** The optimiser's options (documented with their defaults in sdk/training-config.ts). */
+export type OptimConfig = Pick<
+  SFTOptions,
+  'learningRate' | 'warmupSteps' | 'totalSteps' | 'minLearningRateRatio' | 'beta1' | 'beta2' | 'epsilon' | 'weightDecay' | 'gradClip'
+>;
 
 /** Learning rate at a 0-based optimiser step. */
 export function learningRateAt(c: OptimConfig, step: number): number {

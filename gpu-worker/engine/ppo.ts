@@ -8,86 +8,20 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, selectRows, sequenceReturn, tokenRewards, validateBatch } from './batch';
-import { ConfigError, requireInt, requireNumber } from './errors';
+import { ConfigError, parseEngineConfig } from './errors';
 import { frozenCopy } from './grpo';
-import { type KlEstimator, aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
+import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
 import { type GPT } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
-import { type OptimConfig, validateOptimConfig } from './optim';
+import { type PPOOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
 
-export interface PPOConfig extends OptimConfig {
-  /** Discount γ. Default 1 (verl): episodes are short and the reward comes at the end. */
-  gamma: number;
-  /** GAE λ. Default 0.95: a little bias for much less variance than λ = 1 while the critic is young. */
-  lambda: number;
-  /** Ratio clip: 1 − clipLow ≤ r ≤ 1 + clipHigh. Default 0.2 both (PPO). */
-  clipLow: number;
-  clipHigh: number;
-  /** Clip the value update to ±valueClip around the old value; 0 disables. Default 0.2 (verl's cliprange_value is 0.5 for reward scales ~1-10; ours are ~1). */
-  valueClip: number;
-  /** Weight of the value loss. Default 0.5 (CleanRL). */
-  valueCoef: number;
-  /** Entropy bonus weight. Default 0. */
-  entropyCoef: number;
-  /** Whiten advantages over the batch's trainable tokens. Default true (CleanRL, verl). */
-  whitenAdvantages: boolean;
-  /** Passes over each batch. Default 2: the critic needs more than one look at each batch. */
-  epochs: number;
-  /** Minibatches per epoch. Default 1. */
-  miniBatches: number;
-  /** KL penalty to a frozen reference policy. Default 0. */
-  klCoef: number;
-  klEstimator: KlEstimator;
-  /** Sampling temperature of the log-probabilities. Default 1. */
-  temperature: number;
-  seed: number;
-}
-
-export const PPO_DEFAULTS: PPOConfig = {
-  learningRate: 1e-4,
-  warmupSteps: 0,
-  totalSteps: 0,
-  minLearningRateRatio: 0.1,
-  beta1: 0.9,
-  beta2: 0.99,
-  epsilon: 1e-8,
-  weightDecay: 0,
-  gradClip: 1,
-  gamma: 1,
-  lambda: 0.95,
-  clipLow: 0.2,
-  clipHigh: 0.2,
-  valueClip: 0.2,
-  valueCoef: 0.5,
-  entropyCoef: 0,
-  whitenAdvantages: true,
-  epochs: 2,
-  miniBatches: 1,
-  klCoef: 0,
-  klEstimator: 'k3',
-  temperature: 1,
-  seed: 0,
-};
+/** PPO's options: names, defaults and their sources are in sdk/training-config.ts (ppoOptionsSchema). */
+export type PPOConfig = PPOOptions;
+export const PPO_DEFAULTS: PPOConfig = ppoOptionsSchema.parse({});
 
 export function resolvePPOConfig(partial: Partial<PPOConfig> = {}): PPOConfig {
-  for (const key of Object.keys(partial)) if (!(key in PPO_DEFAULTS)) throw new ConfigError(`ppo.${key}`, 'unknown field');
-  const c = { ...PPO_DEFAULTS, ...partial };
-  validateOptimConfig(c, 'ppo');
-  requireNumber('ppo.gamma', c.gamma, 0, 1);
-  requireNumber('ppo.lambda', c.lambda, 0, 1);
-  requireNumber('ppo.clipLow', c.clipLow, 0, 1);
-  requireNumber('ppo.clipHigh', c.clipHigh, 0);
-  requireNumber('ppo.valueClip', c.valueClip, 0);
-  requireNumber('ppo.valueCoef', c.valueCoef, 0);
-  requireNumber('ppo.entropyCoef', c.entropyCoef);
-  requireInt('ppo.epochs', c.epochs, 1, 100);
-  requireInt('ppo.miniBatches', c.miniBatches, 1, 1024);
-  requireNumber('ppo.klCoef', c.klCoef, 0);
-  if (c.klEstimator !== 'k1' && c.klEstimator !== 'k3') throw new ConfigError('ppo.klEstimator', 'must be k1 or k3');
-  requireNumber('ppo.temperature', c.temperature, 1e-6);
-  requireInt('ppo.seed', c.seed, 0, 2 ** 32 - 1);
-  return c;
+  return parseEngineConfig(ppoOptionsSchema, partial, 'ppo');
 }
 
 /**

@@ -4,40 +4,19 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, validateBatch } from './batch';
-import { ConfigError, requireInt } from './errors';
+import { parseEngineConfig } from './errors';
+import { type SFTOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { maskedNll } from './losses';
 import { type GPT } from './model';
 import { targetLogProbs } from './ops';
-import { type OptimConfig, validateOptimConfig } from './optim';
 import { type StepMetrics, TrainerCore, type TrainerState } from './trainer-core';
 
-export interface SFTConfig extends OptimConfig {
-  /** Seed of shuffling and dropout. */
-  seed: number;
-}
-
-export const SFT_DEFAULTS: SFTConfig = {
-  // 1e-3 with a short warm-up trains the small (0.1 M parameter) models of this engine fastest;
-  // lower it (1e-4 … 1e-5) to fine-tune a larger pretrained policy.
-  learningRate: 1e-3,
-  warmupSteps: 20,
-  totalSteps: 0,
-  minLearningRateRatio: 0.1,
-  beta1: 0.9,
-  // 0.99 rather than 0.999: small batches and short runs (nanoGPT's choice for small models).
-  beta2: 0.99,
-  epsilon: 1e-8,
-  weightDecay: 0,
-  gradClip: 1,
-  seed: 0,
-};
+/** SFT's options: names, defaults and their sources are in sdk/training-config.ts (sftOptionsSchema). */
+export type SFTConfig = SFTOptions;
+export const SFT_DEFAULTS: SFTConfig = sftOptionsSchema.parse({});
 
 export function resolveSFTConfig(partial: Partial<SFTConfig> = {}): SFTConfig {
-  const c = { ...SFT_DEFAULTS, ...partial };
-  for (const key of Object.keys(partial)) if (!(key in SFT_DEFAULTS)) throw new ConfigError(`sft.${key}`, 'unknown field');
-  validateOptimConfig(c, 'sft');
-  requireInt('sft.seed', c.seed, 0, 2 ** 32 - 1);
-  return c;
+  return parseEngineConfig(sftOptionsSchema, partial, 'sft');
 }
 
 export class SFTTrainer {

@@ -11,6 +11,7 @@ import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint, type Loa
 import { type GPT } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { type TrainerState } from '../engine/trainer-core';
+import { type TrainingConfig } from '../../sdk/training-config';
 import { type JobSink, type UploadedCheckpoint } from './sink';
 
 export interface RunnerNote {
@@ -18,6 +19,8 @@ export interface RunnerNote {
   step: number;
   jobId: string;
   attempt: number;
+  /** The run's resolved training config (sdk/training-config.ts), as nanoGPT saves its config in every checkpoint. */
+  training?: TrainingConfig;
 }
 
 interface Savable {

@@ -12,12 +12,13 @@ import { type EpisodeRollout, type EpisodeSpec, type Player, runRollouts } from 
 import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { evalJobConfigSchema } from '../../sdk/job-config';
-import { manifestSchema } from '../../sdk/manifest';
+import { manifestSchema, manifestTraining } from '../../sdk/manifest';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
+import { loadPolicy } from './load-policy';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
@@ -29,16 +30,15 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     const config = evalJobConfigSchema.parse(assignment.config);
     if (!assignment.environment) throw new JobFailure('an EVAL job needs an environment version');
     const manifest = manifestSchema.parse(assignment.environment.manifest);
+    const training = manifestTraining(manifest);
     const loaded = await SandboxEnvironment.load({ files: assignment.environment.files, entry: assignment.environment.entry });
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => e.message).join('; ')}`);
     env = loaded.env;
 
     const load = async (id: string): Promise<{ model: GPT; tokenizer: Tokenizer }> => {
-      const key = assignment.blobKeys?.[id];
-      if (!key) throw new JobFailure(`the assignment has no storage key for checkpoint ${id}`);
-      const ckpt = await store.load(key);
-      models.push(ckpt.model);
-      return ckpt;
+      const loaded = await loadPolicy(assignment, store, emit, { baseCheckpointId: id, resume: false });
+      models.push(loaded.model);
+      return loaded;
     };
     const { model, tokenizer: tok } = await load(config.checkpointId);
     const policies: Record<string, Policy> = { policy: modelPolicy(model, tok) };
@@ -92,7 +92,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
         maxTurns: manifest.limits.maxTurns,
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
-        temperature: manifest.training.temperature,
+        temperature: 'temperature' in training ? training.temperature : 1,
         contextLength: model.config.contextLength,
         seed: config.seed * 7919 + i,
       });

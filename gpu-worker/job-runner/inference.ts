@@ -16,6 +16,7 @@ import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { JobFailure, type JobResult } from './types';
 import { yieldToEvents } from './lifecycle';
+import { blobKey } from './load-policy';
 
 export type InferenceEvent = { type: 'token'; token: SampleToken } | { type: 'done'; done: SampleDone };
 
@@ -69,9 +70,7 @@ export async function runInference(assignment: Assignment, sink: JobSink, contro
   try {
     if (!channel) throw new JobFailure('this runner has no request channel for an inference session');
     const config: InferenceJobConfig = inferenceJobConfigSchema.parse(assignment.config);
-    const key = assignment.blobKeys?.[config.checkpointId];
-    if (!key) throw new JobFailure(`the assignment has no storage key for checkpoint ${config.checkpointId}`);
-    const loaded = await store.load(key);
+    const loaded = await store.load(blobKey(assignment, config.checkpointId, 'checkpoint'));
     model = loaded.model;
     loaded.reference?.dispose();
     emit.log('info', `inference session: ${loaded.kind} checkpoint ${config.checkpointId} loaded; idle timeout ${config.idleSeconds} s`);

@@ -7,10 +7,11 @@ import { type z } from 'zod';
 import { testBackend } from '../engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
 import { type Assignment, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema } from '../../sdk/worker-protocol';
-import { trainJobConfigSchema } from '../../sdk/job-config';
-import { trainingDefaultsSchema } from '../../sdk/manifest';
+import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
+import { manifestTraining } from '../../sdk/manifest';
+import { GRPO_DEFAULTS } from '../engine/grpo';
+import { CheckpointStore } from './checkpoints';
 import { runJob } from './run-job';
-import { mergeTraining } from './train';
 import { JobControl, MemorySink, type MetricItem } from './sink';
 
 beforeAll(async () => {
@@ -19,7 +20,7 @@ beforeAll(async () => {
 
 function environment(name: TemplateName) {
   const t = loadTemplate(name);
-  return { versionId: `${name}-v1`, files: t.source.files, entry: t.source.entry, manifest: t.manifest as unknown as Record<string, unknown> };
+  return { versionId: `${name}-v1`, files: t.source.files, entry: t.source.entry, manifest: t.rawManifest };
 }
 
 function assignment(over: Partial<Assignment> & { config: Record<string, unknown> }): Assignment {
@@ -40,8 +41,7 @@ function assignment(over: Partial<Assignment> & { config: Record<string, unknown
 
 const banditConfig = {
   environmentVersionId: 'bandit-v1',
-  model: { layers: 1, width: 16, heads: 2, context: 72 },
-  training: { steps: 6, batchSize: 4, groupSize: 4, checkpointEvery: 2, learningRate: 0.01 },
+  training: { steps: 6, batchSize: 4, groupSize: 4, checkpointEvery: 2, learningRate: 0.01, model: { layers: 1, width: 16, heads: 2, contextLength: 72 } },
 };
 
 /** Metrics that depend only on the computation (not on timing). */
@@ -56,14 +56,17 @@ function schemaOf(kind: string) {
 }
 
 test('a job keeps only the training fields it sets, and the manifest gives the rest when it runs', () => {
-  const manifest = loadTemplate('bandit').manifest;
+  const template = loadTemplate('bandit');
   const config = trainJobConfigSchema.parse({ environmentVersionId: 'bandit-v1', training: { algorithm: 'grpo', steps: 5 } });
   expect(config.training).toEqual({ algorithm: 'grpo', steps: 5 });
-  const training = mergeTraining(manifest, config.training);
-  expect(training).toMatchObject({ steps: 5, learningRate: manifest.training.learningRate, batchSize: manifest.training.batchSize, groupSize: manifest.training.groupSize });
+  const resolved = resolveJobTraining('TRAIN', config, template.rawManifest);
+  if (!resolved.ok || resolved.config.algorithm !== 'grpo') throw new Error('bandit resolves to GRPO');
+  const manifest = manifestTraining(template.manifest);
+  if (manifest.algorithm !== 'grpo') throw new Error('bandit trains with GRPO');
+  expect(resolved.config).toMatchObject({ steps: 5, learningRate: manifest.learningRate, batchSize: manifest.batchSize, groupSize: manifest.groupSize });
   // The template's own settings, not the documented defaults, which differ from them.
-  expect(training.learningRate).not.toBe(trainingDefaultsSchema.parse({}).learningRate);
-  expect(mergeTraining(manifest, trainJobConfigSchema.parse({ environmentVersionId: 'bandit-v1' }).training)).toEqual(manifest.training);
+  expect(resolved.config.learningRate).not.toBe(GRPO_DEFAULTS.learningRate);
+  expect(resolveJobTraining('TRAIN', trainJobConfigSchema.parse({ environmentVersionId: 'bandit-v1' }), template.rawManifest)).toEqual({ ok: true, config: manifest });
 });
 
 describe('job runner: TRAIN', () => {
@@ -102,6 +105,34 @@ describe('job runner: TRAIN', () => {
     const logs = full.items('logs');
     expect(logs.map((l) => l.line)).toEqual(logs.map((_, i) => i));
     expect(logs.some((l) => l.message.startsWith('step 5: reward'))).toBe(true);
+  });
+
+  test('checkpoints carry the resolved config: a job without clipHigh trains with the documented 0.28', async () => {
+    const store = new CheckpointStore(full);
+    try {
+      const ckpt = await store.load(full.checkpoints.find((c) => c.kind === 'TRAINING')!.storageKey);
+      expect(ckpt.note?.training).toMatchObject({ algorithm: 'grpo', clipHigh: 0.28, learningRate: 0.01, model: { layers: 1, width: 16, contextLength: 72 } });
+      expect(ckpt.trainerState?.config).toMatchObject({ clipHigh: 0.28, learningRate: 0.01 });
+      ckpt.model.dispose();
+    } finally {
+      store.dispose();
+    }
+  });
+
+  test('the options a job sets reach the trainer (as its checkpoint records them)', async () => {
+    const set = { epochs: 2, miniBatches: 2, entropyCoef: 0.01, dropZeroVarianceGroups: false, warmupSteps: 3, weightDecay: 0.01, gradClip: 0.5, clipHigh: 0.3 };
+    const sink = new MemorySink();
+    const result = await runJob(assignment({ config: { ...banditConfig, training: { ...banditConfig.training, steps: 1, ...set } } }), sink, new JobControl());
+    expect(result.outcome).toBe('succeeded');
+    const store = new CheckpointStore(sink);
+    try {
+      const ckpt = await store.load(sink.checkpoints.find((c) => c.kind === 'TRAINING')!.storageKey);
+      expect(ckpt.trainerState?.config).toMatchObject(set);
+      expect(ckpt.note?.training).toMatchObject(set);
+      ckpt.model.dispose();
+    } finally {
+      store.dispose();
+    }
   });
 
   test('resumes from the step-2 checkpoint exactly: same step numbers, same metrics', async () => {
@@ -158,7 +189,7 @@ describe('job runner: TRAIN', () => {
 
   test('a bad config fails with a reason naming the field', async () => {
     const sink = new MemorySink();
-    const result = await runJob(assignment({ config: { ...banditConfig, model: { layers: 1, width: 16, heads: 3, context: 72 } } }), sink, new JobControl());
+    const result = await runJob(assignment({ config: { ...banditConfig, training: { ...banditConfig.training, model: { layers: 1, width: 16, heads: 3, contextLength: 72 } } } }), sink, new JobControl());
     expect(result.outcome).toBe('failed');
     expect(result.reason).toContain('model.heads');
     expect(sink.items('logs').at(-1)?.level).toBe('error');
@@ -178,7 +209,7 @@ describe('job runner: SFT and EVAL', () => {
         kind: 'SFT',
         environment: null,
         blobKeys: { d1: 'datasets/d1' },
-        config: { datasetVersionId: 'd1', model: { layers: 1, width: 16, heads: 2, context: 32 }, steps: 30, batchSize: 8, learningRate: 0.01, checkpointEvery: 20 },
+        config: { datasetVersionId: 'd1', training: { model: { layers: 1, width: 16, heads: 2, contextLength: 32 }, steps: 30, batchSize: 8, learningRate: 0.01, checkpointEvery: 20 } },
       }),
       sink,
       new JobControl(),
@@ -194,7 +225,7 @@ describe('job runner: SFT and EVAL', () => {
     // A policy to evaluate: the sampler checkpoint of a 1-step run (it plays badly, which is fine).
     const trained = new MemorySink();
     await runJob(
-      assignment({ config: { environmentVersionId: 'g', model: { layers: 1, width: 16, heads: 2, context: 512 }, training: { steps: 1, batchSize: 1, groupSize: 2 } }, environment: environment('gomoku') }),
+      assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 512 } } }, environment: environment('gomoku') }),
       trained,
       new JobControl(),
     );

@@ -10,17 +10,18 @@
  * job sees the same batches the uninterrupted one would have.
  */
 import { type Sequence } from '../engine/batch';
-import { GPT } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
-import { CharTokenizer, ROLES, type Role, type Tokenizer } from '../engine/tokenizer';
+import { ROLES, type Role, type Tokenizer } from '../engine/tokenizer';
 import { type Json } from '../../sdk/environment/schema';
-import { sftJobConfigSchema } from '../../sdk/job-config';
+import { resolveJobTraining, sftJobConfigSchema } from '../../sdk/job-config';
+import { pickOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
+import { blobKey, loadPolicy } from './load-policy';
 import { parseJsonl } from './train';
 import { JobFailure, type JobResult, type RunOptions } from './types';
 
@@ -30,36 +31,19 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
   const disposables: { dispose(): void }[] = [];
   try {
     const config = sftJobConfigSchema.parse(assignment.config);
-    const key = assignment.blobKeys?.[config.datasetVersionId];
-    if (!key) throw new JobFailure(`the assignment has no storage key for dataset version ${config.datasetVersionId}`);
-    const rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(key)));
+    const resolved = resolveJobTraining('SFT', config);
+    if (!resolved.ok || resolved.config.algorithm !== 'sft') throw new JobFailure(`invalid training config: ${resolved.ok ? 'not sft' : resolved.problems.join('; ')}`);
+    const training = resolved.config;
+    const rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.datasetVersionId, 'dataset version'))));
 
-    let model: GPT;
-    let tok: Tokenizer;
-    let startStep = 0;
-    let state = null;
-    if (assignment.resumeFrom) {
-      const ckpt = await store.load(assignment.resumeFrom.storageKey);
-      if (!ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
-      ({ model, tokenizer: tok } = ckpt);
-      state = ckpt.trainerState;
-      startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
-      emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} at step ${startStep}`);
-    } else if (config.baseCheckpointId) {
-      const base = assignment.blobKeys?.[config.baseCheckpointId];
-      if (!base) throw new JobFailure(`the assignment has no storage key for base checkpoint ${config.baseCheckpointId}`);
-      ({ model, tokenizer: tok } = await store.load(base));
-    } else {
-      tok = new CharTokenizer();
-      const m = config.model;
-      model = new GPT({ vocabSize: tok.vocabSize, contextLength: m.context, layers: m.layers, width: m.width, heads: m.heads, seed: config.seed });
-    }
+    const policy = await loadPolicy(assignment, store, emit, { baseCheckpointId: config.baseCheckpointId, model: training.model, valueHead: false, seed: training.seed });
+    const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
-    const trainer = new SFTTrainer(model, { learningRate: config.learningRate, seed: config.seed });
+    const trainer = new SFTTrainer(model, pickOptions(sftOptionsSchema, training));
     disposables.push(trainer);
-    if (state) {
-      if (state.algorithm !== 'sft') throw new JobFailure(`checkpoint was trained with ${state.algorithm}, this job is SFT`);
-      trainer.importState(state);
+    if (policy.trainerState) {
+      if (policy.trainerState.algorithm !== 'sft') throw new JobFailure(`checkpoint was trained with ${policy.trainerState.algorithm}, this job is SFT`);
+      trainer.importState(policy.trainerState);
     }
 
     const sequences: Sequence[] = [];
@@ -71,10 +55,10 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
     });
     if (tooLong > 0) emit.log('warn', `${tooLong} of ${rows.length} rows are longer than the context (${model.config.contextLength} tokens) and are left out`);
     if (sequences.length === 0) throw new JobFailure('no row fits the model context');
-    emit.log('info', `SFT on ${sequences.length} demonstrations, ${config.steps} steps of ${config.batchSize}`);
+    emit.log('info', `SFT on ${sequences.length} demonstrations, ${training.steps} steps of ${training.batchSize}`);
 
-    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt });
-    let lastCheckpoint = assignment.resumeFrom ? startStep : -1;
+    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
+    let lastCheckpoint = policy.source === 'resume' ? startStep : -1;
     const checkpoint = async (step: number) => {
       if (lastCheckpoint === step) return;
       const up = await store.uploadTraining(model, tok, trainer, note(step));
@@ -82,19 +66,19 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       emit.log('info', `training checkpoint at step ${step}: ${up.checkpointId}`);
     };
 
-    for (let step = startStep; step < config.steps; step++) {
+    for (let step = startStep; step < training.steps; step++) {
       const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
       if (interrupted) return interrupted;
-      const batch = batchIndexes(sequences.length, config.batchSize, config.seed, step).map((i) => sequences[i]);
+      const batch = batchIndexes(sequences.length, training.batchSize, training.seed, step).map((i) => sequences[i]);
       const metrics = trainer.step(batch);
-      await emit.metrics(step, { ...metrics, step: null, trainerStep: metrics.step, epoch: Math.floor((step * config.batchSize) / sequences.length) });
-      if (step % 10 === 0 || step === config.steps - 1) emit.log('info', `step ${step}: loss ${metrics.loss.toFixed(4)}`);
+      await emit.metrics(step, { ...metrics, step: null, trainerStep: metrics.step, epoch: Math.floor((step * training.batchSize) / sequences.length) });
+      if (step % 10 === 0 || step === training.steps - 1) emit.log('info', `step ${step}: loss ${metrics.loss.toFixed(4)}`);
       await emit.flushLogs();
       const done = step + 1;
-      if (done % config.checkpointEvery === 0 && done < config.steps) await checkpoint(done);
+      if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);
       options.onStep?.(step);
     }
-    return await finishTraining(emit, store, checkpoint, model, tok, config.steps);
+    return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
   } catch (e) {
     return await failed(emit, e);
   } finally {

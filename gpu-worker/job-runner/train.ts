@@ -12,18 +12,20 @@
  * as the uninterrupted one would have.
  */
 import { frozenCopy, GRPOTrainer } from '../engine/grpo';
-import { GPT } from '../engine/model';
+import { type GPT } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
-import { CharTokenizer, type Tokenizer } from '../engine/tokenizer';
+import { type Tokenizer } from '../engine/tokenizer';
 import { MultiAgentCoordinator, type PolicySlot, type StepReport } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { type Json } from '../../sdk/environment/schema';
-import { trainJobConfigSchema } from '../../sdk/job-config';
-import { manifestSchema, trainingDefaultsSchema, type Manifest, type TrainingDefaults } from '../../sdk/manifest';
+import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
+import { manifestSchema } from '../../sdk/manifest';
+import { grpoOptionsSchema, pickOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { boardItems, Emitter, matchItem, rolloutItems } from './emit';
+import { blobKey, loadPolicy } from './load-policy';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
@@ -39,7 +41,10 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const config = trainJobConfigSchema.parse(assignment.config);
     if (!assignment.environment) throw new JobFailure('a TRAIN job needs an environment version');
     const manifest = manifestSchema.parse(assignment.environment.manifest);
-    const training = mergeTraining(manifest, assignment.config.training);
+    // The manifest's own options, then the job's, over the documented defaults (sdk/training-config.ts).
+    const resolved = resolveJobTraining('TRAIN', config, assignment.environment.manifest);
+    if (!resolved.ok) throw new JobFailure(`invalid training config: ${resolved.problems.join('; ')}`);
+    const training = resolved.config;
     if (training.algorithm === 'sft') throw new JobFailure('algorithm "sft" trains on a dataset: submit an SFT job');
     emit.log('info', `job ${assignment.jobId} attempt ${assignment.attempt}: ${training.algorithm} on ${manifest.name}@${manifest.version}, ${training.steps} steps`);
 
@@ -53,47 +58,24 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
 
     const rows = manifest.dataset ? await datasetRows(assignment, config.datasetVersionId, sink) : undefined;
 
-    // The policy: resumed (weights, optimiser, RNG, step), from a base checkpoint, or new.
-    let model: GPT;
-    let tok: Tokenizer;
-    let startStep = 0;
-    let trainerState = null;
-    if (assignment.resumeFrom) {
-      const ckpt = await store.load(assignment.resumeFrom.storageKey);
-      if (ckpt.kind !== 'training' || !ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
-      model = ckpt.model;
-      tok = ckpt.tokenizer;
-      trainerState = ckpt.trainerState;
-      startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
-      emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} at step ${startStep}`);
-    } else if (config.baseCheckpointId) {
-      const key = assignment.blobKeys?.[config.baseCheckpointId];
-      if (!key) throw new JobFailure(`the assignment has no storage key for base checkpoint ${config.baseCheckpointId}`);
-      const ckpt = await store.load(key);
-      model = ckpt.model;
-      tok = ckpt.tokenizer;
-      emit.log('info', `starting from checkpoint ${config.baseCheckpointId} (${model.numParameters} parameters)`);
-    } else {
-      tok = new CharTokenizer();
-      const m = config.model;
-      model = new GPT({
-        vocabSize: tok.vocabSize,
-        contextLength: m.context,
-        layers: m.layers,
-        width: m.width,
-        heads: m.heads,
-        valueHead: training.algorithm === 'ppo',
-        seed: training.seed,
-      });
-      emit.log('info', `new policy: ${m.layers} layers, width ${m.width}, ${m.heads} heads, context ${m.context} (${model.numParameters} parameters)`);
-    }
+    const policy = await loadPolicy(assignment, store, emit, {
+      baseCheckpointId: config.baseCheckpointId,
+      model: training.model,
+      valueHead: training.algorithm === 'ppo',
+      seed: training.seed,
+    });
+    const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
 
-    const trainer = training.algorithm === 'ppo' ? new PPOTrainer(model, ppoConfig(training)) : new GRPOTrainer(model, grpoConfig(training));
+    // The engine's configs are the resolved options themselves (the same names): only selected.
+    const trainer =
+      training.algorithm === 'ppo'
+        ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training))
+        : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training));
     disposables.push(trainer);
-    if (trainerState) {
-      if (trainerState.algorithm !== training.algorithm) throw new JobFailure(`checkpoint was trained with ${trainerState.algorithm}, this job uses ${training.algorithm}`);
-      trainer.importState(trainerState);
+    if (policy.trainerState) {
+      if (policy.trainerState.algorithm !== training.algorithm) throw new JobFailure(`checkpoint was trained with ${policy.trainerState.algorithm}, this job uses ${training.algorithm}`);
+      trainer.importState(policy.trainerState);
     }
 
     // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
@@ -129,11 +111,11 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       groupSize: training.groupSize,
       rows,
       seed: training.seed,
+      startStep,
     });
-    if (startStep > 0) await startCoordinatorAt(coordinator, startStep, training.batchSize);
 
-    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt });
-    let lastTrainingCheckpoint = assignment.resumeFrom ? startStep : -1;
+    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
+    let lastTrainingCheckpoint = policy.source === 'resume' ? startStep : -1;
     const checkpoint = async (step: number) => {
       if (lastTrainingCheckpoint === step) return;
       const up = await store.uploadTraining(model, tok, trainer, note(step));
@@ -164,57 +146,6 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     await env?.dispose();
     store.dispose();
   }
-}
-
-/** The manifest's training defaults, overridden by the fields the job's config gives. */
-export function mergeTraining(manifest: Manifest, raw: unknown): TrainingDefaults {
-  const given = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  return trainingDefaultsSchema.parse({ ...manifest.training, ...given });
-}
-
-function grpoConfig(t: TrainingDefaults) {
-  return {
-    learningRate: t.learningRate,
-    totalSteps: 0,
-    clipLow: t.clip.low,
-    clipHigh: t.clip.high,
-    klCoef: t.kl.estimator === 'none' ? 0 : t.kl.coefficient,
-    klEstimator: t.kl.estimator === 'k1' ? ('k1' as const) : ('k3' as const),
-    normalizeByStd: t.normalizeAdvantageStd,
-    // seq-mean-token-sum is seq-sum-norm with a constant of 1: the sum of token losses, averaged over sequences.
-    aggregation: t.lossAggregation === 'seq-mean-token-sum' ? ('seq-sum-norm' as const) : t.lossAggregation,
-    normConstant: t.lossAggregation === 'seq-mean-token-sum' ? 1 : 0,
-    temperature: t.temperature,
-    seed: t.seed,
-  };
-}
-
-function ppoConfig(t: TrainingDefaults) {
-  return {
-    learningRate: t.learningRate,
-    clipLow: t.clip.low,
-    clipHigh: t.clip.high,
-    klCoef: t.kl.estimator === 'none' ? 0 : t.kl.coefficient,
-    klEstimator: t.kl.estimator === 'k1' ? ('k1' as const) : ('k3' as const),
-    temperature: t.temperature,
-    seed: t.seed,
-  };
-}
-
-/**
- * Starts the coordinator at a resumed step. The coordinator numbers its steps from 0 and seeds
- * each step's tasks and sampling from (seed, step), and cycles dataset rows one per task; this
- * sets both counters and takes the opponent snapshots its first step would have taken.
- * TODO(runtime): replace with a `startStep` option of MultiAgentCoordinator.
- */
-async function startCoordinatorAt(coordinator: MultiAgentCoordinator, step: number, tasksPerStep: number): Promise<void> {
-  const inner = coordinator as unknown as { step: unknown; rowCursor: unknown; refreshSnapshots?: (step: number) => Promise<void> };
-  if (typeof inner.step !== 'number' || typeof inner.rowCursor !== 'number' || typeof inner.refreshSnapshots !== 'function') {
-    throw new Error('cannot resume: MultiAgentCoordinator no longer has step/rowCursor/refreshSnapshots');
-  }
-  inner.step = step;
-  inner.rowCursor = step * tasksPerStep;
-  await inner.refreshSnapshots.call(coordinator, step);
 }
 
 async function emitStep(
@@ -257,9 +188,7 @@ async function emitStep(
 /** Rows of a data-dependent environment's dataset version (JSONL in the blob store). */
 async function datasetRows(assignment: Assignment, datasetVersionId: string | undefined, sink: JobSink): Promise<Json[]> {
   if (!datasetVersionId) throw new JobFailure('this environment reads a dataset: the config needs datasetVersionId');
-  const key = assignment.blobKeys?.[datasetVersionId];
-  if (!key) throw new JobFailure(`the assignment has no storage key for dataset version ${datasetVersionId}`);
-  return parseJsonl(new TextDecoder().decode(await sink.fetchBlob(key)));
+  return parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, datasetVersionId, 'dataset version'))));
 }
 
 export function parseJsonl(text: string): Json[] {

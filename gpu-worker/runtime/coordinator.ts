@@ -49,6 +49,12 @@ export interface CoordinatorOptions {
    */
   switchSeats?: boolean;
   seed: number;
+  /**
+   * The step to run first, for a resumed run: steps are seeded from (seed, step) and take dataset
+   * rows in order, tasksPerStep per step, so a run resumed at step S runs what the uninterrupted
+   * one would have. Default 0.
+   */
+  startStep?: number;
   onEvent?: (event: CoordinatorEvent) => void;
 }
 
@@ -71,13 +77,17 @@ export interface StepReport {
 }
 
 export class MultiAgentCoordinator {
-  private step = 0;
-  private rowCursor = 0;
+  private step: number;
+  private rowCursor: number;
+  /** Frozen snapshots are taken before the first step this coordinator runs, then every refreshFrozenEvery steps. */
+  private snapshotsTaken = false;
   private readonly frozen = new Map<string, Policy>();
   private readonly opponentAgents: string[];
   private readonly agents: readonly string[];
 
   constructor(private readonly o: CoordinatorOptions) {
+    this.step = o.startStep ?? 0;
+    this.rowCursor = this.step * o.tasksPerStep;
     const agents = o.env.description.agents;
     for (const [agent, policy] of Object.entries(o.learners)) {
       if (!agents.includes(agent)) throw new Error(`learner "${agent}" is not an agent of ${o.env.description.name} (${agents.join(', ')})`);
@@ -103,7 +113,7 @@ export class MultiAgentCoordinator {
   async runStep(): Promise<StepReport> {
     const step = this.step++;
     const { o } = this;
-    if (step === 0) await this.refreshSnapshots(step);
+    if (!this.snapshotsTaken) await this.refreshSnapshots(step);
 
     // Rollout phase.
     o.onEvent?.({ type: 'rollout-start', step });
@@ -175,6 +185,7 @@ export class MultiAgentCoordinator {
   }
 
   private async refreshSnapshots(step: number) {
+    this.snapshotsTaken = true;
     const wanted = Object.keys(this.o.opponents ?? {}).filter((n) => n.startsWith('frozen:')).map((n) => n.slice(7));
     for (const id of new Set(wanted)) {
       this.frozen.set(id, await this.o.policies[id].freeze!());

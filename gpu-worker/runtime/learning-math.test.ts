@@ -37,6 +37,8 @@ import { engineTrainer, modelPolicy } from './engine-policy';
 import { type EnvironmentHandle } from './environment-handle';
 import { type Policy } from './policy';
 import { type RolloutConfig, runRollouts } from './rollout';
+import { grpoOptionsSchema, pickOptions } from '../../sdk/training-config';
+import { manifestTraining } from '../../sdk/manifest';
 
 beforeAll(async () => {
   await testBackend();
@@ -61,7 +63,7 @@ describe('learning math through the runtime', () => {
     const tok = new CharTokenizer();
     // The longest episode: BOS, the system prompt, "07+45=", separators, three digits and EOS: 20 tokens.
     const contextLength = 24;
-    const rollout: RolloutConfig = { ...template.manifest.limits, contextLength, temperature: template.manifest.training.temperature, seed: 0 };
+    const rollout: RolloutConfig = { ...template.manifest.limits, contextLength, temperature: 1, seed: 0 };
 
     // Demonstrations: the oracle bot answering every train problem, as the policy will be prompted.
     const transcripts = [];
@@ -88,9 +90,10 @@ describe('learning math through the runtime', () => {
     // GRPO on a copy of the checkpoint; the original goes on with SFT for comparison.
     const rlModel = frozenCopy(model);
     const rlPolicy = modelPolicy(rlModel, tok);
-    // The template's default training, mapped as the job runner maps it (learning rate 1e-4, clip 0.2, 32 × 8).
-    const training = template.manifest.training;
-    const grpo = new GRPOTrainer(rlModel, { learningRate: training.learningRate, clipLow: training.clip.low, clipHigh: training.clip.high, temperature: training.temperature, seed: 2 });
+    // The template's default training, taken as the job runner takes it (learning rate 1e-4, clip 0.2, 32 × 8).
+    const training = manifestTraining(template.manifest);
+    if (training.algorithm !== 'grpo') throw new Error('the math template trains with GRPO');
+    const grpo = new GRPOTrainer(rlModel, { ...pickOptions(grpoOptionsSchema, training), seed: 2 });
     const coordinator = new MultiAgentCoordinator({
       env,
       tokenizer: tok,

@@ -22,15 +22,19 @@ export type Command =
   | {
       name: 'run';
       target: string;
-      algo: Algorithm;
-      configFile?: string;
+      /** Without it, the manifest's training.algorithm. */
+      algo?: Algorithm;
+      /** A JSON job config: a file's path, or the JSON itself. */
+      config?: string;
+      /** Training options as `key=value`, applied over --config in order (`--set clipHigh=0.3`). */
+      set: string[];
       steps?: number;
       watch: boolean;
       priority?: number;
       dataset?: string;
       logs: boolean;
     }
-  | { name: 'jobs'; state?: JobStateName; limit: number }
+  | { name: 'jobs'; state?: JobStateName; limit: number; jobId?: string; config: boolean }
   | { name: 'logs'; jobId: string; follow: boolean }
   | { name: 'cancel'; jobId: string }
   | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number }
@@ -58,13 +62,14 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   run: {
     algo: { type: 'string' },
     config: { type: 'string' },
+    set: { type: 'string', multiple: true },
     steps: { type: 'string' },
     watch: { type: 'boolean', short: 'w' },
     priority: { type: 'string' },
     dataset: { type: 'string' },
     logs: { type: 'boolean' },
   },
-  jobs: { state: { type: 'string' }, limit: { type: 'string' } },
+  jobs: { state: { type: 'string' }, limit: { type: 'string' }, config: { type: 'boolean' } },
   logs: { follow: { type: 'boolean', short: 'f' } },
   cancel: {},
   eval: {
@@ -100,8 +105,8 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> --algo grpo|ppo|sft [--config file.json] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
-  jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N]',
+  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
+  jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
   eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--env <environment version id>] [--no-watch]',
@@ -143,21 +148,23 @@ export function parseCommandLine(argv: string[]): CommandLine {
     case 'run': {
       const target = one(rest, 'an environment folder or id', 'run');
       const algo = str('algo');
-      if (algo === undefined) throw new UsageError('run needs --algo grpo, ppo or sft', [`usage: ${USAGE.run}`]);
-      if (algo !== 'grpo' && algo !== 'ppo' && algo !== 'sft') throw new UsageError(`--algo must be grpo, ppo or sft, not "${algo}"`);
+      if (algo !== undefined && algo !== 'grpo' && algo !== 'ppo' && algo !== 'sft') throw new UsageError(`--algo must be grpo, ppo or sft, not "${algo}"`);
+      const set = (v.set as unknown as string[] | undefined) ?? [];
+      for (const s of set) if (!/^[A-Za-z][\w.]*=/.test(s)) throw new UsageError(`--set ${s}: write key=value, e.g. --set clipHigh=0.3`, [`usage: ${USAGE.run}`]);
       return {
         globals,
         command: {
-          name: 'run', target, algo, configFile: str('config'), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
+          name: 'run', target, algo, config: str('config'), set, steps: positiveInt('steps', str('steps')), watch: bool('watch'),
           priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'),
         },
       };
     }
     case 'jobs': {
-      if (rest.length > 0) throw new UsageError(`jobs takes no arguments, got: ${rest.join(' ')}`);
+      if (rest.length > 1) throw new UsageError(`jobs takes at most one job id, got: ${rest.join(' ')}`);
+      if (bool('config') && rest.length === 0) throw new UsageError('--config shows one job\'s config: whetstone jobs <job> --config');
       const state = str('state')?.toUpperCase();
       if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${JOB_STATES.join(', ')}`);
-      return { globals, command: { name: 'jobs', state: state as JobStateName | undefined, limit: positiveInt('limit', str('limit'), 200) ?? 50 } };
+      return { globals, command: { name: 'jobs', state: state as JobStateName | undefined, limit: positiveInt('limit', str('limit'), 200) ?? 50, jobId: rest[0], config: bool('config') } };
     }
     case 'logs':
       return { globals, command: { name: 'logs', jobId: one(rest, 'a job id', 'logs'), follow: bool('follow') } };
@@ -209,12 +216,16 @@ commands:
       then submits a TRAIN job (SFT job for --algo sft). A data-dependent environment's JSONL
       file is uploaded as a dataset version too (also content-addressed) and named in the job;
       --dataset names another: a dataset version id, or a .jsonl file to upload (required for
-      sft: rows {"prompt", "completion"} or {"messages"}). --config is a JSON job config such as
-      {"training": {"batchSize": 4}, "model": {"width": 32}}; --steps overrides its steps.
+      sft: rows {"prompt", "completion"} or {"messages"}). Training options come from the
+      manifest's "training" (its algorithm too), then --config (a JSON job config, a file or
+      inline: '{"training": {"batchSize": 4, "model": {"width": 32}}}'), then each
+      --set key=value (any option: --set clipHigh=0.3 --set epochs=2 --set model.contextLength=256),
+      then --algo and --steps. Unknown options are refused with the closest name.
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
   ${USAGE.jobs}
       The team's jobs: id, kind, state, priority, owner, age, the newest sampler checkpoint (for
-      eval and the playground), and why it waits or failed.
+      eval and the playground), and why it waits or failed. With a job id: that job, and with
+      --config its resolved training config, option by option, grouped.
   ${USAGE.logs}
       A job's log; --follow keeps printing until the job ends.
   ${USAGE.cancel}

@@ -226,7 +226,7 @@ describe('whetstone CLI with a worker daemon', () => {
     daemonHome = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-cli-worker-'));
     daemon = startWorker({ url: server.url, token, name: 'cli-test', home: daemonHome, backend: 'wasm' });
     configFile = path.join(daemonHome, 'tiny.json');
-    fs.writeFileSync(configFile, JSON.stringify({ model: { layers: 1, width: 16, heads: 2, context: 96 }, training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100 } }));
+    fs.writeFileSync(configFile, JSON.stringify({ training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100, model: { layers: 1, width: 16, heads: 2, contextLength: 96 } } }));
   });
 
   afterAll(async () => {

@@ -45,7 +45,7 @@ describe('datasets', () => {
     expect(audit).toHaveLength(2);
 
     // An SFT job may name it; the worker gets its storage key with the assignment.
-    const job = await api.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId: second.versionId, model: { layers: 1, width: 16, heads: 2, context: 32 }, steps: 5 } });
+    const job = await api.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId: second.versionId, training: { steps: 5, model: { layers: 1, width: 16, heads: 2, contextLength: 32 } } } });
     expect(job.state).toBe('QUEUED');
   });
 

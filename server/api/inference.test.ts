@@ -44,7 +44,7 @@ describe('inference sessions', () => {
 
     // A tiny checkpoint: a 2-step TRAIN job on the bandit template, through the CLI.
     const configFile = path.join(home, 'tiny.json');
-    fs.writeFileSync(configFile, JSON.stringify({ model: { layers: 1, width: 16, heads: 2, context: 96 }, training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100 } }));
+    fs.writeFileSync(configFile, JSON.stringify({ training: { batchSize: 2, groupSize: 2, checkpointEvery: 2, evalEvery: 100, model: { layers: 1, width: 16, heads: 2, contextLength: 96 } } }));
     const env = { WHETSTONE_URL: s.server.url, WHETSTONE_API_KEY: key, WHETSTONE_HOME: home };
     const run = await runCapture(['run', 'env-templates/bandit', '--algo', 'grpo', '--steps', '2', '--config', configFile, '--json'], { env, cwd: REPO });
     expect(run.code).toBe(EXIT.OK);

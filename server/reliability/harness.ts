@@ -180,8 +180,7 @@ export async function seedWorker(db: Db, team: Team, opts: { name?: string; devi
 export function banditConfig(team: Team, steps: number, checkpointEvery: number) {
   return {
     environmentVersionId: team.envVersionId,
-    model: { layers: 1, width: 16, heads: 2, context: 72 },
-    training: { steps, batchSize: 4, groupSize: 4, checkpointEvery, learningRate: 0.01 },
+    training: { steps, batchSize: 4, groupSize: 4, checkpointEvery, learningRate: 0.01, model: { layers: 1, width: 16, heads: 2, contextLength: 72 } },
   };
 }
 

@@ -5,7 +5,10 @@ import type { Connection } from '../client';
 import { CliError, EXIT, UsageError } from '../errors';
 import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
+import type { z } from 'zod';
 import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
+import { resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
+import { applySet, type TrainingOverrides } from '../../training-config';
 import { call, type CommandContext } from './context';
 import { uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
@@ -19,19 +22,21 @@ export interface ResolvedEnvironment {
   version: number;
   /** True when this run uploaded new content; false when an identical version existed. */
   created: boolean | null;
-  /** The manifest's default steps, for the progress bar. */
-  defaultSteps: number | null;
+  /** The manifest's `training` as written, which the job's options are resolved over. */
+  training: TrainingOverrides;
   /** A data-dependent environment's JSONL file: its path in the folder, and its text when uploaded from one. */
   dataset: { path: string; text?: string } | null;
 }
 
+/** --config: inline JSON (it starts with "{"), else a file's path. */
 function readJsonConfig(file: string, cwd: string): Record<string, unknown> {
-  const full = path.resolve(cwd, file);
-  let text: string;
-  try {
-    text = fs.readFileSync(full, 'utf8');
-  } catch {
-    throw new UsageError(`--config: cannot read ${file}`);
+  let text = file;
+  if (!file.trimStart().startsWith('{')) {
+    try {
+      text = fs.readFileSync(path.resolve(cwd, file), 'utf8');
+    } catch {
+      throw new UsageError(`--config: cannot read ${file} (give a JSON file or inline JSON such as '{"training": {"steps": 10}}')`);
+    }
   }
   let value: unknown;
   try {
@@ -48,9 +53,9 @@ function failedDryRun(name: string, version: number, report: DryRunReport, dir: 
   return new CliError(`environment ${name} version ${version} failed its dry run; not submitted`, EXIT.REJECTED, problems.length > 0 ? problems : ['(the report names no problem; open it in the editor)']);
 }
 
-function stepsOf(manifest: unknown): number | null {
-  const steps = (manifest as { training?: { steps?: unknown } } | null)?.training?.steps;
-  return typeof steps === 'number' ? steps : null;
+function trainingOf(manifest: unknown): TrainingOverrides {
+  const training = (manifest as { training?: unknown } | null)?.training;
+  return training && typeof training === 'object' && !Array.isArray(training) ? (training as TrainingOverrides) : {};
 }
 
 /** Uploads a folder (only new content makes a new version) and checks its dry run. */
@@ -72,7 +77,7 @@ async function uploadFolder(ctx: CommandContext, conn: Connection, target: strin
   const how = saved.created ? `uploaded${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
   ctx.out.line(`environment ${name}: version ${saved.version} (${how})`);
   const dataset = folder.manifest.dataset ? { path: folder.manifest.dataset.train, text: folder.datasetText } : null;
-  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, defaultSteps: folder.manifest.training.steps, dataset };
+  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, training: trainingOf(folder.rawManifest), dataset };
 }
 
 /** An environment id, an environment version id, or an environment's name in the team. */
@@ -116,7 +121,7 @@ async function lookUp(ctx: CommandContext, conn: Connection, target: string): Pr
   ctx.out.line(`environment ${env.name}: version ${version.version}`);
   const train = (version.manifest as { dataset?: { train?: unknown } } | null)?.dataset?.train;
   const dataset = typeof train === 'string' ? { path: train } : null;
-  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, defaultSteps: stepsOf(version.manifest), dataset };
+  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, training: trainingOf(version.manifest), dataset };
 }
 
 /**
@@ -144,30 +149,45 @@ async function resolveDataset(ctx: CommandContext, conn: Connection, option: str
   return found.latest.id;
 }
 
+/** The job's training options: --config's, then each --set, then --algo and --steps. */
+function trainingOptions(cmd: RunCommand, fileConfig: Record<string, unknown>): TrainingOverrides {
+  const given = fileConfig.training;
+  let training: TrainingOverrides = given && typeof given === 'object' && !Array.isArray(given) ? { ...(given as TrainingOverrides) } : {};
+  for (const assignment of cmd.set) {
+    try {
+      training = applySet(training, assignment);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
+  if (cmd.algo) training.algorithm = cmd.algo;
+  if (cmd.steps) training.steps = cmd.steps;
+  return training;
+}
+
 export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
-  const fileConfig = cmd.configFile ? readJsonConfig(cmd.configFile, ctx.io.cwd) : {};
-  if (cmd.algo === 'sft' && !cmd.dataset && typeof fileConfig.datasetVersionId !== 'string') {
+  const fileConfig = cmd.config ? readJsonConfig(cmd.config, ctx.io.cwd) : {};
+  const training = trainingOptions(cmd, fileConfig);
+  if (training.algorithm === 'sft' && !cmd.dataset && typeof fileConfig.datasetVersionId !== 'string') {
     throw new UsageError('--algo sft trains on a dataset: pass --dataset <dataset version id | file.jsonl> or put datasetVersionId in --config');
   }
   const conn = await ctx.connect();
   const env = isEnvironmentFolder(cmd.target, ctx.io.cwd) ? await uploadFolder(ctx, conn, cmd.target) : await lookUp(ctx, conn, cmd.target);
 
-  const datasetVersionId = await resolveDataset(ctx, conn, cmd.dataset, fileConfig.datasetVersionId, cmd.algo === 'sft' ? { ...env, dataset: null } : env);
-  let kind: 'TRAIN' | 'SFT';
-  let config: Record<string, unknown>;
-  let total: number | null;
-  if (cmd.algo === 'sft') {
-    kind = 'SFT';
-    config = { ...fileConfig, datasetVersionId, ...(cmd.steps ? { steps: cmd.steps } : {}) };
-    total = typeof config.steps === 'number' ? config.steps : 500;
-  } else {
-    kind = 'TRAIN';
-    const training = { ...((fileConfig.training as Record<string, unknown> | undefined) ?? {}), algorithm: cmd.algo, ...(cmd.steps ? { steps: cmd.steps } : {}) };
-    config = { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), training };
-    total = typeof training.steps === 'number' ? training.steps : env.defaultSteps;
-  }
+  // The algorithm is the manifest's unless --config, --set or --algo names another.
+  const algorithm = (training.algorithm ?? env.training.algorithm ?? 'grpo') as string;
+  const sft = algorithm === 'sft';
+  const datasetVersionId = await resolveDataset(ctx, conn, cmd.dataset, fileConfig.datasetVersionId, sft ? { ...env, dataset: null } : env);
+  if (sft && !datasetVersionId) throw new UsageError(`${env.name} trains with sft, which needs a dataset: pass --dataset <dataset version id | file.jsonl>`);
+  const kind = sft ? 'SFT' : 'TRAIN';
+  const config: z.input<typeof trainJobConfigSchema> | z.input<typeof sftJobConfigSchema> = sft
+    ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
+    : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), training };
+  // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.
+  const resolved = sft ? resolveJobTraining('SFT', { training }) : resolveJobTraining('TRAIN', { training }, { training: env.training });
+  const total = resolved.ok ? resolved.config.steps : null;
   const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind, config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
-  ctx.out.line(`submitted job ${job.id}: ${kind} ${cmd.algo}${total ? `, ${total} steps` : ''}, priority ${job.priority}`);
+  ctx.out.line(`submitted job ${job.id}: ${kind} ${algorithm}${total ? `, ${total} steps` : ''}, priority ${job.priority}`);
   const document = {
     environment: { name: env.name, environmentId: env.environmentId, versionId: env.versionId, version: env.version, created: env.created },
     job: { id: job.id, kind: job.kind, state: job.state, priority: job.priority, createdAt: job.createdAt, steps: total },

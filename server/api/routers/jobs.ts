@@ -5,7 +5,7 @@ import type { Role } from '../../db/generated/prisma/enums';
 import type { Prisma } from '../../db/generated/prisma/client';
 import { SCHEDULER_CHANNEL } from '../../scheduler/loop';
 import { router, teamProcedure } from '../trpc';
-import { jobConfigSchemas } from '../../../sdk/job-config';
+import { jobConfigSchemas, resolveJobTraining, type TrainJobConfig } from '../../../sdk/job-config';
 import type { Db } from '../../db/client';
 import { admitJob, PRIORITY_CAP } from '../../scheduler/plan';
 
@@ -24,6 +24,20 @@ async function checkReferences(db: Db, teamId: string, config: Record<string, un
   for (const id of [config.baseCheckpointId, config.checkpointId, against?.checkpointId]) {
     if (typeof id === 'string' && !(await db.checkpoint.findFirst({ where: { id, teamId } }))) throw missing('checkpoint');
   }
+}
+
+/**
+ * A TRAIN or SFT job's full training config: the manifest's options and the job's over the
+ * documented defaults (sdk/training-config.ts). It is stored resolved, so the job's row says
+ * exactly what it trains with, whatever defaults change later.
+ */
+async function resolveSubmittedTraining(db: Db, kind: 'TRAIN' | 'SFT', config: TrainJobConfig): Promise<Prisma.InputJsonObject> {
+  const manifest = kind === 'TRAIN' ? (await db.environmentVersion.findUniqueOrThrow({ where: { id: config.environmentVersionId }, select: { manifest: true } })).manifest : undefined;
+  const resolved = resolveJobTraining(kind, config, manifest);
+  if (!resolved.ok) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid ${kind.toLowerCase()} config: ${resolved.problems.map((p) => `config.training.${p}`).join('; ')}` });
+  }
+  return resolved.config as Prisma.InputJsonObject;
 }
 
 const jobId = z.object({ jobId: z.string().min(1).max(64) });
@@ -70,6 +84,7 @@ export async function queueJob(
   }
   const config = parsed.data as Record<string, unknown>;
   await checkReferences(ctx.db, teamId, config);
+  if (input.kind === 'TRAIN' || input.kind === 'SFT') config.training = await resolveSubmittedTraining(ctx.db, input.kind, config as TrainJobConfig);
   if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
     throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
   }

@@ -1,0 +1,65 @@
+/**
+ * Where a job's policy comes from, in one switch (nanoGPT's `init_from`): resumed from the job's
+ * own newest training checkpoint (weights, optimiser, RNG, step), started from a base checkpoint
+ * (weights only), or new from scratch with the run's model options. Train, SFT and eval load
+ * through here, and every storage-key lookup of the assignment goes through `blobKey`.
+ */
+import { GPT } from '../engine/model';
+import { CharTokenizer, type Tokenizer } from '../engine/tokenizer';
+import { type TrainerState } from '../engine/trainer-core';
+import { type ModelOptions } from '../../sdk/training-config';
+import { type Assignment } from '../../sdk/worker-protocol';
+import { type CheckpointStore } from './checkpoints';
+import { type Emitter } from './emit';
+import { JobFailure } from './types';
+
+export interface LoadedPolicy {
+  model: GPT;
+  tokenizer: Tokenizer;
+  /** The trainer's state to import, when resumed. */
+  trainerState: TrainerState | null;
+  /** The first step to run: the resumed checkpoint's count of completed steps, else 0. */
+  startStep: number;
+  /** How it was loaded, for the log and the run page. */
+  source: 'resume' | 'base' | 'scratch';
+}
+
+export interface PolicyRequest {
+  /** A checkpoint of the team's to start from (config.baseCheckpointId, or an eval's checkpoint). */
+  baseCheckpointId?: string;
+  /** The shape of a new policy; without it, a base checkpoint is required (eval). */
+  model?: ModelOptions;
+  /** PPO's critic: a new policy gets a value head. */
+  valueHead?: boolean;
+  seed?: number;
+  /** Eval never resumes: it has no training state of its own. */
+  resume?: boolean;
+}
+
+/** The storage key of a checkpoint or dataset version the config names (the server puts them in the assignment). */
+export function blobKey(assignment: Assignment, id: string, what: string): string {
+  const key = assignment.blobKeys?.[id];
+  if (!key) throw new JobFailure(`the assignment has no storage key for ${what} ${id}`);
+  return key;
+}
+
+export async function loadPolicy(assignment: Assignment, store: CheckpointStore, emit: Emitter, request: PolicyRequest): Promise<LoadedPolicy> {
+  if (assignment.resumeFrom && request.resume !== false) {
+    const ckpt = await store.load(assignment.resumeFrom.storageKey);
+    if (ckpt.kind !== 'training' || !ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
+    const startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
+    emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} at step ${startStep}`);
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, startStep, source: 'resume' };
+  }
+  if (request.baseCheckpointId) {
+    const ckpt = await store.load(blobKey(assignment, request.baseCheckpointId, 'checkpoint'));
+    emit.log('info', `starting from checkpoint ${request.baseCheckpointId} (${ckpt.model.numParameters} parameters)`);
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: null, startStep: 0, source: 'base' };
+  }
+  const m = request.model;
+  if (!m) throw new JobFailure('no checkpoint to load: this job needs one');
+  const tokenizer = new CharTokenizer();
+  const model = new GPT({ ...m, vocabSize: tokenizer.vocabSize, valueHead: request.valueHead ?? false, seed: request.seed ?? 0 });
+  emit.log('info', `new policy: ${m.layers} layers, width ${m.width}, ${m.heads} heads, context ${m.contextLength} (${model.numParameters} parameters)`);
+  return { model, tokenizer, trainerState: null, startStep: 0, source: 'scratch' };
+}

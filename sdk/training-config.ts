@@ -1,0 +1,320 @@
+import { z } from 'zod';
+
+/**
+ * Every training option, once: its name (the engine's own), its default with where that default
+ * comes from, its bounds and a one-line description, grouped as TRL's `grpo_config.py` groups
+ * them. The manifest's `training`, the job configs, the CLI's `--set` and the launcher form read
+ * these schemas, and the engine's configs (gpu-worker/engine: GRPOConfig, PPOConfig, SFTConfig,
+ * ModelConfig) are their output types, so there is no renaming layer anywhere between them.
+ *
+ * Adding an option: add it to the group it belongs to here, then read it in the trainer. The test
+ * in training-config.test.ts fails if an engine option cannot be set from a job.
+ */
+
+/** The form groups options by this, and `whetstone jobs <id> --config` prints them by it. */
+export type OptionGroup = 'run' | 'model' | 'optimiser' | 'sampling' | 'grpo' | 'ppo' | 'multi-agent';
+
+function option<T extends z.ZodType>(schema: T, group: OptionGroup, description: string): T {
+  return schema.meta({ group, description }) as T;
+}
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const num = (min: number, max: number) => z.number().min(min).max(max);
+
+// ── model: the policy's shape when a run starts from scratch ────────────────────────────────────
+
+export const modelOptionsSchema = z
+  .strictObject({
+    contextLength: option(
+      int(8, 8192).default(128),
+      'model',
+      'Longest sequence (prompt + completion) the model sees, in tokens. Default 128: fits the single-turn templates; a multi-turn game needs more.',
+    ),
+    layers: option(int(1, 48).default(2), 'model', 'Transformer blocks. Default 2: what a 2-core machine trains in minutes (OFFLINE.md).'),
+    width: option(int(8, 4096).default(64), 'model', 'Residual width. Default 64 (0.1 M parameters with 2 layers).'),
+    heads: option(int(1, 64).default(4), 'model', 'Attention heads; must divide width. Default 4 (head size 16).'),
+    mlpRatio: option(int(1, 64).default(4), 'model', 'MLP hidden size as a multiple of width. Default 4, as in GPT-2.'),
+    dropout: option(
+      num(0, 0.999).default(0),
+      'model',
+      'Dropout while training. Default 0: RL runs are data-rich, and dropout makes the sampling policy differ from the trained one.',
+    ),
+    tiedHead: option(z.boolean().default(true), 'model', 'Share the token embedding with the output head (GPT-2). Default true: fewer parameters, same quality at this size.'),
+  })
+  .refine((m) => m.width % m.heads === 0, { message: 'heads must divide width', path: ['heads'] });
+export type ModelOptions = z.output<typeof modelOptionsSchema>;
+
+// ── optimiser: AdamW with warm-up, cosine decay and clipping (every algorithm) ──────────────────
+
+/** The optimiser's options; the learning rate and warm-up defaults differ by algorithm. */
+function optimiserOptions(defaults: { learningRate: number; learningRateWhy: string; warmupSteps: number }) {
+  return {
+    learningRate: option(z.number().positive().max(1).default(defaults.learningRate), 'optimiser', `Peak learning rate. Default ${defaults.learningRate}: ${defaults.learningRateWhy}`),
+    warmupSteps: option(int(0, 1_000_000).default(defaults.warmupSteps), 'optimiser', `Linear warm-up from 0 over this many optimiser steps. Default ${defaults.warmupSteps}.`),
+    totalSteps: option(
+      int(0, 10_000_000).default(0),
+      'optimiser',
+      'Cosine decay to minLearningRateRatio × peak at this optimiser step. Default 0: the peak is kept after warm-up (short RL runs, verl).',
+    ),
+    minLearningRateRatio: option(num(0, 1).default(0.1), 'optimiser', 'Floor of the cosine decay as a share of the peak. Default 0.1 (nanoGPT, Chinchilla).'),
+    beta1: option(num(0, 0.9999999).default(0.9), 'optimiser', "Adam's first-moment decay. Default 0.9 (Adam paper)."),
+    beta2: option(num(0, 0.9999999).default(0.99), 'optimiser', "Adam's second-moment decay. Default 0.99 rather than 0.999: small batches and short runs (nanoGPT's choice for small models)."),
+    epsilon: option(num(0, 1).default(1e-8), 'optimiser', "Adam's denominator epsilon. Default 1e-8 (Adam paper)."),
+    weightDecay: option(num(0, 10).default(0), 'optimiser', 'Decoupled weight decay on matrices (AdamW). Default 0: short runs from small models do not overfit.'),
+    gradClip: option(num(0, 1e6).default(1), 'optimiser', 'Clip the global gradient norm to this; 0 disables. Default 1 (verl, TRL).'),
+  };
+}
+
+const seed = option(int(0, 2 ** 32 - 1).default(0), 'run', 'Seed of everything random: weights, tasks, sampling, minibatches. Default 0.');
+const temperature = option(
+  z.number().min(1e-6).max(5).default(1),
+  'sampling',
+  'Sampling temperature of rollouts; the trainer computes log-probabilities at the same one. Default 1: on-policy sampling.',
+);
+const epochs = (d: number, why: string) => option(int(1, 100).default(d), 'run', `Passes over each step's batch. Default ${d}: ${why}`);
+const miniBatches = option(int(1, 1024).default(1), 'run', 'Optimiser updates per epoch (the batch split in this many parts). Default 1: one update per pass.');
+const klCoef = option(num(0, 100).default(0), 'optimiser', 'Weight β of the KL penalty to the starting policy. Default 0 (TRL, DAPO): the clip already bounds each step; 0.001 is verl’s.');
+const klEstimator = option(z.enum(['k1', 'k3']).default('k3'), 'optimiser', 'KL estimator: k3 (unbiased, non-negative; verl’s choice) or k1. Default k3.');
+const entropyCoef = option(num(-10, 10).default(0), 'optimiser', 'Weight of the entropy bonus. Default 0 (verl, DAPO).');
+
+// ── the engine's trainer configs (gpu-worker/engine's GRPOConfig, PPOConfig, SFTConfig) ─────────
+
+export const grpoOptionsSchema = z.strictObject({
+  ...optimiserOptions({ learningRate: 1e-4, learningRateWhy: 'what moved a 0.1 M-parameter policy on this machine (OFFLINE.md); use 1e-6 … 1e-5 for large pretrained models.', warmupSteps: 0 }),
+  normalizeByStd: option(z.boolean().default(true), 'grpo', "Divide group advantages by the group's standard deviation (GRPO, verl). False is Dr. GRPO (mean only). Default true."),
+  dropZeroVarianceGroups: option(
+    z.boolean().default(true),
+    'grpo',
+    "Drop groups whose rewards are all equal before the update (DAPO's dynamic sampling): they carry no gradient but dilute a token mean. Default true.",
+  ),
+  aggregation: option(
+    z.enum(['token-mean', 'seq-mean-token-mean', 'seq-sum-norm']).default('token-mean'),
+    'grpo',
+    'How token losses are averaged: token-mean (verl, DAPO: long answers are not down-weighted), seq-mean-token-mean (GRPO paper), seq-sum-norm (Dr. GRPO). Default token-mean.',
+  ),
+  normConstant: option(num(0, 1e6).default(0), 'grpo', 'The constant of seq-sum-norm; 0 means the context length (Dr. GRPO uses the generation budget). Default 0.'),
+  clipLow: option(num(0, 1).default(0.2), 'grpo', 'Lower clip: the ratio stays ≥ 1 − clipLow. Default 0.2 (PPO, verl).'),
+  clipHigh: option(num(0, 10).default(0.28), 'grpo', "Upper clip: the ratio stays ≤ 1 + clipHigh. Default 0.28 (DAPO's clip-higher: unlikely good tokens can grow, slowing entropy collapse)."),
+  epochs: epochs(1, 'fresh samples are cheap here, and later epochs are off-policy (verl).'),
+  miniBatches,
+  klCoef,
+  klEstimator,
+  entropyCoef,
+  temperature,
+  advantageEpsilon: option(num(0, 1).default(1e-6), 'grpo', 'Added to the group standard deviation. Default 1e-6.'),
+  seed,
+});
+export type GRPOOptions = z.output<typeof grpoOptionsSchema>;
+
+export const ppoOptionsSchema = z.strictObject({
+  ...optimiserOptions({ learningRate: 1e-4, learningRateWhy: 'as GRPO (OFFLINE.md).', warmupSteps: 0 }),
+  gamma: option(num(0, 1).default(1), 'ppo', 'Discount γ. Default 1 (verl): episodes are short and the reward comes at the end.'),
+  lambda: option(num(0, 1).default(0.95), 'ppo', 'GAE λ. Default 0.95 (GAE paper): a little bias for much less variance while the critic is young.'),
+  clipLow: option(num(0, 1).default(0.2), 'ppo', 'Lower ratio clip. Default 0.2 (PPO paper).'),
+  clipHigh: option(num(0, 10).default(0.2), 'ppo', 'Upper ratio clip. Default 0.2 (PPO paper).'),
+  valueClip: option(num(0, 100).default(0.2), 'ppo', "Clip the value update to ± this around the old value; 0 disables. Default 0.2 (rewards here are ~1; verl's 0.5 is for rewards ~1–10)."),
+  valueCoef: option(num(0, 100).default(0.5), 'ppo', 'Weight of the value loss. Default 0.5 (CleanRL).'),
+  entropyCoef,
+  whitenAdvantages: option(z.boolean().default(true), 'ppo', "Whiten advantages over the batch's trainable tokens. Default true (CleanRL, verl)."),
+  epochs: epochs(2, 'the critic needs more than one look at each batch.'),
+  miniBatches,
+  klCoef,
+  klEstimator,
+  temperature,
+  seed,
+});
+export type PPOOptions = z.output<typeof ppoOptionsSchema>;
+
+export const sftOptionsSchema = z.strictObject({
+  ...optimiserOptions({ learningRate: 1e-3, learningRateWhy: 'with a short warm-up it trains the small models of this engine fastest; use 1e-4 … 1e-5 for a larger pretrained policy.', warmupSteps: 20 }),
+  seed,
+});
+export type SFTOptions = z.output<typeof sftOptionsSchema>;
+
+// ── a run: what the job runner reads, algorithm by algorithm ─────────────────────────────────────
+
+const runOptions = {
+  steps: option(int(1, 1_000_000).default(100), 'run', 'Training steps (a rollout phase and an update phase each, for RL).'),
+  batchSize: option(int(1, 4096).default(16), 'run', 'Tasks per step for RL (each gives groupSize episodes); demonstrations per step for SFT.'),
+  checkpointEvery: option(int(1, 1_000_000).default(50), 'run', 'A training checkpoint every this many steps (and always at the end).'),
+  model: modelOptionsSchema.prefault({}),
+};
+
+const rlOptions = {
+  groupSize: option(int(1, 1024).default(8), 'run', 'Episodes per task; GRPO compares them to form advantages. Default 8 (DeepSeekMath uses 64; 8 fits a CPU).'),
+  evalEvery: option(int(1, 1_000_000).default(10), 'run', 'Evaluate every this many steps.'),
+  learners: option(z.array(z.string()).optional(), 'multi-agent', 'Multi-agent: the agents that learn. Default: the first agent.'),
+  opponents: option(
+    z
+      .record(z.string(), z.number().min(0))
+      .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
+      .optional(),
+    'multi-agent',
+    'Multi-agent: what plays the other seats, as shares of episodes ("random", "scripted", "self", a bot name).',
+  ),
+};
+
+export const grpoTrainingSchema = z.strictObject({ algorithm: z.literal('grpo'), ...runOptions, ...rlOptions, ...grpoOptionsSchema.shape });
+export const ppoTrainingSchema = z.strictObject({ algorithm: z.literal('ppo'), ...runOptions, ...rlOptions, ...ppoOptionsSchema.shape });
+export const sftTrainingSchema = z.strictObject({ algorithm: z.literal('sft'), ...runOptions, ...sftOptionsSchema.shape });
+
+export const trainingConfigSchema = z.discriminatedUnion('algorithm', [grpoTrainingSchema, ppoTrainingSchema, sftTrainingSchema]);
+export type TrainingConfig = z.output<typeof trainingConfigSchema>;
+export type GRPOTraining = z.output<typeof grpoTrainingSchema>;
+export type PPOTraining = z.output<typeof ppoTrainingSchema>;
+export type SFTTraining = z.output<typeof sftTrainingSchema>;
+export type Algorithm = TrainingConfig['algorithm'];
+export const ALGORITHMS: readonly Algorithm[] = ['grpo', 'ppo', 'sft'];
+
+const schemaOf = { grpo: grpoTrainingSchema, ppo: ppoTrainingSchema, sft: sftTrainingSchema } as const;
+
+/** What a manifest or a job writes: any subset of an algorithm's options, checked by resolving. */
+export type TrainingOverrides = Record<string, unknown>;
+
+/** The names a manifest or job used before the options took the engine's names, and what to write now. */
+const RENAMED: Record<string, string> = {
+  clip: '"clipLow" and "clipHigh" (clip.low and clip.high before)',
+  kl: '"klCoef" and "klEstimator" (kl.coefficient and kl.estimator before; klCoef 0 is "none")',
+  normalizeAdvantageStd: 'normalizeByStd',
+  lossAggregation: 'aggregation ("seq-mean-token-sum" is now "seq-sum-norm" with normConstant 1)',
+  'model.context': 'model.contextLength',
+};
+
+// ── resolving: defaults ← manifest ← job ← --set ─────────────────────────────────────────────────
+
+export type Resolved = { ok: true; config: TrainingConfig } | { ok: false; problems: string[] };
+
+/**
+ * The full training config of a run: each layer's options over the one before (the model's options
+ * merged field by field), then the documented defaults of the algorithm the last layer names.
+ * Unknown options are problems naming the closest valid one, and options under a previous name
+ * say the new name.
+ */
+export function resolveTraining(...layers: Array<TrainingOverrides | undefined>): Resolved {
+  const merged: Record<string, unknown> = {};
+  for (const layer of layers) {
+    if (!layer) continue;
+    for (const [key, value] of Object.entries(layer)) {
+      merged[key] = key === 'model' && isRecord(value) && isRecord(merged.model) ? { ...merged.model, ...value } : value;
+    }
+  }
+  merged.algorithm ??= 'grpo';
+  const algorithm = merged.algorithm;
+  if (typeof algorithm !== 'string' || !(algorithm in schemaOf)) {
+    return { ok: false, problems: [`algorithm: must be one of ${ALGORITHMS.join(', ')}, got ${JSON.stringify(algorithm)}`] };
+  }
+  const schema = schemaOf[algorithm as Algorithm];
+  const unknown = unknownOptions(merged, algorithm as Algorithm);
+  if (unknown.length > 0) return { ok: false, problems: unknown };
+  const parsed = schema.safeParse(merged);
+  if (!parsed.success) return { ok: false, problems: parsed.error.issues.map((i) => `${i.path.join('.') || '(training)'}: ${i.message}`) };
+  return { ok: true, config: parsed.data };
+}
+
+/** Every option name an algorithm takes (model options as `model.<name>`). */
+export function optionNames(algorithm: Algorithm): string[] {
+  const names = Object.keys(schemaOf[algorithm].shape).filter((k) => k !== 'model');
+  return [...names, ...Object.keys(modelOptionsSchema.shape).map((k) => `model.${k}`)];
+}
+
+function unknownOptions(merged: Record<string, unknown>, algorithm: Algorithm): string[] {
+  const valid = optionNames(algorithm);
+  const given = Object.entries(merged).flatMap(([k, v]) => (k === 'model' && isRecord(v) ? Object.keys(v).map((m) => `model.${m}`) : [k]));
+  const problems: string[] = [];
+  for (const name of given) {
+    if (valid.includes(name)) continue;
+    if (name in RENAMED) {
+      problems.push(`${name}: renamed; write ${RENAMED[name]}`);
+      continue;
+    }
+    const elsewhere = ALGORITHMS.filter((a) => a !== algorithm && optionNames(a).includes(name));
+    if (elsewhere.length > 0) {
+      problems.push(`${name}: not an option of ${algorithm} (it belongs to ${elsewhere.join(', ')})`);
+      continue;
+    }
+    const near = closest(name, valid);
+    problems.push(`${name}: unknown option${near ? `; did you mean \`${near}\`?` : ''}`);
+  }
+  return problems;
+}
+
+/** The valid name nearest to a misspelt one (case-insensitive edit distance ≤ a third of its length). */
+export function closest(name: string, valid: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const candidate of valid) {
+    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= Math.max(2, Math.floor(name.length / 3)) ? best : null;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+// ── the engine's configs, taken straight from a resolved run ─────────────────────────────────────
+
+/** The options of `schema` out of a resolved run: the same names, so this only selects. */
+export function pickOptions<S extends z.ZodObject>(schema: S, training: Record<string, unknown>): z.output<S> {
+  return Object.fromEntries(Object.keys(schema.shape).map((k) => [k, training[k]])) as z.output<S>;
+}
+
+// ── `--set key=value` ────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Applies one `key=value` to overrides: the value is read as JSON when it parses (numbers,
+ * booleans, objects), else kept as a string; `model.width=128` sets a model option.
+ */
+export function applySet(overrides: TrainingOverrides, assignment: string): TrainingOverrides {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) throw new Error(`--set ${assignment}: write key=value, e.g. --set clipHigh=0.3`);
+  const key = assignment.slice(0, eq).trim();
+  const raw = assignment.slice(eq + 1).trim();
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // a bare word such as seq-sum-norm or k1
+  }
+  const path = key.split('.');
+  if (path.length > 2 || (path.length === 2 && path[0] !== 'model')) throw new Error(`--set ${key}: options are top-level names or model.<name>`);
+  if (path.length === 2) return { ...overrides, model: { ...(isRecord(overrides.model) ? overrides.model : {}), [path[1]]: value } };
+  return { ...overrides, [key]: value };
+}
+
+// ── descriptions, for help text, the launcher form and the editor ────────────────────────────────
+
+export interface OptionDoc {
+  name: string;
+  group: OptionGroup;
+  description: string;
+  default: unknown;
+}
+
+/** Each option of an algorithm with its group, description and default, in declaration order. */
+export function describeOptions(algorithm: Algorithm): OptionDoc[] {
+  const defaults = resolveTraining({ algorithm });
+  if (!defaults.ok) throw new Error(defaults.problems.join('; '));
+  const docs: OptionDoc[] = [];
+  const add = (name: string, schema: z.ZodType, value: unknown) => {
+    const meta = z.globalRegistry.get(schema) as { group?: OptionGroup; description?: string } | undefined;
+    if (meta?.group) docs.push({ name, group: meta.group, description: meta.description ?? '', default: value });
+  };
+  const config = defaults.config as Record<string, unknown>;
+  for (const [name, schema] of Object.entries(schemaOf[algorithm].shape)) {
+    if (name !== 'model') add(name, schema as z.ZodType, config[name]);
+  }
+  for (const [name, schema] of Object.entries(modelOptionsSchema.shape)) add(`model.${name}`, schema as z.ZodType, (config.model as Record<string, unknown>)[name]);
+  return docs;
+}
