@@ -10,12 +10,9 @@ const positiveInt = z.number().int().positive();
 
 /** Episode limits the rollout runtime enforces (OpenTinker's response-token, per-turn and turn limits). */
 export const limitsSchema = z.object({
-  /** Policy turns per agent per episode; tool calls count as turns. */
-  maxTurns: positiveInt.max(1000).default(1),
-  /** Tokens the policy may generate in one turn. */
-  maxTokensPerTurn: positiveInt.max(65536).default(64),
-  /** Tokens the policy may generate over the whole episode. */
-  maxResponseTokens: positiveInt.max(1_000_000).default(256),
+  maxTurns: positiveInt.max(1000).default(1).describe('Policy turns per agent per episode; tool calls count as turns.'),
+  maxTokensPerTurn: positiveInt.max(65536).default(64).describe('Tokens the policy may generate in one turn.'),
+  maxResponseTokens: positiveInt.max(1_000_000).default(256).describe('Tokens the policy may generate over the whole episode.'),
 });
 
 /**
@@ -36,17 +33,21 @@ const semver = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
 
 export const manifestSchema = z
   .object({
-    name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes'),
-    version: z.string().regex(semver, 'a semantic version such as 1.0.0'),
-    description: z.string().max(2000).default(''),
-    kind: z.enum(['single-turn', 'multi-turn', 'multi-agent']),
-    /** The file whose default export is the environment definition. */
-    entry: z.string().default('env.ts'),
-    /** Agents, in turn order for multi-agent environments; single-agent environments have "agent". */
-    agents: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/)).min(1).default(['agent']),
-    /** JSONL files of the environment's folder, for data-dependent environments. */
-    dataset: z.object({ train: z.string(), heldOut: z.string().optional() }).optional(),
-    limits: limitsSchema.prefault({}),
+    name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes').describe("The environment's name in its team: lower-case letters, digits and dashes."),
+    version: z.string().regex(semver, 'a semantic version such as 1.0.0').describe('A semantic version such as 1.0.0.'),
+    description: z.string().max(2000).default('').describe('One or two sentences shown in lists.'),
+    kind: z.enum(['single-turn', 'multi-turn', 'multi-agent']).describe('single-turn (one answer), multi-turn (turns with the environment, tools), or multi-agent (several agents in turn).'),
+    entry: z.string().default('env.ts').describe('The file whose default export is the environment definition.'),
+    agents: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/))
+      .min(1)
+      .default(['agent'])
+      .describe('Agents, in turn order for multi-agent environments; single-agent environments have "agent".'),
+    dataset: z
+      .object({ train: z.string().describe('JSONL file of training rows.'), heldOut: z.string().optional().describe('JSONL file of held-out rows, for evaluation.') })
+      .optional()
+      .describe("JSONL files of the environment's folder, for data-dependent environments."),
+    limits: limitsSchema.prefault({}).describe('Episode limits the rollout runtime enforces.'),
     training: manifestTrainingSchema,
   })
   .superRefine((m, ctx) => {

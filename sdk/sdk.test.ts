@@ -5,6 +5,9 @@ import { type ObjectSchema, validateValue } from './environment/schema';
 import { describeTools, formatToolResult, parseToolCall } from './environment/tools';
 import { defineEnvironment } from './environment/define';
 import { manifestTraining, parseManifest } from './manifest';
+import { readFileSync } from 'node:fs';
+import { generateManifestJsonSchema, MANIFEST_SCHEMA_PATH } from './emit-manifest-schema';
+import { ALGORITHMS, optionNames } from './training-config';
 
 describe('Rng', () => {
   test('is deterministic per seed and differs across seeds', () => {
@@ -140,5 +143,20 @@ describe('define', () => {
     expect(env.step('x', ctx)).toMatchObject({ rewards: { agent: 1 }, terminated: false, next: { agent: 'agent', observation: '1' } });
     expect(env.step('x', ctx)).toMatchObject({ terminated: true, next: undefined });
     expect(() => defineEnvironment({ name: 'x', systemPrompt: '', reset: () => '', step: () => ({ observation: '', reward: 0, terminated: true }) } as never)).toThrow(/sample\(rng\) or rowSchema/);
+  });
+});
+
+describe('manifest.schema.json', () => {
+  test('the committed file matches the generator (run npx tsx sdk/emit-manifest-schema.ts)', () => {
+    expect(readFileSync(MANIFEST_SCHEMA_PATH, 'utf8')).toBe(generateManifestJsonSchema());
+  });
+
+  test('it offers every training option of every algorithm, documented, and nothing else', () => {
+    const schema = JSON.parse(generateManifestJsonSchema()) as { properties: { training: { properties: Record<string, { description?: string }>; additionalProperties: boolean } } };
+    const training = schema.properties.training;
+    const names = new Set(ALGORITHMS.flatMap((a) => optionNames(a).filter((n) => !n.startsWith('model.'))));
+    expect(new Set(Object.keys(training.properties))).toEqual(new Set(['algorithm', 'model', ...names]));
+    expect(training.additionalProperties).toBe(false);
+    expect(training.properties.clipHigh.description).toMatch(/Default: grpo 0.28, ppo 0.2/);
   });
 });

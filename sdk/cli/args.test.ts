@@ -28,15 +28,15 @@ describe('parseCommandLine', () => {
   it('parses run with every option, global options anywhere', () => {
     expect(parseCommandLine(['--server', 'http://h:1', 'run', 'env-templates/bandit', '--algo', 'ppo', '--steps', '3', '--config', 'c.json', '--watch', '--json', '--priority', '2'])).toEqual({
       globals: { server: 'http://h:1', apiKey: undefined, team: undefined, json: true },
-      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', configFile: 'c.json', steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
+      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', config: 'c.json', set: [], steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
     });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '-w', '--api-key', 'wsk_a']).command).toMatchObject({ name: 'run', algo: 'grpo', watch: true });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '--api-key', 'wsk_a']).globals.apiKey).toBe('wsk_a');
   });
 
   it('parses the other commands', () => {
-    expect(parseCommandLine(['jobs']).command).toEqual({ name: 'jobs', state: undefined, limit: 50 });
-    expect(parseCommandLine(['jobs', '--state', 'running', '--limit', '5']).command).toEqual({ name: 'jobs', state: 'RUNNING', limit: 5 });
+    expect(parseCommandLine(['jobs']).command).toEqual({ name: 'jobs', state: undefined, limit: 50, jobId: undefined, config: false });
+    expect(parseCommandLine(['jobs', '--state', 'running', '--limit', '5']).command).toEqual({ name: 'jobs', state: 'RUNNING', limit: 5, jobId: undefined, config: false });
     expect(parseCommandLine(['logs', 'j1', '-f']).command).toEqual({ name: 'logs', jobId: 'j1', follow: true });
     expect(parseCommandLine(['cancel', 'j1']).command).toEqual({ name: 'cancel', jobId: 'j1' });
     expect(parseCommandLine(['workers', '--json']).command).toEqual({ name: 'workers' });
@@ -51,7 +51,11 @@ describe('parseCommandLine', () => {
 
   it('refuses malformed command lines with a usage error', () => {
     expect(usage(['frobnicate'])).toBe('unknown command "frobnicate"');
-    expect(usage(['run', 'x'])).toBe('run needs --algo grpo, ppo or sft');
+    // Without --algo the manifest's algorithm is used; --set repeats, in order.
+    expect(parseCommandLine(['run', 'x', '--set', 'clipHigh=0.3', '--set', 'model.width=32']).command).toMatchObject({ name: 'run', algo: undefined, set: ['clipHigh=0.3', 'model.width=32'] });
+    expect(usage(['run', 'x', '--set', 'clipHigh'])).toBe('--set clipHigh: write key=value, e.g. --set clipHigh=0.3');
+    expect(parseCommandLine(['jobs', 'j1', '--config']).command).toEqual({ name: 'jobs', jobId: 'j1', config: true, limit: 50, state: undefined });
+    expect(usage(['jobs', '--config'])).toMatch(/whetstone jobs <job> --config/);
     expect(usage(['run', 'x', '--algo', 'dpo'])).toBe('--algo must be grpo, ppo or sft, not "dpo"');
     expect(usage(['run', '--algo', 'grpo'])).toBe('run needs an environment folder or id');
     expect(usage(['run', 'a', 'b', '--algo', 'grpo'])).toMatch(/takes one/);
@@ -59,7 +63,7 @@ describe('parseCommandLine', () => {
     expect(usage(['run', 'x', '--algo', 'grpo', '--steps', '2.5'])).toMatch(/--steps must be a whole number/);
     expect(usage(['run', 'x', '--algo', 'grpo', '--games', '3'])).toMatch(/Unknown option '--games'/);
     expect(usage(['jobs', '--state', 'LOST'])).toMatch(/--state must be one of/);
-    expect(usage(['jobs', 'extra'])).toMatch(/takes no arguments/);
+    expect(usage(['jobs', 'a', 'b'])).toMatch(/at most one job id/);
     expect(usage(['logs'])).toBe('logs needs a job id');
     expect(usage(['eval', 'c', '--games', 'many'])).toMatch(/--games must be/);
     expect(usage(['--server', 'ftp://x', 'jobs'])).toMatch(/--server must be an http\(s\) URL/);

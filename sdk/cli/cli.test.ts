@@ -81,6 +81,21 @@ describe('whetstone CLI against a server without workers', () => {
     expect(byName.json().environment.versionId).toBe(doc.environment.versionId);
     const byId = await cli(['run', doc.environment.environmentId, '--algo', 'grpo', '--json']);
     expect(byId.json().environment.versionId).toBe(doc.environment.versionId);
+
+    // Without --algo, the manifest's algorithm and settings; --config may be inline JSON.
+    const fromManifest = await cli(['run', 'bandit', '--config', '{"training": {"steps": 4}}']);
+    expect(fromManifest.stdout).toMatch(/submitted job \S+: TRAIN grpo, 4 steps/);
+  });
+
+  it('a misspelt or renamed option is refused by the server, naming it and what to write (exit 6)', async () => {
+    const misspelt = await cli(['run', 'bandit', '--set', 'clipHig=0.3']);
+    expect(misspelt.code).toBe(EXIT.REJECTED);
+    expect(misspelt.stderr).toContain('config.training.clipHig: unknown option; did you mean `clipHigh`?');
+    const renamed = await cli(['run', 'bandit', '--config', '{"training": {"normalizeAdvantageStd": false}}']);
+    expect(renamed.code).toBe(EXIT.REJECTED);
+    expect(renamed.stderr).toContain('config.training.normalizeAdvantageStd: renamed; write normalizeByStd');
+    const moved = await cli(['run', 'bandit', '--config', '{"model": {"width": 32}}']);
+    expect(moved.stderr).toContain('config.model: moved; write training.model');
   });
 
   it('jobs lists the team\'s jobs as a table and as JSON', async () => {
@@ -91,7 +106,7 @@ describe('whetstone CLI against a server without workers', () => {
     const json = await cli(['jobs', '--json']);
     expect(json.code).toBe(EXIT.OK);
     const { jobs } = json.json();
-    expect(jobs).toHaveLength(4);
+    expect(jobs).toHaveLength(5);
     expect(jobs.map((j: any) => j.id)).toContain(firstJob);
     expect(jobs[0]).toMatchObject({ kind: 'TRAIN', state: 'QUEUED', owner: { id: owner.user.id } });
     expect(typeof jobs[0].createdAt).toBe('string');
@@ -204,7 +219,7 @@ describe('whetstone CLI and datasets', () => {
     const sft = await cli(['run', BANDIT, '--algo', 'sft', '--dataset', good, '--steps', '5', '--json']);
     expect(sft.code).toBe(EXIT.OK);
     const job = await t.db.job.findUniqueOrThrow({ where: { id: sft.json().job.id } });
-    expect(job).toMatchObject({ kind: 'SFT', config: { steps: 5 } });
+    expect(job).toMatchObject({ kind: 'SFT', config: { training: { algorithm: 'sft', steps: 5, learningRate: 0.001 } } });
     // Uploaded under the file's name (the --name upload above is another dataset with the same bytes).
     const used = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: (job.config as { datasetVersionId: string }).datasetVersionId }, include: { dataset: true } });
     const named = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: uploaded.json().dataset.versionId } });
@@ -244,7 +259,7 @@ describe('whetstone CLI with a worker daemon', () => {
 
   it('run --watch trains to SUCCEEDED with progress and checkpoints; eval scores a checkpoint', async () => {
     const stop = AbortSignal.timeout(75_000);
-    const res = await cli(['run', BANDIT, '--algo', 'grpo', '--steps', '3', '--config', configFile, '--watch', '--logs'], {}, stop);
+    const res = await cli(['run', BANDIT, '--algo', 'grpo', '--steps', '3', '--config', configFile, '--set', 'clipHigh=0.3', '--set', 'epochs=2', '--watch', '--logs'], {}, stop);
     if (res.code !== EXIT.OK) console.log(res.stdout, res.stderr, daemon.output(), await t.db.job.findMany({ include: { events: true } }));
     expect(res.stderr).toBe('');
     expect(res.code).toBe(EXIT.OK);
@@ -255,6 +270,17 @@ describe('whetstone CLI with a worker daemon', () => {
     const checkpoints = await t.db.checkpoint.findMany({ where: { jobId } });
     expect(checkpoints.length).toBeGreaterThan(0);
     for (const c of checkpoints) expect(res.stdout).toContain(c.id);
+
+    // `jobs <id> --config` shows what it trained with: the --set values over --config over the manifest.
+    const shown = await cli(['jobs', jobId, '--config']);
+    expect(shown.code).toBe(EXIT.OK);
+    expect(shown.stdout).toMatch(/training \(grpo; \* differs from the documented default\)/);
+    expect(shown.stdout).toMatch(/clipHigh\s+0\.3\s+\*/);
+    expect(shown.stdout).toMatch(/epochs\s+2\s+\*/);
+    expect(shown.stdout).toMatch(/model\.contextLength\s+96\s+\*/);
+    expect(shown.stdout).toMatch(/normalizeByStd\s+true\s*\n/);
+    const stored = await t.db.job.findUniqueOrThrow({ where: { id: jobId } });
+    expect(stored.config).toMatchObject({ training: { clipHigh: 0.3, epochs: 2, steps: 3, batchSize: 2, clipLow: 0.2 } });
 
     const sampler = checkpoints.find((c) => c.kind === 'SAMPLER') ?? checkpoints[0];
     // `jobs` lists the run with its newest sampler checkpoint, the one to evaluate.
