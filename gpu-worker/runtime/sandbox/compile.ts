@@ -65,6 +65,10 @@ export async function compileEnvironment(source: EnvironmentSource): Promise<Com
       bundle: true,
       write: false,
       format: 'iife',
+      // Environments are ES modules, which are strict by definition; the bundle keeps them so, and
+      // an assignment to a frozen built-in (lockdown.ts) then throws at the user's line instead of
+      // being ignored.
+      banner: { js: '"use strict";' },
       platform: 'neutral',
       target: 'es2022',
       sourcemap: 'inline',

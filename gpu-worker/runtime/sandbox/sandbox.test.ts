@@ -37,6 +37,21 @@ export default defineEnvironment<undefined, { n: number }>({
         const found = probe.filter((name) => typeof g[name] !== 'undefined' || typeof Function('return this')()[name] !== 'undefined');
         return { observation: JSON.stringify(found), reward: Math.random(), terminated: true };
       }
+      case 'pollute-prototype': (Object.prototype as any).polluted = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-prototype
+      case 'pollute-global': g.leaked = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-global
+      case 'patch-builtin': (Array.prototype as any).push = () => 0; return { observation: '', reward: 0, terminated: true }; // @patch-builtin
+      case 'read-pollution': {
+        const seen = [({} as any).polluted, g.leaked, [1].push(2)];
+        return { observation: JSON.stringify(seen), reward: 0, terminated: false };
+      }
+      case 'overrides': {
+        class MyError extends Error { constructor() { super('mine'); this.name = 'MyError'; } }
+        const o: any = { toString: undefined };
+        o.toString = () => 'own toString';
+        const list: any = [1];
+        list.push = () => 'own push';
+        return { observation: [new MyError().name, String(o), list.push()].join(' | '), reward: 0, terminated: false };
+      }
       default: return { observation: 'unknown', reward: 0, terminated: false };
     }
   },
@@ -61,6 +76,13 @@ async function act(action: string) {
   const episodeId = `e${episode++}`;
   await env.reset({ episodeId, seed: episode, taskSeed: 0 });
   return env.step({ episodeId, action });
+}
+
+/** The observation an action's episode ends with. */
+async function observation(action: string): Promise<string> {
+  const result = await act(action);
+  if (!result.next) throw new Error(`${action} ended its episode without an observation`);
+  return result.next.observation;
 }
 
 async function failure(action: string): Promise<SandboxError> {
@@ -161,6 +183,24 @@ describe('sandbox battery', () => {
 async function lastObservation(result: { info: Record<string, unknown> }) {
   return JSON.stringify(result.info.found ?? []);
 }
+
+describe('episodes are independent: built-ins and globals are frozen', () => {
+  test.each([
+    ['a built-in prototype', 'pollute-prototype', '@pollute-prototype', /TypeError: object is not extensible \(built-ins and the global object are frozen/],
+    ['a global', 'pollute-global', '@pollute-global', /TypeError: object is not extensible \(built-ins/],
+    ['a built-in method', 'patch-builtin', '@patch-builtin', /TypeError: Cannot assign to push of a built-in prototype/],
+  ])('changing %s throws at the user line, and no later episode sees a change', async (_name, action, marker, message) => {
+    const e = await failure(action);
+    expect(e.message).toMatch(message);
+    expect(e.location).toMatchObject({ file: 'env.ts', line: lineOf(marker) });
+    expect(JSON.parse(await observation('read-pollution'))).toEqual([null, null, 2]);
+  });
+
+  test('instances may still override what their frozen prototypes define (Error names, toString, push)', async () => {
+    expect(await observation('overrides')).toBe('MyError | own toString | own push');
+  });
+
+});
 
 describe('compile and load errors', () => {
   test('a syntax error points at the TypeScript line and column', async () => {

@@ -10,6 +10,7 @@
  */
 import { type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { type CompiledEnvironment } from './compile';
+import { LOCKDOWN_SOURCE } from './lockdown';
 import { SandboxError, type SandboxErrorKind } from './errors';
 import { DISPATCH_GLOBAL, type DriverMethod, type DriverMethods, type DriverResponse } from './protocol';
 import { validateResponse } from './validate-response';
@@ -35,6 +36,10 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   maxOutputChars: 1_000_000,
 };
 
+/** What QuickJS says when code writes to a frozen built-in or the global object (lockdown.ts). */
+const FROZEN_HINT_PATTERN = /not extensible|read-only|read only/;
+const FROZEN_HINT = ' (built-ins and the global object are frozen so that episodes stay independent: keep episode state in ctx.state)';
+
 export class Sandbox {
   private deadline = Number.POSITIVE_INFINITY;
   private broken = false;
@@ -48,6 +53,7 @@ export class Sandbox {
   ) {
     runtime.setInterruptHandler(() => Date.now() > this.deadline);
     this.dispatch = this.load();
+    this.lockdown();
     this.definedAt(); // cached now, while the sandbox is known to be healthy
   }
 
@@ -129,6 +135,21 @@ export class Sandbox {
     });
   }
 
+  /** Freezes everything reachable from the global object (lockdown.ts), so that episodes stay independent. */
+  private lockdown(): void {
+    this.guarded('load', () => {
+      this.deadline = Date.now() + this.limits.loadTimeoutMs;
+      const result = this.vm.evalCode(LOCKDOWN_SOURCE, 'lockdown.js', { type: 'global' });
+      this.deadline = Number.POSITIVE_INFINITY;
+      if (result.error) {
+        const error = this.dumpError(result.error);
+        result.error.dispose();
+        throw this.fail('load', 'load', `the sandbox could not freeze its built-ins: ${error.message}`, '');
+      }
+      result.value.dispose();
+    });
+  }
+
   /** Runs host-side QuickJS calls; a host-level failure (a trap, a host stack overflow) breaks this sandbox. */
   private guarded<T>(during: string, fn: () => T): T {
     try {
@@ -203,7 +224,7 @@ export class Sandbox {
           ? `${during} went over the memory limit of ${Math.round(this.limits.memoryBytes / 1048576)} MB`
           : kind === 'stack-overflow'
             ? `${during} recursed too deeply (stack limit ${Math.round(this.limits.stackBytes / 1024)} KB)`
-            : `${during} threw ${error.name}: ${error.message}`;
+            : `${during} threw ${error.name}: ${error.message}${FROZEN_HINT_PATTERN.test(error.message) ? FROZEN_HINT : ''}`;
     // Without a user frame in the error's own stack, point at the environment's definition.
     const stack = this.compiled.mapper.userFrame(error.stack) ? error.stack : this.definedAt();
     return this.fail(kind, during, detail, stack, logs);
