@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { validateBatch } from '../engine/batch';
 import { CharTokenizer } from '../engine/tokenizer';
 import { loadTemplate } from '../../env-templates/load-template';
 import { openInSandbox } from '../../env-templates/template-harness';
@@ -94,6 +95,19 @@ describe('rollout state machine', () => {
     expect(r.agents.agent.turns).toBe(turns);
     expect(r.agents.agent.sequences[0].truncated).toBe(true);
     expect(r.agents.agent.responseTokens).toBeLessThanOrEqual(limits.maxResponseTokens ?? config.maxResponseTokens);
+  });
+
+  test('an episode that outgrows the context ends as truncated and trains on what fits, at every context length', async () => {
+    const policy = new ScriptedPolicy(tok, () => 'thinking about it');
+    for (let contextLength = 380; contextLength <= 560; contextLength += 12) {
+      const [r] = await runRollouts(mathTools, tok, { p: policy }, [solo(`fit-${contextLength}`)], { ...config, maxTurns: 20, maxResponseTokens: 2000, contextLength });
+      expect(r.endReason, `context ${contextLength}`).toBe('context');
+      const batch = trainingBatch([r], 'agent');
+      expect(batch).toHaveLength(1);
+      // The batch the trainer validates: every sequence within the context, with trainable tokens.
+      validateBatch(batch, { contextLength, vocabSize: tok.vocabSize, needRewards: false, needGroups: false });
+      expect(batch[0].lossMask.some((m) => m === 1)).toBe(true);
+    }
   });
 
   test('a turn longer than maxTokensPerTurn is cut, and its tokens stay trainable', async () => {

@@ -180,11 +180,14 @@ export async function runRollouts(
         end(ep, 'max-tokens');
         continue;
       }
-      ep.prompt = buildPrompt(tokenizer, track, ep, context);
-      if (ep.prompt.length + 1 >= config.contextLength) {
+      const prompt = buildPrompt(tokenizer, track, ep, context, config.contextLength);
+      if (!prompt) {
+        // The next turn does not fit: the episode ends here as truncated (reason "context"), and
+        // what it has is trained on; nothing past the context is ever recorded.
         end(ep, 'context');
         continue;
       }
+      ep.prompt = prompt;
       const list = byPolicy.get(player.policy) ?? [];
       list.push(ep);
       byPolicy.set(player.policy, list);
@@ -290,13 +293,18 @@ export function promptTurn(tok: Tokenizer, observation: string, role: 'user' | '
   return [tok.roleToken(role), ...tok.encode(observation), tok.eos, tok.roleToken('assistant')];
 }
 
-function buildPrompt(tok: Tokenizer, track: Track, ep: Live, context: 'full' | 'latest'): number[] {
+/**
+ * The prompt of the acting agent's next turn (in full context, its track so far plus the new
+ * observation), or null when that prompt leaves no room for one generated token; then the track
+ * is left as it was, so its sequence never outgrows the model's context.
+ */
+function buildPrompt(tok: Tokenizer, track: Track, ep: Live, context: 'full' | 'latest', contextLength: number): number[] | null {
   const turn = promptTurn(tok, ep.observation, ep.observationRole);
-  if (context === 'latest' || track.tokens.length === 0) {
-    const head = promptHead(tok, track.system);
-    if (context === 'latest') return [...head, ...turn];
-    push(track, head, 0);
-  }
+  const head = context === 'latest' || track.tokens.length === 0 ? promptHead(tok, track.system) : [];
+  const length = (context === 'latest' ? 0 : track.tokens.length) + head.length + turn.length;
+  if (length + 1 >= contextLength) return null;
+  if (context === 'latest') return [...head, ...turn];
+  push(track, head, 0);
   push(track, turn, 0);
   return track.tokens.slice();
 }
