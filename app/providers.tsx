@@ -2,7 +2,7 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { useState, type ReactNode } from 'react';
-import superjson from 'superjson';
+import { transformer } from '../sdk/transformer';
 import type { AppRouter } from '../server/api/root';
 import { httpStatusOf } from './_ui/errors';
 import { TRPCProvider } from './trpc';
@@ -25,7 +25,7 @@ export function Providers({ children }: { children: ReactNode }) {
   );
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({
-      links: [httpBatchLink({ url: '/api/trpc', transformer: superjson })],
+      links: [httpBatchLink({ url: '/api/trpc', transformer })],
     }),
   );
   return (

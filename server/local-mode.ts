@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { audit } from './auth/audit';
@@ -7,6 +6,7 @@ import { hashSecret, newSecret } from './auth/tokens';
 import type { Db } from './db/client';
 import { repoRoot } from './paths';
 import { DISPLAY_PREFIX_LENGTH, WORKER_TOKEN_PREFIX } from './workers/credentials';
+import { supervise, type Supervised } from './supervise';
 
 // Local mode (`npm start`): one worker daemon beside the server, registered into the shared
 // pool, and credentials for the CLI, both kept in WHETSTONE_HOME (readable by its owner only)
@@ -54,28 +54,24 @@ export async function ensureLocalCredentials(db: Db, home: string, ownerId: stri
   return credentials;
 }
 
-/** The local worker daemon as a child process; stop() drains it (SIGTERM) within `graceMs`. */
-export function startLocalWorker(opts: { url: string; home: string; token: string; log: (line: string) => void }) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(repoRoot, 'gpu-worker/daemon.ts'), '--server', opts.url, '--token', opts.token, '--name', 'local'],
-    // The IPC channel is only there to close when this process ends, however it ends (the daemon drains then).
-    { cwd: repoRoot, env: { ...process.env, WHETSTONE_HOME: opts.home }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
-  );
+/**
+ * The local worker daemon as a supervised child process: restarted with backoff when it exits on
+ * its own (supervise.ts); stop() drains it (SIGTERM) within `graceMs`.
+ */
+export function startLocalWorker(opts: { url: string; home: string; token: string; log: (line: string) => void }): Supervised {
   const relay = (chunk: Buffer) => {
     for (const line of chunk.toString().split('\n')) if (line.trim()) opts.log(`[worker] ${line}`);
   };
-  child.stdout!.on('data', relay);
-  child.stderr!.on('data', relay);
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  return {
-    child,
-    async stop(graceMs: number): Promise<void> {
-      if (child.exitCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-      await exited;
-      clearTimeout(timer);
+  return supervise({
+    name: 'the local worker',
+    command: process.execPath,
+    args: ['--import', 'tsx', path.join(repoRoot, 'gpu-worker/daemon.ts'), '--server', opts.url, '--token', opts.token, '--name', 'local'],
+    // The IPC channel is only there to close when this process ends, however it ends (the daemon drains then).
+    spawnOptions: { cwd: repoRoot, env: { ...process.env, WHETSTONE_HOME: opts.home }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] },
+    log: opts.log,
+    onStart: (child) => {
+      child.stdout!.on('data', relay);
+      child.stderr!.on('data', relay);
     },
-  };
+  });
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './db/test-database';
 import { repoRoot } from './paths';
+import { waitUntil } from './reliability/harness';
 
 // `npm start` as a user runs it: a real process, real PostgreSQL, real signals.
 
@@ -42,6 +43,14 @@ function start(env: Record<string, string>): Started {
       setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; output:\n${output}`)), timeoutMs);
     });
   return { child, output: () => output, waitFor, exited };
+}
+
+/** The pid of the local worker daemon `npm start` (pid `parent`) runs. */
+function localWorkerPid(parent: number): number {
+  const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(parent)], { encoding: 'utf8' }).split('\n');
+  const line = lines.find((l) => l.includes('gpu-worker/daemon.ts'));
+  if (!line) throw new Error(`no worker among the children of ${parent}:\n${lines.join('\n')}`);
+  return Number(line.trim().split(/\s+/)[0]);
 }
 
 const homes: string[] = [];
@@ -83,6 +92,14 @@ describe('npm start', () => {
       if (!online) await new Promise((r) => setTimeout(r, 250));
     }
     expect(online).toBe(1);
+    // The worker is supervised: killed, it is logged with its signal and started again.
+    const workerPid = localWorkerPid(first.child.pid!);
+    const connected = () => (first.output().match(/\[worker\].*connected for pushes/g) ?? []).length;
+    const before = connected();
+    process.kill(workerPid, 'SIGKILL');
+    await first.waitFor(/the local worker exited \(signal SIGKILL\); restarting in/);
+    await waitUntil('the restarted worker connected', async () => connected() > before, 60_000);
+    expect(localWorkerPid(first.child.pid!)).not.toBe(workerPid);
     const local = JSON.parse(fs.readFileSync(path.join(home, 'local-credentials.json'), 'utf8'));
     expect(local.apiKey).toMatch(/^wsk_/);
     expect(fs.statSync(path.join(home, 'local-credentials.json')).mode & 0o077).toBe(0);

@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     // Armed first, so that no step below (nor one still under way in main) can keep the process up.
     setTimeout(() => {
       console.error('[whetstone] shutdown took too long; exiting');
-      localWorker?.child.kill('SIGKILL');
+      localWorker?.kill();
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     log(`${signal}: stopping`);

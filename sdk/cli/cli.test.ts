@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
-import superjson from 'superjson';
+import { transformer } from '../transformer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopGracefully, waitUntil, type Proc } from '../../server/reliability/harness';
 import type { AppRouter } from '../../server/api/root';
@@ -30,7 +30,7 @@ let env: Record<string, string>;
 
 function cookieApi(cookie: string) {
   return createTRPCClient<AppRouter>({
-    links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer: superjson, headers: () => ({ cookie, origin: server.url }) })],
+    links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: server.url }) })],
   });
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink, type TRPCClient } from '@trpc/client';
-import superjson from 'superjson';
+import { transformer } from '../transformer';
 import type { AppRouter } from '../../server/api/root';
 import { CliError, EXIT, keyRefused, toCliError, type KeySource } from './errors';
 
@@ -65,7 +65,7 @@ export function createApi(url: string, apiKey: string): Api {
     links: [
       httpBatchLink({
         url: `${url}/api/trpc`,
-        transformer: superjson,
+        transformer,
         headers: () => ({ authorization: `Bearer ${apiKey}` }),
         fetch: (input, init) => {
           const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);

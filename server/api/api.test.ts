@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createUserWithTeam, useTestServer } from '../test-server';
 import { createSignInLink } from '../auth/session';
+import { transformer } from '../../sdk/transformer';
 
 /** A tRPC query over plain HTTP, as the browser sends it (superjson-wrapped input). */
 async function trpcGet(base: string, path: string, input: unknown, cookie?: string) {
@@ -43,6 +44,20 @@ describe('HTTP API', () => {
     expect(res.body.error.json.data.code).toBe('BAD_REQUEST');
     expect(res.body.error.json.data.issues[0]).toMatchObject({ path: ['teamId'], code: 'invalid_type' });
     expect(JSON.stringify(res.body)).not.toMatch(/stack|at .*\.ts/);
+  });
+
+  it('serves user data with any key, __proto__ and constructor included, never a 500', async () => {
+    const { cookie, team } = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const info = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}, "score": 2}');
+    const env = await ctx.t.db.environment.create({ data: { teamId: team.id, name: 'keys' } });
+    const version = await ctx.t.db.environmentVersion.create({
+      data: { environmentId: env.id, version: 1, contentHash: 'keys-1', files: {}, entry: 'env.ts', manifest: {}, validation: { transcripts: [{ info }] } },
+    });
+    const res = await trpcGet(ctx.server.url, 'environments.version', { teamId: team.id, versionId: version.id }, cookie);
+    expect(res.status).toBe(200);
+    const read = transformer.deserialize(res.body.result.data) as { validation: { transcripts: Array<{ info: object }> } };
+    expect(JSON.stringify(read.validation.transcripts[0].info)).toBe(JSON.stringify(info));
+    expect(Object.getPrototypeOf(read.validation.transcripts[0].info)).toBe(Object.prototype);
   });
 
   it('refuses oversized bodies with 413, not a 500', async () => {

@@ -4,7 +4,7 @@
  * job that names the uploaded version.
  */
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
-import superjson from 'superjson';
+import { transformer } from '../../sdk/transformer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AppRouter } from './root';
 import { createUserWithTeam, useTestServer } from '../test-server';
@@ -16,7 +16,7 @@ describe('datasets', () => {
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;
   const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer: superjson, headers: () => ({ cookie, origin: s.server.url }) })] });
+    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
 
   beforeAll(async () => {
     owner = await createUserWithTeam(s.server.url, s.t.db);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { io as connect, type Socket } from 'socket.io-client';
-import superjson from 'superjson';
+import { transformer } from '../../sdk/transformer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopGracefully, waitUntil, type Proc } from '../reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
@@ -32,7 +32,7 @@ describe('inference sessions', () => {
   let browser: Socket;
 
   const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer: superjson, headers: () => ({ cookie, origin: s.server.url }) })] });
+    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
 
   beforeAll(async () => {
     owner = await createUserWithTeam(s.server.url, s.t.db);

@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { initTRPC, TRPCError } from '@trpc/server';
-import superjson from 'superjson';
+import { transformer } from '../../sdk/transformer';
 import { z, ZodError } from 'zod';
 import { Prisma } from '../db/generated/prisma/client';
 import type { Role } from '../db/generated/prisma/enums';
@@ -18,14 +19,22 @@ const t = initTRPC
   .context<Context>()
   .meta<ProcedureMeta>()
   .create({
-    transformer: superjson,
+    transformer,
     // Never send stack traces to the browser.
     isDev: false,
-    errorFormatter({ shape, error }) {
+    errorFormatter({ shape, error, path }) {
       const issues = error.cause instanceof ZodError ? error.cause.issues : null;
+      // A 500 is logged here, once, with its stack and an id the caller is shown: "see the log"
+      // must lead somewhere. (Errors in serialising a response pass only through here.)
+      let message = shape.message;
+      if (error.code === 'INTERNAL_SERVER_ERROR') {
+        const requestId = randomBytes(4).toString('hex');
+        console.error(`[trpc] request ${requestId} (${path ?? 'unknown procedure'}) failed:`, error.cause ?? error);
+        message = `Internal server error (request ${requestId}; the server log has the details)`;
+      }
       return {
         ...shape,
-        message: error.code === 'INTERNAL_SERVER_ERROR' ? 'Internal server error' : shape.message,
+        message,
         data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, issues },
       };
     },
@@ -44,7 +53,6 @@ const mapErrors = t.middleware(async ({ next }) => {
       else if (cause.code === 'P2002') result.error = new TRPCError({ code: 'CONFLICT', message: 'Already exists', cause });
       else if (cause.code === 'P2003') result.error = new TRPCError({ code: 'BAD_REQUEST', message: 'Refers to something that does not exist', cause });
     }
-    if (result.error.code === 'INTERNAL_SERVER_ERROR') console.error('[trpc]', result.error.cause ?? result.error);
   }
   return result;
 });
