@@ -50,13 +50,16 @@ describe('HTTP API', () => {
     const { cookie, team } = await createUserWithTeam(ctx.server.url, ctx.t.db);
     const info = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}, "score": 2}');
     const env = await ctx.t.db.environment.create({ data: { teamId: team.id, name: 'keys' } });
-    const version = await ctx.t.db.environmentVersion.create({
-      data: { environmentId: env.id, version: 1, contentHash: 'keys-1', files: {}, entry: 'env.ts', manifest: {}, validation: { transcripts: [{ info }] } },
-    });
+    const version = await ctx.t.db.environmentVersion.create({ data: { environmentId: env.id, version: 1, contentHash: 'keys-1', files: {}, entry: 'env.ts', manifest: {} } });
+    // Written as SQL: Prisma's JSON writer drops an own "__proto__" key, PostgreSQL keeps it.
+    await ctx.t.db.$executeRaw`UPDATE "EnvironmentVersion" SET validation = ${JSON.stringify({ transcripts: [{ info }] })}::jsonb WHERE id = ${version.id}`;
     const res = await trpcGet(ctx.server.url, 'environments.version', { teamId: team.id, versionId: version.id }, cookie);
     expect(res.status).toBe(200);
     const read = transformer.deserialize(res.body.result.data) as { validation: { transcripts: Array<{ info: object }> } };
-    expect(JSON.stringify(read.validation.transcripts[0].info)).toBe(JSON.stringify(info));
+    const served = read.validation.transcripts[0].info as Record<string, unknown>;
+    expect(Object.keys(served).sort()).toEqual(['__proto__', 'constructor', 'score']);
+    expect(Object.getOwnPropertyDescriptor(served, '__proto__')?.value).toEqual({ polluted: true });
+    expect(served.constructor).toEqual({ prototype: 1 });
     expect(Object.getPrototypeOf(read.validation.transcripts[0].info)).toBe(Object.prototype);
   });
 
