@@ -28,7 +28,7 @@ describe('parseCommandLine', () => {
   it('parses run with every option, global options anywhere', () => {
     expect(parseCommandLine(['--server', 'http://h:1', 'run', 'env-templates/bandit', '--algo', 'ppo', '--steps', '3', '--config', 'c.json', '--watch', '--json', '--priority', '2'])).toEqual({
       globals: { server: 'http://h:1', apiKey: undefined, team: undefined, json: true },
-      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', config: 'c.json', set: [], steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
+      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', config: 'c.json', set: [], from: undefined, steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
     });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '-w', '--api-key', 'wsk_a']).command).toMatchObject({ name: 'run', algo: 'grpo', watch: true });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '--api-key', 'wsk_a']).globals.apiKey).toBe('wsk_a');
@@ -116,7 +116,14 @@ describe('client settings', () => {
     expect(findCredentials(undefined, { WHETSTONE_HOME: home })).toMatchObject({ apiKey: 'wsk_local', teamId: 't1' });
     expect(findCredentials(undefined, { WHETSTONE_HOME: home, WHETSTONE_API_KEY: 'wsk_env' })).toEqual({ apiKey: 'wsk_env', source: { description: 'WHETSTONE_API_KEY' } });
     expect(findCredentials('wsk_flag', { WHETSTONE_API_KEY: 'wsk_env' })?.apiKey).toBe('wsk_flag');
+    // Without WHETSTONE_HOME: the nearest .whetstone above the working directory, as git finds .git.
+    const checkout = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-checkout-'));
+    fs.mkdirSync(path.join(checkout, '.whetstone'));
+    fs.mkdirSync(path.join(checkout, 'env-templates', 'bandit'), { recursive: true });
+    fs.writeFileSync(path.join(checkout, '.whetstone', 'local-credentials.json'), JSON.stringify({ apiKey: 'wsk_found', teamId: 't2' }));
+    expect(findCredentials(undefined, {}, path.join(checkout, 'env-templates', 'bandit'))).toMatchObject({ apiKey: 'wsk_found', teamId: 't2' });
     fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(checkout, { recursive: true, force: true });
   });
 });
 

@@ -28,6 +28,8 @@ export type Command =
       config?: string;
       /** Training options as `key=value`, applied over --config in order (`--set clipHigh=0.3`). */
       set: string[];
+      /** Start from this checkpoint's weights (config.baseCheckpointId): e.g. GRPO after SFT. */
+      from?: string;
       steps?: number;
       watch: boolean;
       priority?: number;
@@ -63,6 +65,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     algo: { type: 'string' },
     config: { type: 'string' },
     set: { type: 'string', multiple: true },
+    from: { type: 'string' },
     steps: { type: 'string' },
     watch: { type: 'boolean', short: 'w' },
     priority: { type: 'string' },
@@ -105,7 +108,7 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
+  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <checkpoint>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
@@ -154,7 +157,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return {
         globals,
         command: {
-          name: 'run', target, algo, config: str('config'), set, steps: positiveInt('steps', str('steps')), watch: bool('watch'),
+          name: 'run', target, algo, config: str('config'), set, from: str('from'), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
           priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'),
         },
       };
@@ -220,7 +223,9 @@ commands:
       manifest's "training" (its algorithm too), then --config (a JSON job config, a file or
       inline: '{"training": {"batchSize": 4, "model": {"width": 32}}}'), then each
       --set key=value (any option: --set clipHigh=0.3 --set epochs=2 --set model.contextLength=256),
-      then --algo and --steps. Unknown options are refused with the closest name.
+      then --algo and --steps. Unknown options are refused with the closest name. --from starts
+      from a checkpoint's weights instead of a new policy: GRPO after an SFT warm start is
+      whetstone run <env> --algo grpo --from <the SFT job's checkpoint>.
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
   ${USAGE.jobs}
       The team's jobs: id, kind, state, priority, owner, age, the newest sampler checkpoint (for

@@ -292,5 +292,12 @@ describe('whetstone CLI with a worker daemon', () => {
     expect(doc.final.state).toBe('SUCCEEDED');
     expect(doc.final.metrics).toHaveProperty('score');
     expect(doc.config).toMatchObject({ checkpointId: sampler.id, games: 4, against: 'random' });
+
+    // --from continues from a checkpoint's weights (GRPO after SFT, or more GRPO).
+    const continued = await cli(['run', BANDIT, '--algo', 'grpo', '--from', sampler.id, '--config', configFile, '--json']);
+    expect(continued.code).toBe(EXIT.OK);
+    const next = await t.db.job.findUniqueOrThrow({ where: { id: continued.json().job.id } });
+    expect(next.config).toMatchObject({ baseCheckpointId: sampler.id });
+    expect((await cli(['cancel', next.id])).code).toBe(EXIT.OK);
   });
 });

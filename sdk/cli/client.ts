@@ -36,15 +36,25 @@ export function serverUrl(flag: string | undefined, env: Record<string, string |
   return (flag ?? env.WHETSTONE_URL ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
-export function whetstoneHome(env: Record<string, string | undefined>): string {
-  return path.resolve(env.WHETSTONE_HOME ?? path.join(REPO_ROOT, '.whetstone'));
+/**
+ * Where `npm start` keeps its local credentials: WHETSTONE_HOME when set, else the nearest
+ * `.whetstone` holding them, searched upward from the working directory as git finds `.git`, else
+ * this checkout's.
+ */
+export function whetstoneHome(env: Record<string, string | undefined>, cwd = process.cwd()): string {
+  if (env.WHETSTONE_HOME) return path.resolve(env.WHETSTONE_HOME);
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, '.whetstone', 'local-credentials.json'))) return path.join(dir, '.whetstone');
+    if (path.dirname(dir) === dir) break;
+  }
+  return path.join(REPO_ROOT, '.whetstone');
 }
 
 /** The key to use and where it came from, or null when there is none anywhere. */
-export function findCredentials(flag: string | undefined, env: Record<string, string | undefined>): Credentials | null {
+export function findCredentials(flag: string | undefined, env: Record<string, string | undefined>, cwd?: string): Credentials | null {
   if (flag) return { apiKey: flag, source: { description: '--api-key' } };
   if (env.WHETSTONE_API_KEY) return { apiKey: env.WHETSTONE_API_KEY, source: { description: 'WHETSTONE_API_KEY' } };
-  const file = path.join(whetstoneHome(env), 'local-credentials.json');
+  const file = path.join(whetstoneHome(env, cwd), 'local-credentials.json');
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -82,13 +92,13 @@ export function createApi(url: string, apiKey: string): Api {
  * server that is down) and settles the team: --team, the local credentials' team, or the key's
  * one team.
  */
-export async function connect(opts: { server?: string; apiKey?: string; team?: string; env: Record<string, string | undefined> }): Promise<Connection> {
+export async function connect(opts: { server?: string; apiKey?: string; team?: string; env: Record<string, string | undefined>; cwd?: string }): Promise<Connection> {
   const url = serverUrl(opts.server, opts.env);
-  const credentials = findCredentials(opts.apiKey, opts.env);
+  const credentials = findCredentials(opts.apiKey, opts.env, opts.cwd);
   if (!credentials) {
     throw new CliError('no API key', EXIT.UNAUTHORIZED, [
       'pass --api-key wsk_… or set WHETSTONE_API_KEY (create a key under Team → API keys);',
-      `on the machine running npm start, the local key is read from ${path.join(whetstoneHome(opts.env), 'local-credentials.json')}`,
+      `on the machine running npm start, the local key is read from ${path.join(whetstoneHome(opts.env, opts.cwd), 'local-credentials.json')} (WHETSTONE_HOME, else the nearest .whetstone above the working directory)`,
     ]);
   }
   const api = createApi(url, credentials.apiKey);

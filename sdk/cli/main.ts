@@ -64,7 +64,7 @@ export async function main(argv: string[], io: CliIO): Promise<number> {
       io,
       out: printer(io, json),
       globals,
-      connect: () => (connection ??= connect({ server: globals.server, apiKey: globals.apiKey, team: globals.team, env: io.env })),
+      connect: () => (connection ??= connect({ server: globals.server, apiKey: globals.apiKey, team: globals.team, env: io.env, cwd: io.cwd })),
     };
     return await dispatch(ctx, command);
   } catch (e) {

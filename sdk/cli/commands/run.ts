@@ -183,6 +183,7 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
   const config: z.input<typeof trainJobConfigSchema> | z.input<typeof sftJobConfigSchema> = sft
     ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
     : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), training };
+  if (cmd.from) config.baseCheckpointId = cmd.from;
   // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.
   const resolved = sft ? resolveJobTraining('SFT', { training }) : resolveJobTraining('TRAIN', { training }, { training: env.training });
   const total = resolved.ok ? resolved.config.steps : null;
