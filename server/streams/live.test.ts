@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { type LiveBatch } from '../../sdk/live';
+import { type LiveBatch, liveBatchSchema } from '../../sdk/live';
 import { ingestBatch } from './ingest';
 import { Refusal } from '../workers/refusal';
 import { readSince } from './positions';
@@ -149,5 +149,10 @@ describe('live stream batches', () => {
     const big = await readSince(t.db, job.id, { attempt: 1, seq: 4 }, 2);
     expect(big.metrics.map((m) => m.step)).toEqual([20, 21, 22]);
     expect(big).toMatchObject({ through: { attempt: 1, seq: 5 }, complete: false });
+  });
+
+  it('publishes only batches of the live contract (sdk/live.ts), exactly as declared', () => {
+    expect(published.length).toBeGreaterThan(0);
+    for (const b of published) expect(liveBatchSchema.parse(JSON.parse(JSON.stringify(b)))).toEqual(b);
   });
 });
