@@ -356,7 +356,7 @@ async function fanout(url: string, team: Team, workers: SimWorker[]): Promise<nu
   while (now() - t0 < FANOUT_SECONDS * 1000) {
     const due = t0 + (seq * 1000) / batchesPerSecond;
     if (due > now()) await sleep(due - now());
-    const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() }));
+    const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench/sent_at', value: now() }));
     madeAt.set(seq, items[0].value);
     queue.push({ attemptId: a.attemptId, fencingToken: a.fencingToken, seq: seq++, kind: 'metrics', items });
     pump();
@@ -422,7 +422,7 @@ async function echo(): Promise<{ echoP99: number; floorP99: number }> {
   for (let seq = 0; now() - r0 < FANOUT_SECONDS * 1000; seq++) {
     const due = r0 + seq * 20;
     if (due > now()) await sleep(due - now());
-    publisher.emit('relay', { jobId: 'bench', kind: 'metrics', attempt: 1, seq, items: Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() })) });
+    publisher.emit('relay', { jobId: 'bench', kind: 'metrics', attempt: 1, seq, items: Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench/sent_at', value: now() })) });
   }
   await sleep(1_000);
   await clients.measure(false);

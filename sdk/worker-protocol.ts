@@ -125,8 +125,9 @@ export const callAckSchema = z.object({
 export type CallAck = z.infer<typeof callAckSchema>;
 
 /**
- * POST /api/workers/stream: one batch of one kind, its items those of sdk/live.ts. (job, attempt, seq) makes it idempotent: a
- * batch sent twice (a retry after a lost answer) changes nothing the second time.
+ * POST /api/workers/stream: one batch of one kind, its items those of sdk/live.ts. (job, attempt,
+ * seq) makes it idempotent: a batch sent twice (a retry after a lost answer) changes nothing the
+ * second time.
  */
 export const streamBatchSchema = z.discriminatedUnion('kind', [
   z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('metrics'), items: z.array(metricItemSchema).max(10_000) }),
