@@ -9,6 +9,7 @@
  * processes on this machine (the parent checks the offset, see ClientFleet.clockOffsets).
  */
 import { io as connect, type Socket } from 'socket.io-client';
+import type { LiveBatch } from '../sdk/live';
 import type { FleetCommand, FleetReply } from './fanout-clients';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -20,7 +21,8 @@ let latencies: number[] = [];
 /** Per batch seq: the latency of its first item at the first of this process's clients to get it. */
 let firstArrival = new Map<number, number>();
 
-function onBatch(batch: { seq: number; items: Array<{ value: number }> }): void {
+/** The bench streams metric batches only (sdk/live.ts), each value the time it was sent. */
+function onBatch(batch: Pick<Extract<LiveBatch, { kind: 'metrics' }>, 'seq' | 'items'>): void {
   const t = now();
   if (!measuring) return;
   for (const m of batch.items) latencies.push(t - m.value);

@@ -356,7 +356,7 @@ async function fanout(url: string, team: Team, workers: SimWorker[]): Promise<nu
   while (now() - t0 < FANOUT_SECONDS * 1000) {
     const due = t0 + (seq * 1000) / batchesPerSecond;
     if (due > now()) await sleep(due - now());
-    const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() }));
+    const items = Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench/sent_at', value: now() }));
     madeAt.set(seq, items[0].value);
     queue.push({ attemptId: a.attemptId, fencingToken: a.fencingToken, seq: seq++, kind: 'metrics', items });
     pump();
@@ -422,7 +422,7 @@ async function echo(): Promise<{ echoP99: number; floorP99: number }> {
   for (let seq = 0; now() - r0 < FANOUT_SECONDS * 1000; seq++) {
     const due = r0 + seq * 20;
     if (due > now()) await sleep(due - now());
-    publisher.emit('relay', { jobId: 'bench', kind: 'metrics', attempt: 1, seq, items: Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench', value: now() })) });
+    publisher.emit('relay', { jobId: 'bench', kind: 'metrics', attempt: 1, seq, items: Array.from({ length: perBatch }, () => ({ step: step++, key: 'bench/sent_at', value: now() })) });
   }
   await sleep(1_000);
   await clients.measure(false);
@@ -443,7 +443,7 @@ async function series(url: string, databaseUrl: string, team: Team) {
   const job = await db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {}, state: 'SUCCEEDED' } });
   await db.$executeRaw`
     INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt)
-    SELECT ${job.id}, 'loss', s, sin(s / 1000.0) + random() * 0.1, 1 FROM generate_series(0, ${SERIES_POINTS - 1}::int) AS s`;
+    SELECT ${job.id}, 'loss/total', s, sin(s / 1000.0) + random() * 0.1, 1 FROM generate_series(0, ${SERIES_POINTS - 1}::int) AS s`;
   // Ingest keeps rollups as batches arrive; points written in bulk here get theirs rebuilt.
   await rebuildRollups(db, job.id);
   await db.$executeRawUnsafe('ANALYZE "MetricPoint"');
@@ -451,12 +451,12 @@ async function series(url: string, databaseUrl: string, team: Team) {
   const direct: number[] = [];
   for (let i = 0; i < 6; i++) {
     let t = now();
-    const buckets = await trpc<unknown[]>(url, team.apiKey, 'runs.series', { teamId: team.teamId, jobId: job.id, key: 'loss', buckets: 500 }, 'query');
+    const buckets = await trpc<unknown[]>(url, team.apiKey, 'runs.series', { teamId: team.teamId, jobId: job.id, key: 'loss/total', buckets: 500 }, 'query');
     if (i > 0) viaApi.push(now() - t);
     // At most the buckets asked for; widths rounded up to whole rollups may give a few fewer.
     if (buckets.length > 500 || buckets.length < 400) throw new Error(`expected up to 500 buckets, got ${buckets.length}`);
     t = now();
-    await metricSeries(db, job.id, 'loss', 500);
+    await metricSeries(db, job.id, 'loss/total', 500);
     if (i > 0) direct.push(now() - t);
   }
   await db.$disconnect();

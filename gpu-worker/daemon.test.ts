@@ -291,7 +291,7 @@ describe('worker daemon', () => {
     expect(mine.at(-1)!.type).toBe('finish');
     const seqs = [...server.batches.get('a1')!.keys()].sort((a, b) => a - b);
     expect(seqs).toEqual(seqs.map((_, i) => i));
-    const rewards = server.items('a1', 'metrics').filter((m) => m.key === 'reward');
+    const rewards = server.items('a1', 'metrics').filter((m) => m.key === 'reward/mean');
     expect(rewards.map((m) => m.step)).toEqual([0, 1, 2]);
     expect(server.items('a1', 'rollouts').length).toBeGreaterThan(0);
     expect(server.items('a1', 'logs').length).toBeGreaterThan(0);
@@ -355,7 +355,7 @@ describe('worker daemon: outages and signals', () => {
     expect(server.finishes.find((f) => f.attemptId === 'o1')?.outcome).toBe('succeeded');
     const seqs = [...server.batches.get('o1')!.keys()].sort((a, b) => a - b);
     expect(seqs).toEqual(seqs.map((_, i) => i));
-    const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward').map((m) => m.step);
+    const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward/mean').map((m) => m.step);
     expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i));
     expect(stepsBefore).toBeLessThan(11);
   });

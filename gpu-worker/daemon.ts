@@ -26,7 +26,8 @@ import { io, type Socket } from 'socket.io-client';
 import { z } from 'zod';
 import { initBackend } from './engine/backend';
 import { RunnerProcess, type RunnerExit } from './job-runner/runner-process';
-import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './job-runner/sink';
+import { type CheckpointUploadKind, type UploadedCheckpoint } from './job-runner/sink';
+import { type StreamKind } from '../sdk/live';
 import { type JobOutcome } from './job-runner/types';
 import {
   type Assignment,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema, SAMPLE_END_REASONS } from './live';
 
 // The contract between the control plane and worker daemons (DESIGN.md, step 4). HTTP with the
 // worker's own credential (`Authorization: Bearer wsw_…`), plus socket.io namespace /workers
@@ -123,37 +124,10 @@ export const callAckSchema = z.object({
 });
 export type CallAck = z.infer<typeof callAckSchema>;
 
-export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(100), value: z.number() });
-export const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
-export const rolloutItemSchema = z.object({
-  step: z.number().int().min(0),
-  agent: z.string().max(64).default('agent'),
-  index: z.number().int().min(0),
-  segments: z.array(segmentSchema).max(500),
-  reward: z.number(),
-  turnRewards: z.array(z.number()).max(1000).default([]),
-  endReason: z.string().max(64).nullable().default(null),
-  info: z.record(z.string(), z.unknown()).default({}),
-});
-export const logItemSchema = z.object({
-  line: z.number().int().min(0),
-  level: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
-  message: z.string().max(10_000),
-  time: z.string().optional(),
-});
-export const matchItemSchema = z.object({
-  step: z.number().int().min(0).nullable(),
-  agents: z.array(z.object({ name: z.string().max(64), policy: z.string().max(200) })).max(16),
-  moves: z.array(z.record(z.string(), z.unknown())).max(10_000),
-  result: z.record(z.string(), z.unknown()),
-  winner: z.string().max(64).nullable(),
-});
-/** A live board position: fanned out to watchers, not stored (matches are). */
-export const boardItemSchema = z.object({ step: z.number().int().min(0), game: z.number().int().min(0), text: z.string().max(10_000), move: z.number().int().min(0) });
-
 /**
- * POST /api/workers/stream: one batch of one kind. (job, attempt, seq) makes it idempotent: a
- * batch sent twice (a retry after a lost answer) changes nothing the second time.
+ * POST /api/workers/stream: one batch of one kind, its items those of sdk/live.ts. (job, attempt,
+ * seq) makes it idempotent: a batch sent twice (a retry after a lost answer) changes nothing the
+ * second time.
  */
 export const streamBatchSchema = z.discriminatedUnion('kind', [
   z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('metrics'), items: z.array(metricItemSchema).max(10_000) }),
@@ -233,9 +207,36 @@ export const sampleDoneSchema = z.object({
   requestId: z.string().min(1).max(64),
   attemptId: z.string().min(1).max(64),
   /** eos, stop, length; cancelled (the session stopped); error (with `error`). */
-  reason: z.enum(['eos', 'stop', 'length', 'cancelled', 'error']),
+  reason: z.enum(SAMPLE_END_REASONS),
   /** The whole completion: the concatenation of the token texts. */
   text: z.string().max(1_000_000).default(''),
   error: z.string().max(2000).optional(),
 });
 export type SampleDone = z.infer<typeof sampleDoneSchema>;
+
+/** Event `signal` (namespace /workers): stop an attempt (preempt: checkpoint first; cancel), or its lease is gone (valid: false). */
+export interface WorkerSignal {
+  attemptId: string;
+  preempt?: boolean;
+  cancel?: boolean;
+  valid?: boolean;
+}
+
+/**
+ * Namespace /workers, server to daemon, for socket.io's typed events (browsers' events are in
+ * sdk/live.ts). An assignment pushed by the replica the worker is connected to carries an ack.
+ */
+export interface ServerToWorkerEvents {
+  [ASSIGNMENT_EVENT](assignment: Assignment, ack?: (answer: AssignmentAck) => void): void;
+  signal(payload: WorkerSignal): void;
+  sample(request: SampleRequest): void;
+}
+
+/** Namespace /workers, daemon to server: payloads are parsed with the schemas above, answers come in the ack. */
+export interface WorkerToServerEvents {
+  [STREAM_EVENT](batch: StreamBatch, ack: (answer: StreamAck) => void): void;
+  [ATTEMPT_START_EVENT](call: z.input<typeof startRequestSchema>, ack: (answer: CallAck) => void): void;
+  [ATTEMPT_FINISH_EVENT](call: z.input<typeof finishRequestSchema>, ack: (answer: CallAck) => void): void;
+  'sample:token'(token: SampleToken): void;
+  'sample:done'(done: z.input<typeof sampleDoneSchema>): void;
+}

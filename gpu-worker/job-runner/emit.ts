@@ -5,7 +5,8 @@
 import { ROLES, type Role } from '../engine/tokenizer';
 import { type Tokenizer } from '../runtime/policy';
 import { type EpisodeRollout } from '../runtime/rollout';
-import { type BoardItem, type JobSink, type LogItem, type MatchItem, type MetricItem, type RolloutItem } from './sink';
+import { type BoardItem, type LogItem, type MatchItem, type MetricItem, type RolloutItem } from '../../sdk/live';
+import { type JobSink } from './sink';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 

@@ -11,6 +11,7 @@ import { modelPolicy } from '../runtime/engine-policy';
 import { type EpisodeRollout, type EpisodeSpec, type Player, runRollouts } from '../runtime/rollout';
 import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
+import { type CatalogueKey, seatWinRateKey } from '../../sdk/live';
 import { evalJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema, manifestTraining } from '../../sdk/manifest';
 import { type Assignment } from '../../sdk/worker-protocol';
@@ -19,6 +20,7 @@ import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
 import { loadPolicy } from './load-policy';
+import { type MetricValues } from './step-metrics';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
@@ -102,7 +104,6 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       }
     }
 
-    const metrics: Record<string, number> = {};
     const score = (list: number[]) => {
       const games = rollouts.filter((r, k) => list.includes(k) && r.endReason !== 'error');
       const returns = games.map((r) => r.agents[seats[rollouts.indexOf(r)]].totalReward);
@@ -116,17 +117,26 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       };
     };
     const all = score(rollouts.map((_, k) => k));
-    Object.assign(metrics, all);
-    metrics.winRate = all.games === 0 ? 0 : all.wins / all.games;
-    metrics.score = agents.length > 1 ? metrics.winRate : all.meanReturn;
+    const winRate = all.games === 0 ? 0 : all.wins / all.games;
+    const result = agents.length > 1 ? winRate : all.meanReturn;
+    const metrics: MetricValues = {
+      'eval/score': result,
+      'eval/games': all.games,
+      'eval/errors': all.errors,
+      'eval/mean_return': all.meanReturn,
+      'eval/wins': all.wins,
+      'eval/losses': all.losses,
+      'eval/draws': all.draws,
+      'eval/win_rate': winRate,
+    } satisfies Partial<Record<CatalogueKey, number>>;
     if (agents.length > 1) {
       for (const seat of agents) {
         const s = score(seats.flatMap((x, k) => (x === seat ? [k] : [])));
-        metrics[`winRate.${seat}`] = s.games === 0 ? 0 : s.wins / s.games;
+        metrics[seatWinRateKey(seat)] = s.games === 0 ? 0 : s.wins / s.games;
       }
     }
     await emit.metrics(0, metrics);
-    emit.log('info', `score ${metrics.score.toFixed(3)} over ${all.games} games (${all.errors} errors)`);
+    emit.log('info', `score ${result.toFixed(3)} over ${all.games} games (${all.errors} errors)`);
     await emit.flushLogs();
     return { outcome: 'succeeded', reason: '' };
   } catch (e) {

@@ -1,7 +1,8 @@
 /** Messages between the daemon (RunnerProcess) and a job runner child process (child.ts). */
 import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
 import { type InferenceEvent } from './inference';
-import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './sink';
+import { type StreamKind } from '../../sdk/live';
+import { type CheckpointUploadKind, type UploadedCheckpoint } from './sink';
 import { type JobResult } from './types';
 
 export type ToRunner =

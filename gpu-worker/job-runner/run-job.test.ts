@@ -3,16 +3,16 @@
  * its checkpoints, exact resume, preempt and cancel; an SFT run; an evaluation of gomoku games.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { type z } from 'zod';
 import { testBackend } from '../engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
-import { type Assignment, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema } from '../../sdk/worker-protocol';
+import { describeMetric, matchItemSchema, type MetricItem, streamItemSchemas } from '../../sdk/live';
+import { type Assignment } from '../../sdk/worker-protocol';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
 import { CheckpointStore } from './checkpoints';
 import { runJob } from './run-job';
-import { JobControl, MemorySink, type MetricItem } from './sink';
+import { JobControl, MemorySink } from './sink';
 
 beforeAll(async () => {
   await testBackend();
@@ -45,14 +45,10 @@ const banditConfig = {
 };
 
 /** Metrics that depend only on the computation (not on timing). */
-const DETERMINISTIC = ['reward', 'loss', 'policyLoss', 'gradNorm', 'entropy', 'rewardMean', 'responseTokens'];
+const DETERMINISTIC = ['reward/mean', 'loss/total', 'loss/policy', 'optim/grad_norm', 'policy/entropy', 'reward/batch_mean', 'episode/response_tokens'];
 
 function series(items: MetricItem[]): Map<string, number> {
   return new Map(items.filter((m) => DETERMINISTIC.includes(m.key)).map((m) => [`${m.step}:${m.key}`, m.value]));
-}
-
-function schemaOf(kind: string) {
-  return { metrics: metricItemSchema, rollouts: rolloutItemSchema, logs: logItemSchema, matches: matchItemSchema }[kind] as z.ZodType | undefined;
 }
 
 test('a job keeps only the training fields it sets, and the manifest gives the rest when it runs', () => {
@@ -83,15 +79,14 @@ describe('job runner: TRAIN', () => {
     for (let step = 0; step < 6; step++) {
       const keys = metrics.filter((m) => m.step === step).map((m) => m.key);
       expect(new Set(keys).size, `step ${step}`).toBe(keys.length);
-      expect(keys).toEqual(expect.arrayContaining(['reward', 'loss', 'rewardMean', 'gradNorm', 'learningRate', 'stepSeconds', 'episodes']));
+      expect(keys).toEqual(expect.arrayContaining(['reward/mean', 'loss/total', 'reward/batch_mean', 'optim/grad_norm', 'optim/lr', 'perf/step_s', 'episode/count', 'env/valid']));
     }
     expect(new Set(metrics.map((m) => m.step))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
-    expect(metrics.find((m) => m.key === 'episodes')?.value).toBe(16);
+    expect(metrics.find((m) => m.key === 'episode/count')?.value).toBe(16);
+    // Every key is the live contract's: catalogued, or of a family (sdk/live.ts).
+    expect(metrics.filter((m) => !describeMetric(m.key)).map((m) => m.key)).toEqual([]);
     // Every item is valid on the wire.
-    for (const batch of full.batches) {
-      const schema = schemaOf(batch.kind);
-      if (schema) for (const item of batch.items) schema.parse(item);
-    }
+    for (const batch of full.batches) for (const item of batch.items) streamItemSchemas[batch.kind].parse(item);
     expect(full.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@2', 'TRAINING@4', 'TRAINING@6', 'SAMPLER@6']);
 
     const samples = full.items('rollouts');
@@ -215,7 +210,8 @@ describe('job runner: SFT and EVAL', () => {
       new JobControl(),
     );
     expect(result).toEqual({ outcome: 'succeeded', reason: '' });
-    const loss = sink.items('metrics').filter((m) => m.key === 'loss');
+    const loss = sink.items('metrics').filter((m) => m.key === 'loss/total');
+    expect(sink.items('metrics').filter((m) => !describeMetric(m.key)).map((m) => m.key)).toEqual([]);
     expect(loss).toHaveLength(30);
     expect(loss[29].value).toBeLessThan(loss[0].value * 0.5);
     expect(sink.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@20', 'TRAINING@30', 'SAMPLER@30']);
@@ -247,7 +243,9 @@ describe('job runner: SFT and EVAL', () => {
     expect(matches[1].agents).toEqual([{ name: 'black', policy: 'bot:random' }, { name: 'white', policy: 'policy' }]);
     expect(matches[0].moves.length).toBeGreaterThan(0);
     const metrics = Object.fromEntries(sink.items('metrics').map((m) => [m.key, m.value]));
-    expect(metrics.games + metrics.errors).toBe(4);
-    expect(metrics.score).toBe(metrics.winRate);
+    expect(metrics['eval/games'] + metrics['eval/errors']).toBe(4);
+    expect(metrics['eval/score']).toBe(metrics['eval/win_rate']);
+    expect(Object.keys(metrics)).toEqual(expect.arrayContaining(['eval/win_rate/black', 'eval/win_rate/white']));
+    expect(Object.keys(metrics).filter((k) => !describeMetric(k))).toEqual([]);
   });
 });

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
 import { type InferenceEvent } from './inference';
 import { type FromRunner, type ToRunner } from './ipc';
-import { type CheckpointUploadKind, type StreamKind, type UploadedCheckpoint } from './sink';
+import { type StreamKind } from '../../sdk/live';
+import { type CheckpointUploadKind, type UploadedCheckpoint } from './sink';
 import { type JobResult } from './types';
 
 export interface RunnerHandlers {

@@ -22,6 +22,7 @@ import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
 import { blobKey, loadPolicy } from './load-policy';
+import { trainerMetrics } from './step-metrics';
 import { parseJsonl } from './train';
 import { JobFailure, type JobResult, type RunOptions } from './types';
 
@@ -71,7 +72,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       if (interrupted) return interrupted;
       const batch = batchIndexes(sequences.length, training.batchSize, training.seed, step).map((i) => sequences[i]);
       const metrics = trainer.step(batch);
-      await emit.metrics(step, { ...metrics, step: null, trainerStep: metrics.step, epoch: Math.floor((step * training.batchSize) / sequences.length) });
+      await emit.metrics(step, { ...trainerMetrics(metrics), 'data/epoch': Math.floor((step * training.batchSize) / sequences.length) });
       if (step % 10 === 0 || step === training.steps - 1) emit.log('info', `step ${step}: loss ${metrics.loss.toFixed(4)}`);
       await emit.flushLogs();
       const done = step + 1;

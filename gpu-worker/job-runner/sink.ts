@@ -1,32 +1,9 @@
 /**
  * Where a job runner's output goes. The runner only knows this interface: in the worker it is the
  * runner child's IPC link to the daemon (which numbers batches, fences and retries them over HTTP),
- * in tests an in-memory sink. Items are exactly the stream items of sdk/worker-protocol.ts.
+ * in tests an in-memory sink. Items are exactly the stream items of sdk/live.ts.
  */
-import { type z } from 'zod';
-import {
-  type boardItemSchema,
-  type logItemSchema,
-  type matchItemSchema,
-  type metricItemSchema,
-  type rolloutItemSchema,
-} from '../../sdk/worker-protocol';
-
-export type MetricItem = z.input<typeof metricItemSchema>;
-export type RolloutItem = z.input<typeof rolloutItemSchema>;
-export type LogItem = z.input<typeof logItemSchema>;
-export type MatchItem = z.input<typeof matchItemSchema>;
-export type BoardItem = z.input<typeof boardItemSchema>;
-
-export interface StreamItems {
-  metrics: MetricItem;
-  rollouts: RolloutItem;
-  logs: LogItem;
-  matches: MatchItem;
-  boards: BoardItem;
-}
-export type StreamKind = keyof StreamItems;
-export const STREAM_KINDS: readonly StreamKind[] = ['metrics', 'rollouts', 'logs', 'matches', 'boards'];
+import { type StreamItem, type StreamKind } from '../../sdk/live';
 
 export type CheckpointUploadKind = 'TRAINING' | 'SAMPLER';
 
@@ -37,7 +14,7 @@ export interface UploadedCheckpoint {
 
 export interface JobSink {
   /** One batch of one kind; the transport keeps the order of calls. */
-  sendBatch<K extends StreamKind>(kind: K, items: StreamItems[K][]): void | Promise<void>;
+  sendBatch<K extends StreamKind>(kind: K, items: StreamItem<K>[]): void | Promise<void>;
   /** Stores a checkpoint file; resolves once the control plane has it. */
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint>;
   /** A blob the job may read (a checkpoint, a dataset), by storage key. */
@@ -89,7 +66,7 @@ export class MemorySink implements JobSink {
   onBatch: ((kind: StreamKind, items: unknown[]) => void) | null = null;
   private counter = 0;
 
-  sendBatch<K extends StreamKind>(kind: K, items: StreamItems[K][]): void {
+  sendBatch<K extends StreamKind>(kind: K, items: StreamItem<K>[]): void {
     // A copy through JSON, as the wire would make it.
     const copy = JSON.parse(JSON.stringify(items)) as unknown[];
     this.batches.push({ kind, items: copy });
@@ -109,7 +86,7 @@ export class MemorySink implements JobSink {
     return blob.slice();
   }
 
-  items<K extends StreamKind>(kind: K): StreamItems[K][] {
-    return this.batches.filter((b) => b.kind === kind).flatMap((b) => b.items as StreamItems[K][]);
+  items<K extends StreamKind>(kind: K): StreamItem<K>[] {
+    return this.batches.filter((b) => b.kind === kind).flatMap((b) => b.items as StreamItem<K>[]);
   }
 }

@@ -15,7 +15,7 @@ import { frozenCopy, GRPOTrainer } from '../engine/grpo';
 import { type GPT } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { type Tokenizer } from '../engine/tokenizer';
-import { MultiAgentCoordinator, type PolicySlot, type StepReport } from '../runtime/coordinator';
+import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { type Json } from '../../sdk/environment/schema';
@@ -24,7 +24,8 @@ import { manifestSchema } from '../../sdk/manifest';
 import { grpoOptionsSchema, pickOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
-import { boardItems, Emitter, matchItem, rolloutItems } from './emit';
+import { Emitter } from './emit';
+import { emitStep } from './emit-step';
 import { blobKey, loadPolicy } from './load-policy';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
@@ -146,43 +147,6 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     await env?.dispose();
     store.dispose();
   }
-}
-
-async function emitStep(
-  emit: Emitter,
-  tok: Tokenizer,
-  report: StepReport,
-  seconds: number,
-  limits: { samples: number; matches: number },
-): Promise<void> {
-  const { step, rollouts } = report;
-  const ok = rollouts.filter((r) => r.endReason !== 'error');
-  const learnerReturns = ok.flatMap((r) => Object.values(r.agents).filter((a) => a.learn).map((a) => a.totalReward));
-  const mean = (xs: number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
-  const values: Record<string, number | null> = {
-    reward: mean(learnerReturns),
-    episodes: rollouts.length,
-    episodeErrors: rollouts.length - ok.length,
-    turns: mean(ok.flatMap((r) => Object.values(r.agents).filter((a) => a.learn).map((a) => a.turns))),
-    responseTokens: mean(ok.flatMap((r) => Object.values(r.agents).filter((a) => a.learn).map((a) => a.responseTokens))),
-    stepSeconds: seconds,
-  };
-  if (Object.keys(report.meanReward).length > 1) {
-    for (const [agent, r] of Object.entries(report.meanReward)) values[`reward.${agent}`] = r;
-    values.winRate = learnerReturns.length === 0 ? null : learnerReturns.filter((r) => r > 0).length / learnerReturns.length;
-  }
-  for (const [key, value] of Object.entries(report.metrics[POLICY] ?? {})) values[key === 'step' ? 'trainerStep' : key] = value;
-  await emit.metrics(step, values);
-  await emit.rollouts(rolloutItems(tok, step, rollouts, limits.samples));
-  if (limits.matches > 0) {
-    await emit.matches(rollouts.slice(0, limits.matches).map((r) => matchItem(step, r, report.opponents[rollouts.indexOf(r)] ?? {})));
-    if (rollouts.length > 0) await emit.boards(boardItems(step, 0, rollouts[0]));
-  }
-  const unfit = rollouts.filter((r) => r.endReason === 'context' && r.moves.length === 0).length;
-  if (unfit > 0) emit.log('warn', `${unfit} of ${rollouts.length} episodes ended before the first move: the prompt does not fit the model's context`);
-  const errors = rollouts.filter((r) => r.error).slice(0, 3);
-  for (const r of errors) emit.log('warn', `episode ${r.episodeId} failed: ${r.error!.message}`);
-  emit.log('info', `step ${step}: reward ${values.reward?.toFixed(3) ?? '-'} (${rollouts.length} episodes, ${seconds.toFixed(2)} s)`);
 }
 
 /** Rows of a data-dependent environment's dataset version (JSONL in the blob store). */

@@ -263,7 +263,7 @@ describe('whetstone CLI with a worker daemon', () => {
     if (res.code !== EXIT.OK) console.log(res.stdout, res.stderr, daemon.output(), await t.db.job.findMany({ include: { events: true } }));
     expect(res.stderr).toBe('');
     expect(res.code).toBe(EXIT.OK);
-    expect(res.stdout).toMatch(/step 3\/3 {2}reward \d/);
+    expect(res.stdout).toMatch(/step 3\/3 {2}reward\/mean \d/);
     expect(res.stdout).toMatch(/job \S+ SUCCEEDED in/);
     expect(res.stdout).toMatch(/checkpoints:\n\s+ID\s+KIND\s+STEP\s+SIZE/);
     const jobId = /submitted job ([^\s:]+)/.exec(res.stdout)![1];
@@ -290,7 +290,7 @@ describe('whetstone CLI with a worker daemon', () => {
     expect(evaluated.code).toBe(EXIT.OK);
     const doc = evaluated.json();
     expect(doc.final.state).toBe('SUCCEEDED');
-    expect(doc.final.metrics).toHaveProperty('score');
+    expect(doc.final.metrics).toHaveProperty(['eval/score']);
     expect(doc.config).toMatchObject({ checkpointId: sampler.id, games: 4, against: 'random' });
 
     // --from continues from a checkpoint's weights (GRPO after SFT, or more GRPO).

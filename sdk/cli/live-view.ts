@@ -1,3 +1,4 @@
+import type { CatalogueKey } from '../live';
 import { duration, metricValue, progressBar } from './format';
 import type { CliIO } from './io';
 import type { JobDetail, LogItem, MetricItem } from './watch';
@@ -5,6 +6,9 @@ import type { JobDetail, LogItem, MetricItem } from './watch';
 // What a watched job looks like while it runs. On a terminal: one status line redrawn in place
 // (progress bar, reward, loss, state, elapsed) with state changes and log lines printed above it.
 // Elsewhere (a pipe, CI): one line per state change and per step.
+
+/** Shown beside the bar unless the command names others. */
+const DEFAULT_KEYS: CatalogueKey[] = ['reward/mean', 'loss/total'];
 
 export interface LiveViewOptions {
   /** Steps the job will run, when known. */
@@ -25,7 +29,7 @@ export class LiveView {
   private readonly keys: string[];
 
   constructor(private readonly io: CliIO, private readonly o: LiveViewOptions) {
-    this.keys = o.keys ?? ['reward', 'loss'];
+    this.keys = o.keys ?? DEFAULT_KEYS;
   }
 
   /** The last value of every metric, at the highest step seen. */

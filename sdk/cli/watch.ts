@@ -1,5 +1,6 @@
 import { io as connectSocket, type Socket } from 'socket.io-client';
 import type { Api, Connection } from './client';
+import { type ClientToServerEvents, type LiveItem, liveBatchSchema, runRoom, type ServerToClientEvents } from '../live';
 import { StreamCursor } from '../stream-cursor';
 import { CliError, EXIT, keyRefused } from './errors';
 
@@ -10,11 +11,8 @@ import { CliError, EXIT, keyRefused } from './errors';
 export const TERMINAL_STATES = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
 export type JobDetail = Awaited<ReturnType<Api['jobs']['get']['query']>>;
-export interface MetricItem {
-  step: number;
-  key: string;
-  value: number;
-}
+export type MetricItem = LiveItem<'metrics'>;
+/** A log line from a live batch or a catch-up, deduplicated by id. */
 export interface LogItem {
   /** attempt:seq:line, unique per run. */
   id: string;
@@ -56,7 +54,7 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
   const logId = (l: { attempt: number; seq: number; line: number }) => `${l.attempt}:${l.seq}:${l.line}`;
   let lastAnswer = Date.now();
   let finished = false;
-  let socket: Socket | null = null;
+  let socket: Socket<ServerToClientEvents, ClientToServerEvents> | null = null;
   let timer: NodeJS.Timeout | null = null;
 
   return new Promise<JobDetail>((resolve, reject) => {
@@ -136,8 +134,8 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     socket.on('connect', () => {
       o.onConnection?.(true);
       void (async () => {
-        const answer = (await socket!.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
-        if (!answer.ok) return fail(new CliError(`cannot follow job ${jobId}: ${answer.error ?? 'refused'}`, answer.error?.startsWith('NOT_FOUND') ? EXIT.NOT_FOUND : EXIT.UNAUTHORIZED));
+        const answer = await socket!.emitWithAck('subscribe', { room: runRoom(jobId) });
+        if (!answer.ok) return fail(new CliError(`cannot follow job ${jobId}: ${answer.error}`, answer.error.startsWith('NOT_FOUND') ? EXIT.NOT_FOUND : EXIT.UNAUTHORIZED));
         // Joined: whatever was stored before now comes from the catch-up, the rest live.
         await catchUp().catch(() => undefined);
         await check();
@@ -147,17 +145,20 @@ export function watchJob(o: WatchOptions): Promise<JobDetail> {
     socket.on('connect_error', (e: Error) => {
       if (e.message.startsWith('UNAUTHORIZED')) fail(keyRefused(conn.keySource));
     });
-    socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: unknown[] }) => {
-      if (batch.jobId !== jobId) return;
+    socket.on('stream', (payload) => {
+      // Checked at the edge: a batch of a shape this CLI does not know (a server of another
+      // version) is skipped rather than shown wrong; added fields pass (zod drops them).
+      const parsed = liveBatchSchema.safeParse(payload);
+      if (!parsed.success || parsed.data.jobId !== jobId) return;
+      const batch = parsed.data;
       cursor.saw(batch);
       if (batch.kind === 'metrics') {
-        o.onMetrics?.(batch.items as MetricItem[]);
+        o.onMetrics?.(batch.items);
       } else if (batch.kind === 'logs') {
-        const items = batch.items as Array<{ line: number; level: string; message: string; time: string }>;
-        logs(items.map((l) => ({ id: logId({ ...batch, line: l.line }), level: l.level, message: l.message, time: l.time })));
+        logs(batch.items.map((l) => ({ id: logId({ ...batch, line: l.line }), level: l.level, message: l.message, time: l.time })));
       }
     });
-    socket.on('job', (event: { jobIds: string[] }) => {
+    socket.on('job', (event) => {
       if (event.jobIds.includes(jobId)) void check();
     });
     timer = setInterval(() => {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { io as connect, type Socket } from 'socket.io-client';
 import { transformer } from '../../sdk/transformer';
+import type { SampleEvent } from '../../sdk/live';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopGracefully, waitUntil, type Proc } from '../reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
@@ -20,7 +21,8 @@ import { createUserWithTeam, useTestServer } from '../test-server';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
-type SampleEvent = { jobId: string; requestId: string; kind: 'token' | 'done'; text: string; logprob?: number; reason?: string; error?: string };
+type Done = Extract<SampleEvent, { kind: 'done' }>;
+type Token = Extract<SampleEvent, { kind: 'token' }>;
 
 describe('inference sessions', () => {
   const s = useTestServer({ withScheduler: true });
@@ -85,10 +87,10 @@ describe('inference sessions', () => {
     const events: SampleEvent[] = [];
     browser.on('sample', (e: SampleEvent) => events.push(e));
     const { requestId } = await api.inference.sample.mutate({ teamId, jobId, prompt: 'Pick a number: ', maxTokens: 24, temperature: 1, seed: 7 });
-    const done = await waitUntil('the sample to end', async () => events.find((e) => e.requestId === requestId && e.kind === 'done'), 20_000);
+    const done = await waitUntil('the sample to end', async () => events.find((e): e is Done => e.requestId === requestId && e.kind === 'done'), 20_000);
     if (done.reason === 'error') console.log(done, daemon.output());
     expect(['eos', 'stop', 'length']).toContain(done.reason);
-    const tokens = events.filter((e) => e.requestId === requestId && e.kind === 'token');
+    const tokens = events.filter((e): e is Token => e.requestId === requestId && e.kind === 'token');
     expect(events.indexOf(done)).toBe(events.length - 1);
     expect(tokens.map((e) => e.text).join('')).toBe(done.text);
     for (const t of tokens) expect(t.logprob).toBeLessThanOrEqual(0);

@@ -1,7 +1,8 @@
 import type { Server as HttpServer } from 'node:http';
 import type pg from 'pg';
-import { Server } from 'socket.io';
-import { z } from 'zod';
+import { type Namespace, Server, type Socket } from 'socket.io';
+import type { z } from 'zod';
+import { type ClientToServerEvents, type LiveBatch, runRoom, type ServerToClientEvents, subscribeSchema, teamRoom } from '../../sdk/live';
 import {
   type Assignment,
   ASSIGNMENT_ACK_TIMEOUT_MS,
@@ -13,26 +14,36 @@ import {
   type SampleRequest,
   sampleDoneSchema,
   sampleTokenSchema,
+  type ServerToWorkerEvents,
   startRequestSchema,
   STREAM_EVENT,
   streamBatchSchema,
+  type WorkerSignal,
+  type WorkerToServerEvents,
 } from '../../sdk/worker-protocol';
 import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { Db } from '../db/client';
-import { ingestBatch, type LiveBatch } from '../streams/ingest';
+import { ingestBatch } from '../streams/ingest';
 import { coalesceJobChanges } from '../scheduler/job-changes';
 import { authenticateWorker } from '../workers/api';
 import { type AttemptCalls, createAttemptCalls } from '../workers/attempts';
 import { Refusal } from '../workers/refusal';
 import { createReplicaAdapter } from './replica-adapter';
 
-/** Rooms a browser may join: a run (job) of one of its teams, or a team's job list. */
-const subscribeInput = z.object({ room: z.string().regex(/^(run|team):[A-Za-z0-9_-]{1,64}$/) });
+/** What a connection carries once authenticated: a browser its caller, a worker daemon its id. */
+interface SocketData {
+  caller: Caller;
+  workerId: string;
+}
+/** The worker namespace's own events (sdk/worker-protocol.ts); socket.io types every namespace like the server's default one. */
+type WorkerNamespace = Namespace<WorkerToServerEvents, ServerToWorkerEvents, Record<string, never>, Pick<SocketData, 'workerId'>>;
+/** The push with its ack: socket.io's typings give a timeout's error argument only to an ack the event map requires. */
+type AckedPush = Socket<WorkerToServerEvents, { [ASSIGNMENT_EVENT](assignment: Assignment, ack: (answer: unknown) => void): void }>;
 
 /** What the rest of the server sends to live clients: browsers in rooms, and worker daemons. */
 export interface RealtimeHub {
-  io: Server;
+  io: Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
   /** A stream batch of a run, to its watchers (event "stream"), as soon as it is fenced and claimed. */
   publishRun(job: { id: string; teamId: string }, batch: LiveBatch): void;
   /**
@@ -48,7 +59,7 @@ export interface RealtimeHub {
   /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
   pushAssignment(workerId: string, assignment: Assignment): void;
   /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
-  signalWorker(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
+  signalWorker(workerId: string, payload: WorkerSignal): void;
   /** Sends a sampling request to the worker holding an inference attempt (event "sample"). */
   requestSample(workerId: string, request: SampleRequest): void;
   /** Closes socket.io and the HTTP server under it; connections the database ends afterwards are not errors. */
@@ -91,7 +102,7 @@ function acked<T, A extends object>(schema: z.ZodType<T>, failed: string, retry:
  */
 export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?: pg.Pool): RealtimeHub {
   let closing = false;
-  const io = new Server(httpServer, {
+  const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>(httpServer, {
     path: '/socket.io',
     serveClient: false,
     // Same origin only: the browser app is served by this server.
@@ -119,10 +130,10 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     }
   });
   io.on('connection', (socket) => {
-    const caller = socket.data.caller as Caller;
-    socket.on('subscribe', async (payload: unknown, ack?: (answer: { ok: boolean; error?: string }) => void) => {
+    const caller = socket.data.caller;
+    socket.on('subscribe', async (payload: unknown, ack?: Parameters<ClientToServerEvents['subscribe']>[1]) => {
       const reply = typeof ack === 'function' ? ack : () => {};
-      const parsed = subscribeInput.safeParse(payload);
+      const parsed = subscribeSchema.safeParse(payload);
       if (!parsed.success) return reply({ ok: false, error: 'BAD_REQUEST: room must look like run:<id> or team:<id>' });
       // Another team's room and a missing one look the same.
       if (!(await mayJoin(db, caller, parsed.data.room))) return reply({ ok: false, error: 'NOT_FOUND: no such run' });
@@ -130,12 +141,12 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
       reply({ ok: true });
     });
     socket.on('unsubscribe', async (payload: unknown) => {
-      const parsed = subscribeInput.safeParse(payload);
+      const parsed = subscribeSchema.safeParse(payload);
       if (parsed.success) await socket.leave(parsed.data.room);
     });
   });
 
-  const workers = io.of('/workers');
+  const workers = io.of('/workers') as unknown as WorkerNamespace;
   workers.use(async (socket, next) => {
     try {
       const credential = (socket.handshake.auth as { credential?: unknown })?.credential;
@@ -146,12 +157,11 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
       next(new Error('UNAUTHORIZED: unknown or revoked worker credential'));
     }
   });
-  const publishRun = (job: { id: string }, batch: LiveBatch) => void io.to(`run:${job.id}`).emit('stream', batch);
-  const jobsChanged: RealtimeHub['jobsChanged'] = (teamId, jobIds) =>
-    void io.to([`team:${teamId}`, ...jobIds.map((id) => `run:${id}`)]).emit('job', { jobIds });
+  const publishRun = (job: { id: string }, batch: LiveBatch) => void io.to(runRoom(job.id)).emit('stream', batch);
+  const jobsChanged: RealtimeHub['jobsChanged'] = (teamId, jobIds) => void io.to([teamRoom(teamId), ...jobIds.map(runRoom)]).emit('job', { jobIds });
   const attempts = createAttemptCalls(db, coalesceJobChanges(jobsChanged));
   workers.on('connection', (socket) => {
-    const workerId = socket.data.workerId as string;
+    const workerId = socket.data.workerId;
     void socket.join(`worker:${workerId}`);
     // Stream batches, start and finish, as over HTTP (server/workers/api.ts) but without a request
     // and a credential lookup each: the connection was authenticated once, and the fence checks
@@ -186,7 +196,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
         const jobId = await jobOf(parsed.data.attemptId);
         if (!jobId) return;
         const { requestId, text, logprob } = parsed.data;
-        io.to(`run:${jobId}`).emit('sample', { jobId, requestId, kind: 'token', text, logprob });
+        io.to(runRoom(jobId)).emit('sample', { jobId, requestId, kind: 'token', text, logprob });
       });
     });
     socket.on('sample:done', (payload: unknown) => {
@@ -196,7 +206,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
         const jobId = await jobOf(parsed.data.attemptId);
         if (!jobId) return;
         const { requestId, reason, text, error } = parsed.data;
-        io.to(`run:${jobId}`).emit('sample', { jobId, requestId, kind: 'done', reason, text, ...(error ? { error } : {}) });
+        io.to(runRoom(jobId)).emit('sample', { jobId, requestId, kind: 'done', reason, text, ...(error ? { error } : {}) });
       });
     });
   });
@@ -222,7 +232,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
           } else if (!(refused instanceof Refusal)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
         });
       };
-      for (const id of here) workers.sockets.get(id)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
+      for (const id of here) (workers.sockets.get(id) as AckedPush | undefined)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
     },
     signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
     requestSample: (workerId, request) => void workers.to(`worker:${workerId}`).emit('sample', request),

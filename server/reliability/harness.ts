@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTemplate } from '../../env-templates/load-template';
+import { type ClientToServerEvents, type LiveItem, liveBatchSchema, runRoom, type ServerToClientEvents } from '../../sdk/live';
 import { StreamCursor } from '../../sdk/stream-cursor';
 import { API_KEY_PREFIX } from '../auth/caller';
 import { hashSecret, newSecret } from '../auth/tokens';
@@ -15,7 +16,8 @@ import type { Db } from '../db/client';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
 import { repoRoot } from '../paths';
 import { WORKER_TOKEN_PREFIX } from '../workers/credentials';
-import { io as connect } from 'socket.io-client';
+import { io as connect, type Socket } from 'socket.io-client';
+import type { CatchUp } from '../streams/positions';
 import { afterAll, beforeAll } from 'vitest';
 
 export interface Proc {
@@ -200,7 +202,7 @@ export async function submitTrain(url: string, team: Team, steps: number, checkp
 }
 
 /** Every metric step of a job, per key: each step must be there exactly once. */
-export async function stepsOf(db: Db, jobId: string, key = 'reward'): Promise<number[]> {
+export async function stepsOf(db: Db, jobId: string, key = 'reward/mean'): Promise<number[]> {
   const rows = await db.metricPoint.findMany({ where: { jobId, key }, select: { step: true }, orderBy: { step: 'asc' } });
   return rows.map((r) => r.step);
 }
@@ -218,12 +220,14 @@ export async function jobState(db: Db, jobId: string) {
  * runs.since for everything after what it holds (sdk/stream-cursor.ts), as the CLI does. Metrics are keyed by `key:step`, as a chart keeps them.
  */
 export function watchRun(url: string, team: Team, jobId: string) {
-  const metrics = new Map<string, { step: number; key: string; value: number }>();
+  const metrics = new Map<string, LiveItem<'metrics'>>();
   const cursor = new StreamCursor();
   let connects = 0;
   let caughtUp = 0;
-  const socket = connect(url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnectionDelay: 200, reconnectionDelayMax: 1000 });
-  socket.on('stream', (batch: { jobId: string; kind: string; attempt: number; seq: number; stored: number; items: Array<{ step: number; key: string; value: number }> }) => {
+  const socket: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { authorization: `Bearer ${team.apiKey}` }, reconnectionDelay: 200, reconnectionDelayMax: 1000 });
+  socket.on('stream', (payload) => {
+    // Parsed, not trusted: these tests check what the server really publishes.
+    const batch = liveBatchSchema.parse(payload);
     if (batch.jobId !== jobId) return;
     cursor.saw(batch);
     if (batch.kind === 'metrics') for (const m of batch.items) metrics.set(`${m.key}:${m.step}`, m);
@@ -231,13 +235,11 @@ export function watchRun(url: string, team: Team, jobId: string) {
   socket.on('connect', () => {
     connects++;
     void (async () => {
-      const ack = (await socket.emitWithAck('subscribe', { room: `run:${jobId}` })) as { ok: boolean; error?: string };
+      const ack = await socket.emitWithAck('subscribe', { room: runRoom(jobId) });
       if (!ack.ok) throw new Error(ack.error);
       let after = cursor.after;
       for (;;) {
-        type Row = { attempt: number; seq: number; step: number; key: string; value: number };
-        type Got = { metrics: Row[]; through: { attempt: number; seq: number } | null; complete: boolean };
-        const got = await trpc<Got>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, after }, 'query');
+        const got = await trpc<Pick<CatchUp, 'metrics' | 'through' | 'complete'>>(url, team.apiKey, 'runs.since', { teamId: team.teamId, jobId, after }, 'query');
         for (const m of got.metrics) {
           metrics.set(`${m.key}:${m.step}`, { step: m.step, key: m.key, value: m.value });
           cursor.saw(m);

@@ -27,7 +27,7 @@ describe('reliability: PostgreSQL restarts mid-run', () => {
 
     const steps = 10;
     const job = await submitTrain(url, team, steps, 2);
-    await waitUntil('metrics flowing', async () => (await db!.metricPoint.count({ where: { jobId: job.id, key: 'reward' } })) >= 2, 60_000, 50);
+    await waitUntil('metrics flowing', async () => (await db!.metricPoint.count({ where: { jobId: job.id, key: 'reward/mean' } })) >= 2, 60_000, 50);
     const before = await db.metricPoint.count({ where: { jobId: job.id } });
     // The database goes away while the run is still going.
     expect(await jobState(db, job.id)).toBe('RUNNING');
@@ -39,7 +39,7 @@ describe('reliability: PostgreSQL restarts mid-run', () => {
     await waitUntil('the job to succeed', async () => (await jobState(db!, job.id)) === 'SUCCEEDED', 60_000, 250);
     expect(await db.metricPoint.count({ where: { jobId: job.id } })).toBeGreaterThan(before);
     expect(await stepsOf(db, job.id)).toEqual(range(steps));
-    expect(await stepsOf(db, job.id, 'loss')).toEqual(range(steps));
+    expect(await stepsOf(db, job.id, 'loss/total')).toEqual(range(steps));
     expect(await db.jobAttempt.count({ where: { jobId: job.id } })).toBe(1);
     // The scheduler works again: a new job is placed and runs.
     const next = await submitTrain(url, team, 2, 2);

@@ -16,7 +16,7 @@ describe('reliability: preemption on a full pool', () => {
 
     const lowSteps = 10;
     const low = await submitTrain(url, team, lowSteps, 100, { priority: 0 });
-    await waitUntil('the low job to make progress', async () => (await ctx.t.db.metricPoint.count({ where: { jobId: low.id, key: 'reward' } })) >= 1, 60_000, 50);
+    await waitUntil('the low job to make progress', async () => (await ctx.t.db.metricPoint.count({ where: { jobId: low.id, key: 'reward/mean' } })) >= 1, 60_000, 50);
     const high = await submitTrain(url, team, 3, 100, { priority: 50 });
 
     await waitUntil('the high job to succeed', async () => (await jobState(ctx.t.db, high.id)) === 'SUCCEEDED', 60_000, 200);

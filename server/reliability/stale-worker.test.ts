@@ -34,7 +34,7 @@ describe('reliability: a stale worker', () => {
     const { credential } = JSON.parse(fs.readFileSync(path.join(home, `worker-${name}.json`), 'utf8')) as { credential: string };
     const headers = { authorization: `Bearer ${credential}`, 'content-type': 'application/json' };
     const fence = { attemptId: stale.id, fencingToken: stale.fencingToken.toString() };
-    const write = await fetch(`${url}/api/workers/stream`, { method: 'POST', headers, body: JSON.stringify({ ...fence, seq: 10_000, kind: 'metrics', items: [{ step: 0, key: 'reward', value: -999 }] }) });
+    const write = await fetch(`${url}/api/workers/stream`, { method: 'POST', headers, body: JSON.stringify({ ...fence, seq: 10_000, kind: 'metrics', items: [{ step: 0, key: 'reward/mean', value: -999 }] }) });
     expect(write.status).toBe(409);
     const finish = await fetch(`${url}/api/workers/attempts/finish`, { method: 'POST', headers, body: JSON.stringify({ ...fence, outcome: 'succeeded' }) });
     expect(finish.status).toBe(409);

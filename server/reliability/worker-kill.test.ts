@@ -32,10 +32,10 @@ describe('reliability: a worker killed mid-run', () => {
     expect(last.resumedFrom?.kind).toBe('TRAINING');
     expect(last.resumedFrom!.step).toBeGreaterThanOrEqual(2);
     // Every step once, for every metric the runner writes per step.
-    expect(await stepsOf(ctx.t.db, job.id, 'reward')).toEqual(range(steps));
-    expect(await stepsOf(ctx.t.db, job.id, 'loss')).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id, 'reward/mean')).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id, 'loss/total')).toEqual(range(steps));
     // The resumed attempt wrote only the steps after its checkpoint.
-    const rewritten = await ctx.t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'reward', attempt: last.number }, select: { step: true }, orderBy: { step: 'asc' } });
+    const rewritten = await ctx.t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'reward/mean', attempt: last.number }, select: { step: true }, orderBy: { step: 'asc' } });
     expect(rewritten[0].step).toBeGreaterThanOrEqual(last.resumedFrom!.step);
     console.log(`[worker-kill] resumed from step ${last.resumedFrom!.step} on ${last.worker!.name} after attempt(s) ${attempts.map((a) => a.number).join(',')}; recovered in ${Date.now() - killedAt} ms`);
   }, 90_000);

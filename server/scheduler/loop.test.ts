@@ -211,7 +211,7 @@ describe('scheduler loop and worker protocol', () => {
     await fetch(`${server.url}/api/workers/checkpoints?attemptId=${fence1.attemptId}&fencingToken=${fence1.fencingToken}&kind=TRAINING&step=5`, {
       method: 'PUT', headers: { authorization: `Bearer ${stale.credential}` }, body: Buffer.from('step-5'),
     });
-    await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 0, kind: 'metrics', items: [5, 6, 7].map((step) => ({ step, key: 'loss', value: step })) }, stale.credential);
+    await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 0, kind: 'metrics', items: [5, 6, 7].map((step) => ({ step, key: 'loss/total', value: step })) }, stale.credential);
     // The worker goes silent: its lease runs out and it stops counting as online.
     await t.db.jobAttempt.update({ where: { id: first.attemptId }, data: { leaseExpiresAt: new Date(Date.now() - 1000) } });
     await t.db.worker.update({ where: { id: stale.workerId }, data: { lastHeartbeatAt: new Date(Date.now() - 120_000) } });
@@ -229,11 +229,11 @@ describe('scheduler loop and worker protocol', () => {
     // The stale worker wakes up: its lease is invalid and its writes are refused.
     const staleBeat = await heartbeat(stale, [fence1]);
     expect(staleBeat.body.leases[0]).toMatchObject({ valid: false });
-    expect((await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 1, kind: 'metrics', items: [{ step: 8, key: 'loss', value: 999 }] }, stale.credential)).status).toBe(409);
+    expect((await http(server.url, 'POST', '/api/workers/stream', { ...fence1, seq: 1, kind: 'metrics', items: [{ step: 8, key: 'loss/total', value: 999 }] }, stale.credential)).status).toBe(409);
     // The new attempt replays steps 6 and 7 from the checkpoint: each step still exists once.
     await http(server.url, 'POST', '/api/workers/attempts/start', fence2, fresh.credential);
-    await http(server.url, 'POST', '/api/workers/stream', { ...fence2, seq: 0, kind: 'metrics', items: [6, 7, 8].map((step) => ({ step, key: 'loss', value: step + 0.5 })) }, fresh.credential);
-    const points = await t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'loss' }, orderBy: { step: 'asc' } });
+    await http(server.url, 'POST', '/api/workers/stream', { ...fence2, seq: 0, kind: 'metrics', items: [6, 7, 8].map((step) => ({ step, key: 'loss/total', value: step + 0.5 })) }, fresh.credential);
+    const points = await t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'loss/total' }, orderBy: { step: 'asc' } });
     expect(points.map((p) => [p.step, p.value, p.attempt])).toEqual([[5, 5, 1], [6, 6.5, 2], [7, 7.5, 2], [8, 8.5, 2]]);
     await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence2, outcome: 'succeeded' }, fresh.credential);
     for (const w of [stale, fresh]) await t.db.worker.update({ where: { id: w.workerId }, data: { state: 'REVOKED' } });

@@ -1,3 +1,4 @@
+import type { LiveBatch, LiveItems } from '../../sdk/live';
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import { type Db, poolOf } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
@@ -20,30 +21,9 @@ import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from '../worke
 // refused at step 1 and never published. A replayed batch (a retry after a lost answer) finds
 // its claim taken and changes nothing, nor is it published again. If the write fails, the claim
 // rolls back with it and the worker retries the same seq: watchers then get the batch twice
-// with the same position and keep it once (items are keyed, see LiveBatch). Metrics are unique
+// with the same position and keep it once (items are keyed, see sdk/live.ts). Metrics are unique
 // per (job, key, step): a resumed attempt that replays steps after its last checkpoint
 // overwrites them, so no step is ever counted twice.
-
-/** A batch as watchers get it (socket.io event "stream"), before or without its rows' ids. */
-export type LiveItems =
-  /** Keyed by (key, step): a later value replaces an earlier one. */
-  | { kind: 'metrics'; items: Array<{ key: string; step: number; value: number }> }
-  /** Keyed by (step, agent, index). */
-  | { kind: 'rollouts'; items: Array<{ step: number; agent: string; index: number; reward: number }> }
-  /** Keyed by (attempt, seq, line). */
-  | { kind: 'logs'; items: Array<{ line: number; level: string; message: string; time: string }> }
-  /** Keyed by (attempt, seq, index in the batch). */
-  | { kind: 'matches'; items: Array<{ step: number | null; winner: string | null }> }
-  /** Not stored: live positions of games in progress. */
-  | { kind: 'boards'; items: Array<{ step: number; game: number; text: string; move: number }> };
-/**
- * (attempt, seq) is the batch's position in the run: it only grows while the run streams (an
- * attempt's batches go out in seq order, and a new attempt starts after the last one ended).
- * `stored` is the seq of the same attempt up to which everything is committed (stored-marks.ts):
- * a watcher catches up after a reconnect from there, extended through the batches it holds right
- * after it (sdk/stream-cursor.ts).
- */
-export type LiveBatch = LiveItems & { jobId: string; attempt: number; seq: number; stored: number };
 
 export type Publish = (job: { id: string; teamId: string }, batch: LiveBatch) => void;
 
@@ -112,7 +92,7 @@ async function takeTurn(key: string): Promise<() => void> {
 }
 
 /** What is stored and published of a batch: metrics deduplicated (the last of a (key, step) wins), finite values only. */
-function liveItems(batch: StreamBatch): LiveItems {
+export function liveItems(batch: StreamBatch): LiveItems {
   switch (batch.kind) {
     case 'metrics': {
       const unique = new Map(batch.items.filter((m) => Number.isFinite(m.value)).map((m) => [`${m.key}\u0000${m.step}`, m]));

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { ingestBatch, type LiveBatch } from './ingest';
+import { type LiveBatch, liveBatchSchema } from '../../sdk/live';
+import { ingestBatch } from './ingest';
 import { Refusal } from '../workers/refusal';
 import { readSince } from './positions';
 import { activeAttempt } from './test-attempts';
@@ -23,7 +24,7 @@ describe('live stream batches', () => {
     onPublish(b);
   };
   const metrics = (seq: number, steps: number[], a = attempt): StreamBatch => ({
-    attemptId: a.attemptId, fencingToken: a.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'loss', value: step / 10 })),
+    attemptId: a.attemptId, fencingToken: a.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'loss/total', value: step / 10 })),
   });
 
   /** Another transaction holding a metric's row (uncommitted), so a batch writing it waits. */
@@ -31,7 +32,7 @@ describe('live stream batches', () => {
     const client = new pg.Client({ connectionString: t.url });
     await client.connect();
     await client.query('BEGIN');
-    await client.query(`INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt) VALUES ($1, 'loss', $2, 0, 1)`, [job.id, step]);
+    await client.query(`INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt) VALUES ($1, 'loss/total', $2, 0, 1)`, [job.id, step]);
     return client;
   };
   const release = async (client: pg.Client) => {
@@ -58,7 +59,7 @@ describe('live stream batches', () => {
     expect(await t.db.metricPoint.count({ where: { jobId: job.id } })).toBe(0); // published, not yet stored
     await release(blocker);
     await ingest;
-    expect(published.at(-1)).toEqual({ jobId: job.id, attempt: 1, seq: 0, stored: -1, kind: 'metrics', items: [0, 1, 2].map((step) => ({ key: 'loss', step, value: step / 10 })) });
+    expect(published.at(-1)).toEqual({ jobId: job.id, attempt: 1, seq: 0, stored: -1, kind: 'metrics', items: [0, 1, 2].map((step) => ({ key: 'loss/total', step, value: step / 10 })) });
     const after = await readSince(t.db, job.id, { attempt: 1, seq: 0 }, 100);
     expect(after).toEqual({ metrics: [], rollouts: [], logs: [], through: null, complete: true });
     const all = await readSince(t.db, job.id, null, 100);
@@ -148,5 +149,10 @@ describe('live stream batches', () => {
     const big = await readSince(t.db, job.id, { attempt: 1, seq: 4 }, 2);
     expect(big.metrics.map((m) => m.step)).toEqual([20, 21, 22]);
     expect(big).toMatchObject({ through: { attempt: 1, seq: 5 }, complete: false });
+  });
+
+  it('publishes only batches of the live contract (sdk/live.ts), exactly as declared', () => {
+    expect(published.length).toBeGreaterThan(0);
+    for (const b of published) expect(liveBatchSchema.parse(JSON.parse(JSON.stringify(b)))).toEqual(b);
   });
 });

@@ -1,3 +1,4 @@
+import type { LiveItem } from '../../sdk/live';
 import type { Db } from '../db/client';
 
 // Catching up after a reconnect. Every stored row carries the position (attempt, seq) of the
@@ -31,17 +32,9 @@ export async function waitForPublishedWrites(db: Db, jobId: string): Promise<voi
   );
 }
 
-export interface MetricRow extends Position {
-  key: string;
-  step: number;
-  value: number;
-}
-export interface RolloutRow extends Position {
-  step: number;
-  agent: string;
-  index: number;
-  reward: number;
-}
+/** Stored rows come back as the live items they were published as, with their position. */
+export type MetricRow = Position & LiveItem<'metrics'>;
+export type RolloutRow = Position & LiveItem<'rollouts'>;
 export interface LogRow extends Position {
   id: string;
   line: number;

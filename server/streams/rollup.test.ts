@@ -26,7 +26,7 @@ describe('metric rollups', () => {
   let seq = 0;
   let attempt: Awaited<ReturnType<typeof activeAttempt>>;
   const send = (items: Array<{ step: number; value: number }>) =>
-    ingestBatch(t.db, attempt.workerId, { attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, seq: seq++, kind: 'metrics', items: items.map((i) => ({ ...i, key: 'loss' })) }, () => {});
+    ingestBatch(t.db, attempt.workerId, { attemptId: attempt.attemptId, fencingToken: attempt.fencingToken, seq: seq++, kind: 'metrics', items: items.map((i) => ({ ...i, key: 'loss/total' })) }, () => {});
 
   beforeAll(async () => {
     t = await createTestDatabase();
@@ -51,14 +51,14 @@ describe('metric rollups', () => {
   });
 
   it('serves wide buckets from rollups exactly as the points would', async () => {
-    const series = await metricSeries(t.db, job.id, 'loss', 10);
+    const series = await metricSeries(t.db, job.id, 'loss/total', 10);
     const width = Math.ceil(50_000 / 10 / ROLLUP_STEPS) * ROLLUP_STEPS;
     expect(series).toEqual(expected(values, 0, 49_999, width, 0).map((b) => ({ ...b, min: expect.closeTo(b.min, 9), max: expect.closeTo(b.max, 9), last: expect.closeTo(b.last, 9) })));
     expect(series.some((b) => b.max === 1_000)).toBe(true);
   });
 
   it('cuts the edge rollups to a zoomed range', async () => {
-    const series = await metricSeries(t.db, job.id, 'loss', 4, 10_500, 40_700);
+    const series = await metricSeries(t.db, job.id, 'loss/total', 4, 10_500, 40_700);
     expect(series[0].fromStep).toBe(10_500);
     expect(series[series.length - 1].toStep).toBe(40_700);
     expect(series.reduce((n, b) => n + b.count, 0)).toBe(40_700 - 10_500 + 1 - 200);
@@ -74,11 +74,11 @@ describe('metric rollups', () => {
     await send([{ step: 31_337, value: 0.5 }, { step: 31_338, value: 0.25 }]);
     values.set(31_337, 0.5);
     values.set(31_338, 0.25);
-    const series = await metricSeries(t.db, job.id, 'loss', 10);
+    const series = await metricSeries(t.db, job.id, 'loss/total', 10);
     expect(Math.max(...series.map((b) => b.max))).toBeLessThan(1.001);
-    const rollup = await t.db.metricRollup.findUniqueOrThrow({ where: { jobId_key_bucket: { jobId: job.id, key: 'loss', bucket: Math.floor(31_337 / ROLLUP_STEPS) } } });
+    const rollup = await t.db.metricRollup.findUniqueOrThrow({ where: { jobId_key_bucket: { jobId: job.id, key: 'loss/total', bucket: Math.floor(31_337 / ROLLUP_STEPS) } } });
     const before = { ...rollup };
     await rebuildRollups(t.db, job.id);
-    expect(await t.db.metricRollup.findUniqueOrThrow({ where: { jobId_key_bucket: { jobId: job.id, key: 'loss', bucket: before.bucket } } })).toEqual(before);
+    expect(await t.db.metricRollup.findUniqueOrThrow({ where: { jobId_key_bucket: { jobId: job.id, key: 'loss/total', bucket: before.bucket } } })).toEqual(before);
   });
 });

@@ -54,7 +54,7 @@ describe('live run streams', () => {
     const send = (seq: number, steps: number[]) =>
       fetch(`${server.url}/api/workers/stream`, {
         method: 'POST', headers: { authorization: `Bearer ${worker.credential}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ attemptId: assignment.attemptId, fencingToken: assignment.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'reward', value: step / 10 })) }),
+        body: JSON.stringify({ attemptId: assignment.attemptId, fencingToken: assignment.fencingToken, seq, kind: 'metrics', items: steps.map((step) => ({ step, key: 'reward/mean', value: step / 10 })) }),
       });
 
     // Every delivery counted, live or caught up: a duplicate shows as a count of 2.
@@ -100,8 +100,8 @@ describe('live run streams', () => {
     const job = await t.db.job.create({ data: { teamId: team.id, ownerId: owner.id, kind: 'TRAIN', config: {} } });
     await t.db.$executeRaw`
       INSERT INTO "MetricPoint" ("jobId", key, step, value, attempt)
-      SELECT ${job.id}, 'loss', s, CASE WHEN s = 5000 THEN 100 ELSE sin(s / 100.0) END, 1 FROM generate_series(0, 99999) AS s`;
-    const series = await metricSeries(t.db, job.id, 'loss', 100);
+      SELECT ${job.id}, 'loss/total', s, CASE WHEN s = 5000 THEN 100 ELSE sin(s / 100.0) END, 1 FROM generate_series(0, 99999) AS s`;
+    const series = await metricSeries(t.db, job.id, 'loss/total', 100);
     expect(series).toHaveLength(100);
     expect(series.reduce((n, b) => n + b.count, 0)).toBe(100_000);
     expect(series[0]).toMatchObject({ fromStep: 0, toStep: 999 });
@@ -109,7 +109,7 @@ describe('live run streams', () => {
     expect(series[99].last).toBeCloseTo(Math.sin(99_999 / 100), 6);
     // The spike survives downsampling.
     expect(series[5]).toMatchObject({ fromStep: 5000, max: 100 });
-    const zoomed = await metricSeries(t.db, job.id, 'loss', 100, 4990, 5010);
+    const zoomed = await metricSeries(t.db, job.id, 'loss/total', 100, 4990, 5010);
     expect(zoomed).toHaveLength(21);
     expect(zoomed.find((b) => b.fromStep === 5000)?.last).toBe(100);
   });

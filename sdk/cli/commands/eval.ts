@@ -1,3 +1,4 @@
+import type { CatalogueKey } from '../../live';
 import type { Command } from '../args';
 import type { Connection } from '../client';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -6,7 +7,7 @@ import { followToEnd, outcomeJson, printOutcome } from './follow';
 
 type EvalCommand = Extract<Command, { name: 'eval' }>;
 
-const SCORE_KEYS = ['score', 'meanReturn', 'winRate', 'wins', 'losses', 'draws', 'games', 'errors'];
+const SCORE_KEYS: CatalogueKey[] = ['eval/score', 'eval/mean_return', 'eval/win_rate', 'eval/wins', 'eval/losses', 'eval/draws', 'eval/games', 'eval/errors'];
 
 /** The environment version the checkpoint's own job trained on, when --env is not given. */
 async function environmentOf(conn: Connection, checkpointId: string): Promise<string> {
@@ -32,7 +33,7 @@ export async function evalCommand(ctx: CommandContext, cmd: EvalCommand): Promis
     ctx.out.document(document);
     return EXIT.OK;
   }
-  const outcome = await followToEnd(ctx, conn, job.id, { total: null, logs: 'all', keys: ['score'] });
+  const outcome = await followToEnd(ctx, conn, job.id, { total: null, logs: 'all', keys: ['eval/score'] });
   printOutcome(ctx, outcome, SCORE_KEYS);
   ctx.out.document({ ...document, final: outcomeJson(outcome) });
   return outcome.exitCode;

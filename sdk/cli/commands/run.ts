@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { CatalogueKey } from '../../live';
 import type { Command } from '../args';
 import type { Connection } from '../client';
 import { CliError, EXIT, UsageError } from '../errors';
@@ -198,7 +199,7 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
     ctx.out.document(document);
     return EXIT.OK;
   }
-  const keys = kind === 'SFT' ? ['loss'] : ['reward', 'loss'];
+  const keys: CatalogueKey[] = kind === 'SFT' ? ['loss/total'] : ['reward/mean', 'loss/total'];
   const outcome = await followToEnd(ctx, conn, job.id, { total, logs: cmd.logs ? 'all' : 'problems', keys });
   printOutcome(ctx, outcome, keys);
   ctx.out.document({ ...document, final: outcomeJson(outcome) });

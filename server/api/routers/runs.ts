@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { metricGroup } from '../../../sdk/live';
 import type { Db } from '../../db/client';
 import { readSince } from '../../streams/positions';
 import { ROLLUP_STEPS } from '../../streams/rollup';
@@ -109,13 +110,14 @@ function summarise(parts: SeriesBucket[], origin: number, width: number): Series
 }
 
 export const runsRouter = router({
+  /** The run's metrics, each with its group (sdk/live.ts: keys are `group/name`), for a page to lay charts out by. */
   metricKeys: teamProcedure('VIEWER')
     .input(jobInput)
     .query(async ({ ctx, input }) => {
       await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
       const rows = await ctx.db.$queryRaw<Array<{ key: string; count: bigint; last_step: number }>>`
         SELECT key, count(*) AS count, max(step) AS last_step FROM "MetricPoint" WHERE "jobId" = ${input.jobId} GROUP BY key ORDER BY key`;
-      return rows.map((r) => ({ key: r.key, count: Number(r.count), lastStep: r.last_step }));
+      return rows.map((r) => ({ key: r.key, group: metricGroup(r.key), count: Number(r.count), lastStep: r.last_step }));
     }),
 
   series: teamProcedure('VIEWER')

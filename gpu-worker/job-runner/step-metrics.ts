@@ -1,0 +1,99 @@
+/**
+ * The metrics of a step under their sdk/live.ts keys: the one place that names what the engine's
+ * trainers (StepMetrics) and the runtime's step reports measure. train.ts, sft.ts and eval.ts
+ * emit only keys made here or taken from the catalogue.
+ */
+import { agentRewardKey, type CatalogueKey, envMetricKey } from '../../sdk/live';
+import { type StepMetrics } from '../engine/trainer-core';
+import { type StepReport } from '../runtime/coordinator';
+import { type EpisodeRollout } from '../runtime/rollout';
+
+/** Values by key; null or a non-finite value is dropped when emitted (Emitter.metrics). */
+export type MetricValues = Record<string, number | null | undefined>;
+
+/**
+ * Each StepMetrics field's key. Typed by StepMetrics' own keys, so a field added to the engine
+ * does not compile until it is named here.
+ */
+const TRAINER_KEYS = {
+  step: 'optim/step',
+  loss: 'loss/total',
+  policyLoss: 'loss/policy',
+  valueLoss: 'loss/value',
+  kl: 'policy/kl',
+  entropy: 'policy/entropy',
+  clipFraction: 'policy/clip_frac',
+  gradNorm: 'optim/grad_norm',
+  learningRate: 'optim/lr',
+  rewardMean: 'reward/batch_mean',
+  rewardStd: 'reward/batch_std',
+  rewardMin: 'reward/batch_min',
+  rewardMax: 'reward/batch_max',
+  tokensPerSecond: 'perf/tokens_per_s',
+  stepTimeMs: 'perf/update_ms',
+  tokens: 'optim/tokens',
+  updates: 'optim/updates',
+} as const satisfies Record<keyof StepMetrics, CatalogueKey>;
+
+/**
+ * A trainer's step under its keys. Takes StepMetrics or the runtime's copy of it (numbers only,
+ * see runtime/engine-policy.ts); a field that is not StepMetrics' is left out.
+ */
+export function trainerMetrics(m: Readonly<Partial<Record<keyof StepMetrics, number | null>>>): MetricValues {
+  const values: MetricValues = {};
+  for (const [field, key] of Object.entries(TRAINER_KEYS)) {
+    const value = m[field as keyof StepMetrics];
+    if (value !== undefined) values[key] = value;
+  }
+  return values;
+}
+
+/** At most this many `env/` metrics a step: an environment's info is free-form, a run's key list should not be. */
+export const ENV_METRICS_MAX = 32;
+
+/**
+ * `env/<name>`: the mean over episodes of each number (or boolean, as 0 and 1) in the final
+ * step's info, as sdk/environment documents `info` ("aggregated in metrics"). Episodes that do
+ * not report a name do not count towards its mean.
+ */
+export function envMetrics(rollouts: readonly EpisodeRollout[]): MetricValues {
+  const sums = new Map<string, { total: number; n: number }>();
+  for (const r of rollouts) {
+    for (const [name, raw] of Object.entries(r.finalInfo)) {
+      const value = typeof raw === 'boolean' ? Number(raw) : raw;
+      if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+      const key = envMetricKey(name);
+      const sum = sums.get(key) ?? (sums.size < ENV_METRICS_MAX ? { total: 0, n: 0 } : null);
+      if (!sum) continue;
+      sum.total += value;
+      sum.n += 1;
+      sums.set(key, sum);
+    }
+  }
+  return Object.fromEntries([...sums].map(([key, s]) => [key, s.total / s.n]));
+}
+
+const mean = (xs: number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+/** A TRAIN step's metrics: the runner's view of the episodes, each learning policy's trainer, the environment's info. */
+export function stepMetrics(report: StepReport, seconds: number): MetricValues {
+  const { rollouts } = report;
+  const ok = rollouts.filter((r) => r.endReason !== 'error');
+  const learning = ok.flatMap((r) => Object.values(r.agents).filter((a) => a.learn));
+  const returns = learning.map((a) => a.totalReward);
+  const values: MetricValues = {
+    'reward/mean': mean(returns),
+    'episode/count': rollouts.length,
+    'episode/errors': rollouts.length - ok.length,
+    'episode/turns': mean(learning.map((a) => a.turns)),
+    'episode/response_tokens': mean(learning.map((a) => a.responseTokens)),
+    'perf/step_s': seconds,
+  } satisfies Partial<Record<CatalogueKey, number | null>>;
+  if (Object.keys(report.meanReward).length > 1) {
+    for (const [agent, r] of Object.entries(report.meanReward)) values[agentRewardKey(agent)] = r;
+    values['episode/win_rate'] = returns.length === 0 ? null : returns.filter((r) => r > 0).length / returns.length;
+  }
+  // The train job has one learning policy; several would need the policy in their keys.
+  for (const m of Object.values(report.metrics)) Object.assign(values, trainerMetrics(m));
+  return { ...values, ...envMetrics(ok) };
+}
