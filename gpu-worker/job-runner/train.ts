@@ -14,7 +14,6 @@
 import { frozenCopy, GRPOTrainer } from '../engine/grpo';
 import { type GPT } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
-import { type Tokenizer } from '../engine/tokenizer';
 import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
