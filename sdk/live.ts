@@ -177,6 +177,7 @@ export const METRICS = {
   'reward/batch_max': { description: 'highest return in the training batch' },
   'episode/count': { description: 'episodes run in the step', unit: 'episodes' },
   'episode/errors': { description: 'episodes that ended in an error (environment or runtime)', unit: 'episodes' },
+  'episode/context_truncated': { description: "episodes ended because their next turn would not fit the model's context (trained on what fit)", unit: 'episodes' },
   'episode/turns': { description: 'mean turns a learning seat took per episode', unit: 'turns' },
   'episode/response_tokens': { description: 'mean tokens a learning seat wrote per episode', unit: 'tokens' },
   'episode/win_rate': { description: "multi-agent: share of the learning seats' episodes with a positive return" },

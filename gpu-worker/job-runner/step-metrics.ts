@@ -85,6 +85,7 @@ export function stepMetrics(report: StepReport, seconds: number): MetricValues {
     'reward/mean': mean(returns),
     'episode/count': rollouts.length,
     'episode/errors': rollouts.length - ok.length,
+    'episode/context_truncated': rollouts.filter((r) => r.endReason === 'context').length,
     'episode/turns': mean(learning.map((a) => a.turns)),
     'episode/response_tokens': mean(learning.map((a) => a.responseTokens)),
     'perf/step_s': seconds,
