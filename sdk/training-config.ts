@@ -143,6 +143,16 @@ const runOptions = {
 const rlOptions = {
   groupSize: option(int(1, 1024).default(8), 'run', 'Episodes per task; GRPO compares them to form advantages. Default 8 (DeepSeekMath uses 64; 8 fits a CPU).'),
   evalEvery: option(int(1, 1_000_000).default(10), 'run', 'Evaluate every this many steps.'),
+  maxEpisodeErrorShare: option(
+    num(0, 1).default(0.5),
+    'run',
+    'The job fails, naming the most frequent errors, once more than this share of its episodes so far ended in an error. Default 0.5: a run mostly of errors learns nothing worth its device.',
+  ),
+  flatRewardWarnSteps: option(
+    int(0, 1_000_000).default(10),
+    'run',
+    'Warn when every group had equal rewards in each of the first this many steps: GRPO then has no signal to learn from. Default 10; 0 never warns.',
+  ),
   learners: option(z.array(z.string()).optional(), 'multi-agent', 'Multi-agent: the agents that learn. Default: the first agent.'),
   opponents: option(
     z

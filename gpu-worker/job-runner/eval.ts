@@ -20,6 +20,7 @@ import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
 import { loadPolicy } from './load-policy';
+import { frequentErrors } from './outcomes';
 import { type MetricValues } from './step-metrics';
 import { JobFailure, type JobResult } from './types';
 
@@ -117,6 +118,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       };
     };
     const all = score(rollouts.map((_, k) => k));
+    if (all.games === 0) throw new JobFailure(`every one of the ${rollouts.length} games failed; most frequent: ${frequentErrors(rollouts)}`);
     const winRate = all.games === 0 ? 0 : all.wins / all.games;
     const result = agents.length > 1 ? winRate : all.meanReturn;
     const metrics: MetricValues = {

@@ -249,3 +249,54 @@ describe('job runner: SFT and EVAL', () => {
     expect(Object.keys(metrics).filter((k) => !describeMetric(k))).toEqual([]);
   });
 });
+
+/** A single-turn environment whose reward is `reward` (source text), on a 1-layer policy. */
+function customEnvironment(name: string, reward: string) {
+  const code = `import { defineSingleTurn } from 'whetstone';
+export default defineSingleTurn<{ n: number }>({
+  name: '${name}',
+  systemPrompt: 'Say anything.',
+  sample: (rng) => ({ n: rng.int(0, 10) }),
+  prompt: (task) => 'n ' + task.n,
+  reward: (_prompt, completion, task) => { ${reward} },
+});
+`;
+  return { versionId: `${name}-v1`, files: { 'env.ts': code }, entry: 'env.ts', manifest: { name, version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 } } };
+}
+
+const tinyRun = { environmentVersionId: 'x', training: { steps: 12, batchSize: 4, groupSize: 4, checkpointEvery: 100, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+
+describe('job runner: honest outcomes', () => {
+  test('a run whose episodes mostly fail ends FAILED naming the most frequent error, at the user line', async () => {
+    const sink = new MemorySink();
+    const env = customEnvironment('flaky', "if (task.n < 8) throw new Error('reward exploded'); return 0;");
+    const result = await runJob(assignment({ config: tinyRun, environment: env }), sink, new JobControl());
+    expect(result.outcome).toBe('failed');
+    expect(result.reason).toMatch(/^\d+% of episodes failed by step 0 \(more than maxEpisodeErrorShare 0.5\); most frequent: "step threw Error: reward exploded \(env\.ts:7:\d+\)" \(×\d+\)$/);
+  });
+
+  test('a run where every group gets equal rewards is warned, with what to try', async () => {
+    const sink = new MemorySink();
+    const env = customEnvironment('flat', 'return 1;');
+    const result = await runJob(assignment({ config: { ...tinyRun, training: { ...tinyRun.training, steps: 3, flatRewardWarnSteps: 3 } }, environment: env }), sink, new JobControl());
+    expect(result.outcome).toBe('succeeded');
+    const warnings = sink.items('logs').filter((l) => l.level === 'warn').map((l) => l.message);
+    expect(warnings).toEqual([expect.stringMatching(/^in each of the first 3 steps every group's episodes got the same reward, so GRPO had nothing to learn from .*warm start/)]);
+  });
+
+  test('an evaluation whose games all fail is FAILED', async () => {
+    const trained = new MemorySink();
+    const env = customEnvironment('breaks', "if (completion === '\\u0000never') return 1; throw new Error('no reward today');");
+    const train = { ...tinyRun, training: { ...tinyRun.training, steps: 1, maxEpisodeErrorShare: 1 } };
+    expect((await runJob(assignment({ config: train, environment: env }), trained, new JobControl())).outcome).toBe('succeeded');
+    const sampler = trained.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+    const sink = new MemorySink();
+    sink.blobs.set('k', sampler.bytes);
+    const result = await runJob(
+      assignment({ kind: 'EVAL', environment: env, blobKeys: { c1: 'k' }, config: { checkpointId: 'c1', environmentVersionId: 'x', games: 6 } }),
+      sink,
+      new JobControl(),
+    );
+    expect(result).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^every one of the 6 games failed; most frequent: "step threw Error: no reward today \(env\.ts:7:\d+\)" \(×6\)$/) });
+  });
+});

@@ -26,6 +26,7 @@ import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { emitStep } from './emit-step';
 import { blobKey, loadPolicy } from './load-policy';
+import { OutcomeWatch } from './outcomes';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
@@ -125,6 +126,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const samples = options.samplesPerStep ?? 4;
     const matchesPerStep = options.matchesPerStep ?? 2;
 
+    const outcomes = new OutcomeWatch(training);
     for (let step = startStep; step < training.steps; step++) {
       const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
       if (interrupted) return interrupted;
@@ -133,6 +135,9 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (report.step !== step) throw new Error(`the coordinator ran step ${report.step}, expected ${step}`);
       const seconds = (performance.now() - started) / 1000;
       await emitStep(emit, tok, report, seconds, { samples, matches: multiAgent ? matchesPerStep : 0 });
+      const verdict = outcomes.observe(step, report.rollouts);
+      if (verdict.warn) emit.log('warn', verdict.warn);
+      if (verdict.fail) throw new JobFailure(verdict.fail);
       await emit.flushLogs();
       const done = step + 1;
       if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);

@@ -195,10 +195,11 @@ function checkStep(raw: unknown, actingAgent: string): StepResponse {
   if (typeof given !== 'object' || given === null) throw new InvalidOutput('step returned no rewards');
   for (const [agent, value] of Object.entries(given as Record<string, unknown>)) {
     if (!(agent in rewards)) throw new InvalidOutput(`step gave a reward to unknown agent "${agent}"`);
-    if (value === undefined) continue;
+    // An agent left out of `rewards` gets 0; one named with no value (a forgotten `reward`) is a mistake, not 0.
     if (typeof value !== 'number' || !Number.isFinite(value)) {
       const who = env.agents.length > 1 ? ` for agent "${agent}"` : '';
-      throw new InvalidOutput(`step returned reward ${safeString(value)}${who}; a reward must be a finite number`);
+      const hint = value === undefined ? ' (return reward: 0 for no reward)' : '';
+      throw new InvalidOutput(`step returned reward ${safeString(value)}${who}; a reward must be a finite number${hint}`);
     }
     rewards[agent] = value;
   }

@@ -26,6 +26,7 @@ export default defineEnvironment<undefined, { n: number }>({
       case 'memory': { const a: string[] = []; while (a.length >= 0) a.push('y'.repeat(100000) + a.length); } // @memory
       case 'huge': return { observation: 'x'.repeat(3000000), reward: 0, terminated: false };
       case 'nan': return { observation: '', reward: NaN, terminated: true };
+      case 'no-reward': return { observation: '', terminated: true } as unknown as { observation: string; reward: number; terminated: boolean };
       case 'text-reward': return { observation: '', reward: 'high' as unknown as number, terminated: true };
       case 'process': return { observation: process.env.HOME, reward: 0, terminated: true }; // @process
       case 'require': return { observation: String(g.eval("require('fs')")), reward: 0, terminated: true }; // @require
@@ -141,6 +142,7 @@ describe('sandbox battery', () => {
 
   test.each([
     ['nan', /reward NaN/],
+    ['no-reward', /reward undefined; a reward must be a finite number \(return reward: 0 for no reward\)/],
     ['text-reward', /reward "high"/],
   ])('non-numeric reward %s is refused', async (action, message) => {
     const e = await failure(action);
