@@ -179,8 +179,10 @@ async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: Inc
   const stored = await deps.blobs.put(data, 'checkpoints');
   // The metrics of that step travel with the checkpoint, for listing and choosing one later.
   const metrics = await deps.db.metricPoint.findMany({ where: { jobId: attempt.jobId, step: query.step }, select: { key: true, value: true } });
+  // Keyed by the writer, not the bytes: a job whose checkpoint equals another job's (same template,
+  // seed and config) gets a row of its own, and never another team's. A retried upload finds its own.
   const checkpoint = await deps.db.checkpoint.upsert({
-    where: { storageKey: stored.key },
+    where: { jobId_attemptId_kind_step: { jobId: attempt.jobId, attemptId: attempt.id, kind: query.kind, step: query.step } },
     update: {},
     create: {
       teamId: attempt.job.teamId, jobId: attempt.jobId, experimentId: attempt.job.experimentId, attemptId: attempt.id,
@@ -188,7 +190,7 @@ async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: Inc
       isAdapter: query.adapter === '1', metrics: Object.fromEntries(metrics.map((m) => [m.key, m.value])) as Prisma.InputJsonObject,
     },
   });
-  return { checkpointId: checkpoint.id, storageKey: stored.key };
+  return { checkpointId: checkpoint.id, storageKey: checkpoint.storageKey };
 }
 
 /** A blob a worker may read: a checkpoint or dataset of a team whose job it is running. */
