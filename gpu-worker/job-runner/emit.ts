@@ -10,9 +10,26 @@ import { type JobSink } from './sink';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/**
+ * What an environment may write to its job's log (its console lines): a noisy or hostile
+ * environment must not fill the database. The runner's own lines are not counted.
+ */
+export const USER_LOG_BUDGET = { perFlush: 200, perJob: 20_000 };
+
+/** Longest text kept of one observation, action or transcript segment in rollouts, matches and boards. */
+export const MAX_STORED_TEXT = 20_000;
+
+/** `text`, cut to `max` characters with a marker that says how much was cut. */
+export function capText(text: string, max = MAX_STORED_TEXT): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters not stored]`;
+}
+
 export class Emitter {
   private line = 0;
   private logBuffer: LogItem[] = [];
+  private userLines = 0;
+  private droppedSinceFlush = 0;
+  private droppedTotal = 0;
 
   constructor(readonly sink: JobSink) {}
 
@@ -21,7 +38,28 @@ export class Emitter {
     this.logBuffer.push({ line: this.line++, level, message: message.slice(0, 10_000), time: new Date().toISOString() });
   }
 
+  /** A line the environment wrote (its console), within USER_LOG_BUDGET; the rest are counted and reported. */
+  userLog(message: string): void {
+    const sinceFlush = this.logBuffer.length; // the runner's own lines are few; counting them too keeps this simple
+    if (this.userLines >= USER_LOG_BUDGET.perJob || sinceFlush >= USER_LOG_BUDGET.perFlush) {
+      this.droppedSinceFlush++;
+      this.droppedTotal++;
+      return;
+    }
+    this.userLines++;
+    this.log('info', message);
+  }
+
   async flushLogs(): Promise<void> {
+    if (this.droppedSinceFlush > 0) {
+      const spent = this.userLines >= USER_LOG_BUDGET.perJob;
+      this.log(
+        'warn',
+        `${this.droppedSinceFlush} environment log lines dropped (${this.droppedTotal} in all): a job keeps at most ${USER_LOG_BUDGET.perFlush} a step and ${USER_LOG_BUDGET.perJob} in all` +
+          (spent ? '; the job has spent its log budget' : ''),
+      );
+      this.droppedSinceFlush = 0;
+    }
     while (this.logBuffer.length > 0) await this.sink.sendBatch('logs', this.logBuffer.splice(0, 1000));
   }
 
@@ -99,7 +137,7 @@ export function rolloutItems(tok: Tokenizer, step: number, rollouts: readonly Ep
         step,
         agent: traj.agent,
         index: index++,
-        segments: segments.slice(0, 500),
+        segments: segments.slice(0, 500).map((seg) => ({ ...seg, text: capText(seg.text) })),
         reward: traj.totalReward,
         turnRewards: traj.turnRewards.slice(0, 1000),
         endReason: r.endReason,
@@ -120,9 +158,9 @@ export function matchItem(step: number | null, r: EpisodeRollout, opponents: Rec
     moves: r.moves.slice(0, 10_000).map((m, i) => ({
       index: i,
       agent: m.agent,
-      text: m.text,
+      text: capText(m.text),
       byBot: m.byBot,
-      observation: m.observation,
+      observation: capText(m.observation),
       rewards: m.rewards,
       info: m.info,
     })),
@@ -143,5 +181,5 @@ export function winnerOf(r: EpisodeRollout): string | null {
 
 /** Board texts of one game: the observation before each move (multi-agent games show the board there). */
 export function boardItems(step: number, game: number, r: EpisodeRollout): BoardItem[] {
-  return r.moves.slice(0, 1000).map((m, move) => ({ step, game, move, text: m.observation.slice(0, 10_000) }));
+  return r.moves.slice(0, 1000).map((m, move) => ({ step, game, move, text: capText(m.observation, 10_000) }));
 }

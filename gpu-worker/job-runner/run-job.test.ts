@@ -11,6 +11,7 @@ import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
 import { CheckpointStore } from './checkpoints';
+import { capText, MAX_STORED_TEXT, USER_LOG_BUDGET } from './emit';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
 
@@ -284,6 +285,21 @@ describe('job runner: honest outcomes', () => {
     expect(warnings).toEqual([expect.stringMatching(/^in each of the first 3 steps every group's episodes got the same reward, so GRPO had nothing to learn from .*warm start/)]);
   });
 
+  test('a log-flooding environment keeps its budget, and the log says how many lines were dropped', async () => {
+    const sink = new MemorySink();
+    const env = customEnvironment('chatty', "for (let i = 0; i < 150; i++) console.log('x'.repeat(1500) + i); return 0;");
+    const result = await runJob(assignment({ config: { ...tinyRun, training: { ...tinyRun.training, steps: 3, flatRewardWarnSteps: 0 } }, environment: env }), sink, new JobControl());
+    expect(result.outcome).toBe('succeeded');
+    const logs = sink.items('logs');
+    const fromEnv = logs.filter((l) => l.message.startsWith('[env'));
+    // 16 episodes × 150 lines a step were written; 200 a step are kept.
+    expect(fromEnv.length).toBeLessThanOrEqual(3 * USER_LOG_BUDGET.perFlush);
+    const notices = logs.filter((l) => / environment log lines dropped /.test(l.message));
+    expect(notices.length).toBeGreaterThanOrEqual(3);
+    const dropped = notices.map((l) => Number(/^(\d+) environment log lines dropped/.exec(l.message)![1])).reduce((a, b) => a + b, 0);
+    expect(dropped + fromEnv.length).toBe(3 * 16 * 150);
+  });
+
   test('an evaluation whose games all fail is FAILED', async () => {
     const trained = new MemorySink();
     const env = customEnvironment('breaks', "if (completion === '\\u0000never') return 1; throw new Error('no reward today');");
@@ -299,4 +315,10 @@ describe('job runner: honest outcomes', () => {
     );
     expect(result).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/^every one of the 6 games failed; most frequent: "step threw Error: no reward today \(env\.ts:7:\d+\)" \(×6\)$/) });
   });
+});
+
+test('texts stored in rollouts, matches and boards are cut with a marker past MAX_STORED_TEXT', () => {
+  const long = 'x'.repeat(MAX_STORED_TEXT + 5000);
+  expect(capText(long)).toBe(`${'x'.repeat(MAX_STORED_TEXT)}… [5000 more characters not stored]`);
+  expect(capText('short')).toBe('short');
 });

@@ -52,7 +52,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     // The environment, with its console going to the job's log.
     const loaded = await SandboxEnvironment.load(
       { files: assignment.environment.files, entry: assignment.environment.entry },
-      { onLogs: (lines, episodeId) => lines.forEach((l) => emit.log('info', `[env${episodeId ? ` ${episodeId}` : ''}] ${l}`)) },
+      { onLogs: (lines, episodeId) => lines.forEach((l) => emit.userLog(`[env${episodeId ? ` ${episodeId}` : ''}] ${l}`)) },
     );
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.message}`).join('; ')}`);
     env = loaded.env;
