@@ -4,6 +4,7 @@ import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
+import { MAX_REQUEST_BYTES } from '../sdk/limits';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
@@ -11,7 +12,7 @@ export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise
  * tRPC bodies above this size are refused (413) before they are parsed. Large enough for a dataset
  * upload (datasets.upload takes up to 15 million characters) and an environment with its files.
  */
-const MAX_BODY_BYTES = 16_000_000;
+const MAX_BODY_BYTES = MAX_REQUEST_BYTES;
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });

@@ -119,6 +119,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     log(`${signal}: stopping`);
+    realtime.stopping();
     buildAbort.abort();
     // The worker first: it checkpoints its jobs and hands them back while the server still answers.
     await localWorker?.stop(2_500);

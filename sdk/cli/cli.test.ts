@@ -208,6 +208,13 @@ describe('whetstone CLI and datasets', () => {
     expect(listed.stdout.split('\n')[0]).toMatch(/^NAME\s+VERSION\s+ROWS\s+SIZE/);
     expect(listed.stdout).toMatch(/^sums\s+1\s+2\s/m);
 
+    // Too large for one request: refused before sending, naming the file and the limit.
+    const huge = path.join(home, 'huge.jsonl');
+    fs.writeFileSync(huge, `{"prompt": "${'x'.repeat(17_000_000)}", "completion": "y"}\n`);
+    const tooLarge = await cli(['datasets', 'upload', huge]);
+    expect(tooLarge.code).toBe(EXIT.REJECTED);
+    expect(tooLarge.stderr).toMatch(/huge\.jsonl is too large to upload: the request would be 17\.0 MB, and the server takes at most 16\.0 MB/);
+
     const bad = path.join(home, 'bad.jsonl');
     fs.writeFileSync(bad, '{"prompt": "x"}\n{oops}\n');
     const refused = await cli(['datasets', 'upload', bad]);

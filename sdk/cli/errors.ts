@@ -1,4 +1,5 @@
 import { TRPCClientError } from '@trpc/client';
+import { MAX_REQUEST_BYTES } from '../limits';
 
 /**
  * What the CLI's exit code means. Scripts branch on these, so they never change meaning; new
@@ -101,7 +102,9 @@ export function toCliError(error: unknown, serverUrl: string, keySource: KeySour
       case 'NOT_FOUND':
         return new CliError(error.message, EXIT.NOT_FOUND);
       case 'INTERNAL_SERVER_ERROR':
-        return new CliError(`the server failed: ${error.message} (see its log)`, EXIT.SERVER_ERROR);
+        return new CliError(`the server failed: ${error.message}`, EXIT.SERVER_ERROR);
+      case 'PAYLOAD_TOO_LARGE':
+        return new CliError(`the request is larger than the server takes (${MAX_REQUEST_BYTES / 1_000_000} MB)`, EXIT.REJECTED);
       default:
         return new CliError(error.message, EXIT.REJECTED);
     }

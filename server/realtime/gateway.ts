@@ -64,6 +64,11 @@ export interface RealtimeHub {
   requestSample(workerId: string, request: SampleRequest): void;
   /** Closes socket.io and the HTTP server under it; connections the database ends afterwards are not errors. */
   close(): Promise<void>;
+  /**
+   * The server is stopping: from now on a lost database connection is expected, not an error (a
+   * Ctrl-C in a terminal reaches the embedded PostgreSQL too, which may stop first).
+   */
+  stopping(): void;
 }
 
 async function mayJoin(db: Db, caller: Caller, room: string): Promise<boolean> {
@@ -117,7 +122,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     // was an unhandled 'error' event that killed the server.
     pool.on('connect', (client) => client.on('error', (e) => closing || console.error('[realtime] database connection lost:', e.message)));
     if (pool.listenerCount('error') === 0) pool.on('error', () => {});
-    io.adapter(createReplicaAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => console.error('[realtime]', e.message) }));
+    io.adapter(createReplicaAdapter(pool, { tableName: 'socket_io_attachments', errorHandler: (e) => closing || console.error('[realtime]', e.message) }));
   }
   io.use(async (socket, next) => {
     try {
@@ -239,6 +244,9 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     close: () => {
       closing = true;
       return new Promise<void>((resolve) => io.close(() => resolve()));
+    },
+    stopping: () => {
+      closing = true;
     },
   };
 }

@@ -63,14 +63,28 @@ describe('worker tokens and registration', () => {
     expect(actions).toEqual(expect.arrayContaining(['worker_token.created', 'worker.registered', 'worker.drained', 'worker.revoked', 'worker_token.revoked', 'worker.registration_refused']));
   });
 
-  it('refuses malformed registrations with 400 and the reasons', async () => {
-    const bad = await post(ctx.server.url, '/api/workers/register', { token: 'wst_x', name: '', devices: [device, device] });
+  it('checks the token before the rest: a forged one learns nothing; a valid one gets 400 and the reasons', async () => {
+    const forged = await post(ctx.server.url, '/api/workers/register', { token: 'wst_x', name: '', devices: [device, device] });
+    expect(forged.status).toBe(401);
+    expect(forged.body.issues).toBeUndefined();
+    const owner = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const { token } = await mutate(ctx.server.url, owner.cookie, 'workerTokens.create', { teamId: owner.team.id, name: 'malformed' });
+    const bad = await post(ctx.server.url, '/api/workers/register', { token, name: '', devices: [device, device] });
     expect(bad.status).toBe(400);
     expect(bad.body.issues.length).toBeGreaterThan(0);
     const notJson = await fetch(`${ctx.server.url}/api/workers/register`, { method: 'POST', body: '{' });
     expect(notJson.status).toBe(400);
     const huge = await fetch(`${ctx.server.url}/api/workers/register`, { method: 'POST', body: 'x'.repeat(9_000_000) });
     expect(huge.status).toBe(413);
+  });
+
+  it('limits refused registrations per address, as sign-in does', async () => {
+    await ctx.t.db.auditLog.deleteMany({ where: { action: 'worker.registration_refused' } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push((await post(ctx.server.url, '/api/workers/register', { token: `wst_guess${i}` })).status);
+    expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+    expect(statuses[20]).toBe(429);
+    await ctx.t.db.auditLog.deleteMany({ where: { action: 'worker.registration_refused' } });
   });
 
   it('shared-pool tokens are for installation admins and register shared workers', async () => {

@@ -22,6 +22,7 @@ import { type AttemptCalls, fencedAttempt, workerOf, type WorkerRow } from './at
 import { buildAssignments } from './assignments';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 import { fencingTokenOf, Refusal } from './refusal';
+import { SIGN_IN_WINDOW_MINUTES } from '../auth/throttle';
 
 // The worker protocol's HTTP side (sdk/worker-protocol.ts). A daemon registers with a pool's
 // registration token and gets a credential of its own, which it presents on every later call.
@@ -84,14 +85,27 @@ export async function authenticateWorker(db: Db, authorization: string | undefin
   return workerOf(db, { credentialHash: credentialHash(authorization) });
 }
 
+/** Failed registrations per address in a window, as sign-in limits failed passwords (auth/throttle.ts). */
+const REGISTRATION_REFUSED = 'worker.registration_refused';
+const MAX_REFUSED_REGISTRATIONS = 20;
+
 async function register(deps: WorkerApiDeps, req: IncomingMessage) {
   const { db } = deps;
-  const input = parse(registerRequestSchema, await readJson(req));
-  const token = await db.workerToken.findUnique({ where: { tokenHash: hashSecret(input.token) } });
+  const ip = req.socket.remoteAddress ?? null;
+  const since = new Date(Date.now() - SIGN_IN_WINDOW_MINUTES * 60_000);
+  if (ip && (await db.auditLog.count({ where: { action: REGISTRATION_REFUSED, ipAddress: ip, at: { gt: since } } })) >= MAX_REFUSED_REGISTRATIONS) {
+    throw new Refusal(429, `Too many refused registrations from this address. Try again in ${SIGN_IN_WINDOW_MINUTES} minutes.`);
+  }
+  // The token first: a caller without a valid one learns nothing about what else the body lacks.
+  const body = await readJson(req);
+  const given = (body as { token?: unknown } | null)?.token;
+  const token = typeof given === 'string' && given.length <= 200 ? await db.workerToken.findUnique({ where: { tokenHash: hashSecret(given) } }) : null;
   if (!token || token.revokedAt || (token.expiresAt && token.expiresAt < new Date())) {
-    await audit(db, { teamId: token?.teamId, action: 'worker.registration_refused', details: { name: input.name, hostname: input.hostname }, ipAddress: req.socket.remoteAddress });
+    const named = body as { name?: unknown; hostname?: unknown } | null;
+    await audit(db, { teamId: token?.teamId, action: REGISTRATION_REFUSED, details: { name: String(named?.name ?? '').slice(0, 100), hostname: String(named?.hostname ?? '').slice(0, 255) }, ipAddress: ip });
     throw new Refusal(401, 'The registration token is not valid (wrong, revoked or expired)');
   }
+  const input = parse(registerRequestSchema, body);
   const credential = `${WORKER_CREDENTIAL_PREFIX}${newSecret()}`;
   const worker = await db.worker.create({
     data: {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Connection } from '../client';
+import { MAX_REQUEST_BYTES } from '../../limits';
 import { CliError, EXIT } from '../errors';
 import { age, bytes, table } from '../format';
 import { call, type CommandContext } from './context';
@@ -24,9 +25,21 @@ export async function uploadDataset(ctx: CommandContext, conn: Connection, file:
     throw new CliError(`cannot read dataset file ${file}`, EXIT.NOT_FOUND);
   }
   const datasetName = name ?? path.basename(full);
+  checkRequestSize(file, { teamId: conn.teamId, name: datasetName, jsonl });
   const saved = await call(conn, () => conn.api.datasets.upload.mutate({ teamId: conn.teamId, name: datasetName, jsonl }));
   ctx.out.line(`dataset ${datasetName}: version ${saved.version}, ${saved.rowCount} rows (${saved.created ? 'uploaded' : 'unchanged, reused'})`);
   return { name: datasetName, datasetId: saved.datasetId, versionId: saved.versionId, version: saved.version, rowCount: saved.rowCount, created: saved.created };
+}
+
+/** Refuses, before sending, a request the server would refuse for its size: naming the file and the limit. */
+export function checkRequestSize(file: string, input: unknown): void {
+  const size = Buffer.byteLength(JSON.stringify({ json: input }));
+  if (size > MAX_REQUEST_BYTES) {
+    const mb = (n: number) => `${(n / 1_000_000).toFixed(1)} MB`;
+    throw new CliError(`${file} is too large to upload: the request would be ${mb(size)}, and the server takes at most ${mb(MAX_REQUEST_BYTES)}`, EXIT.REJECTED, [
+      'split it into several datasets, or shorten its rows',
+    ]);
+  }
 }
 
 export async function datasetsUploadCommand(ctx: CommandContext, file: string, name?: string): Promise<number> {

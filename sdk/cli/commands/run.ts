@@ -11,7 +11,7 @@ import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
 import { resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
 import { applySet, type TrainingOverrides } from '../../training-config';
 import { call, type CommandContext } from './context';
-import { uploadDataset } from './datasets';
+import { checkRequestSize, uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
 
 type RunCommand = Extract<Command, { name: 'run' }>;
@@ -62,17 +62,17 @@ function trainingOf(manifest: unknown): TrainingOverrides {
 /** Uploads a folder (only new content makes a new version) and checks its dry run. */
 async function uploadFolder(ctx: CommandContext, conn: Connection, target: string): Promise<ResolvedEnvironment> {
   const folder = readEnvironmentFolder(target, ctx.io.cwd);
-  const saved = await call(conn, () =>
-    conn.api.environments.saveVersion.mutate({
-      teamId: conn.teamId,
-      name: folder.manifest.name,
-      description: folder.manifest.description || undefined,
-      entry: folder.manifest.entry,
-      files: folder.files,
-      manifest: folder.rawManifest,
-      datasetText: folder.datasetText,
-    }),
-  );
+  const input = {
+    teamId: conn.teamId,
+    name: folder.manifest.name,
+    description: folder.manifest.description || undefined,
+    entry: folder.manifest.entry,
+    files: folder.files,
+    manifest: folder.rawManifest,
+    datasetText: folder.datasetText,
+  };
+  checkRequestSize(`the environment folder ${target} (code and dataset)`, input);
+  const saved = await call(conn, () => conn.api.environments.saveVersion.mutate(input));
   const name = folder.manifest.name;
   if (saved.validation && !saved.validation.ok) throw failedDryRun(name, saved.version, saved.validation, folder.dir, ctx.io.cwd);
   const how = saved.created ? `uploaded${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
