@@ -10,8 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, selectRows, sequenceReturn, validateBatch } from './batch';
 import { ConfigError, requireInt, requireNumber } from './errors';
 import { AGGREGATIONS, type Aggregation, type KlEstimator, aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
-import { mergedWeights } from './lora';
-import { GPT } from './model';
+import { type GPT, frozenCopy } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type OptimConfig, validateOptimConfig } from './optim';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
@@ -225,12 +224,4 @@ export class GRPOTrainer {
     this.core.dispose();
     if (this.reference && this.ownsReference) this.reference.dispose();
   }
-}
-
-/** A copy of the policy's current weights (LoRA merged) that no optimiser touches. */
-export function frozenCopy(model: GPT): GPT {
-  const weights = new Map([...mergedWeights(model)].map(([k, t]) => [k, tf.tensor(t.data, t.shape)]));
-  const copy = new GPT(model.config, weights);
-  weights.forEach((t) => t.dispose());
-  return copy;
 }

@@ -11,8 +11,8 @@
  * trainer's RNG and optimiser come back from the checkpoint, so a resumed run continues exactly
  * as the uninterrupted one would have.
  */
-import { frozenCopy, GRPOTrainer } from '../engine/grpo';
-import { GPT } from '../engine/model';
+import { GRPOTrainer } from '../engine/grpo';
+import { GPT, frozenCopy } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { CharTokenizer, type Tokenizer } from '../engine/tokenizer';
 import { MultiAgentCoordinator, type PolicySlot, type StepReport } from '../runtime/coordinator';

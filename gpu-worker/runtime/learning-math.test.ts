@@ -22,8 +22,8 @@
  * depending on its load, most of it the SFT.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { GRPOTrainer, frozenCopy } from '../engine/grpo';
-import { GPT } from '../engine/model';
+import { GRPOTrainer } from '../engine/grpo';
+import { GPT, frozenCopy } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
 import { testBackend } from '../engine/test-setup';
