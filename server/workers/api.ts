@@ -19,7 +19,7 @@ import { notifyScheduler } from '../scheduler/loop';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
 import { ingestBatch, type Publish } from '../streams/ingest';
 import { type AttemptCalls, fencedAttempt, workerOf, type WorkerRow } from './attempts';
-import { buildAssignments } from './assignments';
+import { buildAssignments } from '../scheduler/assignments';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 import { fencingTokenOf, Refusal } from './refusal';
 

@@ -3,7 +3,7 @@
 // the environment it runs, and the storage keys of the blobs its config names. Built in one
 // statement for any number of attempts, either by reading active attempts (heartbeats, which
 // repeat assignments until started) or straight from the placement statement that opened them
-// (server/scheduler/place.ts), so that a round pushes what it placed without reading it back.
+// (place.ts), so that a round pushes what it placed without reading it back.
 import type { Assignment } from '../../sdk/worker-protocol';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
