@@ -21,7 +21,7 @@ import PgBoss from 'pg-boss';
 import { io as connect, type Socket } from 'socket.io-client';
 import { ClientFleet } from './fanout-clients';
 import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, ATTEMPT_FINISH_EVENT, ATTEMPT_START_EVENT, type CallAck, STREAM_EVENT, STREAM_WINDOW, type StreamAck, type StreamBatch } from '../sdk/worker-protocol';
-import { SCHEDULER_CHANNEL } from '../server/scheduler/loop';
+import { SCHEDULER_CHANNEL } from '../server/scheduler/notify';
 import { rebuildRollups } from '../server/streams/rollup';
 import { metricSeries } from '../server/api/routers/runs';
 import { createDb } from '../server/db/client';

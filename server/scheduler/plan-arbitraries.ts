@@ -1,6 +1,6 @@
 // Random clusters for the planner's property tests (plan.test.ts, queue-window.test.ts).
 import fc from 'fast-check';
-import { DEFAULT_QUOTA } from './plan';
+import { DEFAULT_QUOTA } from './admission';
 import type { DeviceKind, PlanInput, WorkerState } from './types';
 
 export const NOW = Date.UTC(2025, 0, 1, 12, 0, 0);

@@ -24,6 +24,11 @@ export const HOUSEKEEPING_MS = 1_000;
  * runs of bench:scheduler.
  */
 export const BUSY_ROUND_MS = 10;
+/**
+ * A worker counts as online while its heartbeat is this recent: one lease (30 s by default). A
+ * worker silent for a whole lease has lost its leases, and must not be given new work either.
+ */
+export const WORKER_ONLINE_WINDOW_MS = LEASE_SECONDS * 1000;
 
 export function leaseSecondsFrom(value: string | undefined): number {
   if (value === undefined || value === '') return 30;
