@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, test } from 'vitest';
 import { type z } from 'zod';
-import { testBackend } from '../engine/test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
 import { type Assignment, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema } from '../../sdk/worker-protocol';
 import { trainJobConfigSchema } from '../../sdk/job-config';

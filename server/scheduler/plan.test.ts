@@ -13,7 +13,7 @@ import type {
   WorkerState,
 } from './types';
 
-import { arbInput, GiB, KINDS, NOW, S } from './plan-arbitraries';
+import { arbInput, GiB, KINDS, NOW, S } from '../test-support/plan-arbitraries';
 
 function worker(
   id: string,

@@ -5,15 +5,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { createAuth } from './auth/auth';
-import { createTestDatabase, type TestDatabase } from './db/test-database';
-import { FsBlobStore } from './blobs/store';
-import type { Db } from './db/client';
-import { createHealthCheck } from './health';
-import { createRequestListener, type NextHandler } from './http';
-import { attachRealtime } from './realtime/gateway';
-import { schedulerEvents } from './scheduler/events';
-import { SchedulerLoop } from './scheduler/loop';
+import { createAuth } from '../auth/auth';
+import { createTestDatabase, type TestDatabase } from './test-database';
+import { FsBlobStore } from '../blobs/store';
+import type { Db } from '../db/client';
+import { createHealthCheck } from '../health';
+import { createRequestListener, type NextHandler } from '../http';
+import { attachRealtime } from '../realtime/gateway';
+import { schedulerEvents } from '../scheduler/events';
+import { SchedulerLoop } from '../scheduler/loop';
 
 /**
  * The real request listener, better-auth, socket.io and (when given the database URL) the

@@ -7,14 +7,14 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadTemplate } from '../../env-templates/load-template';
-import { StreamCursor } from '../../sdk/stream-cursor';
-import { API_KEY_PREFIX } from '../auth/caller';
-import { hashSecret, newSecret } from '../auth/tokens';
-import type { Db } from '../db/client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { repoRoot } from '../paths';
-import { WORKER_TOKEN_PREFIX } from '../workers/credentials';
+import { loadTemplate } from '../../../env-templates/load-template';
+import { StreamCursor } from '../../../sdk/stream-cursor';
+import { API_KEY_PREFIX } from '../../auth/caller';
+import { hashSecret, newSecret } from '../../auth/tokens';
+import type { Db } from '../../db/client';
+import { createTestDatabase, type TestDatabase } from '../test-database';
+import { repoRoot } from '../../paths';
+import { WORKER_TOKEN_PREFIX } from '../../workers/credentials';
 import { io as connect } from 'socket.io-client';
 import { afterAll, beforeAll } from 'vitest';
 
@@ -84,7 +84,7 @@ export function tempDir(prefix: string): string {
 
 /** A control-plane process; resolves once it listens. */
 export async function startServer(opts: { databaseUrl: string; port?: number; home?: string; leaseSeconds?: number; name?: string }) {
-  const proc = spawnProc(opts.name ?? 'server', 'server/reliability/server-process.ts', [], {
+  const proc = spawnProc(opts.name ?? 'server', 'server/test-support/reliability/server-process.ts', [], {
     DATABASE_URL: opts.databaseUrl,
     PORT: String(opts.port ?? 0),
     WHETSTONE_HOME: opts.home ?? tempDir('whetstone-rel-home-'),

@@ -1,5 +1,5 @@
 /**
- * The control plane as the reliability tests run it: `node --import tsx server/reliability/server-process.ts`
+ * The control plane as the reliability tests run it: `node --import tsx server/test-support/reliability/server-process.ts`
  * with DATABASE_URL, PORT and WHETSTONE_HOME. It is server/main.ts's composition — the same
  * request listener (tRPC, auth, worker API), socket.io gateway with the PostgreSQL adapter, and
  * scheduler loop, in one real process — without the Next.js web app (whose build would race the
@@ -9,16 +9,16 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
-import { createAuth } from '../auth/auth';
-import { FsBlobStore } from '../blobs/store';
-import { createDb } from '../db/client';
-import { migrate } from '../db/migrate';
-import { createHealthCheck } from '../health';
-import { createRequestListener } from '../http';
-import { attachRealtime } from '../realtime/gateway';
-import { schedulerEvents } from '../scheduler/events';
-import { SchedulerLoop } from '../scheduler/loop';
-import { LEASE_SECONDS } from '../scheduler/timing';
+import { createAuth } from '../../auth/auth';
+import { FsBlobStore } from '../../blobs/store';
+import { createDb } from '../../db/client';
+import { migrate } from '../../db/migrate';
+import { createHealthCheck } from '../../health';
+import { createRequestListener } from '../../http';
+import { attachRealtime } from '../../realtime/gateway';
+import { schedulerEvents } from '../../scheduler/events';
+import { SchedulerLoop } from '../../scheduler/loop';
+import { LEASE_SECONDS } from '../../scheduler/timing';
 
 const log = (line: string) => console.log(`[whetstone ${process.pid}] ${line}`);
 

@@ -1,5 +1,5 @@
-import type { CliIO } from './io';
-import { main } from './main';
+import type { CliIO } from '../../cli/io';
+import { main } from '../../cli/main';
 
 /** Runs the CLI's main function with captured output, as a test would see a process. */
 export async function runCapture(argv: string[], opts: { env: Record<string, string | undefined>; cwd: string; signal?: AbortSignal }) {

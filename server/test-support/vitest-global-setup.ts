@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from './embedded';
+import { startEmbeddedPostgres } from '../db/embedded';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -13,7 +13,7 @@ declare module 'vitest' {
 
 /**
  * Integration tests use DATABASE_URL's server when set, else one embedded PostgreSQL for the
- * whole run. Each test file makes its own database on it (server/db/test-database.ts).
+ * whole run. Each test file makes its own database on it (server/test-support/test-database.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.DATABASE_URL) {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { createDb, type Db } from './client';
-import { migrate } from './migrate';
+import { createDb, type Db } from '../db/client';
+import { migrate } from '../db/migrate';
 
 export interface TestDatabase {
   url: string;

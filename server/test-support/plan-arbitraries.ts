@@ -1,7 +1,7 @@
 // Random clusters for the planner's property tests (plan.test.ts, queue-window.test.ts).
 import fc from 'fast-check';
-import { DEFAULT_QUOTA } from './admission';
-import type { DeviceKind, PlanInput, WorkerState } from './types';
+import { DEFAULT_QUOTA } from '../scheduler/admission';
+import type { DeviceKind, PlanInput, WorkerState } from '../scheduler/types';
 
 export const NOW = Date.UTC(2025, 0, 1, 12, 0, 0);
 export const GiB = 2 ** 30;

@@ -1,7 +1,7 @@
 /** Small verifiable tasks for the engine's tests and benchmarks. */
-import { type Sequence } from './batch';
-import { Rng } from './rng';
-import { type Tokenizer } from './tokenizer';
+import { type Sequence } from '../../engine/batch';
+import { Rng } from '../../engine/rng';
+import { type Tokenizer } from '../../engine/tokenizer';
 
 /** Every string of `length` characters over `alphabet`, in a seeded order. */
 export function allStrings(alphabet: string, length: number, seed = 0): string[] {
