@@ -1,8 +1,9 @@
 /** Test helpers: open a template in the sandbox, as the worker does, and play it with its bots. */
 import { SandboxEnvironment } from '../../gpu-worker/runtime/sandbox/sandbox-environment';
-import { playEpisode, type Transcript } from '../../gpu-worker/runtime/play-episode';
+import { playEpisode } from '../../gpu-worker/runtime/play-episode';
 import { type Json } from '../../sdk/environment/schema';
 import { type LoadedTemplate } from '../load-template';
+import type { Transcript } from '../../sdk/dry-run-report';
 
 export async function openInSandbox(template: LoadedTemplate, extraFiles: Record<string, string> = {}, entry?: string): Promise<SandboxEnvironment> {
   const loaded = await SandboxEnvironment.load({ files: { ...template.source.files, ...extraFiles }, entry: entry ?? template.source.entry });

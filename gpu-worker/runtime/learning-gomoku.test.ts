@@ -33,8 +33,8 @@ import { MultiAgentCoordinator } from './coordinator';
 import { demonstrationSequences } from './demonstrations';
 import { engineTrainer, modelPolicy } from './engine-policy';
 import { evaluateSeatSwitching } from './evaluate';
-import { type Transcript } from './play-episode';
 import { type RolloutConfig } from './rollout';
+import type { Transcript } from '../../sdk/dry-run-report';
 
 beforeAll(async () => {
   await testBackend();

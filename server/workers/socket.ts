@@ -1,5 +1,5 @@
 import type { Namespace } from 'socket.io';
-import { z } from 'zod';
+import { type z } from 'zod';
 import {
   type Assignment,
   ASSIGNMENT_ACK_TIMEOUT_MS,

@@ -8,6 +8,7 @@ import { dirname, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Message, type Plugin } from 'esbuild';
 import { SourceMapper } from './source-map';
+import type { CompileDiagnostic } from '../../../sdk/dry-run-report';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SDK_ENTRY = fileURLToPath(new URL('../../../sdk/environment/index.ts', import.meta.url));
@@ -21,21 +22,6 @@ export interface EnvironmentSource {
   files: Record<string, string>;
   /** The file whose default export is the environment. */
   entry: string;
-}
-
-export interface SourceLocation {
-  file: string;
-  /** 1-based. */
-  line: number;
-  /** 1-based. */
-  column: number;
-}
-
-export interface CompileDiagnostic {
-  message: string;
-  location: SourceLocation | null;
-  /** The source line, for an editor marker or a caret under the column. */
-  lineText: string;
 }
 
 export interface CompiledEnvironment {

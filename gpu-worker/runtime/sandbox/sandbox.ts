@@ -10,9 +10,10 @@
  */
 import { type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { type CompiledEnvironment } from './compile';
-import { SandboxError, type SandboxErrorKind } from './errors';
+import { SandboxError } from './errors';
 import { DISPATCH_GLOBAL, type DriverMethod, type DriverMethods, type DriverResponse } from './protocol';
 import { validateResponse } from './validate-response';
+import type { SandboxErrorKind } from '../../../sdk/dry-run-report';
 
 export interface SandboxLimits {
   /** CPU deadline of one call (reset, step, bot…). */

@@ -5,10 +5,10 @@ import type { Connection } from '../client';
 import { CliError, EXIT, UsageError } from '../errors';
 import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
-import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
 import { call, type CommandContext } from './context';
 import { uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
+import type { DryRunReport } from '../../dry-run-report';
 
 type RunCommand = Extract<Command, { name: 'run' }>;
 
