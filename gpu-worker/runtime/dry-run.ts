@@ -8,7 +8,7 @@ import { Rng } from '../../sdk/environment/rng';
 import { type Json } from '../../sdk/environment/schema';
 import { parseJsonlDataset } from '../../sdk/dataset';
 import { type Manifest } from '../../sdk/manifest';
-import { type EnvironmentSource } from './sandbox/compile';
+import type { EnvironmentSource } from '../../sdk/environment-source';
 import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { build, type Message, type Plugin } from 'esbuild';
 import { SourceMapper } from './source-map';
 import type { CompileDiagnostic } from '../../../sdk/dry-run-report';
+import type { EnvironmentSource } from '../../../sdk/environment-source';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SDK_ENTRY = fileURLToPath(new URL('../../../sdk/environment/index.ts', import.meta.url));
@@ -16,13 +17,6 @@ const SDK_ENTRY = fileURLToPath(new URL('../../../sdk/environment/index.ts', imp
 export const SDK_MODULE_NAMES = ['whetstone', '@whetstone/sdk'];
 /** Source-map prefix of user files, stripped again when errors are reported. */
 export const USER_NAMESPACE = 'user';
-
-export interface EnvironmentSource {
-  /** Relative paths ("env.ts", "lib/board.ts") to their text. */
-  files: Record<string, string>;
-  /** The file whose default export is the environment. */
-  entry: string;
-}
 
 export interface CompiledEnvironment {
   /** The bundle, with an inline source map. */

@@ -4,7 +4,8 @@
  * lost instead of silently continuing in a fresh state.
  */
 import { type EnvironmentHandle, type LogSink } from '../environment-handle';
-import { compileEnvironment, type EnvironmentSource } from './compile';
+import { compileEnvironment } from './compile';
+import type { EnvironmentSource } from '../../../sdk/environment-source';
 import { SandboxError } from './errors';
 import { type PoolOptions, SandboxPool } from './pool';
 import { type BotRequest, type DriverMethod, type DriverMethods, type ResetRequest, type StepRequest } from './protocol';
