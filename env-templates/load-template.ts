@@ -21,7 +21,7 @@ export interface LoadedTemplate {
   datasetFiles: Record<string, string>;
 }
 
-export function templateDir(name: TemplateName): string {
+function templateDir(name: TemplateName): string {
   return fileURLToPath(new URL(`./${name}/`, import.meta.url));
 }
 

@@ -5,7 +5,7 @@ import { z } from 'zod';
 // for pushes. Every write about a job carries the attempt's fencing token: a worker whose token
 // is no longer the job's current one has lost its lease, and the server refuses its writes (409).
 
-export const deviceSchema = z.object({
+const deviceSchema = z.object({
   index: z.number().int().min(0).max(1023),
   kind: z.enum(['CUDA', 'CPU', 'WASM']),
   name: z.string().max(200),
@@ -75,7 +75,7 @@ export const ASSIGNMENT_ACK_TIMEOUT_MS = 10 * 60_000;
 export const heartbeatRequestSchema = z.object({
   attempts: z.array(z.object({ attemptId: z.string().max(64), fencingToken: z.string().max(32) })).max(256).default([]),
 });
-export const leaseStatusSchema = z.object({
+const leaseStatusSchema = z.object({
   attemptId: z.string(),
   /** False: the lease is lost (expired and requeued, or superseded); stop the job, write nothing more. */
   valid: z.boolean(),
@@ -124,7 +124,7 @@ export const callAckSchema = z.object({
 export type CallAck = z.infer<typeof callAckSchema>;
 
 export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(100), value: z.number() });
-export const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
+const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
 export const rolloutItemSchema = z.object({
   step: z.number().int().min(0),
   agent: z.string().max(64).default('agent'),
@@ -163,7 +163,6 @@ export const streamBatchSchema = z.discriminatedUnion('kind', [
   z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('boards'), items: z.array(boardItemSchema).max(1_000) }),
 ]);
 export type StreamBatch = z.infer<typeof streamBatchSchema>;
-export const streamResponseSchema = z.object({ accepted: z.boolean(), duplicate: z.boolean() });
 
 /**
  * The same batch over the worker's socket.io connection (namespace /workers): event `stream`

@@ -24,7 +24,7 @@ export interface ModelConfig {
   seed: number;
 }
 
-export const MODEL_DEFAULTS: Omit<ModelConfig, 'vocabSize'> = {
+const MODEL_DEFAULTS: Omit<ModelConfig, 'vocabSize'> = {
   contextLength: 64,
   layers: 2,
   width: 64,

@@ -45,7 +45,7 @@ export interface GRPOConfig extends OptimConfig {
   seed: number;
 }
 
-export const GRPO_DEFAULTS: GRPOConfig = {
+const GRPO_DEFAULTS: GRPOConfig = {
   // 1e-4 is what moved a 0.1 M-parameter policy on this machine (OFFLINE.md); use 1e-6 … 1e-5 for large pretrained models.
   learningRate: 1e-4,
   warmupSteps: 0,
@@ -72,7 +72,7 @@ export const GRPO_DEFAULTS: GRPOConfig = {
   seed: 0,
 };
 
-export function resolveGRPOConfig(partial: Partial<GRPOConfig> = {}): GRPOConfig {
+function resolveGRPOConfig(partial: Partial<GRPOConfig> = {}): GRPOConfig {
   for (const key of Object.keys(partial)) if (!(key in GRPO_DEFAULTS)) throw new ConfigError(`grpo.${key}`, 'unknown field');
   const c = { ...GRPO_DEFAULTS, ...partial };
   validateOptimConfig(c, 'grpo');

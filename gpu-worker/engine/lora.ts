@@ -19,9 +19,9 @@ export interface LoraConfig {
   seed: number;
 }
 
-export const LORA_DEFAULTS: LoraConfig = { rank: 8, alpha: 16, targets: ['attn', 'mlp'], seed: 0 };
+const LORA_DEFAULTS: LoraConfig = { rank: 8, alpha: 16, targets: ['attn', 'mlp'], seed: 0 };
 
-export function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
+function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
   const c = { ...LORA_DEFAULTS, ...partial };
   requireInt('lora.rank', c.rank, 1, 4096);
   requireNumber('lora.alpha', c.alpha, 0);

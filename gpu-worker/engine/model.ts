@@ -300,7 +300,7 @@ function attentionBias(B: number, Tn: number, past: number, keyMask?: number[][]
 }
 
 /** Name → shape of every base parameter, in a fixed order. */
-export function parameterShapes(c: ModelConfig): [string, number[]][] {
+function parameterShapes(c: ModelConfig): [string, number[]][] {
   const d = c.width;
   const hid = c.mlpRatio * d;
   const out: [string, number[]][] = [

@@ -43,7 +43,7 @@ export interface PPOConfig extends OptimConfig {
   seed: number;
 }
 
-export const PPO_DEFAULTS: PPOConfig = {
+const PPO_DEFAULTS: PPOConfig = {
   learningRate: 1e-4,
   warmupSteps: 0,
   totalSteps: 0,
@@ -69,7 +69,7 @@ export const PPO_DEFAULTS: PPOConfig = {
   seed: 0,
 };
 
-export function resolvePPOConfig(partial: Partial<PPOConfig> = {}): PPOConfig {
+function resolvePPOConfig(partial: Partial<PPOConfig> = {}): PPOConfig {
   for (const key of Object.keys(partial)) if (!(key in PPO_DEFAULTS)) throw new ConfigError(`ppo.${key}`, 'unknown field');
   const c = { ...PPO_DEFAULTS, ...partial };
   validateOptimConfig(c, 'ppo');

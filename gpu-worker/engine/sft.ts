@@ -16,7 +16,7 @@ export interface SFTConfig extends OptimConfig {
   seed: number;
 }
 
-export const SFT_DEFAULTS: SFTConfig = {
+const SFT_DEFAULTS: SFTConfig = {
   // 1e-3 with a short warm-up trains the small (0.1 M parameter) models of this engine fastest;
   // lower it (1e-4 … 1e-5) to fine-tune a larger pretrained policy.
   learningRate: 1e-3,
@@ -32,7 +32,7 @@ export const SFT_DEFAULTS: SFTConfig = {
   seed: 0,
 };
 
-export function resolveSFTConfig(partial: Partial<SFTConfig> = {}): SFTConfig {
+function resolveSFTConfig(partial: Partial<SFTConfig> = {}): SFTConfig {
   const c = { ...SFT_DEFAULTS, ...partial };
   for (const key of Object.keys(partial)) if (!(key in SFT_DEFAULTS)) throw new ConfigError(`sft.${key}`, 'unknown field');
   validateOptimConfig(c, 'sft');

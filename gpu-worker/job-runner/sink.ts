@@ -26,7 +26,6 @@ export interface StreamItems {
   boards: BoardItem;
 }
 export type StreamKind = keyof StreamItems;
-export const STREAM_KINDS: readonly StreamKind[] = ['metrics', 'rollouts', 'logs', 'matches', 'boards'];
 
 export type CheckpointUploadKind = 'TRAINING' | 'SAMPLER';
 

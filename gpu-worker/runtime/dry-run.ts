@@ -167,7 +167,7 @@ function summarise(report: DryRunReport, transcripts: Transcript[], keep: number
   report.transcripts = [...transcripts.filter((t) => t.error), ...transcripts.filter((t) => !t.error)].slice(0, keep);
 }
 
-export function distribution(values: number[]): Distribution {
+function distribution(values: number[]): Distribution {
   if (values.length === 0) return { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] };
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const std = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);

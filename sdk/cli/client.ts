@@ -9,7 +9,7 @@ import { CliError, EXIT, keyRefused, toCliError, type KeySource } from './errors
 // Where the server is and who we are: --server / WHETSTONE_URL, and --api-key /
 // WHETSTONE_API_KEY, else the local-mode credentials `npm start` keeps in WHETSTONE_HOME.
 
-export const DEFAULT_URL = 'http://127.0.0.1:3000';
+const DEFAULT_URL = 'http://127.0.0.1:3000';
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -36,7 +36,7 @@ export function serverUrl(flag: string | undefined, env: Record<string, string |
   return (flag ?? env.WHETSTONE_URL ?? DEFAULT_URL).replace(/\/+$/, '');
 }
 
-export function whetstoneHome(env: Record<string, string | undefined>): string {
+function whetstoneHome(env: Record<string, string | undefined>): string {
   return path.resolve(env.WHETSTONE_HOME ?? path.join(REPO_ROOT, '.whetstone'));
 }
 
@@ -60,7 +60,7 @@ export function findCredentials(flag: string | undefined, env: Record<string, st
   }
 }
 
-export function createApi(url: string, apiKey: string): Api {
+function createApi(url: string, apiKey: string): Api {
   return createTRPCClient<AppRouter>({
     links: [
       httpBatchLink({

@@ -3,9 +3,9 @@ import type { Db } from '../db/client';
 // Sign-in attempts are limited per account and per address, counted from the audit log's
 // failure entries, so the limit holds across server replicas and restarts.
 
-export const SIGN_IN_WINDOW_MINUTES = 15;
+const SIGN_IN_WINDOW_MINUTES = 15;
 export const MAX_FAILURES_PER_ACCOUNT = 5;
-export const MAX_FAILURES_PER_ADDRESS = 20;
+const MAX_FAILURES_PER_ADDRESS = 20;
 export const SIGN_IN_FAILED = 'auth.sign_in_failed';
 
 export async function signInBlocked(db: Db, email: string, ip: string | null): Promise<string | null> {

@@ -98,7 +98,7 @@ type StaleAttempt = { id: string; jobId: string; number: number; workerId: strin
  * Housekeeping before planning: lost leases, preemptions past their grace, jobs past their time
  * limit (found in one query, usually empty), then silent workers marked offline.
  */
-export async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
+async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
   const graceEnd = new Date(now.getTime() - PREEMPT_GRACE_SECONDS * 1000);
   const stale = await db.$queryRaw<StaleAttempt[]>`
     SELECT a.id, a."jobId", a.number, a."workerId", j."teamId", j.state::text AS state, j."timeLimitSeconds" AS limit,

@@ -11,7 +11,7 @@ export interface TestDatabase {
 }
 
 /** The server URL with another database name. */
-export function withDatabase(serverUrl: string, database: string): string {
+function withDatabase(serverUrl: string, database: string): string {
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
   return url.toString();

@@ -14,9 +14,9 @@ import type { EnvironmentSource } from '../../../sdk/environment-source';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SDK_ENTRY = fileURLToPath(new URL('../../../sdk/environment/index.ts', import.meta.url));
 /** Names under which user code may import the SDK. */
-export const SDK_MODULE_NAMES = ['whetstone', '@whetstone/sdk'];
+const SDK_MODULE_NAMES = ['whetstone', '@whetstone/sdk'];
 /** Source-map prefix of user files, stripped again when errors are reported. */
-export const USER_NAMESPACE = 'user';
+const USER_NAMESPACE = 'user';
 
 export interface CompiledEnvironment {
   /** The bundle, with an inline source map. */
@@ -120,7 +120,7 @@ function toDiagnostic(m: Message): CompileDiagnostic {
   };
 }
 
-export function stripNamespace(file: string): string {
+function stripNamespace(file: string): string {
   return file.startsWith(`${USER_NAMESPACE}:`) ? file.slice(USER_NAMESPACE.length + 1) : file;
 }
 

@@ -31,7 +31,7 @@ export interface Proc {
 const started: Proc[] = [];
 const dirs: string[] = [];
 
-export function spawnProc(name: string, script: string, args: string[], env: Record<string, string>): Proc {
+function spawnProc(name: string, script: string, args: string[], env: Record<string, string>): Proc {
   const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
@@ -177,7 +177,7 @@ export async function seedWorker(db: Db, team: Team, opts: { name?: string; devi
 }
 
 /** A tiny bandit TRAIN config: a few steps of GRPO with a checkpoint every `checkpointEvery`. */
-export function banditConfig(team: Team, steps: number, checkpointEvery: number) {
+function banditConfig(team: Team, steps: number, checkpointEvery: number) {
   return {
     environmentVersionId: team.envVersionId,
     model: { layers: 1, width: 16, heads: 2, context: 72 },
