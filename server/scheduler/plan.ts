@@ -2,6 +2,8 @@
  * The planner: a pure function from the cluster as it is (queued jobs, running jobs, workers and
  * their devices, team quotas, the time) to decisions (place, preempt, wait), each explained in
  * words the UI shows. It reads no clock and does no I/O; the loop around it applies the plan.
+ * Beside it: the words of the reasons (reasons.ts), rule 5's arithmetic on a pool of devices or
+ * quota (pool.ts), and the same quota checked at submit time (admission.ts).
  *
  * The rules, in the order they apply:
  *
@@ -445,48 +447,54 @@ function wait(
 
 /** One job's decision: the rules of the header, in order. */
 function decide(s: State, job: PlanQueuedJob, out: Plan): void {
+  // Rule 3: jobs that cannot run now, whatever is free.
   if (job.notBefore !== null && job.notBefore > s.now) return wait(out, job, 'BACKOFF', backoffReason(job.notBefore));
   const quota = quotaOf(s, job.teamId);
   if (job.deviceCount > quota) return wait(out, job, 'EXCEEDS_QUOTA', exceedsQuotaReason(job.deviceCount, quota));
   const shapes = shapesFor(s, job);
   if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job));
 
+  // Rules 4 and 5: placed now, if the quota has room and no reservation ahead of it is delayed.
   const end = endOf(s.now, job.timeLimitSeconds);
   const held = heldBy(s, job.teamId);
   const quotaOk = held + job.deviceCount <= quota;
-  let blocker: Reservation | null = null;
-  if (quotaOk) {
-    const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
-    if (quotaBlocker) {
-      blocker = { type: 'quota', ...quotaBlocker };
-    } else {
-      const attempt = tryPlace(s, job, shapes, end);
-      if ('placement' in attempt) {
-        out.placements.push(attempt.placement);
-        return;
-      }
-      blocker = attempt.blocker;
-    }
+  const attempt: PlaceAttempt = quotaOk ? placeWithinQuota(s, job, shapes, end) : { blocker: null };
+  if ('placement' in attempt) {
+    out.placements.push(attempt.placement);
+    return;
   }
 
+  // Rule 6: or room is made by preempting lower-priority jobs.
   const preemption = tryPreempt(s, job, shapes, end, quotaOk);
   if (preemption) return applyPreemption(s, job, preemption, out);
 
-  if (blocker) return wait(out, job, 'BEHIND', behindWords(s, job, blocker));
+  // Rule 5: else it waits, behind a reservation of a job ahead (reserving nothing), or reserving
+  // its team's quota, or reserving devices.
+  if (attempt.blocker) return wait(out, job, 'BEHIND', behindWords(s, job, attempt.blocker));
   if (!quotaOk) {
     const startAt = reserveQuota(s, job);
-    return wait(out, job, 'QUOTA', quotaReachedReason(quota, held, job.deviceCount), { estimatedStartAt: startAt === NEVER ? null : startAt });
+    return wait(out, job, 'QUOTA', quotaReachedReason(quota, held, job.deviceCount), { estimatedStartAt: knownTime(startAt) });
   }
   const r = reserveDevices(s, job, shapes);
   wait(out, job, 'NO_CAPACITY', noCapacityReason(job, r), {
-    estimatedStartAt: r.startAt === NEVER ? null : r.startAt,
+    estimatedStartAt: knownTime(r.startAt),
     target: { workerId: r.workerId, kind: r.kind, deviceIndexes: r.deviceIndexes },
   });
 }
 
+/** A time for the UI: null when it is not known (NEVER). */
+const knownTime = (t: number): number | null => (t === NEVER ? null : t);
+
 // ── placing ──
 
 type PlaceAttempt = { placement: Placement } | { blocker: Reservation | null };
+
+/** Within the team's quota: the team's quota reservations ahead come first, then the devices. */
+function placeWithinQuota(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
+  const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
+  if (quotaBlocker) return { blocker: { type: 'quota', ...quotaBlocker } };
+  return tryPlace(s, job, shapes, end);
+}
 
 /** Rule 4 and 5: the best worker with enough free matching devices that delays no reservation. */
 function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
