@@ -57,4 +57,12 @@ describe('the dependency rules', () => {
   it('fail when the environment API imports anything outside itself', async () => {
     expect(await brokenRules('environment-api-imports-node')).toEqual(['environment-api-stands-alone']);
   });
+
+  it("fail when a template's environment code imports outside its own folder", async () => {
+    expect(await brokenRules('template-imports-outside-its-folder')).toEqual(['environment-code-runs-in-quickjs']);
+  });
+
+  it('fail when a router imports another router', async () => {
+    expect(await brokenRules('router-imports-router')).toEqual(['routers-never-import-routers']);
+  });
 });
