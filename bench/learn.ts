@@ -18,8 +18,8 @@
  */
 import { type Sequence } from '../gpu-worker/engine/batch';
 import { initBackend } from '../gpu-worker/engine/backend';
-import { GRPOTrainer, frozenCopy } from '../gpu-worker/engine/grpo';
-import { type GPT } from '../gpu-worker/engine/model';
+import { GRPOTrainer } from '../gpu-worker/engine/grpo';
+import { type GPT, frozenCopy } from '../gpu-worker/engine/model';
 import { Rng } from '../gpu-worker/engine/rng';
 import { sample } from '../gpu-worker/engine/sampler';
 import { SFTTrainer } from '../gpu-worker/engine/sft';

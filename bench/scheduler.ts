@@ -3,7 +3,7 @@
  * in one run against one PostgreSQL (DATABASE_URL's server, else an embedded one), in a
  * database of its own that is dropped at the end. Prints one JSON object per line, nothing else.
  *
- * The control plane runs as its own process (server/reliability/server-process.ts: main.ts's
+ * The control plane runs as its own process (server/test-support/reliability/server-process.ts: main.ts's
  * composition without the web app); simulated workers are HTTP + socket.io clients speaking
  * sdk/worker-protocol.ts, in this process; the fan-out's browsers are socket.io clients in a few
  * child processes of their own (bench/fanout-clients.ts).
@@ -21,13 +21,13 @@ import PgBoss from 'pg-boss';
 import { io as connect, type Socket } from 'socket.io-client';
 import { ClientFleet } from './fanout-clients';
 import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, ATTEMPT_FINISH_EVENT, ATTEMPT_START_EVENT, type CallAck, STREAM_EVENT, STREAM_WINDOW, type StreamAck, type StreamBatch } from '../sdk/worker-protocol';
-import { SCHEDULER_CHANNEL } from '../server/scheduler/loop';
+import { SCHEDULER_CHANNEL } from '../server/scheduler/notify';
 import { rebuildRollups } from '../server/streams/rollup';
 import { metricSeries } from '../server/api/routers/runs';
 import { createDb } from '../server/db/client';
 import { startEmbeddedPostgres } from '../server/db/embedded';
 import { migrate } from '../server/db/migrate';
-import { killAll, seedTeam, sleep, startServer, trpc, type Team } from '../server/reliability/harness';
+import { killAll, seedTeam, sleep, startServer, trpc, type Team } from '../server/test-support/reliability/harness';
 
 const WORKERS = 50;
 const SUBMITS = 200;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseJsonlDataset } from '../sdk/dataset';
 import { type Json, type ObjectSchema } from '../sdk/environment/schema';
 import { type Manifest, parseManifest } from '../sdk/manifest';
-import { type EnvironmentSource } from '../gpu-worker/runtime/sandbox/compile';
+import type { EnvironmentSource } from '../sdk/environment-source';
 
 export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];
@@ -23,7 +23,7 @@ export interface LoadedTemplate {
   datasetFiles: Record<string, string>;
 }
 
-export function templateDir(name: TemplateName): string {
+function templateDir(name: TemplateName): string {
   return fileURLToPath(new URL(`./${name}/`, import.meta.url));
 }
 

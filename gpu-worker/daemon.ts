@@ -7,12 +7,11 @@
  * (namespace /workers) or returned by heartbeats (the polling fallback). Each assignment runs in a
  * job runner child process (job-runner/), so training never stalls this event loop.
  *
- * Streams: the runner's batches are numbered per attempt (seq 0, 1, 2, …) as they arrive and sent
- * in that order, each retried with backoff until the server takes it, so a batch is never lost
- * and a retried one is recognised by its seq. They go over the socket.io connection while it is
- * up (an ack per batch, a few under way at once) and over HTTP, one at a time, otherwise. Every write carries the attempt's fencing
- * token; a 409 (or a heartbeat saying the lease is invalid) means the job was given to someone
- * else: the runner is killed and nothing more is sent for it.
+ * This file is the daemon's own lifecycle: registration, the push channel, heartbeats, drain and
+ * stop, and the command line. The rest is in daemon/: how it talks to the server (transport.ts:
+ * HTTP, and socket.io with acks), an attempt's lifecycle (attempts.ts: runner, start, signals,
+ * checkpoints, finish) and its stream batches on their way out (outbox.ts: numbered, ordered,
+ * retried; over the socket a few under way at once, over HTTP one at a time).
  *
  * Losing the server does not stop a job: batches wait in memory, heartbeats back off
  * exponentially, and socket.io reconnects. SIGTERM drains: no new work, every job is asked to
@@ -22,31 +21,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { io, type Socket } from 'socket.io-client';
+import { io } from 'socket.io-client';
 import { z } from 'zod';
 import { initBackend } from './engine/backend';
-import { RunnerProcess, type RunnerExit } from './job-runner/runner-process';
-import { type CheckpointUploadKind, type UploadedCheckpoint } from './job-runner/sink';
-import { type StreamKind } from '../sdk/live';
-import { type JobOutcome } from './job-runner/types';
-import {
-  type Assignment,
-  type AssignmentAck,
-  ASSIGNMENT_EVENT,
-  assignmentSchema,
-  ATTEMPT_FINISH_EVENT,
-  ATTEMPT_START_EVENT,
-  BLOB_ROUTE,
-  callAckSchema,
-  checkpointResponseSchema,
-  heartbeatResponseSchema,
-  registerResponseSchema,
-  sampleRequestSchema,
-  STREAM_EVENT,
-  STREAM_SOCKET_MAX_BYTES,
-  STREAM_WINDOW,
-  streamAckSchema,
-} from '../sdk/worker-protocol';
+import { type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
+import { Attempts, type AttemptSignal } from './daemon/attempts';
+import { backoff, HttpStatusError, retry, sleep, WorkerTransport } from './daemon/transport';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -77,59 +57,11 @@ interface SavedState {
   credential: string;
 }
 
-type QueuedBatch = { seq: number; kind: StreamKind; items: unknown[] };
-
-/** One attempt this daemon runs. */
-export interface DaemonJob {
-  assignment: Assignment;
-  runner: RunnerProcess | null;
-  /** The next seq to give a batch. */
-  seq: number;
-  queue: QueuedBatch[];
-  /** Batches the server took (for tests and logs). */
-  sent: number;
-  /** The lease is gone: write nothing more. */
-  lost: boolean;
-  cancelRequested: boolean;
-  preemptRequested: boolean;
-  /** Resolves when the attempt is over (finish reported, or lost). */
-  over: Promise<void>;
-  pumping: boolean;
-  emptied: (() => void)[];
-  /** The ack of the push that brought the assignment: answered, it starts the attempt. */
-  startAck: ((answer: AssignmentAck) => void) | null;
-  /**
-   * How the start went: not yet sent, sent as the push's ack (not confirmed: a heartbeat still
-   * listing the assignment means it was not recorded), or confirmed by the start call's answer.
-   */
-  start: 'pending' | 'acked' | 'confirmed';
-}
-
-class HttpStatusError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super(`HTTP ${status}: ${body.slice(0, 300)}`);
-  }
-}
-
-/** Transient: the network, a timeout, or a server error. Retried with backoff. */
-function transient(e: unknown): boolean {
-  return !(e instanceof HttpStatusError) || e.status >= 500 || e.status === 429;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const backoff = (failures: number, base = 250, max = 15_000) => Math.min(max, base * 2 ** Math.min(failures, 16)) * (0.75 + Math.random() * 0.5);
-
 export class WorkerDaemon {
   readonly name: string;
-  readonly jobs = new Map<string, DaemonJob>();
-  /** Attempts already run here: a late heartbeat answer may still list one. */
-  private readonly done = new Set<string>();
-  private credential: string | null = null;
   workerId: string | null = null;
-  private socket: Socket | null = null;
+  private readonly transport: WorkerTransport;
+  private readonly attempts: Attempts;
   private draining = false;
   private stopped = false;
   private heartbeatMs: number;
@@ -144,13 +76,27 @@ export class WorkerDaemon {
     const home = o.home ?? process.env.WHETSTONE_HOME ?? path.join(REPO_ROOT, '.whetstone');
     this.statePath = path.join(home, `worker-${this.name.replace(/[^A-Za-z0-9_.-]/g, '_')}.json`);
     this.heartbeatMs = (o.heartbeatSeconds ?? 5) * 1000;
+    this.transport = new WorkerTransport(this.server);
+    this.attempts = new Attempts({
+      transport: this.transport,
+      backend: o.backend,
+      runnerEnv: o.runnerEnv,
+      accepting: () => !this.draining && !this.stopped,
+      stopped: () => this.stopped,
+      log: (level, message) => this.log(level, message),
+    });
+  }
+
+  /** The attempts running here, by attempt id. */
+  get jobs() {
+    return this.attempts.jobs;
   }
 
   /** Registers (or reuses the saved credential), connects, and starts heartbeating. */
   async start(): Promise<void> {
     const saved = this.loadState();
     if (saved) {
-      this.credential = saved.credential;
+      this.transport.credential = saved.credential;
       this.workerId = saved.workerId;
       this.log('info', `using the saved credential of worker ${saved.workerId}`);
     } else {
@@ -165,7 +111,7 @@ export class WorkerDaemon {
     if (this.draining && this.stopped) return;
     this.draining = true;
     this.log('info', `draining: ${this.jobs.size} job(s) asked to checkpoint and stop`);
-    for (const job of this.jobs.values()) this.preemptJob(job);
+    for (const job of this.jobs.values()) this.attempts.preempt(job);
     const all = Promise.all([...this.jobs.values()].map((j) => j.over));
     const timeout = sleep(this.o.drainTimeoutMs ?? 120_000).then(() => 'timeout' as const);
     if ((await Promise.race([all, timeout])) === 'timeout') {
@@ -180,7 +126,7 @@ export class WorkerDaemon {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const job of this.jobs.values()) job.runner?.kill();
-    this.socket?.close();
+    this.transport.socket?.close();
     this.wakeHeartbeat?.();
     await this.heartbeatLoop;
   }
@@ -210,8 +156,8 @@ export class WorkerDaemon {
       labels: this.o.labels ?? {},
       devices: report.devices.map((d, index) => ({ index, kind: kinds[d.kind], name: d.name.slice(0, 200), memoryBytes: Math.max(0, Math.floor(d.memoryBytes)) })),
     };
-    const answer = registerResponseSchema.parse(await this.retry(() => this.json('POST', '/api/workers/register', body, false), () => this.stopped));
-    this.credential = answer.credential;
+    const answer = registerResponseSchema.parse(await retry(() => this.transport.json('POST', '/api/workers/register', body, false), () => this.stopped));
+    this.transport.credential = answer.credential;
     this.workerId = answer.workerId;
     mkdirSync(path.dirname(this.statePath), { recursive: true });
     writeFileSync(this.statePath, JSON.stringify({ server: this.server, workerId: answer.workerId, credential: answer.credential } satisfies SavedState, null, 2), { mode: 0o600 });
@@ -221,9 +167,9 @@ export class WorkerDaemon {
   // ───────────────────────────── socket.io and heartbeats ─────────────────────────────
 
   private connect(): void {
-    this.socket?.close();
+    this.transport.socket?.close();
     const socket = io(`${this.server}/workers`, {
-      auth: { credential: this.credential },
+      auth: { credential: this.transport.credential },
       reconnection: true,
       reconnectionDelay: 500,
       reconnectionDelayMax: 30_000,
@@ -236,7 +182,7 @@ export class WorkerDaemon {
     socket.on('connect_error', (e) => this.log('warn', `push channel: ${e.message}`));
     socket.on(ASSIGNMENT_EVENT, (payload: unknown, ack?: unknown) => {
       const parsed = assignmentSchema.safeParse(payload);
-      if (parsed.success) void this.accept(parsed.data, typeof ack === 'function' ? (ack as (answer: AssignmentAck) => void) : null);
+      if (parsed.success) void this.attempts.accept(parsed.data, typeof ack === 'function' ? (ack as (answer: AssignmentAck) => void) : null);
       else this.log('warn', `ignored an invalid assignment: ${parsed.error.message}`);
     });
     // Inference sessions: a sampling request goes to the runner of the attempt it names.
@@ -247,11 +193,11 @@ export class WorkerDaemon {
       if (job && job.assignment.kind === 'INFERENCE' && job.runner && !job.lost) job.runner.sample(parsed.data);
       else socket.emit('sample:done', { requestId: parsed.data.requestId, attemptId: parsed.data.attemptId, reason: 'error', text: '', error: 'this worker does not run that session' });
     });
-    socket.on('signal', (payload: { attemptId?: string; cancel?: boolean; preempt?: boolean; valid?: boolean }) => {
+    socket.on('signal', (payload: { attemptId?: string } & AttemptSignal) => {
       const job = payload?.attemptId ? this.jobs.get(payload.attemptId) : undefined;
-      if (job) this.applySignal(job, payload);
+      if (job) this.attempts.applySignal(job, payload);
     });
-    this.socket = socket;
+    this.transport.socket = socket;
   }
 
   private async runHeartbeats(): Promise<void> {
@@ -265,7 +211,7 @@ export class WorkerDaemon {
         if (e instanceof HttpStatusError && e.status === 401 && this.o.token) {
           this.log('warn', 'the server no longer knows this credential: registering again');
           await this.register().catch((err: Error) => this.log('error', `registration failed: ${err.message}`));
-          if (this.credential) this.connect();
+          if (this.transport.credential) this.connect();
         } else {
           this.log('warn', `heartbeat failed (${failures}): ${(e as Error).message}`);
         }
@@ -284,15 +230,15 @@ export class WorkerDaemon {
 
   private async heartbeat(): Promise<void> {
     const attempts = [...this.jobs.values()].filter((j) => !j.lost).map((j) => ({ attemptId: j.assignment.attemptId, fencingToken: j.assignment.fencingToken }));
-    const answer = heartbeatResponseSchema.parse(await this.json('POST', '/api/workers/heartbeat', { attempts }));
+    const answer = heartbeatResponseSchema.parse(await this.transport.json('POST', '/api/workers/heartbeat', { attempts }));
     this.heartbeatMs = Math.max(200, answer.heartbeatSeconds * 1000);
     for (const lease of answer.leases) {
       const job = this.jobs.get(lease.attemptId);
-      if (job) this.applySignal(job, lease);
+      if (job) this.attempts.applySignal(job, lease);
     }
     if (answer.state === 'REVOKED') {
       this.log('error', 'this worker was revoked: stopping every job');
-      for (const job of this.jobs.values()) this.loseJob(job, 'worker revoked');
+      for (const job of this.jobs.values()) this.attempts.lose(job, 'worker revoked');
       this.draining = true;
       return;
     }
@@ -300,307 +246,7 @@ export class WorkerDaemon {
       this.log('info', 'the pool drains this worker: no new work');
       this.draining = true;
     }
-    for (const a of answer.assignments) void this.accept(a);
-  }
-
-  private applySignal(job: DaemonJob, s: { valid?: boolean; cancel?: boolean; preempt?: boolean }): void {
-    if (s.valid === false) this.loseJob(job, 'the server says the lease is no longer valid');
-    else if (s.cancel && !job.cancelRequested) {
-      job.cancelRequested = true;
-      this.log('info', `attempt ${job.assignment.attemptId}: cancelled`);
-      job.runner?.cancel();
-    } else if (s.preempt) this.preemptJob(job);
-  }
-
-  private preemptJob(job: DaemonJob): void {
-    if (job.preemptRequested || job.lost) return;
-    job.preemptRequested = true;
-    this.log('info', `attempt ${job.assignment.attemptId}: preempted, checkpointing`);
-    job.runner?.preempt();
-  }
-
-  private loseJob(job: DaemonJob, why: string): void {
-    if (job.lost) return;
-    job.lost = true;
-    job.queue.length = 0;
-    this.log('warn', `attempt ${job.assignment.attemptId}: lease lost (${why}); stopping it`);
-    job.runner?.kill();
-    for (const w of job.emptied.splice(0)) w();
-  }
-
-  // ───────────────────────────── running an attempt ─────────────────────────────
-
-  private accept(a: Assignment, startAck: ((answer: AssignmentAck) => void) | null = null): Promise<void> {
-    const known = this.jobs.get(a.attemptId);
-    if (known) {
-      // Listed again while its start was only acked: the server did not record it (the connection
-      // dropped with the ack). Start it by the call, whose answer confirms it.
-      if (known.start === 'acked' && !startAck) {
-        void this.startByCall(known).catch((e: Error) => {
-          if (e instanceof HttpStatusError && e.status === 409) this.loseJob(known, 'start refused');
-          else this.log('warn', `attempt ${a.attemptId}: start not recorded: ${e.message}`);
-        });
-      }
-      return known.over;
-    }
-    if (this.done.has(a.attemptId)) return Promise.resolve();
-    if (this.draining || this.stopped) {
-      this.log('info', `attempt ${a.attemptId}: not taken (draining)`);
-      return Promise.resolve();
-    }
-    let finish!: () => void;
-    const job: DaemonJob = {
-      assignment: a,
-      runner: null,
-      seq: 0,
-      queue: [],
-      sent: 0,
-      lost: false,
-      cancelRequested: false,
-      preemptRequested: false,
-      over: new Promise<void>((resolve) => (finish = resolve)),
-      pumping: false,
-      emptied: [],
-      startAck,
-      start: 'pending',
-    };
-    this.jobs.set(a.attemptId, job);
-    void this.run(job).finally(() => {
-      this.jobs.delete(a.attemptId);
-      this.done.add(a.attemptId);
-      if (this.done.size > 10_000) this.done.delete(this.done.values().next().value!);
-      finish();
-    });
-    return job.over;
-  }
-
-  private async run(job: DaemonJob): Promise<void> {
-    const a = job.assignment;
-    this.log('info', `attempt ${a.attemptId}: ${a.kind} job ${a.jobId} (attempt ${a.attempt}) on device(s) ${a.deviceIndexes.join(',') || '-'}`);
-    const runner = new RunnerProcess(
-      {
-        onBatch: (kind, items) => this.enqueue(job, kind, items),
-        uploadCheckpoint: (kind, step, bytes) => this.uploadCheckpoint(job, kind, step, bytes),
-        fetchBlob: (key) => this.fetchBlob(job, key),
-        onSample: (event) => {
-          if (job.lost) return;
-          if (event.type === 'token') this.socket?.emit('sample:token', event.token);
-          else this.socket?.emit('sample:done', event.done);
-        },
-      },
-      {
-        env: {
-          WHETSTONE_BACKEND: this.o.backend ?? process.env.WHETSTONE_BACKEND,
-          ...(a.deviceIndexes.length > 0 ? { CUDA_VISIBLE_DEVICES: a.deviceIndexes.join(',') } : {}),
-          ...this.o.runnerEnv,
-        },
-      },
-    );
-    job.runner = runner;
-    let exit: RunnerExit;
-    try {
-      await runner.ready;
-      if (job.startAck && this.socket?.connected) {
-        job.start = 'acked';
-        job.startAck({ started: true });
-      } else await this.startByCall(job);
-      if (job.lost) throw new Error('lost');
-      runner.start(a);
-      if (job.cancelRequested) runner.cancel();
-      else if (job.preemptRequested) runner.preempt();
-      exit = await runner.exited;
-    } catch (e) {
-      if (e instanceof HttpStatusError && e.status === 409) this.loseJob(job, 'start refused');
-      runner.kill();
-      exit = await runner.exited;
-      if (job.lost || this.stopped) return;
-      exit = { result: { outcome: 'failed', reason: `could not start: ${(e as Error).message}` }, code: exit.code, signal: exit.signal };
-    }
-    if (job.lost) return;
-    const outcome: JobOutcome = exit.result?.outcome ?? (job.cancelRequested ? 'cancelled' : job.preemptRequested ? 'preempted' : 'failed');
-    const reason =
-      exit.result?.reason ??
-      (job.cancelRequested ? 'cancelled' : `the job runner exited without a result (code ${exit.code ?? '-'}, signal ${exit.signal ?? '-'})`);
-    // Everything the runner streamed goes out before the finish.
-    await this.flushed(job);
-    if (job.lost) return;
-    try {
-      await this.retry(
-        () =>
-          this.call(ATTEMPT_FINISH_EVENT, '/api/workers/attempts/finish', {
-            attemptId: a.attemptId,
-            fencingToken: a.fencingToken,
-            outcome,
-            reason: reason.slice(0, 4000),
-            exitCode: exit.code,
-          }),
-        () => job.lost || this.stopped,
-      );
-      this.log('info', `attempt ${a.attemptId}: ${outcome}${reason ? ` (${reason})` : ''}`);
-    } catch (e) {
-      this.log('warn', `attempt ${a.attemptId}: finish not accepted: ${(e as Error).message}`);
-    }
-  }
-
-  /** The start call (socket with an ack, else HTTP), retried until answered; 409 ends the job. */
-  private async startByCall(job: DaemonJob): Promise<void> {
-    const a = job.assignment;
-    await this.retry(() => this.call(ATTEMPT_START_EVENT, '/api/workers/attempts/start', { attemptId: a.attemptId, fencingToken: a.fencingToken }), () => job.lost || this.stopped);
-    job.start = 'confirmed';
-  }
-
-  private enqueue(job: DaemonJob, kind: StreamKind, items: unknown[]): void {
-    if (job.lost) return;
-    job.queue.push({ seq: job.seq++, kind, items });
-    void this.pump(job);
-  }
-
-  /**
-   * Sends queued batches in order; retries each until taken, or until the lease is lost. Over the
-   * socket up to STREAM_WINDOW are under way at once: the server publishes each to the run's
-   * watchers as soon as it is fenced and answers once it is stored, so a slow write does not
-   * hold up the next batch's publication. They are answered in order; after a failure, the ones
-   * taken leave the queue and the rest go again from the failed one.
-   */
-  private async pump(job: DaemonJob): Promise<void> {
-    if (job.pumping) return;
-    job.pumping = true;
-    const sending = new Map<QueuedBatch, Promise<void>>();
-    const taken = new Set<QueuedBatch>();
-    try {
-      let failures = 0;
-      while (job.queue.length > 0 && !job.lost && !this.stopped) {
-        const window = this.socket?.connected ? STREAM_WINDOW : 1;
-        for (const b of job.queue.slice(0, window)) {
-          if (sending.has(b)) continue;
-          const sent = this.sendBatch({ attemptId: job.assignment.attemptId, fencingToken: job.assignment.fencingToken, seq: b.seq, kind: b.kind, items: b.items });
-          sent.then(() => taken.add(b), () => undefined);
-          sending.set(b, sent);
-        }
-        const batch = job.queue[0];
-        try {
-          await sending.get(batch);
-          sending.delete(batch);
-          job.queue.shift();
-          job.sent++;
-          failures = 0;
-        } catch (e) {
-          await Promise.allSettled(sending.values());
-          sending.clear();
-          const before = job.queue.length;
-          job.queue = job.queue.filter((b) => b === batch || !taken.has(b));
-          job.sent += before - job.queue.length;
-          if (e instanceof HttpStatusError && e.status === 409) {
-            this.loseJob(job, 'the server refused a stream batch (409)');
-          } else if (!transient(e)) {
-            this.log('error', `attempt ${job.assignment.attemptId}: batch ${batch.seq} (${batch.kind}) refused, dropped: ${(e as Error).message}`);
-            job.queue.shift();
-          } else {
-            await sleep(backoff(++failures));
-          }
-        } finally {
-          taken.delete(batch);
-        }
-      }
-    } finally {
-      job.pumping = false;
-      if (job.queue.length === 0 || job.lost) for (const w of job.emptied.splice(0)) w();
-    }
-  }
-
-  /** One batch, over the socket when it is connected (acked once stored), else over HTTP. */
-  private async sendBatch(body: { attemptId: string; fencingToken: string; seq: number; kind: StreamKind; items: unknown[] }): Promise<void> {
-    const socket = this.socket;
-    const text = JSON.stringify(body);
-    if (!socket?.connected || text.length > STREAM_SOCKET_MAX_BYTES) {
-      await this.request('POST', '/api/workers/stream', { body: new TextEncoder().encode(text), contentType: 'application/json' });
-      return;
-    }
-    // A disconnect fails the ack at once (socket.io-client), and the retry goes over HTTP.
-    const answer = streamAckSchema.safeParse(await socket.timeout(30_000).emitWithAck(STREAM_EVENT, body));
-    if (!answer.success) throw new Error('the server answered a stream batch with something else than an ack');
-    if (answer.data.status >= 300) throw new HttpStatusError(answer.data.status, answer.data.error ?? '');
-  }
-
-  private flushed(job: DaemonJob): Promise<void> {
-    if (job.queue.length === 0 || job.lost) return Promise.resolve();
-    return new Promise((resolve) => {
-      job.emptied.push(resolve);
-      void this.pump(job);
-    });
-  }
-
-  private async uploadCheckpoint(job: DaemonJob, kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint> {
-    const a = job.assignment;
-    const query = new URLSearchParams({ attemptId: a.attemptId, fencingToken: a.fencingToken, kind, step: String(step) });
-    try {
-      const answer = await this.retry(
-        () => this.request('PUT', `/api/workers/checkpoints?${query}`, { body: bytes, contentType: 'application/octet-stream', timeoutMs: 300_000 }),
-        () => job.lost || this.stopped,
-      );
-      const parsed = checkpointResponseSchema.parse(JSON.parse(new TextDecoder().decode(answer)));
-      this.log('info', `attempt ${a.attemptId}: ${kind} checkpoint at step ${step} uploaded (${bytes.byteLength} bytes)`);
-      return parsed;
-    } catch (e) {
-      if (e instanceof HttpStatusError && e.status === 409) this.loseJob(job, 'the server refused a checkpoint (409)');
-      throw e;
-    }
-  }
-
-  private async fetchBlob(job: DaemonJob, key: string): Promise<Uint8Array> {
-    const route = BLOB_ROUTE + key.split('/').map(encodeURIComponent).join('/');
-    return this.retry(() => this.request('GET', route, { timeoutMs: 300_000 }), () => job.lost || this.stopped);
-  }
-
-  // ───────────────────────────── HTTP ─────────────────────────────
-
-  /** Retries transient failures with exponential backoff until `give up` says so. */
-  private async retry<T>(fn: () => Promise<T>, giveUp: () => boolean): Promise<T> {
-    for (let failures = 0; ; failures++) {
-      try {
-        return await fn();
-      } catch (e) {
-        if (!transient(e) || giveUp()) throw e;
-        await sleep(backoff(failures));
-      }
-    }
-  }
-
-  /** Start or finish: over the socket when it is connected (the ack carries the HTTP answer), else over HTTP. */
-  private async call(event: string, route: string, body: unknown): Promise<void> {
-    const socket = this.socket;
-    if (!socket?.connected) {
-      await this.json('POST', route, body);
-      return;
-    }
-    // A disconnect fails the ack at once (socket.io-client), and the retry goes over HTTP.
-    const answer = callAckSchema.safeParse(await socket.timeout(30_000).emitWithAck(event, body));
-    if (!answer.success) throw new Error(`the server answered ${event} with something else than an ack`);
-    if (answer.data.status >= 300) throw new HttpStatusError(answer.data.status, answer.data.error ?? '');
-  }
-
-  private async json(method: string, route: string, body: unknown, auth = true): Promise<unknown> {
-    const bytes = await this.request(method, route, { body: new TextEncoder().encode(JSON.stringify(body)), contentType: 'application/json', auth });
-    return bytes.byteLength === 0 ? null : (JSON.parse(new TextDecoder().decode(bytes)) as unknown);
-  }
-
-  private async request(
-    method: string,
-    route: string,
-    options: { body?: Uint8Array; contentType?: string; auth?: boolean; timeoutMs?: number } = {},
-  ): Promise<Uint8Array> {
-    const headers: Record<string, string> = {};
-    if (options.contentType) headers['content-type'] = options.contentType;
-    if (options.auth !== false && this.credential) headers.authorization = `Bearer ${this.credential}`;
-    const res = await fetch(this.server + route, {
-      method,
-      headers,
-      body: options.body ? new Uint8Array(options.body) : undefined,
-      signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),
-    });
-    const data = new Uint8Array(await res.arrayBuffer());
-    if (!res.ok) throw new HttpStatusError(res.status, new TextDecoder().decode(data));
-    return data;
+    for (const a of answer.assignments) void this.attempts.accept(a);
   }
 
   private log(level: 'info' | 'warn' | 'error', message: string): void {

@@ -73,10 +73,7 @@ export const jobConfigSchemas = {
   INFERENCE: inferenceJobConfigSchema,
 } as const;
 
-export type JobKindName = keyof typeof jobConfigSchemas;
 export type TrainJobConfig = z.infer<typeof trainJobConfigSchema>;
-export type SftJobConfig = z.infer<typeof sftJobConfigSchema>;
-export type EvalJobConfig = z.infer<typeof evalJobConfigSchema>;
 export type InferenceJobConfig = z.infer<typeof inferenceJobConfigSchema>;
 
 /**

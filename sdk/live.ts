@@ -16,7 +16,7 @@ export const METRIC_KEY_MAX = 100;
  * any key: a worker that is older than its server must not lose its metrics to a 400.
  */
 export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(METRIC_KEY_MAX), value: z.number() });
-export const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
+const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
 export const rolloutItemSchema = z.object({
   step: z.number().int().min(0),
   agent: z.string().max(64).default('agent'),
@@ -27,7 +27,7 @@ export const rolloutItemSchema = z.object({
   endReason: z.string().max(64).nullable().default(null),
   info: z.record(z.string(), z.unknown()).default({}),
 });
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const logItemSchema = z.object({
   line: z.number().int().min(0),
   level: z.enum(LOG_LEVELS).default('info'),

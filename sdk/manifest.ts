@@ -9,7 +9,7 @@ import { resolveTraining, type TrainingConfig, type TrainingOverrides } from './
 const positiveInt = z.number().int().positive();
 
 /** Episode limits the rollout runtime enforces (OpenTinker's response-token, per-turn and turn limits). */
-export const limitsSchema = z.object({
+const limitsSchema = z.object({
   maxTurns: positiveInt.max(1000).default(1).describe('Policy turns per agent per episode; tool calls count as turns.'),
   maxTokensPerTurn: positiveInt.max(65536).default(64).describe('Tokens the policy may generate in one turn.'),
   maxResponseTokens: positiveInt.max(1_000_000).default(256).describe('Tokens the policy may generate over the whole episode.'),
@@ -69,8 +69,6 @@ export const manifestSchema = z
   });
 
 export type Manifest = z.infer<typeof manifestSchema>;
-export type ManifestInput = z.input<typeof manifestSchema>;
-export type Limits = z.infer<typeof limitsSchema>;
 
 /** Parses a manifest, returning readable problems ("limits.maxTurns: …") instead of throwing. */
 export function parseManifest(input: unknown): { ok: true; manifest: Manifest } | { ok: false; problems: string[] } {

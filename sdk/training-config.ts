@@ -170,9 +170,6 @@ export const sftTrainingSchema = z.strictObject({ algorithm: z.literal('sft'), .
 
 export const trainingConfigSchema = z.discriminatedUnion('algorithm', [grpoTrainingSchema, ppoTrainingSchema, sftTrainingSchema]);
 export type TrainingConfig = z.output<typeof trainingConfigSchema>;
-export type GRPOTraining = z.output<typeof grpoTrainingSchema>;
-export type PPOTraining = z.output<typeof ppoTrainingSchema>;
-export type SFTTraining = z.output<typeof sftTrainingSchema>;
 export type Algorithm = TrainingConfig['algorithm'];
 export const ALGORITHMS: readonly Algorithm[] = ['grpo', 'ppo', 'sft'];
 

@@ -6,7 +6,7 @@ import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, roll
 // for pushes. Every write about a job carries the attempt's fencing token: a worker whose token
 // is no longer the job's current one has lost its lease, and the server refuses its writes (409).
 
-export const deviceSchema = z.object({
+const deviceSchema = z.object({
   index: z.number().int().min(0).max(1023),
   kind: z.enum(['CUDA', 'CPU', 'WASM']),
   name: z.string().max(200),
@@ -76,7 +76,7 @@ export const ASSIGNMENT_ACK_TIMEOUT_MS = 10 * 60_000;
 export const heartbeatRequestSchema = z.object({
   attempts: z.array(z.object({ attemptId: z.string().max(64), fencingToken: z.string().max(32) })).max(256).default([]),
 });
-export const leaseStatusSchema = z.object({
+const leaseStatusSchema = z.object({
   attemptId: z.string(),
   /** False: the lease is lost (expired and requeued, or superseded); stop the job, write nothing more. */
   valid: z.boolean(),
@@ -137,7 +137,6 @@ export const streamBatchSchema = z.discriminatedUnion('kind', [
   z.object({ ...fenced, seq: z.number().int().min(0), kind: z.literal('boards'), items: z.array(boardItemSchema).max(1_000) }),
 ]);
 export type StreamBatch = z.infer<typeof streamBatchSchema>;
-export const streamResponseSchema = z.object({ accepted: z.boolean(), duplicate: z.boolean() });
 
 /**
  * The same batch over the worker's socket.io connection (namespace /workers): event `stream`

@@ -1,14 +1,16 @@
-import type { HealthReport } from './api/context';
 import type { Db } from './db/client';
 import { readMigrations } from './db/migrate';
-import { LEASE_SECONDS } from './scheduler/timing';
+import { WORKER_ONLINE_WINDOW_MS } from './scheduler/timing';
 import { version } from './version';
 
-/**
- * A worker counts as online while its heartbeat is this recent: one lease (30 s by default). A
- * worker silent for a whole lease has lost its leases, and must not be given new work either.
- */
-export const WORKER_ONLINE_WINDOW_MS = LEASE_SECONDS * 1000;
+export interface HealthReport {
+  status: 'ok' | 'degraded';
+  version: string;
+  database: { reachable: boolean; latencyMs: number | null; embedded: boolean };
+  migrations: { applied: number; pending: number; latest: string | null };
+  workers: { online: number };
+  uptimeSeconds: number;
+}
 
 export function createHealthCheck(db: Db, opts: { embedded: boolean; startedAt: number }): () => Promise<HealthReport> {
   const onDisk = readMigrations().map((m) => m.name); // read once: the files do not change under a running server

@@ -14,7 +14,7 @@ export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise
  */
 const MAX_BODY_BYTES = MAX_REQUEST_BYTES;
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
 }

@@ -4,9 +4,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from './db/test-database';
+import { createTestDatabase } from './test-support/test-database';
 import { repoRoot } from './paths';
-import { waitUntil } from './reliability/harness';
+import { waitUntil } from './test-support/reliability/harness';
 
 // `npm start` as a user runs it: a real process, real PostgreSQL, real signals.
 

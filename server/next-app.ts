@@ -34,7 +34,7 @@ function hashInputs(): string {
   return hash.digest('hex');
 }
 
-export function buildIsCurrent(): boolean {
+function buildIsCurrent(): boolean {
   return (
     fs.existsSync(path.join(repoRoot, '.next', 'BUILD_ID')) &&
     fs.existsSync(stampFile) &&

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'vitest';
-import { waitUntil } from './reliability/harness';
+import { waitUntil } from './test-support/reliability/harness';
 import { supervise, type Supervised } from './supervise';
 
 // Real child processes: a supervisor restarts what exits on its own, says how it exited, backs

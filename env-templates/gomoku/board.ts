@@ -6,7 +6,7 @@ export type Stone = 0 | 1 | 2; // empty, black, white
 export const EMPTY = 0;
 export const BLACK = 1;
 export const WHITE = 2;
-export const SYMBOLS = ['.', 'X', 'O'] as const;
+const SYMBOLS = ['.', 'X', 'O'] as const;
 
 export interface Board {
   size: number;

@@ -6,7 +6,7 @@
 import type { Rng } from 'whetstone';
 import { type Board, EMPTY, type Stone, at, inside, lineLength } from './board';
 
-export function emptyCells(board: Board): number[] {
+function emptyCells(board: Board): number[] {
   const out: number[] = [];
   for (let i = 0; i < board.cells.length; i++) if (board.cells[i] === EMPTY) out.push(i);
   return out;

@@ -3,7 +3,7 @@ import { Rng } from '../../sdk/environment/rng';
 import { BLACK, WHITE, newBoard, parseMove, place, renderBoard } from './board';
 import { scriptedMove } from './bots';
 import { loadTemplate } from '../load-template';
-import { openInSandbox, playWith } from '../template-harness';
+import { openInSandbox, playWith } from '../test-support/template-harness';
 import { type SandboxEnvironment } from '../../gpu-worker/runtime/sandbox/sandbox-environment';
 import { dryRun } from '../../gpu-worker/runtime/dry-run';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadTemplate, templateRows } from '../load-template';
-import { openInSandbox, playWith } from '../template-harness';
+import { openInSandbox, playWith } from '../test-support/template-harness';
 import { generateMathDataset, toJsonl } from './generate-dataset';
 import { type SandboxEnvironment } from '../../gpu-worker/runtime/sandbox/sandbox-environment';
 import { dryRun } from '../../gpu-worker/runtime/dry-run';

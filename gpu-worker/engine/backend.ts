@@ -14,7 +14,7 @@ import path from 'node:path';
 import { ConfigError } from './errors';
 
 export type BackendChoice = 'auto' | 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
-export const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'];
+const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'];
 
 export interface DeviceInfo {
   kind: 'cuda' | 'cpu' | 'wasm';

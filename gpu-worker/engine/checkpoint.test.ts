@@ -9,8 +9,8 @@ import { GRPOTrainer } from './grpo';
 import { GPT } from './model';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
-import { testBackend } from './test-setup';
-import { allStrings, reversalExample } from './test-tasks';
+import { testBackend } from '../test-support/engine/test-setup';
+import { allStrings, reversalExample } from '../test-support/engine/test-tasks';
 import { CharTokenizer } from './tokenizer';
 
 const tok = new CharTokenizer('abcde=');

@@ -8,8 +8,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from './config';
 import { CheckpointError } from './errors';
-import { type LoraConfig, adapterWeights, attachLora, mergedWeights } from './lora';
-import { GPT } from './model';
+import { type LoraConfig, adapterWeights, attachLora } from './lora';
+import { GPT, mergedWeights } from './model';
 import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
 import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
 import { type TrainerState } from './trainer-core';

@@ -11,8 +11,7 @@ import { type Sequence, prepareBatch, selectRows, sequenceReturn, validateBatch 
 import { parseEngineConfig } from './errors';
 import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
 import { aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
-import { mergedWeights } from './lora';
-import { GPT } from './model';
+import { type GPT, frozenCopy } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
 
@@ -157,12 +156,4 @@ export class GRPOTrainer {
     this.core.dispose();
     if (this.reference && this.ownsReference) this.reference.dispose();
   }
-}
-
-/** A copy of the policy's current weights (LoRA merged) that no optimiser touches. */
-export function frozenCopy(model: GPT): GPT {
-  const weights = new Map([...mergedWeights(model)].map(([k, t]) => [k, tf.tensor(t.data, t.shape)]));
-  const copy = new GPT(model.config, weights);
-  weights.forEach((t) => t.dispose());
-  return copy;
 }

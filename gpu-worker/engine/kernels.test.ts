@@ -11,7 +11,7 @@ import { gelu, layerNorm, targetLogProbs } from './ops';
 import { Adam, type OptimConfig } from './optim';
 import { Rng } from './rng';
 import { sample } from './sampler';
-import { testBackend } from './test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 
 beforeAll(async () => {
   await testBackend();

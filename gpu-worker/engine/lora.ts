@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { type GPT, LINEAR_TARGETS, type LinearTarget } from './model';
+import { type GPT, LINEAR_TARGETS, type LinearTarget, mergedWeights } from './model';
 import { Rng } from './rng';
 
 export interface LoraConfig {
@@ -19,9 +19,9 @@ export interface LoraConfig {
   seed: number;
 }
 
-export const LORA_DEFAULTS: LoraConfig = { rank: 8, alpha: 16, targets: ['attn', 'mlp'], seed: 0 };
+const LORA_DEFAULTS: LoraConfig = { rank: 8, alpha: 16, targets: ['attn', 'mlp'], seed: 0 };
 
-export function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
+function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
   const c = { ...LORA_DEFAULTS, ...partial };
   requireInt('lora.rank', c.rank, 1, 4096);
   requireNumber('lora.alpha', c.alpha, 0);
@@ -88,18 +88,6 @@ export function adapterWeights(model: GPT): Map<string, { shape: number[]; data:
   for (const [name, ad] of model.adapters) {
     out.set(`lora.${name}.a`, { shape: ad.a.shape, data: ad.a.dataSync() as Float32Array });
     out.set(`lora.${name}.b`, { shape: ad.b.shape, data: ad.b.dataSync() as Float32Array });
-  }
-  return out;
-}
-
-/** Base weights with every adapter folded in: W + scale · A B. The model is not changed. */
-export function mergedWeights(model: GPT): Map<string, { shape: number[]; data: Float32Array }> {
-  const out = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const [name, v] of model.params) {
-    const ad = name.endsWith('.w') ? model.adapters.get(name.slice(0, -2)) : undefined;
-    const t = ad ? tf.tidy(() => v.add(tf.matMul(ad.a, ad.b).mul(ad.scale))) : v;
-    out.set(name, { shape: v.shape, data: t.dataSync() as Float32Array });
-    if (ad) t.dispose();
   }
   return out;
 }

@@ -4,7 +4,7 @@ import { GRPOTrainer } from './grpo';
 import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, groupAdvantages, klPenalty, whiten } from './losses';
 import { GPT } from './model';
 import { PPOTrainer, actionRewards } from './ppo';
-import { testBackend } from './test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 
 beforeAll(async () => {
   await testBackend();

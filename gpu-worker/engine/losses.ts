@@ -4,7 +4,7 @@
  * JavaScript over numbers.
  */
 import * as tf from '@tensorflow/tfjs';
-import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
+import { type GRPOOptions } from '../../sdk/training-config';
 
 // ---------- supervised ----------
 
@@ -24,7 +24,6 @@ export function maskedNll(logp: tf.Tensor1D, mask: tf.Tensor1D): tf.Scalar {
  */
 /** How token losses are averaged; the values and what each means are in sdk/training-config.ts. */
 export type Aggregation = GRPOOptions['aggregation'];
-export const AGGREGATIONS: readonly Aggregation[] = grpoOptionsSchema.shape.aggregation.unwrap().options;
 
 export function aggregate(perToken: tf.Tensor1D, mask: tf.Tensor1D, rows: number, mode: Aggregation, normConstant: number): tf.Scalar {
   const masked = perToken.mul(mask);

@@ -5,7 +5,7 @@ import { resolveModelConfig } from './config';
 import { ConfigError } from './errors';
 import { GPT } from './model';
 import { sample } from './sampler';
-import { testBackend } from './test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 import { CharTokenizer, encodeChat, tokenizerFromJSON } from './tokenizer';
 
 const tok = new CharTokenizer('0123456789+=abc ');

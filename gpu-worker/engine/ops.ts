@@ -38,7 +38,7 @@ function weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
  * Sum over the rows of [n, m] → [m] as a ones-vector matmul: wasm's Sum over axis 0 transposes
  * first and costs ~1.5 ms at [2048, 256], the matmul ~0.05 ms. Bias and norm gradients use it.
  */
-export function columnSum(m: tf.Tensor2D): tf.Tensor1D {
+function columnSum(m: tf.Tensor2D): tf.Tensor1D {
   return tf.matMul(tf.ones([1, m.shape[0]]) as tf.Tensor2D, m).reshape([m.shape[1]]);
 }
 
@@ -232,7 +232,7 @@ const geluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
 
 /** log-softmax over the last axis of 2-D logits. */
-export function logSoftmax2d(logits: tf.Tensor2D): tf.Tensor2D {
+function logSoftmax2d(logits: tf.Tensor2D): tf.Tensor2D {
   return tf.logSoftmax(logits) as tf.Tensor2D;
 }
 

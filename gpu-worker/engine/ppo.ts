@@ -9,9 +9,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, selectRows, sequenceReturn, tokenRewards, validateBatch } from './batch';
 import { ConfigError, parseEngineConfig } from './errors';
-import { frozenCopy } from './grpo';
 import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
-import { type GPT } from './model';
+import { type GPT, frozenCopy } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type PPOOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';

@@ -30,7 +30,7 @@ export interface SampleOptions {
   seed: number;
 }
 
-export const SAMPLE_DEFAULTS: SampleOptions = {
+const SAMPLE_DEFAULTS: SampleOptions = {
   maxTokens: 64,
   temperature: 1,
   topK: 0,

@@ -9,8 +9,8 @@ import { gradients } from './optim';
 import { Rng } from './rng';
 import { sample } from './sampler';
 import { SFTTrainer } from './sft';
-import { testBackend } from './test-setup';
-import { allStrings, promptOf, reversalExample } from './test-tasks';
+import { testBackend } from '../test-support/engine/test-setup';
+import { allStrings, promptOf, reversalExample } from '../test-support/engine/test-tasks';
 import { CharTokenizer } from './tokenizer';
 
 const tok = new CharTokenizer('abcde=');

@@ -6,7 +6,7 @@
  */
 import { initBackend } from '../engine/backend';
 import { type FromRunner, type RunnerRequests, type ToRunner } from './ipc';
-import { InferenceChannel } from './inference';
+import { InferenceChannel } from './inference-channel';
 import { runJob } from './run-job';
 import { JobControl, type JobSink } from './sink';
 

@@ -96,7 +96,7 @@ export interface Segment {
  * names the segment) and wherever the loss mask changes, so the UI can show which text the policy
  * wrote (trainable) and which it read. BOS, EOS and padding are dropped.
  */
-export function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[]): Segment[] {
+function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[]): Segment[] {
   const roleOf = new Map<number, Role>(ROLES.map((r) => [tok.roleToken(r), r]));
   const segments: Segment[] = [];
   let role = 'context';
@@ -170,7 +170,7 @@ export function matchItem(step: number | null, r: EpisodeRollout, opponents: Rec
 }
 
 /** The winner named by the environment's final info (`result` or `winner`), else the one agent with the best positive return. */
-export function winnerOf(r: EpisodeRollout): string | null {
+function winnerOf(r: EpisodeRollout): string | null {
   const named = r.finalInfo.winner ?? r.finalInfo.result;
   if (typeof named === 'string' && named in r.agents) return named;
   const returns = Object.values(r.agents).map((t) => [t.agent, t.totalReward] as const);

@@ -6,62 +6,18 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { inferenceJobConfigSchema, type InferenceJobConfig } from '../../sdk/job-config';
-import { type Assignment, type SampleDone, type SampleRequest, type SampleToken } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleDone, type SampleRequest } from '../../sdk/worker-protocol';
 import { type GPT, type KvCache } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { chooseToken, resolveSampleOptions } from '../engine/sampler';
 import { type Tokenizer } from '../engine/tokenizer';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
+import type { InferenceChannel } from './inference-channel';
 import { type JobControl, type JobSink } from './sink';
 import { JobFailure, type JobResult } from './types';
 import { yieldToEvents } from './lifecycle';
 import { blobKey } from './load-policy';
-
-export type InferenceEvent = { type: 'token'; token: SampleToken } | { type: 'done'; done: SampleDone };
-
-/** Requests of one session, as they arrive from the daemon; answers go back through `reply`. */
-export class InferenceChannel {
-  private readonly queue: SampleRequest[] = [];
-  private waiter: (() => void) | null = null;
-  closed = false;
-
-  constructor(readonly reply: (event: InferenceEvent) => void | Promise<void>) {}
-
-  push(request: SampleRequest): void {
-    if (this.closed) {
-      void this.reply({ type: 'done', done: { requestId: request.requestId, attemptId: request.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
-      return;
-    }
-    this.queue.push(request);
-    this.waiter?.();
-  }
-
-  /** The next request, or null after `ms` (or when `stop` resolves first). */
-  next(ms: number, stop: Promise<void>): Promise<SampleRequest | null> {
-    const ready = this.queue.shift();
-    if (ready) return Promise.resolve(ready);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => finish(null), ms);
-      const finish = (value: SampleRequest | null) => {
-        clearTimeout(timer);
-        this.waiter = null;
-        resolve(value);
-      };
-      this.waiter = () => finish(this.queue.shift() ?? null);
-      void stop.then(() => finish(null));
-    });
-  }
-
-  /** No more requests: every waiting one is answered "cancelled". */
-  close(): void {
-    this.closed = true;
-    for (const r of this.queue.splice(0)) {
-      void this.reply({ type: 'done', done: { requestId: r.requestId, attemptId: r.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
-    }
-  }
-}
-
 
 export async function runInference(assignment: Assignment, sink: JobSink, control: JobControl, channel: InferenceChannel | undefined): Promise<JobResult> {
   const emit = new Emitter(sink);

@@ -1,6 +1,6 @@
 /** Messages between the daemon (RunnerProcess) and a job runner child process (child.ts). */
 import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
-import { type InferenceEvent } from './inference';
+import { type InferenceEvent } from './inference-channel';
 import { type StreamKind } from '../../sdk/live';
 import { type CheckpointUploadKind, type UploadedCheckpoint } from './sink';
 import { type JobResult } from './types';

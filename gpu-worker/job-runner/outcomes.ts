@@ -20,7 +20,7 @@ export function frequentErrors(rollouts: readonly EpisodeRollout[], limit = 3): 
 }
 
 /** True when every group of learning episodes had one reward for all its members: no GRPO signal. */
-export function allGroupsFlat(rollouts: readonly EpisodeRollout[]): boolean {
+function allGroupsFlat(rollouts: readonly EpisodeRollout[]): boolean {
   const groups = new Map<string, Set<number>>();
   for (const r of rollouts) {
     if (r.endReason === 'error') continue;

@@ -3,7 +3,7 @@
  * its checkpoints, exact resume, preempt and cancel; an SFT run; an evaluation of gomoku games.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { testBackend } from '../engine/test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
 import { describeMetric, matchItemSchema, type MetricItem, streamItemSchemas } from '../../sdk/live';
 import { type Assignment } from '../../sdk/worker-protocol';

@@ -7,7 +7,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
-import { type InferenceEvent } from './inference';
+import { type InferenceEvent } from './inference-channel';
 import { type FromRunner, type ToRunner } from './ipc';
 import { type StreamKind } from '../../sdk/live';
 import { type CheckpointUploadKind, type UploadedCheckpoint } from './sink';

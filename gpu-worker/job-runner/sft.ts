@@ -89,7 +89,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
 }
 
 /** The rows of step `step`: consecutive slices of per-epoch shuffles of 0..n-1. */
-export function batchIndexes(n: number, batchSize: number, seed: number, step: number): number[] {
+function batchIndexes(n: number, batchSize: number, seed: number, step: number): number[] {
   const out: number[] = [];
   let position = step * batchSize;
   let epoch = -1;
@@ -107,7 +107,7 @@ export function batchIndexes(n: number, batchSize: number, seed: number, step: n
 }
 
 /** One demonstration row as a training sequence (see the file comment for the two shapes). */
-export function demonstration(tok: Tokenizer, row: Json, index: number): Sequence {
+function demonstration(tok: Tokenizer, row: Json, index: number): Sequence {
   const where = `dataset row ${index + 1}`;
   if (!row || typeof row !== 'object' || Array.isArray(row)) throw new JobFailure(`${where}: not an object`);
   const tokens = [tok.bos];

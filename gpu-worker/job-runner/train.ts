@@ -11,8 +11,8 @@
  * trainer's RNG and optimiser come back from the checkpoint, so a resumed run continues exactly
  * as the uninterrupted one would have.
  */
-import { frozenCopy, GRPOTrainer } from '../engine/grpo';
-import { type GPT } from '../engine/model';
+import { GRPOTrainer } from '../engine/grpo';
+import { type GPT, frozenCopy } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';

@@ -1,5 +1,5 @@
 /** What every kind of job returns, and the options the runner takes. */
-import type { InferenceChannel } from './inference';
+import type { InferenceChannel } from './inference-channel';
 
 export type JobOutcome = 'succeeded' | 'failed' | 'preempted' | 'cancelled';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CharTokenizer } from '../engine/tokenizer';
 import { Rng } from '../../sdk/environment/rng';
 import { loadTemplate } from '../../env-templates/load-template';
-import { openInSandbox } from '../../env-templates/template-harness';
+import { openInSandbox } from '../../env-templates/test-support/template-harness';
 import { type SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type CoordinatorEvent, type CoordinatorOptions, MultiAgentCoordinator, type PolicySlot } from './coordinator';
 import { type GenerateOptions, type Policy, type SampleResult, type Sequence } from './policy';

@@ -4,9 +4,9 @@
  * state machine prompts the policy, so that what SFT teaches is what the policy later sees: the
  * system prompt (with the tool paragraph), each observation, and the action with loss mask 1.
  */
-import { type Transcript } from './play-episode';
 import { type Sequence, type Tokenizer } from './policy';
 import { agentSystemPrompt, promptHead, promptTurn } from './rollout';
+import type { Transcript } from '../../sdk/dry-run-report';
 
 export interface DemonstrationOptions {
   /** The environment's context policy (`env.description.context`), or the rollout's override. */

@@ -6,13 +6,13 @@
  */
 import { Rng } from '../../sdk/environment/rng';
 import { type Json } from '../../sdk/environment/schema';
-import { type DatasetProblem, parseJsonlDataset } from '../../sdk/dataset';
+import { parseJsonlDataset } from '../../sdk/dataset';
 import { type Manifest } from '../../sdk/manifest';
-import { type CompileDiagnostic, type EnvironmentSource } from './sandbox/compile';
-import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
-import { type EnvironmentDescription } from './sandbox/protocol';
+import type { EnvironmentSource } from '../../sdk/environment-source';
+import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
-import { type Actor, type EndReason, type Transcript, playEpisode } from './play-episode';
+import { type Actor, playEpisode } from './play-episode';
+import type { Distribution, DryRunError, DryRunReport, EnvironmentDescription, Transcript } from '../../sdk/dry-run-report';
 
 export interface DryRunOptions {
   source: EnvironmentSource;
@@ -33,44 +33,6 @@ export interface DryRunOptions {
   /** Stop starting episodes after this long. */
   timeBudgetMs?: number;
   transcripts?: number;
-}
-
-export interface Distribution {
-  count: number;
-  mean: number;
-  std: number;
-  min: number;
-  max: number;
-  /** Distinct values (rounded to 3 decimals) with counts, most frequent first, at most 12. */
-  histogram: { value: number; count: number }[];
-}
-
-export interface DryRunError extends SandboxErrorJson {
-  episodes: number;
-}
-
-export interface DryRunReport {
-  ok: boolean;
-  compileErrors: CompileDiagnostic[];
-  /** The module failed to load (thrown at top level, no default export). */
-  loadError: SandboxErrorJson | null;
-  description: EnvironmentDescription | null;
-  /** Mismatches between the manifest and the code (agents, kind). */
-  warnings: string[];
-  /** Dataset lines that are not JSON or do not match rowSchema. */
-  datasetProblems: (DatasetProblem & { path: string })[];
-  policy: 'bots' | 'random';
-  episodes: number;
-  endReasons: Record<EndReason, number>;
-  /** Turns per episode (all agents). */
-  lengths: Distribution;
-  /** Episode return per agent. */
-  rewards: Record<string, Distribution>;
-  /** Distinct errors, each with how many episodes hit it. */
-  errors: DryRunError[];
-  transcripts: Transcript[];
-  logs: string[];
-  durationMs: number;
 }
 
 const MAX_LOG_LINES = 100;
@@ -205,7 +167,7 @@ function summarise(report: DryRunReport, transcripts: Transcript[], keep: number
   report.transcripts = [...transcripts.filter((t) => t.error), ...transcripts.filter((t) => !t.error)].slice(0, keep);
 }
 
-export function distribution(values: number[]): Distribution {
+function distribution(values: number[]): Distribution {
   if (values.length === 0) return { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] };
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   const std = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);

@@ -3,14 +3,8 @@
  * TypeScript environments, HTTP for environments in other languages. Methods are async because
  * the HTTP one is; the sandbox answers synchronously underneath.
  */
-import {
-  type BotRequest,
-  type EnvironmentDescription,
-  type ResetRequest,
-  type ResetResponse,
-  type StepRequest,
-  type StepResponse,
-} from './sandbox/protocol';
+import { type BotRequest, type ResetRequest, type ResetResponse, type StepRequest, type StepResponse } from './sandbox/protocol';
+import type { EnvironmentDescription } from '../../sdk/dry-run-report';
 
 export type { EnvironmentDescription, ResetRequest, ResetResponse, StepRequest, StepResponse, BotRequest };
 

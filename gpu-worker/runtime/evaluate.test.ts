@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CharTokenizer } from '../engine/tokenizer';
 import { loadTemplate, templateRows } from '../../env-templates/load-template';
-import { openInSandbox } from '../../env-templates/template-harness';
+import { openInSandbox } from '../../env-templates/test-support/template-harness';
 import { MultiAgentCoordinator } from './coordinator';
 import { demonstrationSequences } from './demonstrations';
 import { evaluateSeatSwitching } from './evaluate';

@@ -14,7 +14,8 @@
 import { z } from 'zod';
 import { type EnvironmentHandle, type ResetRequest, type StepRequest } from './environment-handle';
 import { SandboxError } from './sandbox/errors';
-import { type EnvironmentDescription, type ResetResponse, type StepResponse } from './sandbox/protocol';
+import { type ResetResponse, type StepResponse } from './sandbox/protocol';
+import type { EnvironmentDescription } from '../../sdk/dry-run-report';
 
 export interface HttpEnvironmentOptions {
   /** e.g. http://127.0.0.1:8081 */

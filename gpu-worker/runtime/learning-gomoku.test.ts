@@ -25,16 +25,16 @@ import { GPT } from '../engine/model';
 import { GRPOTrainer } from '../engine/grpo';
 import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
-import { testBackend } from '../engine/test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 import { CharTokenizer } from '../engine/tokenizer';
 import { loadTemplate } from '../../env-templates/load-template';
-import { openInSandbox, playWith } from '../../env-templates/template-harness';
+import { openInSandbox, playWith } from '../../env-templates/test-support/template-harness';
 import { MultiAgentCoordinator } from './coordinator';
 import { demonstrationSequences } from './demonstrations';
 import { engineTrainer, modelPolicy } from './engine-policy';
 import { evaluateSeatSwitching } from './evaluate';
-import { type Transcript } from './play-episode';
 import { type RolloutConfig } from './rollout';
+import type { Transcript } from '../../sdk/dry-run-report';
 
 beforeAll(async () => {
   await testBackend();

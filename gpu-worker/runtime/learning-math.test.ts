@@ -22,14 +22,14 @@
  * depending on its load, most of it the SFT.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { GRPOTrainer, frozenCopy } from '../engine/grpo';
-import { GPT } from '../engine/model';
+import { GRPOTrainer } from '../engine/grpo';
+import { GPT, frozenCopy } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
-import { testBackend } from '../engine/test-setup';
+import { testBackend } from '../test-support/engine/test-setup';
 import { CharTokenizer } from '../engine/tokenizer';
 import { loadTemplate, templateRows } from '../../env-templates/load-template';
-import { openInSandbox, playWith } from '../../env-templates/template-harness';
+import { openInSandbox, playWith } from '../../env-templates/test-support/template-harness';
 import { type Json } from '../../sdk/environment/schema';
 import { MultiAgentCoordinator } from './coordinator';
 import { demonstrationSequences } from './demonstrations';

@@ -5,35 +5,10 @@
  */
 import { type Json } from '../../sdk/environment/schema';
 import { type EnvironmentHandle } from './environment-handle';
-import { type ToolCallRecord } from './sandbox/protocol';
-import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
+import { SandboxError } from './sandbox/errors';
+import type { Transcript } from '../../sdk/dry-run-report';
 
 export type Actor = (agent: string, observation: string, episodeId: string) => Promise<string> | string;
-
-export interface TranscriptTurn {
-  agent: string;
-  observation: string;
-  action: string;
-  rewards: Record<string, number>;
-  info: Record<string, Json>;
-  tool: ToolCallRecord | null;
-}
-
-export type EndReason = 'terminated' | 'truncated' | 'max-turns' | 'error';
-
-export interface Transcript {
-  episodeId: string;
-  seed: number;
-  task: Json;
-  systemPrompts: Record<string, string>;
-  turns: TranscriptTurn[];
-  endReason: EndReason;
-  /** Sum of each agent's rewards over the episode. */
-  totalRewards: Record<string, number>;
-  /** The info of the last step (a game's result lives here). */
-  finalInfo: Record<string, Json>;
-  error: SandboxErrorJson | null;
-}
 
 export interface PlayOptions {
   episodeId: string;

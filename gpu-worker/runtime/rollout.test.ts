@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { validateBatch } from '../engine/batch';
 import { CharTokenizer } from '../engine/tokenizer';
 import { loadTemplate } from '../../env-templates/load-template';
-import { openInSandbox } from '../../env-templates/template-harness';
+import { openInSandbox } from '../../env-templates/test-support/template-harness';
 import { type SandboxEnvironment } from './sandbox/sandbox-environment';
 import { ScriptedPolicy } from './scripted-policy';
 import { type EpisodeSpec, type RolloutConfig, runRollouts, trainingBatch } from './rollout';

@@ -16,9 +16,9 @@ import { type Sequence } from '../engine/batch';
 import { type Json } from '../../sdk/environment/schema';
 import { TOOL_CALL_CLOSE } from '../../sdk/environment/tools';
 import { type EnvironmentHandle } from './environment-handle';
-import { SandboxError, type SandboxErrorJson } from './sandbox/errors';
-import { type ToolCallRecord } from './sandbox/protocol';
+import { SandboxError } from './sandbox/errors';
 import { type Policy, type SampleResult, type Tokenizer } from './policy';
+import type { SandboxErrorJson, ToolCallRecord } from '../../sdk/dry-run-report';
 
 export type EpisodeState = 'PENDING' | 'GENERATING' | 'INTERACTING' | 'TERMINATED';
 

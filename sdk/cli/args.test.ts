@@ -10,7 +10,7 @@ import { readEnvironmentFolder } from './env-folder';
 import { EXIT, toCliError, UsageError } from './errors';
 import { age, progressBar, table } from './format';
 import { LiveView } from './live-view';
-import { runCapture } from './test-io';
+import { runCapture } from '../test-support/cli/test-io';
 import { validationProblems } from './validation';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));

@@ -87,7 +87,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   help: {},
 };
 
-export const COMMANDS = Object.keys(COMMAND_OPTIONS).filter((c) => c !== 'help');
+const COMMANDS = Object.keys(COMMAND_OPTIONS).filter((c) => c !== 'help');
 
 function positiveInt(name: string, value: string | undefined, max = 1_000_000): number | undefined {
   if (value === undefined) return undefined;

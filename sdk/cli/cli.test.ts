@@ -11,12 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { transformer } from '../transformer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorker, stopGracefully, waitUntil, type Proc } from '../../server/reliability/harness';
+import { startWorker, stopGracefully, waitUntil, type Proc } from '../../server/test-support/reliability/harness';
 import type { AppRouter } from '../../server/api/root';
-import { createTestDatabase, type TestDatabase } from '../../server/db/test-database';
-import { createUserWithTeam, startTestServer } from '../../server/test-server';
+import { createTestDatabase, type TestDatabase } from '../../server/test-support/test-database';
+import { createUserWithTeam, startTestServer } from '../../server/test-support/test-server';
 import { EXIT } from './errors';
-import { runCapture } from './test-io';
+import { runCapture } from '../test-support/cli/test-io';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const BANDIT = 'env-templates/bandit';

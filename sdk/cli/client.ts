@@ -9,7 +9,7 @@ import { CliError, EXIT, keyRefused, toCliError, type KeySource } from './errors
 // Where the server is and who we are: --server / WHETSTONE_URL, and --api-key /
 // WHETSTONE_API_KEY, else the local-mode credentials `npm start` keeps in WHETSTONE_HOME.
 
-export const DEFAULT_URL = 'http://127.0.0.1:3000';
+const DEFAULT_URL = 'http://127.0.0.1:3000';
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -41,7 +41,7 @@ export function serverUrl(flag: string | undefined, env: Record<string, string |
  * `.whetstone` holding them, searched upward from the working directory as git finds `.git`, else
  * this checkout's.
  */
-export function whetstoneHome(env: Record<string, string | undefined>, cwd = process.cwd()): string {
+function whetstoneHome(env: Record<string, string | undefined>, cwd = process.cwd()): string {
   if (env.WHETSTONE_HOME) return path.resolve(env.WHETSTONE_HOME);
   for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, '.whetstone', 'local-credentials.json'))) return path.join(dir, '.whetstone');
@@ -70,7 +70,7 @@ export function findCredentials(flag: string | undefined, env: Record<string, st
   }
 }
 
-export function createApi(url: string, apiKey: string): Api {
+function createApi(url: string, apiKey: string): Api {
   return createTRPCClient<AppRouter>({
     links: [
       httpBatchLink({

@@ -53,7 +53,7 @@ export interface KeySource {
   description: string;
 }
 
-export function unreachable(serverUrl: string, detail?: string): CliError {
+function unreachable(serverUrl: string, detail?: string): CliError {
   return new CliError(`cannot reach Whetstone at ${serverUrl}: is npm start running?`, EXIT.UNREACHABLE, detail ? [detail] : []);
 }
 

@@ -1,6 +1,5 @@
 import path from 'node:path';
-import type { DryRunReport } from '../../gpu-worker/runtime/dry-run';
-import type { SourceLocation } from '../../gpu-worker/runtime/sandbox/compile';
+import type { DryRunReport, SourceLocation } from '../dry-run-report';
 
 // A failed dry run as compiler-style lines, `file:line:column: message`, with paths relative to
 // the working directory so that terminals and editors can jump to them.

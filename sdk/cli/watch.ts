@@ -8,7 +8,7 @@ import { CliError, EXIT, keyRefused } from './errors';
 // catch-up from runs.since after every (re)connect and a slow poll of jobs.get as the fallback,
 // so that nothing is missed when the socket drops and the end is seen even without it.
 
-export const TERMINAL_STATES = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+const TERMINAL_STATES = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
 export type JobDetail = Awaited<ReturnType<Api['jobs']['get']['query']>>;
 export type MetricItem = LiveItem<'metrics'>;

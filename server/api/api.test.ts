@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createUserWithTeam, useTestServer } from '../test-server';
+import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 import { createSignInLink } from '../auth/session';
 import { transformer } from '../../sdk/transformer';
 

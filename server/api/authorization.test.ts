@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { addMember, createUserWithTeam, signUp, startTestServer } from '../test-server';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { addMember, createUserWithTeam, signUp, startTestServer } from '../test-support/test-server';
 import { appRouter } from './root';
 import { NO_SUCH_TEAM, type ProcedureMeta } from './trpc';
 

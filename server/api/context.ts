@@ -3,6 +3,7 @@ import type { Auth } from '../auth/auth';
 import { CredentialRefused, resolveCaller, type Caller } from '../auth/caller';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
+import type { HealthReport } from '../health';
 import type { RealtimeHub } from '../realtime/gateway';
 
 export interface ServerDeps {
@@ -18,15 +19,6 @@ export interface ServerDeps {
   publicUrl: string;
   /** Gives a new team what every team starts with (the built-in environments). */
   seedTeam: (teamId: string) => Promise<void>;
-}
-
-export interface HealthReport {
-  status: 'ok' | 'degraded';
-  version: string;
-  database: { reachable: boolean; latencyMs: number | null; embedded: boolean };
-  migrations: { applied: number; pending: number; latest: string | null };
-  workers: { online: number };
-  uptimeSeconds: number;
 }
 
 export interface Context {

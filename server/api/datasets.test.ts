@@ -7,7 +7,7 @@ import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { transformer } from '../../sdk/transformer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AppRouter } from './root';
-import { createUserWithTeam, useTestServer } from '../test-server';
+import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 

@@ -13,11 +13,11 @@ import { io as connect, type Socket } from 'socket.io-client';
 import { transformer } from '../../sdk/transformer';
 import type { SampleEvent } from '../../sdk/live';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWorker, stopGracefully, waitUntil, type Proc } from '../reliability/harness';
+import { startWorker, stopGracefully, waitUntil, type Proc } from '../test-support/reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
-import { runCapture } from '../../sdk/cli/test-io';
+import { runCapture } from '../../sdk/test-support/cli/test-io';
 import type { AppRouter } from './root';
-import { createUserWithTeam, useTestServer } from '../test-server';
+import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 

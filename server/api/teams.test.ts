@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { INVITATION_HEADER } from '../auth/invitations';
-import { addMember, createUserWithTeam, signUp, useTestServer } from '../test-server';
+import { addMember, createUserWithTeam, signUp, useTestServer } from '../test-support/test-server';
 
 type Result = { ok: true; data: any } | { ok: false; code: string; message: string };
 

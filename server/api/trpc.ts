@@ -41,7 +41,6 @@ const t = initTRPC
   });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 /** Database errors that mean "bad request", not "server broke", get their proper codes. */
 const mapErrors = t.middleware(async ({ next }) => {
@@ -77,11 +76,11 @@ export const installationAdminProcedure = userProcedure
     return next();
   });
 
-export const teamInput = z.object({ teamId: z.string().min(1).max(64) });
+const teamInput = z.object({ teamId: z.string().min(1).max(64) });
 
 /** The answers of the team gate, which the authorization test tells apart from handlers' own. */
 export const NO_SUCH_TEAM = 'No such team';
-export const needsRole = (role: Role) => `This needs the ${role.toLowerCase()} role or higher`;
+const needsRole = (role: Role) => `This needs the ${role.toLowerCase()} role or higher`;
 
 /**
  * A procedure on one team's data: the caller must belong to `input.teamId` with at least

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { signUp, useTestServer, TEST_PASSWORD } from '../test-server';
+import { signUp, useTestServer, TEST_PASSWORD } from '../test-support/test-server';
 import { MAX_FAILURES_PER_ACCOUNT } from './throttle';
 
 async function signIn(url: string, email: string, password: string, headers: Record<string, string> = {}) {

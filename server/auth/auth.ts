@@ -137,7 +137,7 @@ export function createAuth({ db, baseURL, secret, trustedOrigins = [], secureCoo
 
 export type Auth = ReturnType<typeof createAuth>;
 
-export async function createPersonalTeam(db: Db, userId: string, name: string): Promise<string> {
+async function createPersonalTeam(db: Db, userId: string, name: string): Promise<string> {
   const base = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 30) || 'team';
   const slug = `${base}-${Math.random().toString(36).slice(2, 8)}`;
   const team = await db.team.create({

@@ -16,7 +16,7 @@ export const API_KEY_PREFIX = 'wsk_';
 /** lastUsedAt is written at most this often per key, to keep hot keys off the write path. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export function toHeaders(headers: IncomingHttpHeaders): Headers {
+function toHeaders(headers: IncomingHttpHeaders): Headers {
   const out = new Headers();
   for (const [key, value] of Object.entries(headers)) {
     if (value === undefined) continue;

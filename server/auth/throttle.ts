@@ -5,7 +5,7 @@ import type { Db } from '../db/client';
 
 export const SIGN_IN_WINDOW_MINUTES = 15;
 export const MAX_FAILURES_PER_ACCOUNT = 5;
-export const MAX_FAILURES_PER_ADDRESS = 20;
+const MAX_FAILURES_PER_ADDRESS = 20;
 export const SIGN_IN_FAILED = 'auth.sign_in_failed';
 
 export async function signInBlocked(db: Db, email: string, ip: string | null): Promise<string | null> {

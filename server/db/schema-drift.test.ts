@@ -4,7 +4,7 @@ import { getDMMF } from '@prisma/get-dmmf';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../paths';
-import { createTestDatabase, type TestDatabase } from './test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 
 // The migrations are SQL written apart from schema.prisma (the native migrate engine cannot be
 // fetched offline). This test migrates an empty database and checks that everything

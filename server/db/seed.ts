@@ -1,6 +1,6 @@
 import type { Db } from './client';
 
-export const LOCAL_OWNER_EMAIL = 'owner@localhost';
+const LOCAL_OWNER_EMAIL = 'owner@localhost';
 
 /**
  * First start: an owner account and a default team, so a fresh install is usable at once.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** JSON with object keys sorted, so equal content always hashes equal. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

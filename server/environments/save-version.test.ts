@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTemplate } from '../../env-templates/load-template';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { saveEnvironmentVersion } from './save-version';
 
 describe('saving environment versions', () => {

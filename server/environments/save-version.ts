@@ -1,8 +1,9 @@
-import { dryRun, type DryRunReport } from '../../gpu-worker/runtime/dry-run';
+import { dryRun } from '../../gpu-worker/runtime/dry-run';
 import { parseManifest } from '../../sdk/manifest';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { environmentContentHash } from './content-hash';
+import type { DryRunReport } from '../../sdk/dry-run-report';
 
 export interface SaveVersionInput {
   teamId: string;

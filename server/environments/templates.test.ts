@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEMPLATE_NAMES } from '../../env-templates/load-template';
 import { FsBlobStore } from '../blobs/store';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { ensureTemplates, validatePendingTemplates } from './templates';
 
 describe('built-in environment templates', () => {

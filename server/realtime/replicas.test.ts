@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect } from 'socket.io-client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { createUserWithTeam, startTestServer } from '../test-server';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { createUserWithTeam, startTestServer } from '../test-support/test-server';
 
 describe('two server replicas', () => {
   let t: TestDatabase;

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../db/client';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded';
-import { jobState, killAll, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil } from './harness';
+import { jobState, killAll, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil } from '../test-support/reliability/harness';
 
 // PostgreSQL stops mid-run and comes back on the same address: the server's pools and the
 // scheduler's LISTEN connection reconnect, the worker's writes wait and retry, the run

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from './harness';
+import { jobState, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // Preemption with a real daemon: one worker with one device runs a low-priority job; a
 // high-priority job arrives; the low one checkpoints and stops, the high one runs, and then the

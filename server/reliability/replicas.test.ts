@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, metricKeys, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
+import { jobState, metricKeys, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // Two server processes on one database: exactly one is the scheduler's leader, every job is
 // placed once, live events reach browsers connected to either replica (the worker streams to

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../db/embedded';
-import { jobState, metricKeys, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from './harness';
+import { jobState, metricKeys, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // The server process dies (kill -9) mid-run and a new one starts on the same address: the
 // worker keeps its job running and reconnects, the run finishes, and a watching browser

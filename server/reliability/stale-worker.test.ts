@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { jobState, range, sleep, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from './harness';
+import { jobState, range, sleep, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // A worker paused (SIGSTOP: the daemon and its runner) past its lease, then resumed (SIGCONT):
 // the job has meanwhile moved to another worker; the stale one's writes are refused (409) and

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, range, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from './harness';
+import { jobState, range, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // kill -9 a worker daemon (and its runner) mid-run: the lease expires, the job is requeued and
 // resumes on the other worker from its last checkpoint, and every step is in the series once.

@@ -5,7 +5,7 @@
 // per team (one message to the team's room and the runs' rooms, naming every job that changed),
 // shared by the scheduler and the worker API of one process.
 
-export const JOB_CHANGE_WINDOW_MS = 250;
+const JOB_CHANGE_WINDOW_MS = 250;
 /** Jobs per message: keeps a message's rooms and ids within one NOTIFY payload (8,000 bytes). */
 export const JOB_CHANGE_MAX_JOBS = 50;
 

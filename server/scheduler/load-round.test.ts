@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { seedTeam, seedWorker, type Team } from '../reliability/harness';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { seedTeam, seedWorker, type Team } from '../test-support/reliability/harness';
 import { loadRound } from './loop';
 import { queueWindow } from './queue-window';
 import type { PlanQueuedJob } from './types';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { io as connect } from 'socket.io-client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { createUserWithTeam, startTestServer } from '../test-server';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { createUserWithTeam, startTestServer } from '../test-support/test-server';
 import { SchedulerLoop, scheduleOnce } from './loop';
-import { waitUntil } from '../reliability/harness';
+import { waitUntil } from '../test-support/reliability/harness';
 
 // The scheduler loop and the worker protocol together, with a real PostgreSQL and a simulated
 // worker speaking HTTP: placement, leases, fencing, idempotent streams, preemption, leadership.

@@ -5,16 +5,15 @@ import { Prisma } from '../db/generated/prisma/client';
 import { plan } from './plan';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
-import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS } from './timing';
+import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
 import type { JobState } from '../db/generated/prisma/enums';
 import { endAttemptAndRequeue, recordEvent, TIME_LIMIT_REASON } from './transitions';
-import { WORKER_ONLINE_WINDOW_MS } from '../health';
+import { SCHEDULER_CHANNEL } from './notify';
 
 // The loop around the pure planner: one leader among server replicas (a PostgreSQL advisory
 // lock held on a dedicated connection, released by PostgreSQL if this process dies), woken by
 // LISTEN/NOTIFY on submit, finish and heartbeat changes, with a tick as fallback.
 
-export const SCHEDULER_CHANNEL = 'whetstone_scheduler';
 const LEADER_LOCK_KEY = 7_424_002;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
@@ -99,7 +98,7 @@ type StaleAttempt = { id: string; jobId: string; number: number; workerId: strin
  * Housekeeping before planning: lost leases, preemptions past their grace, jobs past their time
  * limit (found in one query, usually empty), then silent workers marked offline.
  */
-export async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
+async function expireStale(db: Db, now: Date, events: SchedulerEvents): Promise<void> {
   const graceEnd = new Date(now.getTime() - PREEMPT_GRACE_SECONDS * 1000);
   const stale = await db.$queryRaw<StaleAttempt[]>`
     SELECT a.id, a."jobId", a.number, a."workerId", j."teamId", j.state::text AS state, j."timeLimitSeconds" AS limit,
@@ -313,9 +312,4 @@ export class SchedulerLoop {
     this.isLeader = false;
     await client?.end().catch(() => {});
   }
-}
-
-/** Wakes the leader, wherever it runs (submit, cancel, finish, worker changes). */
-export async function notifyScheduler(db: Db, reason: string): Promise<void> {
-  await db.$executeRaw`SELECT pg_notify(${SCHEDULER_CHANNEL}, ${reason})`;
 }

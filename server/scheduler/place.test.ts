@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { seedTeam, seedWorker, type Team } from '../reliability/harness';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { seedTeam, seedWorker, type Team } from '../test-support/reliability/harness';
 import { applyPlan, BEYOND_WINDOW_REASON, scheduleOnce, type SchedulerEvents } from './loop';
-import { buildAssignments } from '../workers/assignments';
+import { buildAssignments } from './assignments';
 import { placeAll, placeBatch } from './place';
 import type { Placement } from './types';
 

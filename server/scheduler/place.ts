@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { type Db, poolOf, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { newId } from '../db/ids';
-import { ASSIGNMENT_COLUMNS, ASSIGNMENT_JOINS, type AssignmentRow, assignmentsOf } from '../workers/assignments';
+import { ASSIGNMENT_COLUMNS, ASSIGNMENT_JOINS, type AssignmentRow, assignmentsOf } from './assignments';
 import type { Placement } from './types';
 import { LEASE_SECONDS } from './timing';
 

@@ -2,6 +2,8 @@
  * The planner: a pure function from the cluster as it is (queued jobs, running jobs, workers and
  * their devices, team quotas, the time) to decisions (place, preempt, wait), each explained in
  * words the UI shows. It reads no clock and does no I/O; the loop around it applies the plan.
+ * Beside it: the words of the reasons (reasons.ts), rule 5's arithmetic on a pool of devices or
+ * quota (pool.ts), and the same quota checked at submit time (admission.ts).
  *
  * The rules, in the order they apply:
  *
@@ -66,65 +68,27 @@ import type {
   Plan,
   PlanInput,
   PlanQueuedJob,
-  PlanTeamQuota,
   Preemption,
   Waiting,
   WaitCode,
   WorkerState,
 } from './types';
+import { DEFAULT_QUOTA } from './admission';
+import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
+import {
+  backoffReason,
+  behindReason,
+  exceedsQuotaReason,
+  noCapacityReason,
+  noWorkerReason,
+  placedReason,
+  preemptingReason,
+  preemptionReason,
+  quotaReachedReason,
+} from './reasons';
 
-/** The schema's TeamQuota defaults, for teams without a row. */
-export const DEFAULT_QUOTA: Omit<PlanTeamQuota, 'teamId'> = {
-  maxConcurrentDevices: 4,
-  maxQueuedJobs: 100,
-  maxPriority: 100,
-};
-
-/** The highest priority anyone may ask for (admins; members are held to maxPriority). */
-export const PRIORITY_CAP = 1000;
-
-const NEVER = Number.POSITIVE_INFINITY;
 const NONE: ReadonlySet<never> = new Set();
 const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
-
-// ───────────────────────────── submit-time check ─────────────────────────────
-
-export interface AdmitInput {
-  deviceCount: number;
-  priority: number;
-  /** The team's jobs in state QUEUED now. */
-  queuedJobs: number;
-  quota: PlanTeamQuota | null;
-  /** Admins and owners may go above maxPriority, up to PRIORITY_CAP. */
-  mayExceedMaxPriority: boolean;
-}
-
-export type Admission = { ok: true } | { ok: false; reason: string };
-
-/** Whether a job may be submitted: refused jobs never enter the queue. */
-export function admitJob(input: AdmitInput): Admission {
-  const quota = input.quota ?? DEFAULT_QUOTA;
-  if (!Number.isInteger(input.deviceCount) || input.deviceCount < 1) {
-    return { ok: false, reason: 'a job needs at least 1 device' };
-  }
-  if (input.deviceCount > quota.maxConcurrentDevices) {
-    return {
-      ok: false,
-      reason: `needs ${input.deviceCount} devices, more than the team quota of ${quota.maxConcurrentDevices}`,
-    };
-  }
-  const limit = input.mayExceedMaxPriority ? PRIORITY_CAP : Math.min(quota.maxPriority, PRIORITY_CAP);
-  if (!Number.isInteger(input.priority) || input.priority > limit || input.priority < -PRIORITY_CAP) {
-    return { ok: false, reason: `priority must be a whole number from ${-PRIORITY_CAP} to ${limit}` };
-  }
-  if (input.queuedJobs >= quota.maxQueuedJobs) {
-    return {
-      ok: false,
-      reason: `team queue is full: ${input.queuedJobs} jobs queued (limit ${quota.maxQueuedJobs})`,
-    };
-  }
-  return { ok: true };
-}
 
 // ───────────────────────────── working state ─────────────────────────────
 
@@ -413,57 +377,6 @@ function computeShapes(s: State, job: PlanQueuedJob): Shape[] {
   return shapes;
 }
 
-/** A pool of interchangeable units (a worker's matching devices, or a team's quota). */
-interface Pool {
-  capacity: number;
-  /** Units held, by holder; stopping holders count as released now. */
-  held: { units: number; release: number }[];
-}
-
-/**
- * Rule 5: would taking `add.units` of the pool until `add.release` make a job needing `need`
- * start later? Jobs without a time limit may end at any moment, so the answer must hold whenever
- * they end. Taking is safe when it ends before the earliest start the waiting job could possibly
- * have (every open-ended job ending now), or when, however the open-ended jobs end, the units it
- * takes are spare at that start: the most the others can still hold then (the largest sum of
- * holdings that could outlive the earliest start and still leave room for the job) plus the
- * units taken plus the need fit in the pool. With only declared limits this is exact: the start
- * computed from the limits does not move.
- */
-function delays(s: State, pool: Pool, need: number, add: { units: number; release: number }): boolean {
-  if (add.units === 0) return false;
-  const earliest = earliestStart(s, pool, need);
-  if (add.release <= earliest) return false;
-  const outliving = pool.held.filter((h) => h.release > earliest).map((h) => h.units);
-  return largestSubsetSum(outliving, pool.capacity - need) + add.units + need > pool.capacity;
-}
-
-/** The earliest start possible: every holder without a time limit ending now. */
-function earliestStart(s: State, pool: Pool, need: number): number {
-  const held = pool.held.map((h) => ({ units: h.units, release: h.release === NEVER ? s.now : h.release }));
-  return startOf(s, { capacity: pool.capacity, held }, need);
-}
-
-/** The first time `need` units of the pool are free, by the holders' releases. */
-function startOf(s: State, pool: Pool, need: number): number {
-  const times = [s.now, ...pool.held.map((h) => h.release).filter((t) => t > s.now && t < NEVER)].sort((a, b) => a - b);
-  for (const t of times) {
-    const held = pool.held.reduce((n, h) => (h.release > t ? n + h.units : n), 0);
-    if (held + need <= pool.capacity) return t;
-  }
-  return NEVER;
-}
-
-function largestSubsetSum(items: number[], limit: number): number {
-  if (limit <= 0) return 0;
-  const reachable = new Uint8Array(limit + 1);
-  reachable[0] = 1;
-  for (const item of items) for (let v = limit; v >= item; v -= 1) if (reachable[v - item]) reachable[v] = 1;
-  let best = limit;
-  while (best > 0 && !reachable[best]) best -= 1;
-  return best;
-}
-
 /** A reservation's devices on its worker, as a pool; `freed` holders count as gone. */
 function devicePool(s: State, worker: WorkerSlots, r: DeviceReservation, freed: ReadonlySet<Holding>): Pool {
   const matching = worker.slots.filter((slot) => fits(slot, r.kind, r.job.memoryBytes));
@@ -486,7 +399,7 @@ function deviceConflict(
 ): DeviceReservation | null {
   for (const r of s.deviceReservations.get(worker.id) ?? []) {
     const units = chosen.filter((slot) => fits(slot, r.kind, r.job.memoryBytes)).length;
-    if (delays(s, devicePool(s, worker, r, freed), r.job.deviceCount, { units, release: end })) return r;
+    if (delays(s.now, devicePool(s, worker, r, freed), r.job.deviceCount, { units, release: end })) return r;
   }
   return null;
 }
@@ -502,50 +415,15 @@ function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = NON
 /** The first quota reservation of the team that taking `units` until `end` would delay. */
 function quotaConflict(s: State, teamId: string, units: number, end: number, released?: ReadonlySet<string>): QuotaReservation | null {
   for (const r of s.quotaReservations.get(teamId) ?? []) {
-    if (delays(s, quotaPool(s, teamId, released), r.job.deviceCount, { units, release: end })) return r;
+    if (delays(s.now, quotaPool(s, teamId, released), r.job.deviceCount, { units, release: end })) return r;
   }
   return null;
 }
 
-// ───────────────────────────── words ─────────────────────────────
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
-
-function bytes(n: number): string {
-  const gib = n / 2 ** 30;
-  if (gib >= 1) return `${Number.isInteger(gib) ? gib : gib.toFixed(1)} GiB`;
-  return `${Math.ceil(n / 2 ** 20)} MiB`;
-}
-
-/** "2 free CUDA devices with ≥ 16 GiB each" */
-function describe(job: PlanQueuedJob, adjective = ''): string {
-  const n = job.deviceCount;
-  const words = [String(n), adjective, job.deviceKind ?? '', n === 1 ? 'device' : 'devices'].filter(Boolean);
-  const memory = job.memoryBytes > 0 ? ` with ≥ ${bytes(job.memoryBytes)}${n === 1 ? '' : ' each'}` : '';
-  return `${words.join(' ')}${memory}`;
-}
-
-function jobWords(id: string, priority: number): string {
-  return `job ${id} (priority ${priority})`;
-}
-
+/** The wait behind reservation `r`, with the earliest its job could start (the reason's hint). */
 function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
-  const who =
-    r.job.priority > job.priority
-      ? `higher-priority ${jobWords(r.job.id, r.job.priority)}`
-      : `${jobWords(r.job.id, r.job.priority)}, ahead in fair share`;
-  const plural = r.job.deviceCount === 1 ? '' : 's';
-  const what =
-    r.type === 'devices'
-      ? `which has ${r.job.deviceCount} ${r.kind} device${plural} on worker ${r.workerId} reserved ` +
-        (r.startAt === NEVER ? 'until they free up' : `from ${iso(r.startAt)}`)
-      : `which waits for the team quota (${r.startAt === NEVER ? 'start unknown' : `expected ${iso(r.startAt)}`})`;
   const pool = r.type === 'devices' ? devicePool(s, workerOf(s, r.workerId), r, NONE) : quotaPool(s, r.job.teamId);
-  const earliest = earliestStart(s, pool, r.job.deviceCount);
-  const hint = earliest > s.now ? `; it could run now if it ended by ${iso(earliest)}` : '';
-  return `waiting: behind ${who}, ${what}${hint}`;
+  return behindReason(job, r, earliestStart(s.now, pool, r.job.deviceCount), s.now);
 }
 
 // ───────────────────────────── the plan ─────────────────────────────
@@ -569,62 +447,54 @@ function wait(
 
 /** One job's decision: the rules of the header, in order. */
 function decide(s: State, job: PlanQueuedJob, out: Plan): void {
-  if (job.notBefore !== null && job.notBefore > s.now) {
-    return wait(out, job, 'BACKOFF', `waiting: backing off after a lost lease until ${iso(job.notBefore)}`);
-  }
+  // Rule 3: jobs that cannot run now, whatever is free.
+  if (job.notBefore !== null && job.notBefore > s.now) return wait(out, job, 'BACKOFF', backoffReason(job.notBefore));
   const quota = quotaOf(s, job.teamId);
-  if (job.deviceCount > quota) {
-    return wait(out, job, 'EXCEEDS_QUOTA', `waiting: needs ${job.deviceCount} devices, more than the team quota of ${quota}`);
-  }
+  if (job.deviceCount > quota) return wait(out, job, 'EXCEEDS_QUOTA', exceedsQuotaReason(job.deviceCount, quota));
   const shapes = shapesFor(s, job);
-  if (shapes.length === 0) {
-    return wait(out, job, 'NO_WORKER', `waiting: no online worker available to this team has ${describe(job)}`);
-  }
+  if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job));
 
+  // Rules 4 and 5: placed now, if the quota has room and no reservation ahead of it is delayed.
   const end = endOf(s.now, job.timeLimitSeconds);
   const held = heldBy(s, job.teamId);
   const quotaOk = held + job.deviceCount <= quota;
-  let blocker: Reservation | null = null;
-  if (quotaOk) {
-    const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
-    if (quotaBlocker) {
-      blocker = { type: 'quota', ...quotaBlocker };
-    } else {
-      const attempt = tryPlace(s, job, shapes, end);
-      if ('placement' in attempt) {
-        out.placements.push(attempt.placement);
-        return;
-      }
-      blocker = attempt.blocker;
-    }
+  const attempt: PlaceAttempt = quotaOk ? placeWithinQuota(s, job, shapes, end) : { blocker: null };
+  if ('placement' in attempt) {
+    out.placements.push(attempt.placement);
+    return;
   }
 
+  // Rule 6: or room is made by preempting lower-priority jobs.
   const preemption = tryPreempt(s, job, shapes, end, quotaOk);
   if (preemption) return applyPreemption(s, job, preemption, out);
 
-  if (blocker) return wait(out, job, 'BEHIND', behindWords(s, job, blocker));
+  // Rule 5: else it waits, behind a reservation of a job ahead (reserving nothing), or reserving
+  // its team's quota, or reserving devices.
+  if (attempt.blocker) return wait(out, job, 'BEHIND', behindWords(s, job, attempt.blocker));
   if (!quotaOk) {
-    const startAt = startOf(s, quotaPool(s, job.teamId), job.deviceCount);
-    const list = s.quotaReservations.get(job.teamId) ?? [];
-    list.push({ job, startAt });
-    s.quotaReservations.set(job.teamId, list);
-    const reason = `waiting: team quota of ${quota} devices reached (${held} in use, this job needs ${job.deviceCount})`;
-    return wait(out, job, 'QUOTA', reason, { estimatedStartAt: startAt === NEVER ? null : startAt });
+    const startAt = reserveQuota(s, job);
+    return wait(out, job, 'QUOTA', quotaReachedReason(quota, held, job.deviceCount), { estimatedStartAt: knownTime(startAt) });
   }
   const r = reserveDevices(s, job, shapes);
-  const when =
-    r.startAt === NEVER
-      ? 'start unknown: jobs without a time limit hold the devices it needs'
-      : `expected to start by ${iso(r.startAt)} on worker ${r.workerId}`;
-  wait(out, job, 'NO_CAPACITY', `waiting: no online worker has ${describe(job, 'free')}; ${when}`, {
-    estimatedStartAt: r.startAt === NEVER ? null : r.startAt,
+  wait(out, job, 'NO_CAPACITY', noCapacityReason(job, r), {
+    estimatedStartAt: knownTime(r.startAt),
     target: { workerId: r.workerId, kind: r.kind, deviceIndexes: r.deviceIndexes },
   });
 }
 
+/** A time for the UI: null when it is not known (NEVER). */
+const knownTime = (t: number): number | null => (t === NEVER ? null : t);
+
 // ── placing ──
 
 type PlaceAttempt = { placement: Placement } | { blocker: Reservation | null };
+
+/** Within the team's quota: the team's quota reservations ahead come first, then the devices. */
+function placeWithinQuota(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
+  const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
+  if (quotaBlocker) return { blocker: { type: 'quota', ...quotaBlocker } };
+  return tryPlace(s, job, shapes, end);
+}
 
 /** Rule 4 and 5: the best worker with enough free matching devices that delays no reservation. */
 function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
@@ -667,9 +537,7 @@ function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): P
   const deviceIndexes = chosen.map((slot) => slot.index);
   const ahead = best.backfill?.job ?? quotaReservationOf(s, job);
   const backfill = ahead !== null;
-  const reason =
-    `placed on worker ${shape.worker.id} (${shape.kind} ${deviceIndexes.length === 1 ? 'device' : 'devices'} ${deviceIndexes.join(', ')})` +
-    (ahead ? `, backfilled ahead of ${jobWords(ahead.id, ahead.priority)} without delaying it` : '');
+  const reason = placedReason({ workerId: shape.worker.id, kind: shape.kind, deviceIndexes }, ahead);
   return { placement: { jobId: job.id, workerId: shape.worker.id, deviceIndexes, backfill, reason } };
 }
 
@@ -707,6 +575,15 @@ function hold(s: State, job: PlanQueuedJob, workerId: string, source: Holding['s
 }
 
 // ── reserving ──
+
+/** Rule 5: the job reserves its team's quota from when it frees up; answers that time. */
+function reserveQuota(s: State, job: PlanQueuedJob): number {
+  const startAt = startOf(s.now, quotaPool(s, job.teamId), job.deviceCount);
+  const list = s.quotaReservations.get(job.teamId) ?? [];
+  list.push({ job, startAt });
+  s.quotaReservations.set(job.teamId, list);
+  return startAt;
+}
 
 type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
 
@@ -857,13 +734,12 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   for (const victim of p.victims) {
     victim.stopping = true;
     s.holders += 1;
-    const borrowing = isBorrowing(s, victim.teamId);
-    const why = borrowing === null ? '' : `; team ${victim.teamId} is over its ${borrowing === 'quota' ? 'quota' : 'fair share'}`;
+    const team = { id: victim.teamId, borrowing: isBorrowing(s, victim.teamId) };
     const preemption: Preemption = {
       jobId: victim.jobId,
       forJobId: job.id,
       workerId: victim.workerId,
-      reason: `preempting ${jobWords(victim.jobId, victim.priority)} for ${jobWords(job.id, job.priority)}${why}`,
+      reason: preemptionReason({ id: victim.jobId, priority: victim.priority }, job, team),
     };
     out.preemptions.push(preemption);
   }
@@ -871,14 +747,8 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   for (const slot of p.chosen) slot.holder = holding;
   s.holders += 1;
 
-  const where = `on worker ${p.shape.worker.id}`;
-  const reason =
-    p.victims.length > 0
-      ? `waiting: preempting ${p.victims.map((v) => jobWords(v.jobId, v.priority)).join(', ')} to make room ${where}`
-      : stoppingBefore.length > 0
-        ? `waiting: devices ${where} are being freed (${stoppingBefore.map((id) => `job ${id}`).join(', ')} stopping); they are held for this job`
-        : `waiting: team quota is being freed by stopping jobs; devices ${where} are held for this job`;
-  wait(out, job, 'PREEMPTING', reason, {
+  const victims = p.victims.map((v) => ({ id: v.jobId, priority: v.priority }));
+  wait(out, job, 'PREEMPTING', preemptingReason(p.shape.worker.id, victims, stoppingBefore), {
     target: { workerId: p.shape.worker.id, kind: p.shape.kind, deviceIndexes: p.chosen.map((slot) => slot.index) },
   });
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { plan } from './plan';
-import { arbInput, S } from './plan-arbitraries';
+import { arbInput, S } from '../test-support/plan-arbitraries';
 import { kindOf, queueWindow, windowSize } from './queue-window';
 import type { PlanInput } from './types';
 

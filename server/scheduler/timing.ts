@@ -8,8 +8,8 @@ export const HEARTBEAT_SECONDS = Math.min(5, LEASE_SECONDS / 4);
 /** A preempted attempt has this long to checkpoint and stop before it is ended for it. */
 export const PREEMPT_GRACE_SECONDS = 60;
 /** Backoff before a job whose lease was lost is placed again: base × 2^(attempt − 1), capped. */
-export const REQUEUE_BACKOFF_BASE_SECONDS = 5;
-export const REQUEUE_BACKOFF_MAX_SECONDS = 300;
+const REQUEUE_BACKOFF_BASE_SECONDS = 5;
+const REQUEUE_BACKOFF_MAX_SECONDS = 300;
 /** The loop's fallback tick; NOTIFY wakes it sooner. */
 export const TICK_MS = 1_000;
 /**
@@ -24,8 +24,13 @@ export const HOUSEKEEPING_MS = 1_000;
  * runs of bench:scheduler.
  */
 export const BUSY_ROUND_MS = 10;
+/**
+ * A worker counts as online while its heartbeat is this recent: one lease (30 s by default). A
+ * worker silent for a whole lease has lost its leases, and must not be given new work either.
+ */
+export const WORKER_ONLINE_WINDOW_MS = LEASE_SECONDS * 1000;
 
-export function leaseSecondsFrom(value: string | undefined): number {
+function leaseSecondsFrom(value: string | undefined): number {
   if (value === undefined || value === '') return 30;
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds < 1 || seconds > 3600) throw new Error(`WHETSTONE_LEASE_SECONDS=${JSON.stringify(value)}: must be a number of seconds from 1 to 3600`);

@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StreamBatch } from '../../sdk/worker-protocol';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { type LiveBatch, liveBatchSchema } from '../../sdk/live';
 import { ingestBatch } from './ingest';
 import { Refusal } from '../workers/refusal';
 import { readSince } from './positions';
-import { activeAttempt } from './test-attempts';
+import { activeAttempt } from '../test-support/test-attempts';
 import { StreamCursor } from '../../sdk/stream-cursor';
 
 // The live path: batches are published before their rows commit (ingest.ts), and a catch-up

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { type PreparedStatement, pooledTransaction } from './pooled-transaction';
 
 // The transaction batches are stored in (ingest.ts): BEGIN in the same round trip as a first

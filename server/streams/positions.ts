@@ -22,7 +22,7 @@ export interface Position {
 }
 
 /** Waits until every batch of the job published so far is committed or rolled back. */
-export async function waitForPublishedWrites(db: Db, jobId: string): Promise<void> {
+async function waitForPublishedWrites(db: Db, jobId: string): Promise<void> {
   await db.$transaction(
     async (tx) => {
       await tx.$executeRaw`SET LOCAL lock_timeout = '10s'`;

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricSeries } from '../api/routers/runs';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { ingestBatch } from './ingest';
 import { rebuildRollups, ROLLUP_STEPS } from './rollup';
-import { activeAttempt } from './test-attempts';
+import { activeAttempt } from '../test-support/test-attempts';
 
 /** What a series should be, computed from the points themselves. */
 function expected(values: Map<number, number>, lo: number, hi: number, width: number, origin: number) {

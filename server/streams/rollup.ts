@@ -8,11 +8,6 @@ import { Prisma } from '../db/generated/prisma/client';
 export const ROLLUP_STEPS = 256;
 
 type Tx = Prisma.TransactionClient | Db;
-export interface Point {
-  key: string;
-  step: number;
-  value: number;
-}
 
 /**
  * The statement that folds points into their rollups, reading them from `source`: any relation
@@ -33,14 +28,6 @@ export function foldSql(jobId: string, source: Prisma.Sql): Prisma.Sql {
       min = LEAST(r.min, EXCLUDED.min),
       max = GREATEST(r.max, EXCLUDED.max),
       count = r.count + EXCLUDED.count`;
-}
-
-/** Folds new points (steps not seen before) into their rollups. */
-export async function foldIntoRollups(tx: Tx, jobId: string, points: Point[]): Promise<void> {
-  if (points.length === 0) return;
-  await tx.$executeRaw(
-    foldSql(jobId, Prisma.sql`unnest(${points.map((p) => p.key)}::text[], ${points.map((p) => p.step)}::int[], ${points.map((p) => p.value)}::float8[]) AS t(k, s, v)`),
-  );
 }
 
 const REPLACE_FROM_EXCLUDED = `ON CONFLICT ("jobId", key, bucket) DO UPDATE SET
@@ -65,12 +52,6 @@ export function recomputeSql(jobId: string, buckets: Array<{ key: string; bucket
       JOIN "MetricPoint" p ON p."jobId" = ${jobId} AND p.key = t.k AND p.step >= t.b * ${width} AND p.step < (t.b + 1) * ${width}
      GROUP BY p."jobId", p.key, t.b
     ${Prisma.raw(REPLACE_FROM_EXCLUDED)}`;
-}
-
-/** Recomputes the rollups of some buckets from their points (see recomputeSql). */
-export async function recomputeRollups(tx: Tx, jobId: string, buckets: Array<{ key: string; bucket: number }>): Promise<void> {
-  const sql = recomputeSql(jobId, buckets);
-  if (sql) await tx.$executeRaw(sql);
 }
 
 /** Rebuilds every rollup of a job from its points (after points were written by other means). */

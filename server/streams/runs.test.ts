@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { io as connect, type Socket } from 'socket.io-client';
-import { createTestDatabase, type TestDatabase } from '../db/test-database';
-import { createUserWithTeam, startTestServer } from '../test-server';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { createUserWithTeam, startTestServer } from '../test-support/test-server';
 import { StreamCursor } from '../../sdk/stream-cursor';
 import { metricSeries } from '../api/routers/runs';
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { io as connect } from 'socket.io-client';
-import { addMember, createUserWithTeam, useTestServer } from '../test-server';
+import { addMember, createUserWithTeam, useTestServer } from '../test-support/test-server';
 
 async function post(base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

@@ -15,11 +15,11 @@ import { hashSecret, newSecret } from '../auth/tokens';
 import type { BlobStore } from '../blobs/store';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
-import { notifyScheduler } from '../scheduler/loop';
+import { notifyScheduler } from '../scheduler/notify';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
 import { ingestBatch, type Publish } from '../streams/ingest';
 import { type AttemptCalls, fencedAttempt, workerOf, type WorkerRow } from './attempts';
-import { buildAssignments } from './assignments';
+import { buildAssignments } from '../scheduler/assignments';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 import { fencingTokenOf, Refusal } from './refusal';
 import { SIGN_IN_WINDOW_MINUTES } from '../auth/throttle';
@@ -36,7 +36,7 @@ export interface WorkerApiDeps {
   blobs: BlobStore;
   /** Fans a stream batch out to the run's watchers. */
   publish: Publish;
-  /** Start and finish: the server's one instance, shared with the socket.io side (realtime/gateway.ts). */
+  /** Start and finish: the server's one instance, shared with the socket.io side (socket.ts). */
   attempts: AttemptCalls;
 }
 
@@ -178,7 +178,7 @@ async function parseAuthenticated<T>(db: Db, req: IncomingMessage, schema: z.Zod
   throw new Refusal(400, 'Invalid request', result.error.issues);
 }
 
-/** The HTTP way to stream (daemons use their socket.io connection when it is up: realtime/gateway.ts). */
+/** The HTTP way to stream (daemons use their socket.io connection when it is up: socket.ts). */
 async function stream(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
   const batch = parse(streamBatchSchema, await readJson(req));
   const result = await ingestBatch(deps.db, worker.id, batch, deps.publish);

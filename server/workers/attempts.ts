@@ -1,5 +1,5 @@
 // Starting and finishing an attempt, whichever way the daemon calls: over its socket.io
-// connection (realtime/gateway.ts) or over HTTP (api.ts). They are a running pool's most frequent
+// connection (socket.ts) or over HTTP (api.ts). They are a running pool's most frequent
 // calls, so each is first tried as one group-committed statement that checks the worker and the
 // fence and makes the change with its JobEvent; calls that arrive together share a statement.
 // When that matches nothing, the full path says why (401, 404, 409) or handles the rarer case.
@@ -9,7 +9,7 @@ import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { groupCommit } from '../db/group-commit';
 import type { JobChanged } from '../scheduler/job-changes';
-import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/loop';
+import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/notify';
 import { recordEvent, stoppedState } from '../scheduler/transitions';
 import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from './refusal';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hashSecret } from '../auth/tokens';
-import { seedTeam, seedWorker, trpc, type Team } from '../reliability/harness';
-import { useTestServer } from '../test-server';
+import { seedTeam, seedWorker, trpc, type Team } from '../test-support/reliability/harness';
+import { useTestServer } from '../test-support/test-server';
 
 // Two jobs in two teams upload checkpoints with identical bytes (the same template, seed and
 // config do that): the blob may be shared on disk, the rows never are.

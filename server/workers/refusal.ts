@@ -1,5 +1,5 @@
 // What a worker is told when a call of its is refused, whichever way it came: over HTTP the
-// status is the response's (workers/api.ts), over socket.io it is the ack's (realtime/gateway.ts).
+// status is the response's (workers/api.ts), over socket.io it is the ack's (workers/socket.ts).
 // Stream ingest (streams/ingest.ts) and attempt calls (attempts.ts) refuse the same way, with the
 // same words, and read fencing tokens the same way.
 

@@ -8,35 +8,15 @@ import { dirname, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Message, type Plugin } from 'esbuild';
 import { SourceMapper } from './source-map';
+import type { CompileDiagnostic } from '../../../sdk/dry-run-report';
+import type { EnvironmentSource } from '../../../sdk/environment-source';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SDK_ENTRY = fileURLToPath(new URL('../../../sdk/environment/index.ts', import.meta.url));
 /** Names under which user code may import the SDK. */
-export const SDK_MODULE_NAMES = ['whetstone', '@whetstone/sdk'];
+const SDK_MODULE_NAMES = ['whetstone', '@whetstone/sdk'];
 /** Source-map prefix of user files, stripped again when errors are reported. */
-export const USER_NAMESPACE = 'user';
-
-export interface EnvironmentSource {
-  /** Relative paths ("env.ts", "lib/board.ts") to their text. */
-  files: Record<string, string>;
-  /** The file whose default export is the environment. */
-  entry: string;
-}
-
-export interface SourceLocation {
-  file: string;
-  /** 1-based. */
-  line: number;
-  /** 1-based. */
-  column: number;
-}
-
-export interface CompileDiagnostic {
-  message: string;
-  location: SourceLocation | null;
-  /** The source line, for an editor marker or a caret under the column. */
-  lineText: string;
-}
+const USER_NAMESPACE = 'user';
 
 export interface CompiledEnvironment {
   /** The bundle, with an inline source map. */
@@ -144,7 +124,7 @@ function toDiagnostic(m: Message): CompileDiagnostic {
   };
 }
 
-export function stripNamespace(file: string): string {
+function stripNamespace(file: string): string {
   return file.startsWith(`${USER_NAMESPACE}:`) ? file.slice(USER_NAMESPACE.length + 1) : file;
 }
 

@@ -13,12 +13,12 @@ import {
   type AgentTurnMessage,
   type BotRequest,
   type DriverResponse,
-  type EnvironmentDescription,
   type ResetRequest,
   type ResetResponse,
   type StepRequest,
   type StepResponse,
 } from './protocol';
+import type { EnvironmentDescription } from '../../../sdk/dry-run-report';
 
 /** The user returned something the runtime cannot use (NaN reward, non-string observation…). */
 class InvalidOutput extends Error {

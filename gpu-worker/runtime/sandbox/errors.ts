@@ -1,28 +1,4 @@
-import { type SourceLocation } from './compile';
-
-export type SandboxErrorKind =
-  /** TypeScript that does not compile. */
-  | 'syntax'
-  /** The module threw while loading, or has no valid default export. */
-  | 'load'
-  /** User code threw. */
-  | 'throw'
-  /** A call ran past its CPU deadline (infinite loop). */
-  | 'timeout'
-  /** The sandbox's memory limit was hit. */
-  | 'memory'
-  /** Recursion too deep for the sandbox's stack limit. */
-  | 'stack-overflow'
-  /** User code returned something the runtime cannot use (NaN reward, wrong shape). */
-  | 'invalid-output'
-  /** A response larger than the output limit. */
-  | 'output-too-large'
-  /** The sandbox itself failed; it has been replaced. */
-  | 'crash'
-  /** An HTTP environment did not answer (down, timed out, 5xx after retries). */
-  | 'unavailable'
-  /** An HTTP environment answered with something outside the protocol. */
-  | 'protocol';
+import type { SandboxErrorJson, SandboxErrorKind, SourceLocation } from '../../../sdk/dry-run-report';
 
 /** An error from environment code (sandboxed or behind HTTP), located in the user's TypeScript where possible. */
 export class SandboxError extends Error {
@@ -52,10 +28,3 @@ export class SandboxError extends Error {
   }
 }
 
-export interface SandboxErrorJson {
-  kind: SandboxErrorKind;
-  during: string;
-  message: string;
-  location: SourceLocation | null;
-  userStack: string;
-}

@@ -2,23 +2,8 @@
  * The messages between the host and the driver that runs inside the sandbox. Everything crosses
  * as one JSON string each way; the host validates every response (see validate-response.ts).
  */
-import { type Json, type ObjectSchema } from '../../../sdk/environment/schema';
-import { type ContextPolicy, type EnvironmentKind } from '../../../sdk/environment/define';
-
-export interface EnvironmentDescription {
-  kind: EnvironmentKind;
-  name: string;
-  description: string;
-  agents: string[];
-  context: ContextPolicy;
-  rowSchema: ObjectSchema | null;
-  tools: { name: string; description: string; parameters: ObjectSchema }[];
-  /** A paragraph listing the tools and the call syntax, for the system prompt. Empty without tools. */
-  toolPrompt: string;
-  bots: string[];
-  /** QuickJS stack of the define call, for locating errors the driver detects in the user's output. */
-  definedAt: string;
-}
+import { type Json } from '../../../sdk/environment/schema';
+import type { EnvironmentDescription, ToolCallRecord } from '../../../sdk/dry-run-report';
 
 export interface ResetRequest {
   episodeId: string;
@@ -44,12 +29,6 @@ export interface ResetResponse {
 export interface StepRequest {
   episodeId: string;
   action: string;
-}
-
-export interface ToolCallRecord {
-  name: string | null;
-  ok: boolean;
-  error?: string;
 }
 
 export interface StepResponse {

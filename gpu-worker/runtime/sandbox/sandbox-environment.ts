@@ -4,11 +4,13 @@
  * lost instead of silently continuing in a fresh state.
  */
 import { type EnvironmentHandle, type LogSink } from '../environment-handle';
-import { compileEnvironment, type CompileDiagnostic, type EnvironmentSource } from './compile';
+import { compileEnvironment } from './compile';
+import type { EnvironmentSource } from '../../../sdk/environment-source';
 import { SandboxError } from './errors';
 import { type PoolOptions, SandboxPool } from './pool';
-import { type BotRequest, type DriverMethod, type DriverMethods, type EnvironmentDescription, type ResetRequest, type StepRequest } from './protocol';
+import { type BotRequest, type DriverMethod, type DriverMethods, type ResetRequest, type StepRequest } from './protocol';
 import { type Sandbox } from './sandbox';
+import type { CompileDiagnostic, EnvironmentDescription } from '../../../sdk/dry-run-report';
 
 export class SandboxEnvironment implements EnvironmentHandle {
   private sandbox: Sandbox | null = null;

@@ -11,7 +11,8 @@
 import { type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten';
 import { type CompiledEnvironment } from './compile';
 import { LOCKDOWN_SOURCE } from './lockdown';
-import { SandboxError, type SandboxErrorKind } from './errors';
+import { SandboxError } from './errors';
+import type { SandboxErrorKind } from '../../../sdk/dry-run-report';
 import { DISPATCH_GLOBAL, type DriverMethod, type DriverMethods, type DriverResponse } from './protocol';
 import { validateResponse } from './validate-response';
 

@@ -7,12 +7,12 @@ import { CliError, EXIT, UsageError } from '../errors';
 import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
 import type { z } from 'zod';
-import type { DryRunReport } from '../../../gpu-worker/runtime/dry-run';
 import { resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
 import { applySet, type TrainingOverrides } from '../../training-config';
 import { call, type CommandContext } from './context';
 import { checkRequestSize, uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
+import type { DryRunReport } from '../../dry-run-report';
 
 type RunCommand = Extract<Command, { name: 'run' }>;
 

@@ -2,16 +2,13 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import type { ObjectSchema, ValueSchema } from '../../../sdk/environment/schema';
 import { audit } from '../../auth/audit';
-import { storeDatasetVersion } from '../../datasets/store-version';
+import { MAX_DATASET_CHARS, storeDatasetVersion } from '../../datasets/store-version';
 import { router, teamProcedure } from '../trpc';
 
 /**
  * Datasets: JSONL files that SFT jobs train on and data-dependent environments read rows of. Each
  * upload is an immutable version, deduplicated by content (server/datasets/store-version.ts).
  */
-
-/** The largest JSONL text one upload takes; it must fit in a tRPC request (server/http.ts). */
-export const MAX_DATASET_CHARS = 15_000_000;
 
 const datasetName = z
   .string()

@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
-import { MAX_DATASET_CHARS } from './datasets';
+import { MAX_DATASET_CHARS } from '../../datasets/store-version';
 
 const MAX_FILE_CHARS = 200_000;
 const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');

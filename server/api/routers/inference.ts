@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
-import { createCallerFactory, router, teamProcedure } from '../trpc';
-import { jobsRouter, queueJob, queuedJobSelect } from './jobs';
+import { cancelJob } from '../../jobs/cancel.handler';
+import { queuedJobSelect, submitJob } from '../../jobs/submit.handler';
+import { router, teamProcedure } from '../trpc';
 
 /**
  * Inference sessions: the playground's one click. A session is an INFERENCE job holding a
@@ -10,7 +11,6 @@ import { jobsRouter, queueJob, queuedJobSelect } from './jobs';
  * tokens come back to the run's room (`run:<jobId>`, event "sample") as they are produced. The
  * worker ends the session by itself after the job's idleSeconds without a request.
  */
-const jobs = createCallerFactory(jobsRouter);
 const LIVE = ['QUEUED', 'ASSIGNED', 'RUNNING'] as const;
 
 export const inferenceRouter = router({
@@ -29,16 +29,16 @@ export const inferenceRouter = router({
       }
       const config = { checkpointId: input.checkpointId, ...(input.idleSeconds ? { idleSeconds: input.idleSeconds } : {}) };
       // The live-session lookup runs under the team's queue lock, so two clicks at once share one session.
-      const { job, reused } = await queueJob(
+      const { job, reused } = await submitJob({
         ctx,
-        { kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config },
-        (tx) =>
+        input: { kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config },
+        reuse: (tx) =>
           tx.job.findFirst({
             where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
             orderBy: { createdAt: 'desc' },
             select: queuedJobSelect,
           }),
-      );
+      });
       return { jobId: job.id, state: job.state, reused };
     }),
 
@@ -75,6 +75,6 @@ export const inferenceRouter = router({
     .mutation(async ({ ctx, input }) => {
       const job = await ctx.db.job.findFirst({ where: { id: input.jobId, teamId: ctx.membership.teamId, kind: 'INFERENCE' }, select: { id: true } });
       if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such inference session' });
-      return jobs(ctx).cancel({ teamId: ctx.membership.teamId, jobId: job.id });
+      return cancelJob({ ctx, input: { jobId: job.id } });
     }),
 });

@@ -3,7 +3,7 @@ import { audit } from '../../auth/audit';
 import { router, teamProcedure } from '../trpc';
 
 /** The highest priority any job may have; quotas cap what a team's members may ask for below it. */
-export const MAX_PRIORITY = 1000;
+const MAX_PRIORITY = 1000;
 
 export const quotasRouter = router({
   get: teamProcedure('VIEWER').query(async ({ ctx }) => {

@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { audit } from '../../auth/audit';
-import { WORKER_ONLINE_WINDOW_MS } from '../../health';
+import { WORKER_ONLINE_WINDOW_MS } from '../../scheduler/timing';
 import { router, teamProcedure } from '../trpc';
 
 const workerId = z.object({ workerId: z.string().min(1).max(64) });

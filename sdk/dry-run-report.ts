@@ -1,0 +1,151 @@
+// The dry-run report: what the server answers when an environment version is saved, and what the
+// CLI prints from it (sdk/cli/validation.ts). The runtime that produces it (gpu-worker/runtime)
+// imports these types from here, so that the CLI and the server read the report without
+// importing the runtime.
+import type { DatasetProblem } from './dataset';
+import type { ContextPolicy, EnvironmentKind } from './environment/define';
+import type { Json, ObjectSchema } from './environment/schema';
+
+export interface SourceLocation {
+  file: string;
+  /** 1-based. */
+  line: number;
+  /** 1-based. */
+  column: number;
+}
+
+export interface CompileDiagnostic {
+  message: string;
+  location: SourceLocation | null;
+  /** The source line, for an editor marker or a caret under the column. */
+  lineText: string;
+}
+
+export type SandboxErrorKind =
+  /** TypeScript that does not compile. */
+  | 'syntax'
+  /** The module threw while loading, or has no valid default export. */
+  | 'load'
+  /** User code threw. */
+  | 'throw'
+  /** A call ran past its CPU deadline (infinite loop). */
+  | 'timeout'
+  /** The sandbox's memory limit was hit. */
+  | 'memory'
+  /** Recursion too deep for the sandbox's stack limit. */
+  | 'stack-overflow'
+  /** User code returned something the runtime cannot use (NaN reward, wrong shape). */
+  | 'invalid-output'
+  /** A response larger than the output limit. */
+  | 'output-too-large'
+  /** The sandbox itself failed; it has been replaced. */
+  | 'crash'
+  /** An HTTP environment did not answer (down, timed out, 5xx after retries). */
+  | 'unavailable'
+  /** An HTTP environment answered with something outside the protocol. */
+  | 'protocol';
+
+export interface SandboxErrorJson {
+  kind: SandboxErrorKind;
+  during: string;
+  message: string;
+  location: SourceLocation | null;
+  userStack: string;
+}
+
+export interface EnvironmentDescription {
+  kind: EnvironmentKind;
+  name: string;
+  description: string;
+  agents: string[];
+  context: ContextPolicy;
+  rowSchema: ObjectSchema | null;
+  tools: { name: string; description: string; parameters: ObjectSchema }[];
+  /** A paragraph listing the tools and the call syntax, for the system prompt. Empty without tools. */
+  toolPrompt: string;
+  bots: string[];
+  /** QuickJS stack of the define call, for locating errors the driver detects in the user's output. */
+  definedAt: string;
+}
+
+export interface ToolCallRecord {
+  name: string | null;
+  ok: boolean;
+  error?: string;
+}
+
+export interface TranscriptTurn {
+  agent: string;
+  observation: string;
+  action: string;
+  rewards: Record<string, number>;
+  info: Record<string, Json>;
+  tool: ToolCallRecord | null;
+}
+
+export type EndReason = 'terminated' | 'truncated' | 'max-turns' | 'error';
+
+export interface Transcript {
+  episodeId: string;
+  seed: number;
+  task: Json;
+  systemPrompts: Record<string, string>;
+  turns: TranscriptTurn[];
+  endReason: EndReason;
+  /** Sum of each agent's rewards over the episode. */
+  totalRewards: Record<string, number>;
+  /** The info of the last step (a game's result lives here). */
+  finalInfo: Record<string, Json>;
+  error: SandboxErrorJson | null;
+}
+
+export interface Distribution {
+  count: number;
+  mean: number;
+  std: number;
+  min: number;
+  max: number;
+  /** Distinct values (rounded to 3 decimals) with counts, most frequent first, at most 12. */
+  histogram: { value: number; count: number }[];
+}
+
+export interface DryRunError extends SandboxErrorJson {
+  episodes: number;
+}
+
+export interface DryRunReport {
+  ok: boolean;
+  compileErrors: CompileDiagnostic[];
+  /** The module failed to load (thrown at top level, no default export). */
+  loadError: SandboxErrorJson | null;
+  description: EnvironmentDescription | null;
+  /** Mismatches between the manifest and the code (agents, kind). */
+  warnings: string[];
+  /** Dataset lines that are not JSON or do not match rowSchema. */
+  datasetProblems: (DatasetProblem & { path: string })[];
+  policy: 'bots' | 'random';
+  episodes: number;
+  endReasons: Record<EndReason, number>;
+  /** Turns per episode (all agents). */
+  lengths: Distribution;
+  /** Episode return per agent. */
+  rewards: Record<string, Distribution>;
+  /** Distinct errors, each with how many episodes hit it. */
+  errors: DryRunError[];
+  transcripts: Transcript[];
+  logs: string[];
+  durationMs: number;
+}
+
+/** The first thing a failed dry run names, in a line: for "version N failed its dry run: …". */
+export function firstProblem(report: DryRunReport): string {
+  const at = (l: SourceLocation | null | undefined) => (l ? ` (${l.file}:${l.line})` : '');
+  const compile = report.compileErrors[0];
+  if (compile) return `${compile.message}${at(compile.location)}`;
+  if (report.loadError) return report.loadError.message;
+  const error = report.errors[0];
+  if (error) return `${error.message} (in ${error.episodes} episode${error.episodes === 1 ? '' : 's'})`;
+  const problem = report.datasetProblems[0];
+  if (problem) return `${problem.path} line ${problem.line}: ${problem.message}`;
+  return report.warnings[0] ?? (report.episodes === 0 ? 'no episode completed' : 'it did not pass');
+}

@@ -1,0 +1,19 @@
+import type { CliIO } from '../../cli/io';
+import { main } from '../../cli/main';
+
+/** Runs the CLI's main function with captured output, as a test would see a process. */
+export async function runCapture(argv: string[], opts: { env: Record<string, string | undefined>; cwd: string; signal?: AbortSignal }) {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIO = {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: opts.env,
+    cwd: opts.cwd,
+    isTTY: false,
+    signal: opts.signal,
+  };
+  const started = Date.now();
+  const code = await main(argv, io);
+  return { code, stdout, stderr, ms: Date.now() - started, json: () => JSON.parse(stdout) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+}

@@ -1,0 +1,168 @@
+import type { Namespace, Socket } from 'socket.io';
+import { type z } from 'zod';
+import {
+  type Assignment,
+  ASSIGNMENT_ACK_TIMEOUT_MS,
+  ASSIGNMENT_EVENT,
+  assignmentAckSchema,
+  ATTEMPT_FINISH_EVENT,
+  ATTEMPT_START_EVENT,
+  finishRequestSchema,
+  type SampleRequest,
+  sampleDoneSchema,
+  sampleTokenSchema,
+  startRequestSchema,
+  type ServerToWorkerEvents,
+  STREAM_EVENT,
+  streamBatchSchema,
+  type WorkerToServerEvents,
+} from '../../sdk/worker-protocol';
+import type { Db } from '../db/client';
+import { ingestBatch, type Publish } from '../streams/ingest';
+import { authenticateWorker } from './api';
+import type { AttemptCalls } from './attempts';
+import { Refusal } from './refusal';
+
+// The worker protocol's socket.io side, the twin of api.ts's HTTP side: daemons connect to the
+// /workers namespace with their credential, stream batches and start and finish attempts over it,
+// and get assignments, stop signals and sampling requests pushed. The browser side of socket.io
+// is realtime/gateway.ts, which attaches this to its server.
+
+/** A sampling answer a worker relays, as the run's watchers get it (event "sample"). */
+export type RelayedSample =
+  | { requestId: string; kind: 'token'; text: string; logprob: number }
+  | { requestId: string; kind: 'done'; reason: z.output<typeof sampleDoneSchema>['reason']; text: string; error?: string };
+
+export interface WorkerSocketDeps {
+  db: Db;
+  /** Start and finish: the server's one instance, shared with the HTTP side (api.ts). */
+  attempts: AttemptCalls;
+  /** Fans a stream batch out to the run's watchers. */
+  publish: Publish;
+  /** Sends a worker's sampling answer to the run's watchers. */
+  relaySample(jobId: string, sample: RelayedSample): void;
+}
+
+/** What the rest of the server sends to connected workers. */
+export interface WorkerSockets {
+  /** Pushes a new assignment to a worker (polling by heartbeat is the fallback). */
+  pushAssignment(workerId: string, assignment: Assignment): void;
+  /** Asks a worker to stop an attempt: preempt (checkpoint first) or cancel. */
+  signalWorker(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
+  /** Sends a sampling request to the worker holding an inference attempt (event "sample"). */
+  requestSample(workerId: string, request: SampleRequest): void;
+}
+
+/**
+ * A worker event answered in its ack: the payload parsed with `schema` (else 400), then `run`'s
+ * answer with status 200; a Refusal's status and message; or, for anything else, 500 with
+ * `retry` (logged as `failed`), after which the worker sends it again.
+ */
+function acked<T, A extends object>(schema: z.ZodType<T>, failed: string, retry: string, run: (input: T) => Promise<A>) {
+  return async (payload: unknown, ack?: (answer: { status: number; error?: string } | ({ status: 200 } & A)) => void) => {
+    const reply = typeof ack === 'function' ? ack : () => {};
+    const parsed = schema.safeParse(payload);
+    if (!parsed.success) return reply({ status: 400, error: 'Invalid request' });
+    try {
+      reply({ status: 200, ...(await run(parsed.data)) });
+    } catch (error) {
+      if (error instanceof Refusal) return reply({ status: error.status, error: error.message });
+      console.error(`[realtime] ${failed}:`, (error as Error).message);
+      reply({ status: 500, error: retry });
+    }
+  };
+}
+
+/** The push with its ack: socket.io's typings give a timeout's error argument only to an ack the event map requires. */
+type AckedPush = Socket<WorkerToServerEvents, { [ASSIGNMENT_EVENT](assignment: Assignment, ack: (answer: unknown) => void): void }>;
+
+/** The worker namespace's events (sdk/worker-protocol.ts) and what each connection carries. */
+export type WorkerNamespace = Namespace<WorkerToServerEvents, ServerToWorkerEvents, Record<string, never>, { workerId: string }>;
+
+/** Serves worker daemons on `workers` (the /workers namespace). */
+export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocketDeps): WorkerSockets {
+  const { db, attempts } = deps;
+  workers.use(async (socket, next) => {
+    try {
+      const credential = (socket.handshake.auth as { credential?: unknown })?.credential;
+      const worker = await authenticateWorker(db, typeof credential === 'string' ? `Bearer ${credential}` : undefined);
+      socket.data.workerId = worker.id;
+      next();
+    } catch {
+      next(new Error('UNAUTHORIZED: unknown or revoked worker credential'));
+    }
+  });
+  workers.on('connection', (socket) => {
+    const workerId = socket.data.workerId as string;
+    void socket.join(`worker:${workerId}`);
+    // Stream batches, start and finish, as over HTTP (api.ts) but without a request and a
+    // credential lookup each: the connection was authenticated once, and the fence checks the
+    // worker again. Answered in the ack (sdk/worker-protocol.ts: StreamAck, CallAck).
+    socket.on(
+      STREAM_EVENT,
+      acked(streamBatchSchema, 'stream batch not stored', 'The batch could not be stored: send it again', async (batch) => {
+        const result = await ingestBatch(db, workerId, batch, deps.publish);
+        return { accepted: !result.duplicate, duplicate: result.duplicate };
+      }),
+    );
+    socket.on(ATTEMPT_START_EVENT, acked(startRequestSchema, 'attempt call failed', 'The call failed: send it again', (input) => attempts.start({ workerId }, input)));
+    socket.on(ATTEMPT_FINISH_EVENT, acked(finishRequestSchema, 'attempt call failed', 'The call failed: send it again', (input) => attempts.finish({ workerId }, input)));
+    // A worker answers only for attempts it holds and that are still active; the answer goes to
+    // the run's room. Checked against the database, remembered for a few seconds per attempt.
+    const held = new Map<string, { jobId: string | null; at: number }>();
+    const jobOf = async (attemptId: string): Promise<string | null> => {
+      const known = held.get(attemptId);
+      if (known && Date.now() - known.at < 3000) return known.jobId;
+      const attempt = await db.jobAttempt.findFirst({ where: { id: attemptId, workerId, state: 'ACTIVE' }, select: { jobId: true } }).catch(() => null);
+      if (held.size > 1000) held.clear();
+      held.set(attemptId, { jobId: attempt?.jobId ?? null, at: Date.now() });
+      return attempt?.jobId ?? null;
+    };
+    // Relayed in arrival order: a token must not overtake the one before it while a check waits.
+    let chain: Promise<void> = Promise.resolve();
+    const inOrder = (work: () => Promise<void>) => void (chain = chain.then(work).catch(() => undefined));
+    socket.on('sample:token', (payload: unknown) => {
+      const parsed = sampleTokenSchema.safeParse(payload);
+      if (!parsed.success) return;
+      inOrder(async () => {
+        const jobId = await jobOf(parsed.data.attemptId);
+        if (!jobId) return;
+        const { requestId, text, logprob } = parsed.data;
+        deps.relaySample(jobId, { requestId, kind: 'token', text, logprob });
+      });
+    });
+    socket.on('sample:done', (payload: unknown) => {
+      const parsed = sampleDoneSchema.safeParse(payload);
+      if (!parsed.success) return;
+      inOrder(async () => {
+        const jobId = await jobOf(parsed.data.attemptId);
+        if (!jobId) return;
+        const { requestId, reason, text, error } = parsed.data;
+        deps.relaySample(jobId, { requestId, kind: 'done', reason, text, ...(error ? { error } : {}) });
+      });
+    });
+  });
+
+  return {
+    pushAssignment(workerId, assignment) {
+      const room = `worker:${workerId}`;
+      const here = workers.adapter.rooms.get(room);
+      // Connected to another replica: through the adapter, without an ack (the worker calls start).
+      if (!here) return void workers.to(room).emit(ASSIGNMENT_EVENT, assignment);
+      // Connected here: straight to its socket (the adapter's every emit is first a NOTIFY), with
+      // the ack that starts the attempt (sdk/worker-protocol.ts, ASSIGNMENT_EVENT).
+      const fence = { attemptId: assignment.attemptId, fencingToken: assignment.fencingToken };
+      const started = (error: unknown, answer: unknown) => {
+        if (error || !assignmentAckSchema.safeParse(answer).success) return; // then heartbeats list it until started
+        attempts.start({ workerId }, fence).catch((refused: unknown) => {
+          if (refused instanceof Refusal && (refused.status === 409 || refused.status === 404)) {
+            workers.to(room).emit('signal', { attemptId: assignment.attemptId, valid: false });
+          } else if (!(refused instanceof Refusal)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
+        });
+      };
+      for (const id of here) (workers.sockets.get(id) as AckedPush | undefined)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
+    },
+    signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
+    requestSample: (workerId, request) => void workers.to(`worker:${workerId}`).emit('sample', request),
+  };
+}
