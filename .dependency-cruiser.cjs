@@ -39,20 +39,13 @@ module.exports = {
     {
       name: 'server-never-imports-worker',
       comment:
-        'The control plane must not depend on the worker: shared contracts belong in sdk/. The one ' +
-        'exception, until the sandbox moves out of gpu-worker/runtime: saving an environment ' +
-        "dry-runs it in the runtime's sandbox (QuickJS), in the server process " +
-        '(server/environments/save-version.ts and templates.ts, gpu-worker/runtime/dry-run.ts).',
+        'The control plane must not depend on the worker: shared contracts belong in sdk/. (Saving an ' +
+        "environment dry-runs it in processes the server starts by path, not by import: " +
+        'server/environments/dry-run-pool.ts and gpu-worker/runtime/dry-run-process.ts, which speak ' +
+        "sdk/dry-run-report.ts's messages.)",
       severity: 'error',
-      from: { path: '^server/', pathNot: `${NOT_PRODUCTION}|^server/environments/(save-version|templates)\\.ts$` },
+      from: { path: '^server/', pathNot: NOT_PRODUCTION },
       to: { path: '^gpu-worker/' },
-    },
-    {
-      name: 'server-dry-run-only',
-      comment: "The exception above is the dry run's entry only, not the rest of the runtime.",
-      severity: 'error',
-      from: { path: '^server/environments/(save-version|templates)\\.ts$' },
-      to: { path: '^gpu-worker/', pathNot: '^gpu-worker/runtime/dry-run\\.ts$' },
     },
     {
       name: 'sdk-is-the-floor',

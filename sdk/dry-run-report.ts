@@ -135,6 +135,8 @@ export interface DryRunReport {
   transcripts: Transcript[];
   logs: string[];
   durationMs: number;
+  /** How long the save waited for a free dry-run process, and how many dry runs were ahead of it. */
+  queue?: { waitedMs: number; ahead: number };
 }
 
 /** The first thing a failed dry run names, in a line: for "version N failed its dry run: …". */
@@ -148,4 +150,43 @@ export function firstProblem(report: DryRunReport): string {
   const problem = report.datasetProblems[0];
   if (problem) return `${problem.path} line ${problem.line}: ${problem.message}`;
   return report.warnings[0] ?? (report.episodes === 0 ? 'no episode completed' : 'it did not pass');
+}
+
+/**
+ * A dry run asked of a dry-run process (gpu-worker/runtime/dry-run-process.ts), which the server's
+ * pool (server/environments/dry-run-pool.ts) starts by path: user code never runs on the server's
+ * own event loop.
+ */
+export interface DryRunRequest {
+  source: { files: Record<string, string>; entry: string };
+  manifest: { kind: EnvironmentKind; agents: string[]; limits: { maxTurns: number; maxTokensPerTurn: number; maxResponseTokens: number } };
+  dataset?: { path: string; text: string };
+  episodes: number;
+  /** The whole dry run's wall-clock budget: past it the run is not a pass. */
+  timeBudgetMs: number;
+}
+
+/** Messages of the dry-run process to the pool: up, progress (for a report when it is stopped), and the report. */
+export type DryRunProcessMessage =
+  | { type: 'ready' }
+  | { type: 'progress'; id: number; episodes: number; description: EnvironmentDescription | null }
+  | { type: 'report'; id: number; report: DryRunReport };
+
+/** What the pool sends a dry-run process: one dry run at a time. */
+export type DryRunProcessCommand = { type: 'run'; id: number; request: DryRunRequest };
+
+/** A dry run stopped by its budget, as an error of its report (by the dry run itself, or by the pool that had to stop its process). */
+export function tooLongError(done: number, episodes: number, budgetMs: number): DryRunError {
+  const message = `the dry run took too long: ${done} of ${episodes} episodes in ${Math.round(budgetMs / 1000)} s (each episode must be quick: training plays thousands)`;
+  return { kind: 'timeout', during: 'dry run', message, location: null, userStack: '', episodes: episodes - done };
+}
+
+/** The report of a dry run whose process had to be stopped, or died: not a pass, saying why. */
+export function stoppedReport(error: DryRunError, progress: { episodes: number; description: EnvironmentDescription | null }, durationMs: number): DryRunReport {
+  const none: Distribution = { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] };
+  return {
+    ok: false, compileErrors: [], loadError: null, description: progress.description, warnings: [], datasetProblems: [], policy: 'bots',
+    episodes: progress.episodes, endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 }, lengths: none, rewards: {},
+    errors: [error], transcripts: [], logs: [], durationMs,
+  };
 }

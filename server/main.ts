@@ -19,6 +19,7 @@ import { ensureTemplates, validatePendingTemplates } from './environments/templa
 import { authSecret } from './auth/secret';
 import { createSignInLink } from './auth/session';
 import { ensureLocalCredentials, startLocalWorker } from './local-mode';
+import { DryRunPool } from './environments/dry-run-pool';
 
 // `npm start`: PostgreSQL (embedded unless DATABASE_URL), migrations, first-start seed, then one
 // HTTP server for the web app, tRPC, socket.io and the worker API. Ctrl-C stops it all.
@@ -90,9 +91,10 @@ async function main(): Promise<void> {
   const db = createDb(database.url);
   const trustedOrigins = [...new Set([new URL(publicUrl).origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`])];
   const blobs = new FsBlobStore(path.join(env.WHETSTONE_HOME, 'blobs'));
+  const dryRuns = new DryRunPool();
   const seedTeam = async (teamId: string) => {
     await ensureTemplates(db, blobs, teamId);
-    void validatePendingTemplates(db, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
+    void validatePendingTemplates(db, dryRuns, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
   };
   const auth = createAuth({
     seedTeam,
@@ -127,6 +129,7 @@ async function main(): Promise<void> {
     server.closeAllConnections();
     await closed;
     await scheduler.stop();
+    await dryRuns.close();
     await nextApp?.close().catch(() => {});
     await db.$disconnect().catch(() => {});
     await realtimePool.end().catch(() => {});
@@ -163,13 +166,14 @@ async function main(): Promise<void> {
   let seeded = 0;
   for (const team of await db.team.findMany({ select: { id: true } })) seeded += await ensureTemplates(db, blobs, team.id);
   if (seeded) log(`added ${seeded} built-in environment version(s)`);
-  void validatePendingTemplates(db, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
+  void validatePendingTemplates(db, dryRuns, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
 
   const deps = {
     db,
     auth,
     blobs,
     realtime,
+    dryRuns,
     health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
     trustedOrigins,
     publicUrl,

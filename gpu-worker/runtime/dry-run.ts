@@ -12,7 +12,7 @@ import type { EnvironmentSource } from '../../sdk/environment-source';
 import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';
-import type { Distribution, DryRunError, DryRunReport, EnvironmentDescription, Transcript } from '../../sdk/dry-run-report';
+import { type Distribution, type DryRunError, type DryRunReport, type EnvironmentDescription, tooLongError, type Transcript } from '../../sdk/dry-run-report';
 
 export interface DryRunOptions {
   source: EnvironmentSource;
@@ -30,9 +30,14 @@ export interface DryRunOptions {
   policy?: 'bots' | 'random';
   botPerAgent?: Record<string, string>;
   seed?: number;
-  /** Stop starting episodes after this long. */
+  /**
+   * The dry run's budget: an episode is not started past it, and a run that has not played all its
+   * episodes by then did not pass ("took too long"): an environment that slow stalls training too.
+   */
   timeBudgetMs?: number;
   transcripts?: number;
+  /** After each episode, for a report when the run is stopped from outside. */
+  onProgress?: (episodes: number, description: EnvironmentDescription) => void;
 }
 
 const MAX_LOG_LINES = 100;
@@ -104,9 +109,12 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
       const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
       const row = rows ? rows[i % rows.length] : undefined;
       transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
+      options.onProgress?.(transcripts.length, description);
     }
     summarise(report, transcripts, options.transcripts ?? 3);
-    report.ok = report.errors.length === 0 && report.datasetProblems.length === 0;
+    if (transcripts.length < episodes) report.errors.push(tooLongError(transcripts.length, episodes, budget));
+    // Zero completed episodes is never a pass, nor is a run that could not finish its episodes in time.
+    report.ok = report.errors.length === 0 && report.datasetProblems.length === 0 && transcripts.length === episodes;
     return finish();
   } finally {
     await env.dispose();

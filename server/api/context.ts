@@ -5,6 +5,7 @@ import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { HealthReport } from '../health';
 import type { RealtimeHub } from '../realtime/gateway';
+import type { DryRunPool } from '../environments/dry-run-pool';
 
 export interface ServerDeps {
   db: Db;
@@ -19,6 +20,8 @@ export interface ServerDeps {
   publicUrl: string;
   /** Gives a new team what every team starts with (the built-in environments). */
   seedTeam: (teamId: string) => Promise<void>;
+  /** Where saved environments are dry-run: processes apart from this one (environments/dry-run-pool.ts). */
+  dryRuns: DryRunPool;
 }
 
 export interface Context {

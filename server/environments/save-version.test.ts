@@ -1,33 +1,36 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTemplate } from '../../env-templates/load-template';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { DryRunPool } from './dry-run-pool';
 import { saveEnvironmentVersion } from './save-version';
 
 describe('saving environment versions', () => {
   let t: TestDatabase;
   let teamId: string;
   let userId: string;
+  const dryRuns = new DryRunPool();
   beforeAll(async () => {
     t = await createTestDatabase();
     userId = (await t.db.user.create({ data: { email: 's@example.test', name: 'S' } })).id;
     teamId = (await t.db.team.create({ data: { name: 'T', slug: 't-save' } })).id;
   });
   afterAll(async () => {
+    await dryRuns.close();
     await t?.drop();
   });
 
   it('stores a version once per content, dry-run validated, and reports errors at the user line', async () => {
     const bandit = loadTemplate('bandit');
     const input = { teamId, userId, name: 'my-bandit', entry: bandit.source.entry, files: bandit.source.files, manifest: bandit.manifest };
-    const first = await saveEnvironmentVersion(t.db, input);
+    const first = await saveEnvironmentVersion(t.db, dryRuns, input);
     expect(first).toMatchObject({ ok: true, version: 1, created: true, validation: { ok: true } });
-    const again = await saveEnvironmentVersion(t.db, input);
+    const again = await saveEnvironmentVersion(t.db, dryRuns, input);
     expect(again).toMatchObject({ ok: true, version: 1, created: false });
     if (!first.ok || !again.ok) throw new Error('unreachable');
     expect(again.versionId).toBe(first.versionId);
 
     const broken = { ...input, files: { ...input.files, [input.entry]: `${input.files[input.entry]}\nconst x: number = ;\n` } };
-    const bad = await saveEnvironmentVersion(t.db, broken);
+    const bad = await saveEnvironmentVersion(t.db, dryRuns, broken);
     if (!bad.ok) throw new Error('expected a saved, invalid version');
     expect(bad).toMatchObject({ version: 2, created: true, validation: { ok: false } });
     const line = broken.files[input.entry].split('\n').indexOf('const x: number = ;') + 1;
@@ -35,7 +38,77 @@ describe('saving environment versions', () => {
     const stored = await t.db.environmentVersion.findUniqueOrThrow({ where: { id: bad.versionId } });
     expect(stored.validationStatus).toBe('INVALID');
 
-    expect(await saveEnvironmentVersion(t.db, { ...input, manifest: { ...bandit.manifest, kind: 'bogus' } })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^manifest\.kind/)] });
-    expect(await saveEnvironmentVersion(t.db, { ...input, entry: 'missing.ts' })).toMatchObject({ ok: false, problems: [expect.stringMatching(/missing\.ts is not one of the files/)] });
+    expect(await saveEnvironmentVersion(t.db, dryRuns, { ...input, manifest: { ...bandit.manifest, kind: 'bogus' } })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^manifest\.kind/)] });
+    expect(await saveEnvironmentVersion(t.db, dryRuns, { ...input, entry: 'missing.ts' })).toMatchObject({ ok: false, problems: [expect.stringMatching(/missing\.ts is not one of the files/)] });
+  });
+
+  /** An environment whose step runs `body` (a function body over action and ctx) and ends the episode after `turns` turns. */
+  function environment(name: string, body: string, turns = 3) {
+    const code = `import { defineEnvironment } from 'whetstone';
+export default defineEnvironment<undefined, { n: number }>({
+  name: '${name}',
+  systemPrompt: 'probe',
+  sample: () => undefined,
+  reset(ctx) { ctx.state = { n: 0 }; return 'go'; },
+  step(action, ctx) {
+    ctx.state.n++;
+    ${body}
+    return { observation: 'more', reward: 0, terminated: ctx.state.n >= ${turns} };
+  },
+  bots: { any: () => 'x' },
+});
+`;
+    const manifest = { name, version: '1.0.0', kind: 'multi-turn', limits: { maxTurns: turns, maxTokensPerTurn: 4, maxResponseTokens: 400 } };
+    return { teamId, userId, name, entry: 'env.ts', files: { 'env.ts': code }, manifest };
+  }
+
+  it('an environment too slow for its budget is not valid, and the server never waits on its code', async () => {
+    const pool = new DryRunPool({ budgetMs: 2_000, graceMs: 1_000 });
+    try {
+      // Each step just under the per-call deadline, 30 turns an episode: far past the budget.
+      const slow = environment('slow', 'const until = Date.now() + 900; while (Date.now() < until) {}', 30);
+      let worstLagMs = 0;
+      let last = performance.now();
+      const probe = setInterval(() => {
+        const now = performance.now();
+        worstLagMs = Math.max(worstLagMs, now - last - 20);
+        last = now;
+      }, 20);
+      const saved = await saveEnvironmentVersion(t.db, pool, slow);
+      clearInterval(probe);
+      if (!saved.ok) throw new Error('expected a saved, invalid version');
+      expect(saved.validation).toMatchObject({ ok: false, episodes: 0, errors: [{ kind: 'timeout', message: expect.stringMatching(/^the dry run took too long: 0 of 8 episodes in 2 s/) }] });
+      expect(await t.db.environmentVersion.findUniqueOrThrow({ where: { id: saved.versionId } })).toMatchObject({ validationStatus: 'INVALID' });
+      // The user's loop ran in the pool's process: this one kept its timers (a generous bound; the
+      // in-process dry run blocked for the whole run).
+      expect(worstLagMs).toBeLessThan(1_000);
+      // The stopped process was replaced: the next save is dry-run normally.
+      const fine = await saveEnvironmentVersion(t.db, pool, environment('fine', ''));
+      expect(fine).toMatchObject({ ok: true, validation: { ok: true, episodes: 8 } });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("a team's saves wait for each other, and the report says behind how many", async () => {
+    const pool = new DryRunPool({ processes: 2, perTeam: 1 });
+    try {
+      const a = saveEnvironmentVersion(t.db, pool, environment('queued-a', 'const until = Date.now() + 50; while (Date.now() < until) {}'));
+      const b = saveEnvironmentVersion(t.db, pool, environment('queued-b', ''));
+      const [first, second] = await Promise.all([a, b]);
+      if (!first.ok || !second.ok) throw new Error('expected saved versions');
+      expect(first.validation?.queue).toMatchObject({ ahead: 0 });
+      expect(second.validation?.queue?.ahead).toBe(1);
+      expect(second.validation?.queue?.waitedMs).toBeGreaterThan(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a report past its size is sent without transcripts; observations are cut', async () => {
+    const huge = environment('huge', "if (ctx.state.n === 1) return { observation: 'x'.repeat(900_000), reward: 0, terminated: false };", 3);
+    const saved = await saveEnvironmentVersion(t.db, dryRuns, huge);
+    if (!saved.ok) throw new Error('expected a saved version');
+    expect(JSON.stringify(saved.validation).length).toBeLessThan(300_000);
   });
 });

@@ -1,9 +1,12 @@
-import { dryRun } from '../../gpu-worker/runtime/dry-run';
 import { parseManifest } from '../../sdk/manifest';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { environmentContentHash } from './content-hash';
 import type { DryRunReport } from '../../sdk/dry-run-report';
+import type { DryRunPool } from './dry-run-pool';
+
+/** Episodes a save is dry-run for (in the pool's budget, dry-run-pool.ts). */
+export const DRY_RUN_EPISODES = 8;
 
 export interface SaveVersionInput {
   teamId: string;
@@ -26,7 +29,7 @@ export type SaveVersionResult =
  * returns the existing version. A new version is dry-run in the sandbox before the answer, so
  * compile errors and runtime errors come back with their file, line and column.
  */
-export async function saveEnvironmentVersion(db: Db, input: SaveVersionInput): Promise<SaveVersionResult> {
+export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input: SaveVersionInput): Promise<SaveVersionResult> {
   const parsed = parseManifest(input.manifest);
   if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `manifest.${p}`) };
   if (!(input.entry in input.files)) return { ok: false, problems: [`entry: ${input.entry} is not one of the files`] };
@@ -41,12 +44,12 @@ export async function saveEnvironmentVersion(db: Db, input: SaveVersionInput): P
   if (existing) {
     return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null };
   }
-  const report = await dryRun({
+  const { kind, agents, limits } = parsed.manifest;
+  const report = await dryRuns.run(input.teamId, {
     source: { files: input.files, entry: input.entry },
-    manifest: parsed.manifest,
+    manifest: { kind, agents, limits },
     dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
-    episodes: 8,
-    timeBudgetMs: 5_000,
+    episodes: DRY_RUN_EPISODES,
   });
   // Versions are numbered in order; a concurrent save of other content retries on the unique key.
   for (let tries = 0; ; tries++) {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEMPLATE_NAMES } from '../../env-templates/load-template';
 import { FsBlobStore } from '../blobs/store';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { DryRunPool } from './dry-run-pool';
 import { ensureTemplates, validatePendingTemplates } from './templates';
 
 describe('built-in environment templates', () => {
@@ -40,7 +41,8 @@ describe('built-in environment templates', () => {
       expect(bytes.toString().split('\n').filter(Boolean)).toHaveLength(d.rowCount);
     }
 
-    await validatePendingTemplates(t.db);
+    const dryRuns = new DryRunPool();
+    await validatePendingTemplates(t.db, dryRuns).finally(() => dryRuns.close());
     const versions = await t.db.environmentVersion.findMany({ where: { environment: { teamId: team.id } }, include: { environment: true } });
     for (const v of versions) {
       expect(v.validationStatus, `${v.environment.name}: ${JSON.stringify(v.validation).slice(0, 500)}`).toBe('VALID');

@@ -1,10 +1,11 @@
-import { dryRun } from '../../gpu-worker/runtime/dry-run';
 import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } from '../../env-templates/load-template';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { environmentContentHash } from './content-hash';
 import { storeDatasetVersion } from '../datasets/store-version';
+import type { DryRunPool } from './dry-run-pool';
+import { DRY_RUN_EPISODES } from './save-version';
 
 // The built-in environments (env-templates/) are seeded into teams as ordinary environments, so
 // they are listed, versioned, validated and trained exactly like a user's own.
@@ -61,7 +62,7 @@ async function ensureDataset(db: Db, blobs: BlobStore, teamId: string, name: str
  * Dry-runs template versions still waiting for validation, once per distinct content, and
  * records the report on every version with that content.
  */
-export async function validatePendingTemplates(db: Db, log: (line: string) => void = () => {}): Promise<number> {
+export async function validatePendingTemplates(db: Db, dryRuns: DryRunPool, log: (line: string) => void = () => {}): Promise<number> {
   const pending = await db.environmentVersion.findMany({
     where: { validationStatus: 'PENDING', environment: { template: { not: null } } },
     select: { contentHash: true, environment: { select: { template: true } } },
@@ -72,12 +73,13 @@ export async function validatePendingTemplates(db: Db, log: (line: string) => vo
     if (!TEMPLATE_NAMES.includes(name) || templateContent(name).contentHash !== version.contentHash) continue;
     const t = template(name);
     const train = t.manifest.dataset?.train;
-    const report = await dryRun({
+    const { kind, agents, limits } = t.manifest;
+    // The templates are the installation's own: they wait for no team's dry runs.
+    const report = await dryRuns.run(`template:${name}`, {
       source: t.source,
-      manifest: t.manifest,
+      manifest: { kind, agents, limits },
       dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined,
-      episodes: 8,
-      timeBudgetMs: 5_000,
+      episodes: DRY_RUN_EPISODES,
     });
     await db.environmentVersion.updateMany({
       where: { contentHash: version.contentHash, validationStatus: 'PENDING' },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
+import { DryRunQueueFull } from '../../environments/dry-run-pool';
 
 const MAX_FILE_CHARS = 200_000;
 const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
@@ -21,7 +22,10 @@ export const environmentsRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      const result = await saveEnvironmentVersion(ctx.db, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id });
+      const result = await saveEnvironmentVersion(ctx.db, ctx.deps.dryRuns, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id }).catch((error: unknown) => {
+        if (error instanceof DryRunQueueFull) throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `Not saved: ${error.message}` });
+        throw error;
+      });
       if (!result.ok) throw new TRPCError({ code: 'BAD_REQUEST', message: result.problems.join('; ') });
       return result;
     }),

@@ -19,6 +19,7 @@ import { attachRealtime } from '../../realtime/gateway';
 import { schedulerEvents } from '../../scheduler/events';
 import { SchedulerLoop } from '../../scheduler/loop';
 import { LEASE_SECONDS } from '../../scheduler/timing';
+import { DryRunPool } from '../../environments/dry-run-pool';
 
 const log = (line: string) => console.log(`[whetstone ${process.pid}] ${line}`);
 
@@ -42,8 +43,9 @@ async function main(): Promise<void> {
   const realtimePool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
+  const dryRuns = new DryRunPool();
   const deps = {
-    db, auth, realtime, blobs: new FsBlobStore(path.join(home, 'blobs')),
+    db, auth, realtime, dryRuns, blobs: new FsBlobStore(path.join(home, 'blobs')),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam: async () => {},
   };
@@ -53,6 +55,7 @@ async function main(): Promise<void> {
   log(`listening on ${url} (lease ${LEASE_SECONDS} s)`);
   const stop = async () => {
     await scheduler.stop();
+    await dryRuns.close();
     const closed = realtime.close();
     server.closeAllConnections();
     await closed;

@@ -1,0 +1,51 @@
+/**
+ * A dry-run process: the server's pool (server/environments/dry-run-pool.ts) starts it by path and
+ * sends it one dry run at a time. User code runs here, never on the server's event loop; the pool
+ * stops this process when a run outlasts its budget and starts another. What crosses back is
+ * capped, so a hostile environment cannot make the server hold a huge report.
+ */
+import type { DryRunProcessCommand, DryRunProcessMessage, DryRunReport } from '../../sdk/dry-run-report';
+import { dryRun } from './dry-run';
+
+/** Longest observation, action or log line a report carries back. */
+const MAX_TEXT = 2_000;
+/** Largest report, as JSON, the process sends; past it, transcripts and logs are left out. */
+const MAX_REPORT_CHARS = 256_000;
+
+function send(message: DryRunProcessMessage): void {
+  process.send?.(message);
+}
+
+const cut = (text: string) => (text.length <= MAX_TEXT ? text : `${text.slice(0, MAX_TEXT)}… [${text.length - MAX_TEXT} more characters]`);
+
+/** The report with its free-form texts cut, and without transcripts and logs if it is still too large. */
+export function capReport(report: DryRunReport): DryRunReport {
+  const capped: DryRunReport = {
+    ...report,
+    logs: report.logs.map(cut),
+    warnings: report.warnings.map(cut),
+    errors: report.errors.map((e) => ({ ...e, message: cut(e.message), userStack: cut(e.userStack) })),
+    transcripts: report.transcripts.map((t) => ({
+      ...t,
+      systemPrompts: Object.fromEntries(Object.entries(t.systemPrompts).map(([k, v]) => [k, cut(v)])),
+      turns: t.turns.slice(0, 50).map((turn) => ({ ...turn, observation: cut(turn.observation), action: cut(turn.action) })),
+    })),
+  };
+  if (JSON.stringify(capped).length <= MAX_REPORT_CHARS) return capped;
+  return { ...capped, transcripts: [], logs: [`(transcripts and logs left out: the report was larger than ${MAX_REPORT_CHARS} characters)`] };
+}
+
+process.on('message', (command: DryRunProcessCommand) => {
+  if (command.type !== 'run') return;
+  const { id, request } = command;
+  void dryRun({ ...request, onProgress: (episodes, description) => send({ type: 'progress', id, episodes, description }) })
+    .then((report) => send({ type: 'report', id, report: capReport(report) }))
+    .catch((error: unknown) => {
+      // Not the user's code failing (that is in the report): the runtime itself. The pool replaces this process.
+      console.error('[dry-run]', error);
+      process.exit(1);
+    });
+});
+// Ends with the server, however the server ends.
+process.on('disconnect', () => process.exit(0));
+send({ type: 'ready' });

@@ -1,0 +1,173 @@
+/**
+ * Dry runs of saved environments run in a small pool of processes (gpu-worker/runtime/
+ * dry-run-process.ts, started by path), never on the server's event loop: an environment whose
+ * steps are slow, that eats memory or writes huge observations stalls only its own process, which
+ * is stopped at the run's budget and replaced. At most `processes` run at once in the
+ * installation and `perTeam` for one team; the rest wait in order, and a report says how long it
+ * waited and behind how many.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import path from 'node:path';
+import {
+  type DryRunProcessCommand,
+  type DryRunProcessMessage,
+  type DryRunReport,
+  type DryRunRequest,
+  type EnvironmentDescription,
+  stoppedReport,
+  tooLongError,
+} from '../../sdk/dry-run-report';
+import { repoRoot } from '../paths';
+
+export interface DryRunPoolOptions {
+  /** Dry-run processes at most, installation-wide. Default 2: one per core of a small server. */
+  processes?: number;
+  /** Dry runs of one team at once. Default 1: one team's many saves cannot hold every process. */
+  perTeam?: number;
+  /** A dry run's whole budget. Default 10 s: an environment slower than that stalls training. */
+  budgetMs?: number;
+  /** After the budget, how long a process may take to answer before it is stopped. Default 2 s. */
+  graceMs?: number;
+  /** Heap of a dry-run process (QuickJS's own limit is per sandbox). Default 512 MB. */
+  memoryMb?: number;
+  /** Dry runs waiting, installation-wide, before saves are refused. Default 200. */
+  maxWaiting?: number;
+}
+
+/** The save cannot be dry-run now: too many are waiting. */
+export class DryRunQueueFull extends Error {}
+
+interface Waiting {
+  teamId: string;
+  request: Omit<DryRunRequest, 'timeBudgetMs'>;
+  resolve: (report: DryRunReport) => void;
+  queuedAt: number;
+  ahead: number;
+}
+
+interface Slot {
+  child: ChildProcess;
+  ready: Promise<void>;
+  /** Being stopped: takes no new run. */
+  dying: boolean;
+  job: (Waiting & { id: number; startedAt: number; progress: { episodes: number; description: EnvironmentDescription | null }; timer: NodeJS.Timeout }) | null;
+}
+
+const PROCESS_PATH = path.join(repoRoot, 'gpu-worker/runtime/dry-run-process.ts');
+
+export class DryRunPool {
+  private readonly o: Required<DryRunPoolOptions>;
+  private readonly slots: Slot[] = [];
+  private readonly waiting: Waiting[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: DryRunPoolOptions = {}) {
+    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, ...options };
+  }
+
+  /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
+  run(teamId: string, request: Omit<DryRunRequest, 'timeBudgetMs'>): Promise<DryRunReport> {
+    if (this.closed) return Promise.reject(new Error('the dry-run pool is closed'));
+    if (this.waiting.length >= this.o.maxWaiting) return Promise.reject(new DryRunQueueFull(`${this.waiting.length} dry runs are waiting; try again in a minute`));
+    return new Promise((resolve) => {
+      this.waiting.push({ teamId, request, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
+      this.dispatch();
+    });
+  }
+
+  /** Stops every process; waiting dry runs are answered as not run. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) w.resolve(stoppedReport(crashError('the server is stopping'), { episodes: 0, description: null }, 0));
+    await Promise.all(this.slots.map((slot) => this.stop(slot)));
+  }
+
+  private running() {
+    return this.slots.flatMap((s) => (s.job ? [s.job] : []));
+  }
+
+  private dispatch(): void {
+    for (;;) {
+      const busy = new Map<string, number>();
+      for (const job of this.running()) busy.set(job.teamId, (busy.get(job.teamId) ?? 0) + 1);
+      const next = this.waiting.findIndex((w) => (busy.get(w.teamId) ?? 0) < this.o.perTeam);
+      if (next < 0) return;
+      const slot = this.slots.find((s) => !s.job && !s.dying) ?? (this.slots.length < this.o.processes ? this.spawn() : null);
+      if (!slot) return;
+      const [job] = this.waiting.splice(next, 1);
+      this.start(slot, job);
+    }
+  }
+
+  private spawn(): Slot {
+    const child = fork(PROCESS_PATH, [], {
+      cwd: repoRoot,
+      execArgv: ['--import', 'tsx', `--max-old-space-size=${this.o.memoryMb}`],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
+    let up: () => void = () => {};
+    const slot: Slot = { child, ready: new Promise((resolve) => (up = resolve)), dying: false, job: null };
+    child.on('message', (message: DryRunProcessMessage) => {
+      if (message.type === 'ready') return up();
+      const job = slot.job;
+      if (!job || message.id !== job.id) return;
+      if (message.type === 'progress') job.progress = { episodes: message.episodes, description: message.description };
+      else this.finish(slot, { ...message.report, queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } });
+    });
+    child.on('exit', (code, signal) => {
+      this.slots.splice(this.slots.indexOf(slot), 1);
+      up();
+      const job = slot.job;
+      if (job) {
+        const how = signal ? `signal ${signal}` : `exit code ${code}`;
+        this.answer(job, stoppedReport(crashError(`the dry run's process stopped (${how}): did the environment use too much memory?`), job.progress, Date.now() - job.startedAt));
+        slot.job = null;
+      }
+      if (!this.closed) this.dispatch();
+    });
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private start(slot: Slot, waiting: Waiting): void {
+    const id = this.nextId++;
+    const timer = setTimeout(() => {
+      // The run outlasted its budget inside one episode: stop the process; a new one takes the next run.
+      const job = slot.job;
+      if (!job || job.id !== id) return;
+      slot.job = null;
+      slot.dying = true;
+      this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, this.o.budgetMs), job.progress, Date.now() - job.startedAt));
+      slot.child.kill('SIGKILL');
+    }, this.o.budgetMs + this.o.graceMs);
+    slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer };
+    const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: this.o.budgetMs } };
+    void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
+  }
+
+  private finish(slot: Slot, report: DryRunReport): void {
+    const job = slot.job!;
+    slot.job = null;
+    this.answer(job, report);
+    this.dispatch();
+  }
+
+  private answer(job: NonNullable<Slot['job']>, report: DryRunReport): void {
+    clearTimeout(job.timer);
+    job.resolve(report);
+  }
+
+  private async stop(slot: Slot): Promise<void> {
+    slot.dying = true;
+    if (slot.child.exitCode !== null || slot.child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => slot.child.once('exit', () => resolve()));
+    slot.child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+function crashError(message: string) {
+  return { kind: 'crash' as const, during: 'dry run', message, location: null, userStack: '', episodes: 0 };
+}
