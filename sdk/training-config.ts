@@ -325,3 +325,32 @@ export function describeOptions(algorithm: Algorithm): OptionDoc[] {
   for (const [name, schema] of Object.entries(modelOptionsSchema.shape)) add(`model.${name}`, schema as z.ZodType, (config.model as Record<string, unknown>)[name]);
   return docs;
 }
+
+// ── what a run needs: the server refuses a job no worker could hold ──────────────────────────────
+
+/** Parameters of a GPT with these options (embeddings included); gpu-worker/engine's models count the same. */
+export function countModelParameters(m: Pick<ModelOptions, 'contextLength' | 'layers' | 'width' | 'mlpRatio' | 'tiedHead'> & { vocabSize: number; valueHead: boolean }): number {
+  const d = m.width;
+  const h = m.mlpRatio * d;
+  const perLayer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
+  return m.vocabSize * d + m.contextLength * d + m.layers * perLayer + 2 * d + (m.tiedHead ? 0 : d * m.vocabSize) + (m.valueHead ? d + 1 : 0);
+}
+
+/**
+ * About how many bytes a run of this config needs on its device, at float32: weights, gradients,
+ * Adam's two moments and a KL reference (when klCoef > 0); the activations of one minibatch
+ * (residual stream, MLP, attention weights, logits); and the KV cache of a step's sampling. Meant
+ * to refuse what cannot fit anywhere (a 10-billion-parameter typo), not to pack devices tightly.
+ */
+export function estimateTrainingBytes(training: TrainingConfig, vocabSize = 128): number {
+  const m = training.model;
+  const params = countModelParameters({ ...m, vocabSize, valueHead: training.algorithm === 'ppo' });
+  const copies = 4 + ('klCoef' in training && training.klCoef > 0 ? 1 : 0);
+  const sequences = training.algorithm === 'sft' ? training.batchSize : training.batchSize * training.groupSize;
+  const perUpdate = Math.ceil(sequences / ('miniBatches' in training ? training.miniBatches : 1));
+  const tokens = perUpdate * m.contextLength;
+  const perTokenPerLayer = (6 + 2 * m.mlpRatio) * m.width + m.heads * m.contextLength;
+  const activations = tokens * (m.layers * perTokenPerLayer + 3 * vocabSize);
+  const kvCache = training.algorithm === 'sft' ? 0 : sequences * m.layers * 2 * m.contextLength * m.width;
+  return 4 * (params * copies + activations + kvCache);
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { modelOptionsSchema, type ModelOptions } from '../../sdk/training-config';
+import { countModelParameters, modelOptionsSchema, type ModelOptions } from '../../sdk/training-config';
 import { ConfigError, parseEngineConfig } from './errors';
 
 /**
@@ -31,12 +31,7 @@ export function resolveModelConfig(partial: Partial<ModelConfig> & { vocabSize: 
   return c;
 }
 
-/** Parameter count of a model with this config (including embeddings). */
+/** Parameter count of a model with this config (including embeddings): sdk/training-config.ts's count, which the server's memory estimate uses too. */
 export function countParameters(c: ModelConfig): number {
-  const d = c.width;
-  const h = c.mlpRatio * d;
-  const perLayer = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * h + h) + (h * d + d);
-  return (
-    c.vocabSize * d + c.contextLength * d + c.layers * perLayer + 2 * d + (c.tiedHead ? 0 : d * c.vocabSize) + (c.valueHead ? d + 1 : 0)
-  );
+  return countModelParameters(c);
 }

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { type DryRunReport, firstProblem } from '../../sdk/dry-run-report';
 import { jobConfigSchemas, resolveJobTraining, type TrainJobConfig } from '../../sdk/job-config';
+import { estimateTrainingBytes, type TrainingConfig } from '../../sdk/training-config';
 import { roleAtLeast } from '../auth/roles';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
@@ -32,7 +33,7 @@ async function checkReferences(db: Db, teamId: string, config: Record<string, un
  * exactly what it trains with, whatever defaults change later. A TRAIN job on a version whose dry
  * run failed is refused here, whatever a client checked before.
  */
-async function resolveSubmittedTraining(db: Db, kind: 'TRAIN' | 'SFT', config: TrainJobConfig): Promise<Prisma.InputJsonObject> {
+async function resolveSubmittedTraining(db: Db, teamId: string, kind: 'TRAIN' | 'SFT', config: TrainJobConfig): Promise<Prisma.InputJsonObject> {
   let manifest: unknown;
   if (kind === 'TRAIN') {
     const version = await db.environmentVersion.findUniqueOrThrow({
@@ -50,7 +51,29 @@ async function resolveSubmittedTraining(db: Db, kind: 'TRAIN' | 'SFT', config: T
   if (!resolved.ok) {
     throw new TRPCError({ code: 'BAD_REQUEST', message: `Invalid ${kind.toLowerCase()} config: ${resolved.problems.map((p) => `config.training.${p}`).join('; ')}` });
   }
+  await refuseWhatFitsNowhere(db, teamId, resolved.config);
   return resolved.config as Prisma.InputJsonObject;
+}
+
+/**
+ * Refuses a run no device of the team's pools could hold (its estimated memory: weights, optimiser
+ * state, activations, KV cache), with both sizes: it would otherwise wait for ever, or start and
+ * die out of memory. Devices that do not say their memory are not counted against it.
+ */
+async function refuseWhatFitsNowhere(db: Db, teamId: string, training: TrainingConfig): Promise<void> {
+  const needed = estimateTrainingBytes(training);
+  const largest = await db.workerDevice.aggregate({
+    _max: { memoryBytes: true },
+    where: { memoryBytes: { gt: 0 }, worker: { state: { not: 'REVOKED' }, OR: [{ teamId }, { teamId: null }] } },
+  });
+  const most = Number(largest._max.memoryBytes ?? 0);
+  if (most > 0 && needed > most) {
+    const gb = (n: number) => `${(n / 1024 ** 3).toFixed(n < 1024 ** 3 ? 2 : 1)} GB`;
+    throw new TRPCError({
+      code: 'BAD_REQUEST',
+      message: `This run needs about ${gb(needed)} (weights, optimiser state, activations, KV cache) and the largest device of this team's workers has ${gb(most)}: make the model (training.model), the batch (batchSize × groupSize) or the context smaller, or use miniBatches.`,
+    });
+  }
 }
 
 export const queuedJobSelect = { id: true, state: true, kind: true, priority: true, createdAt: true } as const;
@@ -78,7 +101,7 @@ export async function submitJob({
   }
   const config = parsed.data as Record<string, unknown>;
   await checkReferences(ctx.db, teamId, config);
-  if (input.kind === 'TRAIN' || input.kind === 'SFT') config.training = await resolveSubmittedTraining(ctx.db, input.kind, config as TrainJobConfig);
+  if (input.kind === 'TRAIN' || input.kind === 'SFT') config.training = await resolveSubmittedTraining(ctx.db, teamId, input.kind, config as TrainJobConfig);
   if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
     throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
   }
@@ -105,7 +128,8 @@ export async function submitJob({
         deviceCount: input.deviceCount,
         deviceKind: input.deviceKind,
         memoryBytes: BigInt(input.memoryBytes),
-        timeLimitSeconds: input.timeLimitSeconds,
+        // Every job has a limit: the team's default when none is asked for (the time-limit path ends it).
+        timeLimitSeconds: input.timeLimitSeconds ?? quota.defaultTimeLimitSeconds,
         maxAttempts: input.maxAttempts,
         config: config as Prisma.InputJsonObject,
         events: { create: { toState: 'QUEUED', actorType: 'USER', actorId: ctx.user.id, reason: 'submitted' } },

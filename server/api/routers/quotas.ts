@@ -22,6 +22,8 @@ export const quotasRouter = router({
         maxConcurrentDevices: z.number().int().min(0).max(10_000),
         maxQueuedJobs: z.number().int().min(0).max(100_000),
         maxPriority: z.number().int().min(0).max(MAX_PRIORITY),
+        /** Given to jobs submitted without a time limit. */
+        defaultTimeLimitSeconds: z.number().int().min(60).max(30 * 86400).optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {
@@ -32,7 +34,9 @@ export const quotasRouter = router({
       await audit(ctx.db, {
         teamId, actorUserId: ctx.user.id, action: 'quota.changed', targetType: 'team', targetId: teamId,
         details: {
-          from: before ? { maxConcurrentDevices: before.maxConcurrentDevices, maxQueuedJobs: before.maxQueuedJobs, maxPriority: before.maxPriority } : null,
+          from: before
+            ? { maxConcurrentDevices: before.maxConcurrentDevices, maxQueuedJobs: before.maxQueuedJobs, maxPriority: before.maxPriority, defaultTimeLimitSeconds: before.defaultTimeLimitSeconds }
+            : null,
           to: limits,
         },
         ipAddress: ctx.ip,

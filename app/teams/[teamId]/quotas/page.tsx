@@ -12,6 +12,7 @@ interface Limits {
   maxConcurrentDevices: number;
   maxQueuedJobs: number;
   maxPriority: number;
+  defaultTimeLimitSeconds: number;
 }
 
 function Meter({ label, used, limit }: { label: string; used: number; limit: number }) {
@@ -45,6 +46,7 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
     maxConcurrentDevices: String(initial.maxConcurrentDevices),
     maxQueuedJobs: String(initial.maxQueuedJobs),
     maxPriority: String(initial.maxPriority),
+    defaultTimeLimitHours: String(initial.defaultTimeLimitSeconds / 3600),
   });
   const [saved, setSaved] = useState(false);
   const update = useMutation(
@@ -67,12 +69,14 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
       maxConcurrentDevices: Number(values.maxConcurrentDevices),
       maxQueuedJobs: Number(values.maxQueuedJobs),
       maxPriority: Number(values.maxPriority),
+      defaultTimeLimitSeconds: Math.round(Number(values.defaultTimeLimitHours) * 3600),
     });
   }
-  const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number }> = [
+  const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number; min?: number; step?: number }> = [
     { key: 'maxConcurrentDevices', label: 'Concurrent devices', hint: 'Devices the team’s running jobs may hold at once.', max: 10_000 },
     { key: 'maxQueuedJobs', label: 'Queued jobs', hint: 'Jobs that may wait in the queue at once.', max: 100_000 },
     { key: 'maxPriority', label: 'Highest priority for members', hint: 'Admins may go up to 1000.', max: 1000 },
+    { key: 'defaultTimeLimitHours', label: 'Default time limit (hours)', hint: 'Jobs submitted without a limit stop after this long.', max: 720, min: 0.02, step: 0.25 },
   ];
   return (
     <form className="form" onSubmit={submit} aria-label="Edit quotas">
@@ -80,7 +84,7 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
         {fields.map((f) => (
           <Field key={f.key} label={f.label} hint={f.hint}>
             {(props) => (
-              <input {...props} type="number" inputMode="numeric" min={0} max={f.max} step={1} required value={values[f.key]} onChange={set(f.key)} />
+              <input {...props} type="number" inputMode="decimal" min={f.min ?? 0} max={f.max} step={f.step ?? 1} required value={values[f.key]} onChange={set(f.key)} />
             )}
           </Field>
         ))}
@@ -129,6 +133,8 @@ export default function QuotasPage() {
                   <dd>{quota.data.maxQueuedJobs}</dd>
                   <dt>Highest priority for members</dt>
                   <dd>{quota.data.maxPriority}</dd>
+                  <dt>Default time limit</dt>
+                  <dd>{quota.data.defaultTimeLimitSeconds / 3600} h</dd>
                 </dl>
                 <p className="muted small">Only admins of this team change quotas.</p>
               </>
