@@ -205,6 +205,17 @@ describe('episodes are independent: built-ins and globals are frozen', () => {
 });
 
 describe('compile and load errors', () => {
+  test('a top-level infinite loop is stopped and reported at its line, not at 1:1', async () => {
+    const code = "import { defineEnvironment } from 'whetstone';\nlet n = 0;\nwhile (n >= 0) { n++; }\nexport default defineEnvironment({ name: 'x', systemPrompt: 's', sample: () => undefined, reset() { return 'a'; }, step() { return { observation: '', reward: 0, terminated: true }; } });\n";
+    const error = await SandboxEnvironment.load({ files: { 'env.ts': code }, entry: 'env.ts' }, { limits: { loadTimeoutMs: 300 } }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SandboxError);
+    expect((error as SandboxError).message).toMatch(/load ran longer than 300 ms/);
+    expect((error as SandboxError).location).toMatchObject({ file: 'env.ts', line: 3 });
+  });
+
   test('a syntax error points at the TypeScript line and column', async () => {
     const r = await compileEnvironment({ entry: 'env.ts', files: { 'env.ts': "import { defineEnvironment } from 'whetstone';\nconst x: number = ;\n" } });
     expect(r.ok).toBe(false);
