@@ -203,7 +203,16 @@ export const METRICS = {
   'eval/wins': { description: 'games with a positive return', unit: 'games' },
   'eval/losses': { description: 'games with a negative return', unit: 'games' },
   'eval/draws': { description: 'games with a zero return', unit: 'games' },
-  'eval/win_rate': { description: 'wins over games scored' },
+  'eval/win_rate': { description: 'multi-agent: wins over games scored' },
+  'eval/win_rate_low': { description: 'multi-agent: the Wilson 95% interval of the win rate, lower end' },
+  'eval/win_rate_high': { description: 'multi-agent: the Wilson 95% interval of the win rate, upper end' },
+  'eval/draw_rate': { description: 'multi-agent: draws over games scored' },
+  'eval/loss_rate': { description: 'multi-agent: losses over games scored' },
+  'eval/mean_return_low': { description: 'the 95% interval of the mean return (normal approximation), lower end' },
+  'eval/mean_return_high': { description: 'the 95% interval of the mean return (normal approximation), upper end' },
+  'eval/success_rate': { description: 'single-agent: episodes with a positive return over episodes scored' },
+  'eval/success_rate_low': { description: 'single-agent: the Wilson 95% interval of the success rate, lower end' },
+  'eval/success_rate_high': { description: 'single-agent: the Wilson 95% interval of the success rate, upper end' },
 } as const satisfies Record<`${MetricGroup}/${string}`, MetricInfo>;
 export type CatalogueKey = keyof typeof METRICS;
 

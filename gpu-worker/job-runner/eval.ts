@@ -121,16 +121,36 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     if (all.games === 0) throw new JobFailure(`every one of the ${rollouts.length} games failed; most frequent: ${frequentErrors(rollouts)}`);
     const winRate = all.games === 0 ? 0 : all.wins / all.games;
     const result = agents.length > 1 ? winRate : all.meanReturn;
-    const metrics: MetricValues = {
+    // Single-agent environments are scored by return and success (a positive return); multi-agent
+    // ones by wins, draws and losses. Rates carry Wilson 95% intervals: 50 games leave a lot open.
+    const n = all.games;
+    const returns = rollouts.flatMap((r, k) => (r.endReason === 'error' ? [] : [r.agents[seats[k]].totalReward]));
+    const spread = n > 1 ? Math.sqrt(returns.reduce((acc, x) => acc + (x - all.meanReturn) ** 2, 0) / (n - 1)) : 0;
+    const half = n > 0 ? (1.96 * spread) / Math.sqrt(n) : 0;
+    const common: MetricValues = {
       'eval/score': result,
-      'eval/games': all.games,
+      'eval/games': n,
       'eval/errors': all.errors,
       'eval/mean_return': all.meanReturn,
-      'eval/wins': all.wins,
-      'eval/losses': all.losses,
-      'eval/draws': all.draws,
-      'eval/win_rate': winRate,
+      'eval/mean_return_low': all.meanReturn - half,
+      'eval/mean_return_high': all.meanReturn + half,
     } satisfies Partial<Record<CatalogueKey, number>>;
+    const [winLow, winHigh] = wilson(all.wins, n);
+    const [successLow, successHigh] = wilson(all.wins, n);
+    const metrics: MetricValues =
+      agents.length > 1
+        ? ({
+            ...common,
+            'eval/wins': all.wins,
+            'eval/losses': all.losses,
+            'eval/draws': all.draws,
+            'eval/win_rate': winRate,
+            'eval/win_rate_low': winLow,
+            'eval/win_rate_high': winHigh,
+            'eval/draw_rate': n === 0 ? 0 : all.draws / n,
+            'eval/loss_rate': n === 0 ? 0 : all.losses / n,
+          } satisfies Partial<Record<CatalogueKey, number>>)
+        : ({ ...common, 'eval/success_rate': winRate, 'eval/success_rate_low': successLow, 'eval/success_rate_high': successHigh } satisfies Partial<Record<CatalogueKey, number>>);
     if (agents.length > 1) {
       for (const seat of agents) {
         const s = score(seats.flatMap((x, k) => (x === seat ? [k] : [])));
@@ -138,7 +158,12 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       }
     }
     await emit.metrics(0, metrics);
-    emit.log('info', `score ${result.toFixed(3)} over ${all.games} games (${all.errors} errors)`);
+    emit.log(
+      'info',
+      agents.length > 1
+        ? `win rate ${winRate.toFixed(3)} (95% ${winLow.toFixed(3)}–${winHigh.toFixed(3)}) over ${n} games (${all.errors} errors)`
+        : `mean return ${all.meanReturn.toFixed(3)} (95% ${(all.meanReturn - half).toFixed(3)}–${(all.meanReturn + half).toFixed(3)}), success ${winRate.toFixed(3)} (95% ${successLow.toFixed(3)}–${successHigh.toFixed(3)}) over ${n} episodes (${all.errors} errors)`,
+    );
     await emit.flushLogs();
     return { outcome: 'succeeded', reason: '' };
   } catch (e) {
@@ -148,4 +173,13 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     await env?.dispose();
     store.dispose();
   }
+}
+
+/** The Wilson score interval (95%) of `successes` out of `n`: [0, 0] for no trials. */
+export function wilson(successes: number, n: number, z = 1.96): [number, number] {
+  if (n === 0) return [0, 0];
+  const p = successes / n;
+  const centre = (p + (z * z) / (2 * n)) / (1 + (z * z) / n);
+  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / (1 + (z * z) / n);
+  return [Math.max(0, centre - half), Math.min(1, centre + half)];
 }

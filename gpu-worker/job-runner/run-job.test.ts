@@ -12,6 +12,7 @@ import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
 import { CheckpointStore } from './checkpoints';
 import { capText, MAX_STORED_TEXT, USER_LOG_BUDGET } from './emit';
+import { wilson } from './eval';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
 
@@ -321,4 +322,25 @@ test('texts stored in rollouts, matches and boards are cut with a marker past MA
   const long = 'x'.repeat(MAX_STORED_TEXT + 5000);
   expect(capText(long)).toBe(`${'x'.repeat(MAX_STORED_TEXT)}… [5000 more characters not stored]`);
   expect(capText('short')).toBe('short');
+});
+
+test('evaluation intervals: Wilson for rates', () => {
+  const [low, high] = wilson(8, 10);
+  expect(low).toBeCloseTo(0.4902, 3);
+  expect(high).toBeCloseTo(0.9433, 3);
+  expect(wilson(0, 0)).toEqual([0, 0]);
+  expect(wilson(50, 50)[1]).toBe(1);
+});
+
+test('a single-agent evaluation reports mean return and success with intervals, not win rates', async () => {
+  const trained = new MemorySink();
+  expect((await runJob(assignment({ config: { ...banditConfig, training: { ...banditConfig.training, steps: 1 } } }), trained, new JobControl())).outcome).toBe('succeeded');
+  const sink = new MemorySink();
+  sink.blobs.set('k', trained.checkpoints.find((c) => c.kind === 'SAMPLER')!.bytes);
+  const result = await runJob(assignment({ kind: 'EVAL', blobKeys: { c1: 'k' }, config: { checkpointId: 'c1', environmentVersionId: 'bandit-v1', games: 12 } }), sink, new JobControl());
+  expect(result.outcome).toBe('succeeded');
+  const keys = sink.items('metrics').map((m) => m.key);
+  expect(keys).toEqual(expect.arrayContaining(['eval/mean_return', 'eval/mean_return_low', 'eval/mean_return_high', 'eval/success_rate', 'eval/success_rate_low', 'eval/success_rate_high']));
+  expect(keys.some((k) => k.startsWith('eval/win'))).toBe(false);
+  expect(sink.items('logs').some((l) => /^mean return [\d.-]+ \(95% [\d.-]+–[\d.-]+\), success [\d.]+ \(95% [\d.]+–[\d.]+\) over 12 episodes/.test(l.message))).toBe(true);
 });

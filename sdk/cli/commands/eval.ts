@@ -7,7 +7,10 @@ import { followToEnd, outcomeJson, printOutcome } from './follow';
 
 type EvalCommand = Extract<Command, { name: 'eval' }>;
 
-const SCORE_KEYS: CatalogueKey[] = ['eval/score', 'eval/mean_return', 'eval/win_rate', 'eval/wins', 'eval/losses', 'eval/draws', 'eval/games', 'eval/errors'];
+const SCORE_KEYS: CatalogueKey[] = [
+  'eval/score', 'eval/mean_return', 'eval/mean_return_low', 'eval/mean_return_high', 'eval/success_rate', 'eval/success_rate_low', 'eval/success_rate_high',
+  'eval/win_rate', 'eval/win_rate_low', 'eval/win_rate_high', 'eval/draw_rate', 'eval/loss_rate', 'eval/wins', 'eval/losses', 'eval/draws', 'eval/games', 'eval/errors',
+];
 
 /** The environment version the checkpoint's own job trained on, when --env is not given. */
 async function environmentOf(conn: Connection, checkpointId: string): Promise<string> {
