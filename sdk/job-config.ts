@@ -54,6 +54,8 @@ export const sftJobConfigSchema = strictConfig({
 export const evalJobConfigSchema = strictConfig({
   checkpointId: id,
   environmentVersionId: id,
+  /** A data-dependent environment's rows: its held-out split (the CLI finds the team's `<environment>/<heldOut file>`). */
+  datasetVersionId: id.optional(),
   /** A scripted bot of the environment, random moves, or another checkpoint. */
   against: z.union([z.literal('bot'), z.literal('random'), z.object({ checkpointId: id })]).default('bot'),
   games: z.number().int().min(1).max(10_000).default(20),

@@ -19,7 +19,9 @@ import { CheckpointStore } from './checkpoints';
 import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
-import { loadPolicy } from './load-policy';
+import { blobKey, loadPolicy } from './load-policy';
+import { parseJsonl } from './train';
+import { type Json } from '../../sdk/environment/schema';
 import { frequentErrors } from './outcomes';
 import { type MetricValues } from './step-metrics';
 import { JobFailure, type JobResult } from './types';
@@ -65,6 +67,13 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       }
     }
 
+    // A data-dependent environment is played on its dataset's rows (the held-out split), in order.
+    let rows: Json[] | undefined;
+    if (manifest.dataset) {
+      if (!config.datasetVersionId) throw new JobFailure(`${manifest.name} reads dataset rows: the eval config needs datasetVersionId (its held-out split, ${manifest.dataset.heldOut ?? manifest.dataset.train})`);
+      rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.datasetVersionId, 'dataset version'))));
+    }
+
     // Games in rounds of one per seat, sharing their seeds, so each seat meets the same randomness.
     const specs: EpisodeSpec[] = [];
     const seats: string[] = [];
@@ -74,7 +83,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       const seed = config.seed * 100_003 + round;
       const players: Record<string, Player> = {};
       for (const agent of agents) players[agent] = agent === seat ? { kind: 'policy', policy: 'policy', learn: false } : opponent!;
-      specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed, taskSeed: seed, players });
+      specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed, taskSeed: seed, players, ...(rows ? { row: rows[g % rows.length] } : {}) });
       seats.push(seat);
     }
     emit.log('info', `evaluating ${config.checkpointId} on ${manifest.name}: ${config.games} games${opponent ? ` against ${opponentName}` : ''}`);

@@ -344,3 +344,25 @@ test('a single-agent evaluation reports mean return and success with intervals, 
   expect(keys.some((k) => k.startsWith('eval/win'))).toBe(false);
   expect(sink.items('logs').some((l) => /^mean return [\d.-]+ \(95% [\d.-]+–[\d.-]+\), success [\d.]+ \(95% [\d.]+–[\d.]+\) over 12 episodes/.test(l.message))).toBe(true);
 });
+
+test('a data-dependent environment is evaluated on its held-out rows; without them the job says what it needs', async () => {
+  const math = loadTemplate('math');
+  const trained = new MemorySink();
+  trained.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
+  const train = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  expect((await runJob(assignment({ config: train, environment: environment('math'), blobKeys: { dtrain: 'train' } }), trained, new JobControl())).outcome).toBe('succeeded');
+  const checkpoint = trained.checkpoints.find((c) => c.kind === 'SAMPLER')!.bytes;
+
+  const sink = new MemorySink();
+  sink.blobs.set('k', checkpoint);
+  sink.blobs.set('held', new TextEncoder().encode(math.datasetFiles['data/held-out.jsonl']));
+  const evalConfig = { checkpointId: 'c1', environmentVersionId: 'math-v1', games: 6, datasetVersionId: 'dheld' };
+  const result = await runJob(assignment({ kind: 'EVAL', environment: environment('math'), blobKeys: { c1: 'k', dheld: 'held' }, config: evalConfig }), sink, new JobControl());
+  expect(result.outcome).toBe('succeeded');
+  expect(sink.items('metrics').find((m) => m.key === 'eval/games')?.value).toBe(6);
+
+  const without = new MemorySink();
+  without.blobs.set('k', checkpoint);
+  const refused = await runJob(assignment({ kind: 'EVAL', environment: environment('math'), blobKeys: { c1: 'k' }, config: { ...evalConfig, datasetVersionId: undefined } }), without, new JobControl());
+  expect(refused).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/math reads dataset rows: the eval config needs datasetVersionId \(its held-out split, data\/held-out\.jsonl\)/) });
+});

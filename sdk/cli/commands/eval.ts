@@ -24,10 +24,29 @@ async function environmentOf(conn: Connection, checkpointId: string): Promise<st
   return envId;
 }
 
+/**
+ * A data-dependent environment is evaluated on its held-out split: the team's dataset
+ * `<environment>/<heldOut file>` (the built-in templates are seeded with theirs; `whetstone run`
+ * from a folder uploads the train file the same way). Null for an environment without a dataset.
+ */
+async function heldOutDataset(ctx: CommandContext, conn: Connection, environmentVersionId: string): Promise<string | null> {
+  const version = await call(conn, () => conn.api.environments.version.query({ teamId: conn.teamId, versionId: environmentVersionId }));
+  const dataset = (version.manifest as { dataset?: { train?: string; heldOut?: string } } | null)?.dataset;
+  if (!dataset) return null;
+  const env = await call(conn, () => conn.api.environments.get.query({ teamId: conn.teamId, environmentId: version.environmentId }));
+  const file = dataset.heldOut ?? dataset.train;
+  const name = `${env.name}/${file}`;
+  const found = (await call(conn, () => conn.api.datasets.list.query({ teamId: conn.teamId, includeArchived: false }))).find((d) => d.name === name);
+  if (!found?.latest) throw new CliError(`${env.name} is evaluated on its held-out rows, and the team has no dataset named ${name}`, EXIT.NOT_FOUND, [`upload it: whetstone datasets upload <${file}> --name ${name}`]);
+  ctx.out.line(`dataset ${name}: version ${found.latest.version} (${found.latest.rowCount} rows)`);
+  return found.latest.id;
+}
+
 export async function evalCommand(ctx: CommandContext, cmd: EvalCommand): Promise<number> {
   const conn = await ctx.connect();
   const environmentVersionId = cmd.env ?? (await environmentOf(conn, cmd.checkpointId));
-  const config = { checkpointId: cmd.checkpointId, environmentVersionId, against: cmd.against, games: cmd.games };
+  const datasetVersionId = await heldOutDataset(ctx, conn, environmentVersionId);
+  const config = { checkpointId: cmd.checkpointId, environmentVersionId, against: cmd.against, games: cmd.games, ...(datasetVersionId ? { datasetVersionId } : {}) };
   const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind: 'EVAL', config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
   const against = typeof cmd.against === 'string' ? cmd.against : `checkpoint ${cmd.against.checkpointId}`;
   ctx.out.line(`submitted job ${job.id}: EVAL of ${cmd.checkpointId}, ${cmd.games} games against ${against}`);
