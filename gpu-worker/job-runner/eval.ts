@@ -11,7 +11,6 @@ import { modelPolicy } from '../runtime/engine-policy';
 import { type EpisodeRollout, type EpisodeSpec, type Player, runRollouts } from '../runtime/rollout';
 import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
-import { type CatalogueKey, seatWinRateKey } from '../../sdk/live';
 import { evalJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema, manifestTraining } from '../../sdk/manifest';
 import { type Assignment } from '../../sdk/worker-protocol';
@@ -23,7 +22,7 @@ import { blobKey, loadPolicy } from './load-policy';
 import { parseJsonl } from './train';
 import { type Json } from '../../sdk/environment/schema';
 import { frequentErrors } from './outcomes';
-import { type MetricValues } from './step-metrics';
+import { scoreEpisodes } from './scores';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
@@ -114,65 +113,10 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       }
     }
 
-    const score = (list: number[]) => {
-      const games = rollouts.filter((r, k) => list.includes(k) && r.endReason !== 'error');
-      const returns = games.map((r) => r.agents[seats[rollouts.indexOf(r)]].totalReward);
-      return {
-        games: games.length,
-        errors: list.length - games.length,
-        meanReturn: returns.length === 0 ? 0 : returns.reduce((a, b) => a + b, 0) / returns.length,
-        wins: returns.filter((r) => r > 0).length,
-        losses: returns.filter((r) => r < 0).length,
-        draws: returns.filter((r) => r === 0).length,
-      };
-    };
-    const all = score(rollouts.map((_, k) => k));
-    if (all.games === 0) throw new JobFailure(`every one of the ${rollouts.length} games failed; most frequent: ${frequentErrors(rollouts)}`);
-    const winRate = all.games === 0 ? 0 : all.wins / all.games;
-    const result = agents.length > 1 ? winRate : all.meanReturn;
-    // Single-agent environments are scored by return and success (a positive return); multi-agent
-    // ones by wins, draws and losses. Rates carry Wilson 95% intervals: 50 games leave a lot open.
-    const n = all.games;
-    const returns = rollouts.flatMap((r, k) => (r.endReason === 'error' ? [] : [r.agents[seats[k]].totalReward]));
-    const spread = n > 1 ? Math.sqrt(returns.reduce((acc, x) => acc + (x - all.meanReturn) ** 2, 0) / (n - 1)) : 0;
-    const half = n > 0 ? (1.96 * spread) / Math.sqrt(n) : 0;
-    const common: MetricValues = {
-      'eval/score': result,
-      'eval/games': n,
-      'eval/errors': all.errors,
-      'eval/mean_return': all.meanReturn,
-      'eval/mean_return_low': all.meanReturn - half,
-      'eval/mean_return_high': all.meanReturn + half,
-    } satisfies Partial<Record<CatalogueKey, number>>;
-    const [winLow, winHigh] = wilson(all.wins, n);
-    const [successLow, successHigh] = wilson(all.wins, n);
-    const metrics: MetricValues =
-      agents.length > 1
-        ? ({
-            ...common,
-            'eval/wins': all.wins,
-            'eval/losses': all.losses,
-            'eval/draws': all.draws,
-            'eval/win_rate': winRate,
-            'eval/win_rate_low': winLow,
-            'eval/win_rate_high': winHigh,
-            'eval/draw_rate': n === 0 ? 0 : all.draws / n,
-            'eval/loss_rate': n === 0 ? 0 : all.losses / n,
-          } satisfies Partial<Record<CatalogueKey, number>>)
-        : ({ ...common, 'eval/success_rate': winRate, 'eval/success_rate_low': successLow, 'eval/success_rate_high': successHigh } satisfies Partial<Record<CatalogueKey, number>>);
-    if (agents.length > 1) {
-      for (const seat of agents) {
-        const s = score(seats.flatMap((x, k) => (x === seat ? [k] : [])));
-        metrics[seatWinRateKey(seat)] = s.games === 0 ? 0 : s.wins / s.games;
-      }
-    }
-    await emit.metrics(0, metrics);
-    emit.log(
-      'info',
-      agents.length > 1
-        ? `win rate ${winRate.toFixed(3)} (95% ${winLow.toFixed(3)}–${winHigh.toFixed(3)}) over ${n} games (${all.errors} errors)`
-        : `mean return ${all.meanReturn.toFixed(3)} (95% ${(all.meanReturn - half).toFixed(3)}–${(all.meanReturn + half).toFixed(3)}), success ${winRate.toFixed(3)} (95% ${successLow.toFixed(3)}–${successHigh.toFixed(3)}) over ${n} episodes (${all.errors} errors)`,
-    );
+    const scores = scoreEpisodes(rollouts, seats, agents.length > 1);
+    if (scores.games === 0) throw new JobFailure(`every one of the ${rollouts.length} games failed; most frequent: ${frequentErrors(rollouts)}`);
+    await emit.metrics(0, scores.metrics);
+    emit.log('info', scores.summary);
     await emit.flushLogs();
     return { outcome: 'succeeded', reason: '' };
   } catch (e) {
@@ -182,13 +126,4 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     await env?.dispose();
     store.dispose();
   }
-}
-
-/** The Wilson score interval (95%) of `successes` out of `n`: [0, 0] for no trials. */
-export function wilson(successes: number, n: number, z = 1.96): [number, number] {
-  if (n === 0) return [0, 0];
-  const p = successes / n;
-  const centre = (p + (z * z) / (2 * n)) / (1 + (z * z) / n);
-  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / (1 + (z * z) / n);
-  return [Math.max(0, centre - half), Math.min(1, centre + half)];
 }

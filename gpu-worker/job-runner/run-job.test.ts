@@ -12,7 +12,7 @@ import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
 import { CheckpointStore } from './checkpoints';
 import { capText, MAX_STORED_TEXT, USER_LOG_BUDGET } from './emit';
-import { wilson } from './eval';
+import { wilson } from './scores';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
 
