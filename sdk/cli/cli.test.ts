@@ -60,7 +60,7 @@ describe('whetstone CLI against a server without workers', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(EXIT.OK);
     expect(first.stdout).toMatch(/environment bandit: version 1 \(uploaded; dry run: \d+ episodes/);
-    firstJob = /submitted job (\S+): TRAIN grpo, 60 steps/.exec(first.stdout)![1];
+    firstJob = /submitted job (\S+): TRAIN grpo, 250 steps/.exec(first.stdout)![1];
     const job = await t.db.job.findUniqueOrThrow({ where: { id: firstJob } });
     expect(job).toMatchObject({ kind: 'TRAIN', teamId: owner.team.id, state: 'QUEUED' });
     expect(job.config).toMatchObject({ training: { algorithm: 'grpo' } });
