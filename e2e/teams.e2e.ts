@@ -173,10 +173,12 @@ test('quotas: an admin edits them; a viewer sees them read-only', async ({ brows
   await form.getByLabel('Concurrent devices').fill('6');
   await form.getByLabel('Queued jobs').fill('40');
   await form.getByLabel('Highest priority for members').fill('250');
+  await form.getByLabel('Default time limit (hours)').fill('2.5');
   await form.getByRole('button', { name: 'Save quotas' }).click();
   await expect(ownerPage.getByText('Quotas saved.')).toBeVisible();
   await ownerPage.reload();
   await expect(ownerPage.getByLabel('Concurrent devices')).toHaveValue('6');
+  await expect(ownerPage.getByLabel('Default time limit (hours)')).toHaveValue('2.5');
   await expect(ownerPage.getByRole('meter', { name: 'Queued jobs' })).toHaveAttribute('aria-valuemax', '40');
 
   const link = await createInvitation(ownerPage, url, teamId, 'Viewer');

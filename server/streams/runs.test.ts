@@ -33,7 +33,7 @@ describe('live run streams', () => {
     }).then(async (r) => ((await r.json()) as any).result.data.json.token);
     const worker = await fetch(`${server.url}/api/workers/register`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ token, name: 'w', hostname: 'h', backend: 'wasm', version: '1', devices: [{ index: 0, kind: 'WASM', name: 'w', memoryBytes: 1 }] }),
+      body: JSON.stringify({ token, name: 'w', hostname: 'h', backend: 'wasm', version: '1', devices: [{ index: 0, kind: 'WASM', name: 'w', memoryBytes: 2 ** 30 }] }),
     }).then((r) => r.json() as Promise<{ credential: string }>);
     const env = await t.db.environment.create({
       data: { teamId, name: 'e', versions: { create: { version: 1, contentHash: 'h', files: { 'env.ts': '' }, entry: 'env.ts', manifest: {} } } },

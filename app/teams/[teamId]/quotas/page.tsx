@@ -72,11 +72,11 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
       defaultTimeLimitSeconds: Math.round(Number(values.defaultTimeLimitHours) * 3600),
     });
   }
-  const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number; min?: number; step?: number }> = [
+  const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number; min?: number; step?: number | 'any' }> = [
     { key: 'maxConcurrentDevices', label: 'Concurrent devices', hint: 'Devices the team’s running jobs may hold at once.', max: 10_000 },
     { key: 'maxQueuedJobs', label: 'Queued jobs', hint: 'Jobs that may wait in the queue at once.', max: 100_000 },
     { key: 'maxPriority', label: 'Highest priority for members', hint: 'Admins may go up to 1000.', max: 1000 },
-    { key: 'defaultTimeLimitHours', label: 'Default time limit (hours)', hint: 'Jobs submitted without a limit stop after this long.', max: 720, min: 0.02, step: 0.25 },
+    { key: 'defaultTimeLimitHours', label: 'Default time limit (hours)', hint: 'Jobs submitted without a limit stop after this long.', max: 720, min: 0.02, step: 'any' },
   ];
   return (
     <form className="form" onSubmit={submit} aria-label="Edit quotas">
