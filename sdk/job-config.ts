@@ -41,6 +41,8 @@ export const trainJobConfigSchema = strictConfig({
   /** Start from this checkpoint's weights; without one, a new policy of `training.model`'s shape. */
   baseCheckpointId: id.optional(),
   datasetVersionId: id.optional(),
+  /** Held-out rows for the evaluations during training (a data-dependent environment's held-out split). */
+  evalDatasetVersionId: id.optional(),
   training: trainingOverridesSchema.default({}),
 });
 

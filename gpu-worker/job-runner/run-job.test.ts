@@ -105,10 +105,15 @@ describe('job runner: TRAIN', () => {
   });
 
   test('checkpoints carry the resolved config: a job without clipHigh trains with the documented 0.28', async () => {
-    const store = new CheckpointStore(full);
+    // An environment whose manifest sets no training option (bandit's sets clipHigh).
+    const sink = new MemorySink();
+    const env = customEnvironment('plain', 'return completion.length > 0 ? 1 : 0;');
+    const result = await runJob(assignment({ config: { ...tinyRun, training: { ...tinyRun.training, steps: 1, learningRate: 0.01 } }, environment: env }), sink, new JobControl());
+    expect(result.outcome).toBe('succeeded');
+    const store = new CheckpointStore(sink);
     try {
-      const ckpt = await store.load(full.checkpoints.find((c) => c.kind === 'TRAINING')!.storageKey);
-      expect(ckpt.note?.training).toMatchObject({ algorithm: 'grpo', clipHigh: 0.28, learningRate: 0.01, model: { layers: 1, width: 16, contextLength: 72 } });
+      const ckpt = await store.load(sink.checkpoints.find((c) => c.kind === 'TRAINING')!.storageKey);
+      expect(ckpt.note?.training).toMatchObject({ algorithm: 'grpo', clipHigh: 0.28, learningRate: 0.01, model: { layers: 1, width: 16, contextLength: 48 } });
       expect(ckpt.trainerState?.config).toMatchObject({ clipHigh: 0.28, learningRate: 0.01 });
       ckpt.model.dispose();
     } finally {
@@ -289,7 +294,7 @@ describe('job runner: honest outcomes', () => {
   test('a log-flooding environment keeps its budget, and the log says how many lines were dropped', async () => {
     const sink = new MemorySink();
     const env = customEnvironment('chatty', "for (let i = 0; i < 150; i++) console.log('x'.repeat(1500) + i); return 0;");
-    const result = await runJob(assignment({ config: { ...tinyRun, training: { ...tinyRun.training, steps: 3, flatRewardWarnSteps: 0 } }, environment: env }), sink, new JobControl());
+    const result = await runJob(assignment({ config: { ...tinyRun, training: { ...tinyRun.training, steps: 3, flatRewardWarnSteps: 0, evalEpisodes: 0 } }, environment: env }), sink, new JobControl());
     expect(result.outcome).toBe('succeeded');
     const logs = sink.items('logs');
     const fromEnv = logs.filter((l) => l.message.startsWith('[env'));
@@ -365,4 +370,22 @@ test('a data-dependent environment is evaluated on its held-out rows; without th
   without.blobs.set('k', checkpoint);
   const refused = await runJob(assignment({ kind: 'EVAL', environment: environment('math'), blobKeys: { c1: 'k' }, config: { ...evalConfig, datasetVersionId: undefined } }), without, new JobControl());
   expect(refused).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/math reads dataset rows: the eval config needs datasetVersionId \(its held-out split, data\/held-out\.jsonl\)/) });
+});
+
+test('a training run evaluates its policy every evalEvery steps and after the last, as eval/ metrics', async () => {
+  const sink = new MemorySink();
+  const config = { ...banditConfig, training: { ...banditConfig.training, steps: 4, evalEvery: 3, evalEpisodes: 8 } };
+  expect((await runJob(assignment({ config }), sink, new JobControl())).outcome).toBe('succeeded');
+  const evals = sink.items('metrics').filter((m) => m.key === 'eval/success_rate');
+  expect(evals.map((m) => m.step)).toEqual([2, 3]);
+  expect(sink.items('metrics').filter((m) => m.key === 'eval/games').map((m) => m.value)).toEqual([8, 8]);
+  expect(sink.items('logs').filter((l) => l.message.startsWith('evaluation after step')).length).toBe(2);
+
+  // A data-dependent environment without held-out rows says so and trains on.
+  const math = loadTemplate('math');
+  const mathSink = new MemorySink();
+  mathSink.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
+  const mathRun = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  expect((await runJob(assignment({ config: mathRun, environment: environment('math'), blobKeys: { dtrain: 'train' } }), mathSink, new JobControl())).outcome).toBe('succeeded');
+  expect(mathSink.items('logs').some((l) => l.level === 'warn' && /no evaluation during training: this environment reads dataset rows and the job names no held-out rows \(evalDatasetVersionId\)/.test(l.message))).toBe(true);
 });

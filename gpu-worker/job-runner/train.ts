@@ -27,6 +27,7 @@ import { Emitter } from './emit';
 import { emitStep } from './emit-step';
 import { blobKey, loadPolicy } from './load-policy';
 import { OutcomeWatch } from './outcomes';
+import { cannotEvaluate, evaluatePolicy } from './evaluate-policy';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
@@ -127,6 +128,20 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const matchesPerStep = options.matchesPerStep ?? 2;
 
     const outcomes = new OutcomeWatch(training);
+    // Evaluations during training: greedy, on held-out rows, as `eval/...` metrics at the step they follow.
+    const evalRows = config.evalDatasetVersionId
+      ? parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.evalDatasetVersionId, 'dataset version'))))
+      : undefined;
+    const noEvaluation = training.evalEpisodes > 0 ? cannotEvaluate(env, evalRows) : 'evalEpisodes is 0';
+    if (noEvaluation && training.evalEpisodes > 0) emit.log('warn', `no evaluation during training: ${noEvaluation}`);
+    const evaluate = async (step: number) => {
+      const scores = await evaluatePolicy({
+        env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed: training.seed * 31 + step,
+        rollout: { maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens, contextLength: model.config.contextLength },
+      });
+      await emit.metrics(step, scores.metrics);
+      emit.log('info', `evaluation after step ${step}: ${scores.summary}`);
+    };
     for (let step = startStep; step < training.steps; step++) {
       const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
       if (interrupted) return interrupted;
@@ -140,6 +155,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (verdict.fail) throw new JobFailure(verdict.fail);
       await emit.flushLogs();
       const done = step + 1;
+      if (!noEvaluation && (done % training.evalEvery === 0 || done === training.steps)) await evaluate(step);
       if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);
       options.onStep?.(step);
     }

@@ -196,6 +196,11 @@ describe('whetstone CLI and datasets', () => {
     const againJob = await t.db.job.findUniqueOrThrow({ where: { id: again.json().job.id } });
     expect((againJob.config as { datasetVersionId?: string }).datasetVersionId).toBe(datasetVersionId);
     expect(await t.db.datasetVersion.count({ where: { datasetId: version.datasetId } })).toBe(1);
+    // Its held-out split is uploaded too, for the evaluations during training, and found again by name.
+    const heldOutId = (job.config as { evalDatasetVersionId?: string }).evalDatasetVersionId;
+    const heldOut = await t.db.datasetVersion.findUniqueOrThrow({ where: { id: heldOutId }, include: { dataset: true } });
+    expect(heldOut.dataset.name).toBe('math/data/held-out.jsonl');
+    expect((againJob.config as { evalDatasetVersionId?: string }).evalDatasetVersionId).toBe(heldOutId);
   });
 
   it('datasets upload stores a file (bad lines named, exit 6); run --algo sft --dataset <file> trains on it', async () => {

@@ -18,6 +18,8 @@ export interface EnvironmentFolder {
   files: Record<string, string>;
   /** The train split's text, for the dry run of a data-dependent environment. */
   datasetText?: string;
+  /** The held-out split's text (manifest dataset.heldOut), when the folder has it. */
+  heldOutText?: string;
 }
 
 export function isEnvironmentFolder(target: string, cwd: string): boolean {
@@ -60,5 +62,7 @@ export function readEnvironmentFolder(target: string, cwd: string): EnvironmentF
     if (!fs.existsSync(datasetPath)) throw new CliError(`${rel(manifestPath)}: dataset ${parsed.manifest.dataset.train} is missing`, EXIT.REJECTED);
     datasetText = fs.readFileSync(datasetPath, 'utf8');
   }
-  return { dir, manifest: parsed.manifest, rawManifest: raw as Record<string, unknown>, files, datasetText };
+  const heldOutPath = parsed.manifest.dataset?.heldOut ? path.join(dir, parsed.manifest.dataset.heldOut) : null;
+  const heldOutText = heldOutPath && fs.existsSync(heldOutPath) ? fs.readFileSync(heldOutPath, 'utf8') : undefined;
+  return { dir, manifest: parsed.manifest, rawManifest: raw as Record<string, unknown>, files, datasetText, heldOutText };
 }

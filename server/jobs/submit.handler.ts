@@ -17,9 +17,8 @@ async function checkReferences(db: Db, teamId: string, config: Record<string, un
     const found = await db.environmentVersion.findFirst({ where: { id: config.environmentVersionId, environment: { teamId } } });
     if (!found) throw missing('environment version');
   }
-  if (typeof config.datasetVersionId === 'string') {
-    const found = await db.datasetVersion.findFirst({ where: { id: config.datasetVersionId, dataset: { teamId } } });
-    if (!found) throw missing('dataset version');
+  for (const id of [config.datasetVersionId, config.evalDatasetVersionId]) {
+    if (typeof id === 'string' && !(await db.datasetVersion.findFirst({ where: { id, dataset: { teamId } } }))) throw missing('dataset version');
   }
   const against = config.against as { checkpointId?: unknown } | undefined;
   for (const id of [config.baseCheckpointId, config.checkpointId, against?.checkpointId]) {

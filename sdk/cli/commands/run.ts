@@ -27,6 +27,8 @@ export interface ResolvedEnvironment {
   training: TrainingOverrides;
   /** A data-dependent environment's JSONL file: its path in the folder, and its text when uploaded from one. */
   dataset: { path: string; text?: string } | null;
+  /** Its held-out split, for the evaluations during training: its path, and its text when uploaded from a folder. */
+  heldOut: { path: string; text?: string } | null;
 }
 
 /** --config: inline JSON (it starts with "{"), else a file's path. */
@@ -78,7 +80,8 @@ async function uploadFolder(ctx: CommandContext, conn: Connection, target: strin
   const how = saved.created ? `uploaded${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
   ctx.out.line(`environment ${name}: version ${saved.version} (${how})`);
   const dataset = folder.manifest.dataset ? { path: folder.manifest.dataset.train, text: folder.datasetText } : null;
-  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, training: trainingOf(folder.rawManifest), dataset };
+  const heldOut = folder.manifest.dataset?.heldOut ? { path: folder.manifest.dataset.heldOut, text: folder.heldOutText } : null;
+  return { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, training: trainingOf(folder.rawManifest), dataset, heldOut };
 }
 
 /** An environment id, an environment version id, or an environment's name in the team. */
@@ -122,7 +125,9 @@ async function lookUp(ctx: CommandContext, conn: Connection, target: string): Pr
   ctx.out.line(`environment ${env.name}: version ${version.version}`);
   const train = (version.manifest as { dataset?: { train?: unknown } } | null)?.dataset?.train;
   const dataset = typeof train === 'string' ? { path: train } : null;
-  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, training: trainingOf(version.manifest), dataset };
+  const heldOutPath = (version.manifest as { dataset?: { heldOut?: unknown } } | null)?.dataset?.heldOut;
+  const heldOut = typeof heldOutPath === 'string' ? { path: heldOutPath } : null;
+  return { name: env.name, environmentId: env.id, versionId: version.id, version: version.version, created: null, training: trainingOf(version.manifest), dataset, heldOut };
 }
 
 /**
@@ -166,6 +171,20 @@ function trainingOptions(cmd: RunCommand, fileConfig: Record<string, unknown>): 
   return training;
 }
 
+/**
+ * The held-out split the run evaluates on (`evalEvery`): uploaded from the folder, else the team's
+ * dataset `<environment>/<heldOut>` (the built-in templates are seeded with theirs); none when the
+ * environment names no held-out split or the team has none by that name (the job then says so).
+ */
+async function heldOutDataset(ctx: CommandContext, conn: Connection, env: ResolvedEnvironment): Promise<string | undefined> {
+  if (!env.heldOut) return undefined;
+  const name = `${env.name}/${env.heldOut.path}`;
+  if (env.heldOut.text !== undefined) return (await call(conn, () => conn.api.datasets.upload.mutate({ teamId: conn.teamId, name, jsonl: env.heldOut!.text! }))).versionId;
+  const found = (await call(conn, () => conn.api.datasets.list.query({ teamId: conn.teamId, includeArchived: false }))).find((d) => d.name === name);
+  if (found?.latest) ctx.out.line(`held-out dataset ${name}: version ${found.latest.version}`);
+  return found?.latest?.id;
+}
+
 export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
   const fileConfig = cmd.config ? readJsonConfig(cmd.config, ctx.io.cwd) : {};
   const training = trainingOptions(cmd, fileConfig);
@@ -179,11 +198,12 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
   const algorithm = (training.algorithm ?? env.training.algorithm ?? 'grpo') as string;
   const sft = algorithm === 'sft';
   const datasetVersionId = await resolveDataset(ctx, conn, cmd.dataset, fileConfig.datasetVersionId, sft ? { ...env, dataset: null } : env);
+  const evalDatasetVersionId = sft ? undefined : await heldOutDataset(ctx, conn, env);
   if (sft && !datasetVersionId) throw new UsageError(`${env.name} trains with sft, which needs a dataset: pass --dataset <dataset version id | file.jsonl>`);
   const kind = sft ? 'SFT' : 'TRAIN';
   const config: z.input<typeof trainJobConfigSchema> | z.input<typeof sftJobConfigSchema> = sft
     ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
-    : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), training };
+    : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), ...(evalDatasetVersionId ? { evalDatasetVersionId } : {}), training };
   if (cmd.from) config.baseCheckpointId = cmd.from;
   // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.
   const resolved = sft ? resolveJobTraining('SFT', { training }) : resolveJobTraining('TRAIN', { training }, { training: env.training });
