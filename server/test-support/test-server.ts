@@ -92,7 +92,7 @@ export async function addMember(url: string, db: Db, teamId: string, role: 'OWNE
  * A describe block's own database and server: created before its tests, dropped after. Read
  * `.db`, `.server` inside tests (they are set by then).
  */
-export function useTestServer(opts: Omit<Parameters<typeof startTestServer>[1], never> & { withScheduler?: boolean } = {}) {
+export function useTestServer(opts: NonNullable<Parameters<typeof startTestServer>[1]> & { withScheduler?: boolean } = {}) {
   const state = {} as { t: TestDatabase; server: Awaited<ReturnType<typeof startTestServer>> };
   beforeAll(async () => {
     state.t = await createTestDatabase();
