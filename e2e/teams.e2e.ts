@@ -75,8 +75,11 @@ test('team journey: sign up, invite, a second user joins by the link and sees on
   await bobRow.getByLabel('Role of Bob', { exact: true }).selectOption({ label: 'Viewer' });
   await bobRow.getByRole('button', { name: 'Save role of Bob' }).click();
   await expect(bobRow.getByRole('button', { name: 'Save role of Bob' })).toBeDisabled();
-  await bobPage.goto(`${url}/teams/${adaTeam}`);
-  await expect(bobPage.getByText(/You are a viewer of this team/)).toBeVisible();
+  // The button is disabled while the change is saving too: Bob's page is checked until it says so.
+  await expect(async () => {
+    await bobPage.goto(`${url}/teams/${adaTeam}`);
+    await expect(bobPage.getByText(/You are a viewer of this team/)).toBeVisible({ timeout: 2_000 });
+  }).toPass({ timeout: 30_000 });
 
   // The last owner cannot leave: the API's reason shows on the page.
   await adaPage.getByRole('row', { name: /Ada \(you\)/ }).getByRole('button', { name: 'Leave team' }).click();
