@@ -29,14 +29,14 @@ describe('hostile dry runs through the API', () => {
     let slowest = 0;
     let answered = 0;
     let saving = true;
+    // One request after another while the saves last (bounded): each waits on the answer before.
     const poll = (async () => {
-      while (saving) {
+      while (saving && answered < 5_000) {
         const started = performance.now();
         const res = await fetch(`${ctx.server.url}/api/health`);
         expect(res.status).toBe(200);
         slowest = Math.max(slowest, performance.now() - started);
         answered++;
-        await new Promise((r) => setTimeout(r, 50));
       }
     })();
     const saves = await Promise.all(
