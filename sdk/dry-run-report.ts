@@ -181,12 +181,16 @@ export function tooLongError(done: number, episodes: number, budgetMs: number): 
   return { kind: 'timeout', during: 'dry run', message, location: null, userStack: '', episodes: episodes - done };
 }
 
+/** A report of nothing yet: not a pass, no episode; the dry run fills it in. */
+export function emptyReport(policy: DryRunReport['policy'] = 'bots'): DryRunReport {
+  return {
+    ok: false, compileErrors: [], loadError: null, description: null, warnings: [], datasetProblems: [], policy,
+    episodes: 0, endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 },
+    lengths: { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] }, rewards: {}, errors: [], transcripts: [], logs: [], durationMs: 0,
+  };
+}
+
 /** The report of a dry run whose process had to be stopped, or died: not a pass, saying why. */
 export function stoppedReport(error: DryRunError, progress: { episodes: number; description: EnvironmentDescription | null }, durationMs: number): DryRunReport {
-  const none: Distribution = { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] };
-  return {
-    ok: false, compileErrors: [], loadError: null, description: progress.description, warnings: [], datasetProblems: [], policy: 'bots',
-    episodes: progress.episodes, endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 }, lengths: none, rewards: {},
-    errors: [error], transcripts: [], logs: [], durationMs,
-  };
+  return { ...emptyReport(), description: progress.description, episodes: progress.episodes, errors: [error], durationMs };
 }

@@ -12,7 +12,7 @@ import type { EnvironmentSource } from '../../sdk/environment-source';
 import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';
-import { type Distribution, type DryRunError, type DryRunReport, type EnvironmentDescription, tooLongError, type Transcript } from '../../sdk/dry-run-report';
+import { type Distribution, type DryRunError, type DryRunReport, emptyReport, type EnvironmentDescription, tooLongError, type Transcript } from '../../sdk/dry-run-report';
 
 export interface DryRunOptions {
   source: EnvironmentSource;
@@ -45,23 +45,7 @@ const MAX_LOG_LINES = 100;
 export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
   const started = Date.now();
   const logs: string[] = [];
-  const report: DryRunReport = {
-    ok: false,
-    compileErrors: [],
-    loadError: null,
-    description: null,
-    warnings: [],
-    datasetProblems: [],
-    policy: options.policy ?? 'bots',
-    episodes: 0,
-    endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 },
-    lengths: distribution([]),
-    rewards: {},
-    errors: [],
-    transcripts: [],
-    logs,
-    durationMs: 0,
-  };
+  const report: DryRunReport = { ...emptyReport(options.policy), logs };
   const finish = () => ({ ...report, durationMs: Date.now() - started });
 
   let env: SandboxEnvironment;
