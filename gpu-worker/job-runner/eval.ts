@@ -8,7 +8,7 @@
 import { type GPT } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { modelPolicy } from '../runtime/engine-policy';
-import { type EpisodeRollout, type EpisodeSpec, type Player, runRollouts } from '../runtime/rollout';
+import { type EpisodeRollout, type Player, runRollouts } from '../runtime/rollout';
 import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { evalJobConfigSchema } from '../../sdk/job-config';
@@ -23,6 +23,7 @@ import { parseJsonl } from './train';
 import { type Json } from '../../sdk/environment/schema';
 import { frequentErrors } from './outcomes';
 import { scoreEpisodes } from './scores';
+import { seatSwitchedSpecs } from './evaluate-policy';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
@@ -73,18 +74,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.datasetVersionId, 'dataset version'))));
     }
 
-    // Games in rounds of one per seat, sharing their seeds, so each seat meets the same randomness.
-    const specs: EpisodeSpec[] = [];
-    const seats: string[] = [];
-    for (let g = 0; g < config.games; g++) {
-      const seat = agents[g % agents.length];
-      const round = Math.floor(g / agents.length);
-      const seed = config.seed * 100_003 + round;
-      const players: Record<string, Player> = {};
-      for (const agent of agents) players[agent] = agent === seat ? { kind: 'policy', policy: 'policy', learn: false } : opponent!;
-      specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed, taskSeed: seed, players, ...(rows ? { row: rows[g % rows.length] } : {}) });
-      seats.push(seat);
-    }
+    const { specs, seats } = seatSwitchedSpecs(agents, config.games, config.seed, opponent, rows);
     emit.log('info', `evaluating ${config.checkpointId} on ${manifest.name}: ${config.games} games${opponent ? ` against ${opponentName}` : ''}`);
     await emit.flushLogs();
 

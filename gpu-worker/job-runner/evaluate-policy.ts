@@ -30,19 +30,29 @@ export function cannotEvaluate(env: SandboxEnvironment, rows: Json[] | undefined
   return null;
 }
 
+/**
+ * Evaluation episodes of the policy "policy": in rounds of one per seat sharing their seeds, so each
+ * seat meets the same randomness; `opponent` plays the other seats; rows are taken in order. Eval
+ * jobs and the evaluations during training lay their games out the same way.
+ */
+export function seatSwitchedSpecs(agents: readonly string[], games: number, seed: number, opponent: Player | null, rows?: Json[]): { specs: EpisodeSpec[]; seats: string[] } {
+  const specs: EpisodeSpec[] = [];
+  const seats: string[] = [];
+  for (let g = 0; g < games; g++) {
+    const seat = agents[g % agents.length];
+    const episodeSeed = seed * 100_003 + Math.floor(g / agents.length);
+    const players: Record<string, Player> = {};
+    for (const agent of agents) players[agent] = agent === seat ? { kind: 'policy', policy: 'policy', learn: false } : opponent!;
+    specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed: episodeSeed, taskSeed: episodeSeed, players, ...(rows ? { row: rows[g % rows.length] } : {}) });
+    seats.push(seat);
+  }
+  return { specs, seats };
+}
+
 export async function evaluatePolicy(o: PolicyEvaluation): Promise<Scores> {
   const { agents, bots } = o.env.description;
   const bot = bots.find((b) => b !== 'random') ?? bots[0];
-  const specs: EpisodeSpec[] = [];
-  const seats: string[] = [];
-  for (let g = 0; g < o.episodes; g++) {
-    const seat = agents[g % agents.length];
-    const seed = o.seed * 100_003 + Math.floor(g / agents.length);
-    const players: Record<string, Player> = {};
-    for (const agent of agents) players[agent] = agent === seat ? { kind: 'policy', policy: 'policy', learn: false } : { kind: 'bot', bot };
-    specs.push({ episodeId: `eval-${g}`, group: `eval-${seat}`, seed, taskSeed: seed, players, ...(o.rows ? { row: o.rows[g % o.rows.length] } : {}) });
-    seats.push(seat);
-  }
+  const { specs, seats } = seatSwitchedSpecs(agents, o.episodes, o.seed, agents.length > 1 ? { kind: 'bot', bot } : null, o.rows);
   const rollouts = await runRollouts(o.env, o.tokenizer, { policy: o.policy }, specs, { ...o.rollout, temperature: 0, seed: o.seed });
   return scoreEpisodes(rollouts, seats, agents.length > 1);
 }
