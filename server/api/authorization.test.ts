@@ -64,6 +64,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'audit.list': ['ADMIN', (f) => ({ teamId: f.teamId })],
   'environments.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'environments.get': ['VIEWER', (f) => ({ teamId: f.teamId, environmentId: f.environmentId })],
+  'environments.lastRuns': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'environments.version': ['VIEWER', (f) => ({ teamId: f.teamId, versionId: f.environmentVersionId })],
   'environments.saveVersion': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'env-a', entry: 'env.ts', files: { 'env.ts': 'export default 1;' }, manifest: { name: 'env-a', version: '1.0.0', kind: 'single-turn' } })],
   'datasets.list': ['VIEWER', (f) => ({ teamId: f.teamId })],

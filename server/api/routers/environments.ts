@@ -4,6 +4,7 @@ import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
 import { DryRunQueueFull } from '../../environments/dry-run-pool';
+import { lastRunsOfEnvironments } from '../../environments/last-runs';
 
 const MAX_FILE_CHARS = 200_000;
 const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
@@ -66,8 +67,11 @@ export const environmentsRouter = router({
           description: true,
           template: true,
           updatedAt: true,
-          versions: { orderBy: { version: 'desc' }, take: 1, select: { version: true, validationStatus: true } },
+          versions: { orderBy: { version: 'desc' }, take: 1, select: { id: true, version: true, validationStatus: true, manifest: true } },
         },
       }),
     ),
+
+  /** Each environment's newest job and its last mean reward (the environments list's "last run"). */
+  lastRuns: teamProcedure('VIEWER').query(({ ctx }) => lastRunsOfEnvironments(ctx.db, ctx.membership.teamId)),
 });
