@@ -72,6 +72,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'datasets.upload': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'matrix', jsonl: '{"a":1}\n' })],
   'datasets.archive': ['ADMIN', (f) => ({ teamId: f.teamId, datasetId: 'no-such-dataset' })],
   'jobs.submit': ['MEMBER', (f) => ({ teamId: f.teamId, kind: 'TRAIN', config: { environmentVersionId: f.environmentVersionId } })],
+  'jobs.preview': ['MEMBER', (f) => ({ teamId: f.teamId, kind: 'TRAIN', config: { environmentVersionId: f.environmentVersionId } })],
   'jobs.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'jobs.get': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'jobs.cancel': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
