@@ -5,6 +5,7 @@ import { estimateTrainingBytes, type TrainingConfig } from '../../sdk/training-c
 import { roleAtLeast } from '../auth/roles';
 import type { Db } from '../db/client';
 import type { Role } from '../db/generated/prisma/enums';
+import { environmentDatasetName, manifestDatasetFiles } from '../environments/dataset';
 import { admitJob, DEFAULT_QUOTA } from '../scheduler/admission';
 import type { SubmitInput } from './submit.schema';
 
@@ -118,7 +119,7 @@ async function missingReference(db: Db, teamId: string, config: Record<string, u
 /**
  * A data-dependent environment reads rows: a TRAIN or EVAL job on one must name a dataset version
  * (the runner would otherwise fail at its start). The answer names the team's dataset that the
- * environment's manifest implies (`<environment>/<file>`, as templates are seeded), when there is one.
+ * environment's manifest implies (server/environments/dataset.ts), when there is one.
  */
 async function datasetProblem(db: Db, teamId: string, kind: 'TRAIN' | 'EVAL', config: Record<string, unknown>): Promise<({ ok: false } & Refusal) | null> {
   if (typeof config.datasetVersionId === 'string' || typeof config.environmentVersionId !== 'string') return null;
@@ -126,10 +127,10 @@ async function datasetProblem(db: Db, teamId: string, kind: 'TRAIN' | 'EVAL', co
     where: { id: config.environmentVersionId },
     select: { manifest: true, environment: { select: { name: true } } },
   });
-  const files = (version.manifest as { dataset?: { train?: unknown; heldOut?: unknown } } | null)?.dataset;
-  if (!files || typeof files.train !== 'string') return null;
+  const files = manifestDatasetFiles(version.manifest);
+  if (files.train === undefined) return null;
   // An evaluation reads the held-out split where there is one (gpu-worker/job-runner/eval.ts).
-  const name = `${version.environment.name}/${kind === 'EVAL' && typeof files.heldOut === 'string' ? files.heldOut : files.train}`;
+  const name = environmentDatasetName(version.environment.name, kind === 'EVAL' && files.heldOut !== undefined ? files.heldOut : files.train);
   const dataset = await db.dataset.findFirst({
     where: { teamId, name, archivedAt: null },
     select: { versions: { orderBy: { version: 'desc' }, take: 1, select: { id: true, version: true } } },

@@ -6,7 +6,7 @@ import type { TeamMemberContext } from './context';
 import type { SubmitInput } from './submit.schema';
 
 /** A refusal of check-submission.ts as the error the API answers. */
-export function refusalError(refusal: Refusal): TRPCError {
+function refusalError(refusal: Refusal): TRPCError {
   return new TRPCError({ code: refusal.code, message: refusal.message, cause: refusal.cause });
 }
 
