@@ -30,6 +30,8 @@ export interface DryRunPoolOptions {
   graceMs?: number;
   /** Heap of a dry-run process (QuickJS's own limit is per sandbox). Default 512 MB. */
   memoryMb?: number;
+  /** The type check after the dry run: past this it is stopped, and the report says so. Default 10 s. */
+  typeCheckMs?: number;
   /** Dry runs waiting, installation-wide, before saves are refused. Default 200. */
   maxWaiting?: number;
 }
@@ -50,7 +52,16 @@ interface Slot {
   ready: Promise<void>;
   /** Being stopped: takes no new run. */
   dying: boolean;
-  job: (Waiting & { id: number; startedAt: number; progress: { episodes: number; description: EnvironmentDescription | null }; timer: NodeJS.Timeout }) | null;
+  job:
+    | (Waiting & {
+        id: number;
+        startedAt: number;
+        progress: { episodes: number; description: EnvironmentDescription | null };
+        timer: NodeJS.Timeout;
+        /** The report before its type check, once the process has sent it. */
+        partial: DryRunReport | null;
+      })
+    | null;
 }
 
 const PROCESS_PATH = path.join(repoRoot, 'gpu-worker/runtime/dry-run-process.ts');
@@ -63,7 +74,7 @@ export class DryRunPool {
   private closed = false;
 
   constructor(options: DryRunPoolOptions = {}) {
-    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, ...options };
+    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 10_000, ...options };
   }
 
   /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
@@ -114,7 +125,11 @@ export class DryRunPool {
       const job = slot.job;
       if (!job || message.id !== job.id) return;
       if (message.type === 'progress') job.progress = { episodes: message.episodes, description: message.description };
-      else this.finish(slot, { ...message.report, queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } });
+      else if (message.type === 'checking-types') {
+        job.partial = message.report;
+        clearTimeout(job.timer);
+        job.timer = setTimeout(() => this.expire(slot, job.id), this.o.typeCheckMs);
+      } else this.finish(slot, { ...message.report, queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } });
     });
     child.on('exit', (code, signal) => {
       this.slots.splice(this.slots.indexOf(slot), 1);
@@ -122,7 +137,8 @@ export class DryRunPool {
       const job = slot.job;
       if (job) {
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.answer(job, stoppedReport(crashError(`the dry run's process stopped (${how}): did the environment use too much memory?`), job.progress, Date.now() - job.startedAt));
+        if (job.partial) this.answer(job, typeCheckStopped(job, `the type check's process stopped (${how})`));
+        else this.answer(job, stoppedReport(crashError(`the dry run's process stopped (${how}): did the environment use too much memory?`), job.progress, Date.now() - job.startedAt));
         slot.job = null;
       }
       if (!this.closed) this.dispatch();
@@ -133,18 +149,24 @@ export class DryRunPool {
 
   private start(slot: Slot, waiting: Waiting): void {
     const id = this.nextId++;
-    const timer = setTimeout(() => {
-      // The run outlasted its budget inside one episode: stop the process; a new one takes the next run.
-      const job = slot.job;
-      if (!job || job.id !== id) return;
-      slot.job = null;
-      slot.dying = true;
-      this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, this.o.budgetMs), job.progress, Date.now() - job.startedAt));
-      slot.child.kill('SIGKILL');
-    }, this.o.budgetMs + this.o.graceMs);
-    slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer };
+    const timer = setTimeout(() => this.expire(slot, id), this.o.budgetMs + this.o.graceMs);
+    slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer, partial: null };
     const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: this.o.budgetMs } };
     void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
+  }
+
+  /**
+   * The run outlasted its budget inside one episode, or its type check outlasted its own: stop the
+   * process (a new one takes the next run) and answer with what is known.
+   */
+  private expire(slot: Slot, id: number): void {
+    const job = slot.job;
+    if (!job || job.id !== id) return;
+    slot.job = null;
+    slot.dying = true;
+    if (job.partial) this.answer(job, typeCheckStopped(job, `the type check took longer than ${Math.round(this.o.typeCheckMs / 1000)} s and was stopped`));
+    else this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, this.o.budgetMs), job.progress, Date.now() - job.startedAt));
+    slot.child.kill('SIGKILL');
   }
 
   private finish(slot: Slot, report: DryRunReport): void {
@@ -166,6 +188,12 @@ export class DryRunPool {
     slot.child.kill('SIGKILL');
     await exited;
   }
+}
+
+/** The dry run's own report, when only the type check after it failed: the run stands, without type errors. */
+function typeCheckStopped(job: { partial: DryRunReport | null; startedAt: number; queuedAt: number; ahead: number }, why: string): DryRunReport {
+  const report = job.partial!;
+  return { ...report, warnings: [...report.warnings, `${why}: no type errors are shown`], queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } };
 }
 
 function crashError(message: string) {
