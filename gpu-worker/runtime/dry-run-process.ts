@@ -8,6 +8,7 @@
  * environment cannot make the server hold a huge report.
  */
 import type { DryRunProcessCommand, DryRunProcessMessage, DryRunReport } from '../../sdk/dry-run-report';
+import { cutText } from './cut-text';
 import { dryRun } from './dry-run';
 import { TypeCheckThread } from './sandbox/type-check-thread';
 
@@ -24,7 +25,7 @@ function send(message: DryRunProcessMessage): void {
   process.send?.(message);
 }
 
-const cut = (text: string) => (text.length <= MAX_TEXT ? text : `${text.slice(0, MAX_TEXT)}… [${text.length - MAX_TEXT} more characters]`);
+const cut = (text: string) => cutText(text, MAX_TEXT);
 
 /** The report with its free-form texts cut, and without transcripts and logs if it is still too large. */
 export function capReport(report: DryRunReport): DryRunReport {

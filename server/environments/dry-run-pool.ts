@@ -6,8 +6,7 @@
  * installation and `perTeam` for one team; the rest wait in order, and a report says how long it
  * waited and behind how many.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import {
   type DryRunProcessCommand,
   type DryRunProcessMessage,
@@ -17,7 +16,7 @@ import {
   stoppedReport,
   tooLongError,
 } from '../../sdk/dry-run-report';
-import { repoRoot } from '../paths';
+import { forkRuntime } from './fork-runtime';
 
 export interface DryRunPoolOptions {
   /** Dry-run processes at most, installation-wide. Default 2: one per core of a small server. */
@@ -64,7 +63,7 @@ interface Slot {
     | null;
 }
 
-const PROCESS_PATH = path.join(repoRoot, 'gpu-worker/runtime/dry-run-process.ts');
+const PROCESS_PATH = 'gpu-worker/runtime/dry-run-process.ts';
 
 export class DryRunPool {
   private readonly o: Required<DryRunPoolOptions>;
@@ -112,16 +111,10 @@ export class DryRunPool {
   }
 
   private spawn(): Slot {
-    const child = fork(PROCESS_PATH, [], {
-      cwd: repoRoot,
-      execArgv: ['--import', 'tsx', `--max-old-space-size=${this.o.memoryMb}`],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'advanced',
-    });
-    let up: () => void = () => {};
-    const slot: Slot = { child, ready: new Promise((resolve) => (up = resolve)), dying: false, job: null };
+    const { child, ready } = forkRuntime(PROCESS_PATH, this.o.memoryMb);
+    const slot: Slot = { child, ready, dying: false, job: null };
     child.on('message', (message: DryRunProcessMessage) => {
-      if (message.type === 'ready') return up();
+      if (message.type === 'ready') return;
       const job = slot.job;
       if (!job || message.id !== job.id) return;
       if (message.type === 'progress') job.progress = { episodes: message.episodes, description: message.description };
@@ -133,7 +126,6 @@ export class DryRunPool {
     });
     child.on('exit', (code, signal) => {
       this.slots.splice(this.slots.indexOf(slot), 1);
-      up();
       const job = slot.job;
       if (job) {
         const how = signal ? `signal ${signal}` : `exit code ${code}`;

@@ -4,9 +4,7 @@ import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
 import { DryRunQueueFull } from '../../environments/dry-run-pool';
-
-const MAX_FILE_CHARS = 200_000;
-const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
+import { environmentSourceInput } from '../../environments/source-input';
 
 export const environmentsRouter = router({
   /** Saves code and manifest as a new version (or finds the identical one) and dry-runs it. */
@@ -15,9 +13,7 @@ export const environmentsRouter = router({
       z.object({
         name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes'),
         description: z.string().max(2000).optional(),
-        entry: filePath,
-        files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
-        manifest: z.record(z.string(), z.unknown()),
+        ...environmentSourceInput,
         datasetText: z.string().max(MAX_DATASET_CHARS).optional(),
       }),
     )
