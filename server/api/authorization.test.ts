@@ -91,6 +91,11 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'inference.open': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],
   'inference.sample': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job', prompt: 'hi' })],
   'inference.close': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'play.open': ['MEMBER', (f) => ({ teamId: f.teamId, source: { versionId: 'no-such-version' } })],
+  'play.step': ['MEMBER', (f) => ({ teamId: f.teamId, sessionId: 'no-such-session', action: 'A' })],
+  'play.close': ['MEMBER', (f) => ({ teamId: f.teamId, sessionId: 'no-such-session' })],
+  'play.autoplay': ['MEMBER', (f) => ({ teamId: f.teamId, source: { versionId: 'no-such-version' }, policy: { random: true } })],
+  'play.list': ['MEMBER', (f) => ({ teamId: f.teamId })],
 };
 
 const procedures = Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: string; meta?: ProcedureMeta } }>).map(

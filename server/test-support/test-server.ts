@@ -15,12 +15,13 @@ import { attachRealtime } from '../realtime/gateway';
 import { schedulerEvents } from '../scheduler/events';
 import { SchedulerLoop } from '../scheduler/loop';
 import { DryRunPool, type DryRunPoolOptions } from '../environments/dry-run-pool';
+import { PlaySessions, type PlaySessionsOptions } from '../play/play-sessions';
 
 /**
  * The real request listener, better-auth, socket.io and (when given the database URL) the
  * scheduler loop, on an ephemeral port, without Next.js.
  */
-export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions } = {}) {
+export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions } = {}) {
   // The app's listener must exist before socket.io attaches: socket.io takes over the server's
   // request listeners and calls them only for paths that are not its own.
   let listener: ReturnType<typeof createRequestListener> | null = null;
@@ -33,8 +34,9 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
   const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false, seedTeam });
   const realtime = attachRealtime(server, db, auth, opts.pool);
   const dryRuns = new DryRunPool(opts.dryRuns);
+  const play = new PlaySessions(opts.play);
   const deps = {
-    db, auth, realtime, dryRuns, blobs: new FsBlobStore(blobRoot),
+    db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(blobRoot),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam,
   };
@@ -47,10 +49,12 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
     realtime,
     scheduler,
     blobs: deps.blobs,
+    play,
     close: async () => {
       await scheduler?.stop();
       await realtime.close();
       await dryRuns.close();
+      await play.shutdown();
       fs.rmSync(blobRoot, { recursive: true, force: true });
     },
   };

@@ -3,10 +3,6 @@ import { AlertTriangle, CheckCircle2, CircleX } from 'lucide-react';
 import type { Distribution, DryRunReport, Transcript } from '../../../sdk/dry-run-report';
 import type { EditorProblem } from './markers';
 
-type ReportWithTests = DryRunReport & {
-  tests?: { name: string; pass: boolean; expected?: unknown; actual?: unknown; message?: string; error?: { message: string } | null }[];
-};
-
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(3));
 
 function Histogram({ label, d }: { label: string; d: Distribution }) {
@@ -87,7 +83,7 @@ export function DryRunPanel({
   saving,
   onReveal,
 }: {
-  report: ReportWithTests | null;
+  report: DryRunReport | null;
   problems: EditorProblem[];
   saving: boolean;
   onReveal: (p: EditorProblem) => void;
@@ -117,6 +113,7 @@ export function DryRunPanel({
         <strong>{report.ok ? 'Dry run passed' : 'Dry run failed'}</strong>
         <span className="muted small">
           {report.episodes} episode{report.episodes === 1 ? '' : 's'} in {(report.durationMs / 1000).toFixed(1)} s · policy: {report.policy}
+          {report.typeCheckMs !== null && report.typeCheckMs !== undefined ? ` · type-checked in ${(report.typeCheckMs / 1000).toFixed(1)} s` : ''}
           {report.queue && report.queue.waitedMs > 500 ? ` · waited ${(report.queue.waitedMs / 1000).toFixed(1)} s behind ${report.queue.ahead}` : ''}
         </span>
       </p>
@@ -151,10 +148,9 @@ export function DryRunPanel({
               <li key={i} className={t.pass ? 'ok' : 'bad'}>
                 {t.pass ? <CheckCircle2 size={14} aria-label="pass" /> : <CircleX size={14} aria-label="fail" />} <span>{t.name}</span>
                 <span className="muted small mono">
-                  {t.actual !== undefined ? `got ${JSON.stringify(t.actual)}` : ''}
-                  {t.expected !== undefined ? ` · expected ${JSON.stringify(t.expected)}` : ''}
+                  {t.actual !== null ? `reward ${fmt(t.actual)}` : ''} · expected {JSON.stringify(t.expected)}
                 </span>
-                {!t.pass && (t.error?.message || t.message) ? <div className="small">{t.error?.message ?? t.message}</div> : null}
+                {!t.pass && (t.error?.message ?? t.failure) ? <div className="small">{t.error?.message ?? t.failure}</div> : null}
               </li>
             ))}
           </ul>

@@ -11,16 +11,11 @@ export interface EditorProblem {
   source: string;
 }
 
-type ReportWithChecks = DryRunReport & {
-  typeErrors?: { message: string; location: SourceLocation | null }[];
-  tests?: { name: string; pass: boolean; message?: string; error?: { message: string; location: SourceLocation | null } | null; location?: SourceLocation | null }[];
-};
-
 /**
  * Every located problem of a save's report, as editor markers. A problem without a location is
  * put on the first line of the entry file, so nothing the server found is invisible.
  */
-export function reportProblems(report: ReportWithChecks, entry: string): EditorProblem[] {
+export function reportProblems(report: DryRunReport, entry: string): EditorProblem[] {
   const at = (location: SourceLocation | null | undefined) =>
     location ? { file: location.file.replace(/^\.?\//, ''), line: location.line, column: location.column } : { file: entry, line: 1, column: 1 };
   const problems: EditorProblem[] = [];
@@ -33,7 +28,7 @@ export function reportProblems(report: ReportWithChecks, entry: string): EditorP
   }
   for (const t of report.tests ?? []) {
     if (t.pass) continue;
-    problems.push({ ...at(t.error?.location ?? t.location), message: `test “${t.name}” failed: ${t.error?.message ?? t.message ?? ''}`.trim(), severity: 'error', source: 'test' });
+    problems.push({ ...at(t.error?.location ?? t.location), message: `test “${t.name}” failed: ${t.error?.message ?? t.failure ?? ''}`.trim(), severity: 'error', source: 'test' });
   }
   for (const w of report.warnings) problems.push({ ...at(null), message: w, severity: 'warning', source: 'dry run' });
   return problems;

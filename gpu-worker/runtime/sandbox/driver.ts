@@ -7,6 +7,7 @@ import { Rng, hash32 } from '../../../sdk/environment/rng';
 import { type Json, validateValue } from '../../../sdk/environment/schema';
 import { describeTools, formatToolResult, parseToolCall } from '../../../sdk/environment/tools';
 import { type AgentTurn, type EnvironmentDefinition, type EpisodeContext } from '../../../sdk/environment/define';
+import { REWARD_TESTS_FILE, type RewardTests } from '../../../sdk/environment/tests';
 import { drainLogs, setRandomSource } from './prelude';
 import {
   DISPATCH_GLOBAL,
@@ -31,10 +32,13 @@ interface Episode {
 }
 
 let env: EnvironmentDefinition;
+/** The module of tests.ts, when the bundle was compiled with it (reward tests). */
+let testsModule: { default?: unknown } | undefined;
 const episodes = new Map<string, Episode>();
 let during = 'load';
 
-export function installDriver(userModule: { default?: unknown }): void {
+export function installDriver(userModule: { default?: unknown }, tests?: { default?: unknown }): void {
+  testsModule = tests;
   const candidate = userModule.default as Partial<EnvironmentDefinition> | undefined;
   if (!candidate || candidate.__whetstone !== 'environment') {
     throw new TypeError(
@@ -65,6 +69,8 @@ const handlers: Record<string, (args: never) => unknown> = {
       const problems = validateValue(env.rowSchema, req.row, 'row');
       if (problems.length > 0) throw new InvalidOutput(`the dataset row does not match rowSchema: ${problems.join('; ')}`);
       task = req.row;
+    } else if (req.task !== undefined) {
+      task = req.task;
     } else {
       // A stream distinct from the episode's even when the two seeds are equal.
       const taskRng = new Rng(hash32(req.taskSeed) ^ 0x2545f491);
@@ -105,6 +111,15 @@ const handlers: Record<string, (args: never) => unknown> = {
   close: (req: { episodeId: string }) => {
     episodes.delete(req.episodeId);
     return { open: episodes.size };
+  },
+
+  tests: () => {
+    during = 'tests';
+    const defined = testsModule?.default as Partial<RewardTests> | undefined;
+    if (!defined || defined.__whetstone !== 'reward-tests' || !Array.isArray(defined.cases)) {
+      throw new InvalidOutput(`${REWARD_TESTS_FILE} must \`export default defineRewardTests([...])\``);
+    }
+    return { cases: defined.cases.map((c, i) => toJson(c, `reward test ${i + 1}`)) };
   },
 };
 
