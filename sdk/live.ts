@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { userObjectSchema } from './user-json';
 
 // The one live contract (DESIGN.md, "One live contract"): what a job runner streams, what the
 // server publishes to the browsers watching a run, the socket.io events between them, and the
@@ -25,7 +26,8 @@ export const rolloutItemSchema = z.object({
   reward: z.number(),
   turnRewards: z.array(z.number()).max(1000).default([]),
   endReason: z.string().max(64).nullable().default(null),
-  info: z.record(z.string(), z.unknown()).default({}),
+  /** The environment's data, with whatever keys it has (`__proto__` included: sdk/user-json.ts). */
+  info: userObjectSchema.default({}),
 });
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const logItemSchema = z.object({
@@ -37,8 +39,8 @@ export const logItemSchema = z.object({
 export const matchItemSchema = z.object({
   step: z.number().int().min(0).nullable(),
   agents: z.array(z.object({ name: z.string().max(64), policy: z.string().max(200) })).max(16),
-  moves: z.array(z.record(z.string(), z.unknown())).max(10_000),
-  result: z.record(z.string(), z.unknown()),
+  moves: z.array(userObjectSchema).max(10_000),
+  result: userObjectSchema,
   winner: z.string().max(64).nullable(),
 });
 /** A live board position: fanned out to watchers, not stored (matches are). */

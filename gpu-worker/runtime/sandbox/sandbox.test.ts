@@ -41,6 +41,7 @@ export default defineEnvironment<undefined, { n: number }>({
       case 'pollute-prototype': (Object.prototype as any).polluted = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-prototype
       case 'pollute-global': g.leaked = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-global
       case 'patch-builtin': (Array.prototype as any).push = () => 0; return { observation: '', reward: 0, terminated: true }; // @patch-builtin
+      case 'proto-info': return { observation: '', reward: 0, terminated: true, info: JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": 1, "a": 2}') };
       case 'read-pollution': {
         const seen = [({} as any).polluted, g.leaked, [1].push(2)];
         return { observation: JSON.stringify(seen), reward: 0, terminated: false };
@@ -195,6 +196,15 @@ describe('episodes are independent: built-ins and globals are frozen', () => {
     const e = await failure(action);
     expect(e.message).toMatch(message);
     expect(e.location).toMatchObject({ file: 'env.ts', line: lineOf(marker) });
+    expect(JSON.parse(await observation('read-pollution'))).toEqual([null, null, 2]);
+  });
+
+  test("an info key named __proto__ comes out as data: an own key, no prototype set, nothing polluted", async () => {
+    const { info } = await act('proto-info');
+    expect(Object.keys(info).sort()).toEqual(['__proto__', 'a', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(info, '__proto__')?.value).toEqual({ polluted: 'yes' });
+    expect(Object.getPrototypeOf(info)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(JSON.parse(await observation('read-pollution'))).toEqual([null, null, 2]);
   });
 
