@@ -282,6 +282,16 @@ describe('job runner: honest outcomes', () => {
     expect(result.reason).toMatch(/^\d+% of episodes failed by step 0 \(more than maxEpisodeErrorShare 0.5\); most frequent: "step threw Error: reward exploded \(env\.ts:7:\d+\)" \(×\d+\)$/);
   });
 
+  test("a bad reward in training is reported at the user's return statement", async () => {
+    const body = "return (task.n >= 0 ? 'high' : 0) as number;";
+    const env = customEnvironment('bad-return', body);
+    const line = env.files['env.ts'].split('\n').findIndex((l) => l.includes(body));
+    const column = env.files['env.ts'].split('\n')[line].indexOf('return') + 1;
+    const result = await runJob(assignment({ config: tinyRun, environment: env }), new MemorySink(), new JobControl());
+    expect(result.outcome).toBe('failed');
+    expect(result.reason).toContain(`"step returned reward "high"; a reward must be a finite number (env.ts:${line + 1}:${column})"`);
+  });
+
   test('a run where every group gets equal rewards is warned, with what to try', async () => {
     const sink = new MemorySink();
     const env = customEnvironment('flat', 'return 1;');
