@@ -9,6 +9,17 @@ import { userObjectSchema } from './user-json';
 
 // ───────────────────────────── stream items: runner → server ─────────────────────────────
 
+/**
+ * Step numbers, one rule for everything a person or a program sees of a run: training steps are
+ * counted from 1, as in "step 1 of 250". Step N's metrics, rollouts, matches and boards carry N;
+ * its log line reads "step N of S"; the CLI prints N/S; an evaluation after it streams its `eval/`
+ * metrics at N; a checkpoint written after it has step N (N steps done, so a run resumed from it
+ * runs step N + 1 next). Step 0 is before any training step: an eval job's scores are at 0.
+ * Runners count steps from 0 inside (seeds and batches derive from that index); this turns the
+ * index into the number shown.
+ */
+export const stepNumber = (index: number): number => index + 1;
+
 /** The longest metric key the server stores. */
 export const METRIC_KEY_MAX = 100;
 
