@@ -238,6 +238,11 @@ declare module 'whetstone' {
       readonly bots: Readonly<Record<string, Bot>>;
       /** The stack where the define function was called: errors point at the user's definition. */
       readonly definedAt: string;
+      /**
+       * The user's own function behind each call the runtime makes (reset, step, systemPrompt,
+       * sample): a value it returns that the runtime cannot use is reported where it returns it.
+       */
+      readonly origins: Readonly<Partial<Record<'reset' | 'step' | 'systemPrompt' | 'sample', unknown>>>;
       systemPrompt(agent: string, task: unknown): string;
       sample: ((rng: Rng) => unknown) | undefined;
       reset(ctx: EpisodeContext): AgentTurn;

@@ -2,6 +2,7 @@ import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } 
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
+import { storedJson } from '../db/stored-json';
 import { environmentContentHash } from './content-hash';
 import { storeDatasetVersion } from '../datasets/store-version';
 import type { DryRunPool } from './dry-run-pool';
@@ -83,7 +84,7 @@ export async function validatePendingTemplates(db: Db, dryRuns: DryRunPool, log:
     });
     await db.environmentVersion.updateMany({
       where: { contentHash: version.contentHash, validationStatus: 'PENDING' },
-      data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject },
+      data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: storedJson(report) },
     });
     log(`template ${name}: dry run ${report.ok ? 'passed' : 'FAILED'} (${report.episodes} episodes, ${report.durationMs} ms)`);
   }
