@@ -35,7 +35,7 @@ const responses: { [M in DriverMethod]: z.ZodType<DriverMethods[M]['response']> 
   }) as z.ZodType<DriverMethods['step']['response']>,
   bot: z.object({ action: z.string() }),
   close: z.object({ open: z.number() }),
-  tests: z.object({ cases: z.array(json) }) as z.ZodType<DriverMethods['tests']['response']>,
+  tests: z.object({ cases: z.array(jsonValueSchema) }) as z.ZodType<DriverMethods['tests']['response']>,
 };
 
 export function validateResponse<M extends DriverMethod>(method: M, value: unknown): { ok: true; value: DriverMethods[M]['response'] } | { ok: false; problem: string } {
