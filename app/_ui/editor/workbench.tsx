@@ -42,6 +42,16 @@ function jsonErrorAt(text: string, error: unknown): { line: number; column: numb
   return { line: lines.length, column: lines[lines.length - 1].length + 1 };
 }
 
+/** The editor's unsaved files as play.open's draft source (null when the manifest does not parse: Save says why). */
+function draftSource(files: Record<string, string>, entry: string) {
+  const { 'manifest.json': manifestText = '{}', ...code } = files;
+  try {
+    return { draft: { entry, files: code, manifest: JSON.parse(manifestText) as Record<string, unknown> } };
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The environment editor: files · Monaco · dry run / play / history. The URL holds the version,
  * file and tab (`?v=3&file=env.ts&tab=play`); unsaved edits are kept as a draft in this browser.
@@ -323,7 +333,13 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
             {tab === 'dry-run' ? (
               <DryRunPanel report={report} problems={problems} saving={save.isPending} onReveal={onReveal} />
             ) : tab === 'play' ? (
-              <PlayPanel teamId={teamId} versionId={versionRow.id} dirty={dirty} />
+              <PlayPanel
+                teamId={teamId}
+                versionId={versionRow.id}
+                draft={dirty && files ? draftSource(files, entry) : null}
+                description={report?.description ?? null}
+                onReveal={(at) => onReveal({ ...at, message: '', severity: 'error', source: 'play' })}
+              />
             ) : (
               <HistoryPanel
                 versions={env.data.versions}
