@@ -41,6 +41,7 @@ export class DryRunQueueFull extends Error {}
 interface Waiting {
   teamId: string;
   request: Omit<DryRunRequest, 'timeBudgetMs'>;
+  budgetMs: number;
   resolve: (report: DryRunReport) => void;
   queuedAt: number;
   ahead: number;
@@ -77,11 +78,11 @@ export class DryRunPool {
   }
 
   /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
-  run(teamId: string, request: Omit<DryRunRequest, 'timeBudgetMs'>): Promise<DryRunReport> {
+  run(teamId: string, request: Omit<DryRunRequest, 'timeBudgetMs'>, options: { budgetMs?: number } = {}): Promise<DryRunReport> {
     if (this.closed) return Promise.reject(new Error('the dry-run pool is closed'));
     if (this.waiting.length >= this.o.maxWaiting) return Promise.reject(new DryRunQueueFull(`${this.waiting.length} dry runs are waiting; try again in a minute`));
     return new Promise((resolve) => {
-      this.waiting.push({ teamId, request, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
+      this.waiting.push({ teamId, request, budgetMs: options.budgetMs ?? this.o.budgetMs, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
       this.dispatch();
     });
   }
@@ -141,9 +142,9 @@ export class DryRunPool {
 
   private start(slot: Slot, waiting: Waiting): void {
     const id = this.nextId++;
-    const timer = setTimeout(() => this.expire(slot, id), this.o.budgetMs + this.o.graceMs);
+    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
     slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer, partial: null };
-    const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: this.o.budgetMs } };
+    const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: waiting.budgetMs } };
     void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
   }
 
@@ -157,7 +158,7 @@ export class DryRunPool {
     slot.job = null;
     slot.dying = true;
     if (job.partial) this.answer(job, typeCheckStopped(job, `the type check took longer than ${Math.round(this.o.typeCheckMs / 1000)} s and was stopped`));
-    else this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, this.o.budgetMs), job.progress, Date.now() - job.startedAt));
+    else this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, job.budgetMs), job.progress, Date.now() - job.startedAt));
     slot.child.kill('SIGKILL');
   }
 

@@ -11,6 +11,9 @@ import { DRY_RUN_EPISODES } from './save-version';
 // The built-in environments (env-templates/) are seeded into teams as ordinary environments, so
 // they are listed, versioned, validated and trained exactly like a user's own.
 
+/** A template's dry-run budget (trusted code; see validatePendingTemplates). */
+const TEMPLATE_DRY_RUN_BUDGET_MS = 120_000;
+
 const loaded = new Map<TemplateName, LoadedTemplate>();
 function template(name: TemplateName): LoadedTemplate {
   if (!loaded.has(name)) loaded.set(name, loadTemplate(name));
@@ -75,13 +78,14 @@ export async function validatePendingTemplates(db: Db, dryRuns: DryRunPool, log:
     const t = template(name);
     const train = t.manifest.dataset?.train;
     const { kind, agents, limits } = t.manifest;
-    // The templates are the installation's own: they wait for no team's dry runs.
-    const report = await dryRuns.run(`template:${name}`, {
-      source: t.source,
-      manifest: { kind, agents, limits },
-      dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined,
-      episodes: DRY_RUN_EPISODES,
-    });
+    // The templates are the installation's own: they wait for no team's dry runs, and their budget
+    // is wide — the 10 s wall-clock budget protects the server from users' code, and on a loaded
+    // machine (a first start, CI) it must not mark known-good templates invalid.
+    const report = await dryRuns.run(
+      `template:${name}`,
+      { source: t.source, manifest: { kind, agents, limits }, dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined, episodes: DRY_RUN_EPISODES },
+      { budgetMs: TEMPLATE_DRY_RUN_BUDGET_MS },
+    );
     await db.environmentVersion.updateMany({
       where: { contentHash: version.contentHash, validationStatus: 'PENDING' },
       data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: storedJson(report) },
