@@ -55,16 +55,15 @@ export function capReport(report: DryRunReport): DryRunReport {
 process.on('message', (command: DryRunProcessCommand) => {
   if (command.type !== 'run') return;
   const { id, request } = command;
-  const checking = types.check(request.source, TYPE_CHECK_MS);
-  let typesDone = false;
-  void checking.then(() => (typesDone = true));
+  // The type check runs after the episodes, not beside them: the dry run's wall-clock budget
+  // then measures the user's code alone, and a loaded machine does not fail a good environment.
   void dryRun({ ...request, onProgress: (episodes, description) => send({ type: 'progress', id, episodes, description }) })
     .then(async (ran) => {
       const report = capReport(ran);
-      if (!typesDone) send({ type: 'checking-types', id, report });
-      const checked = await checking;
       // esbuild's syntax errors are the markers already; TypeScript would repeat them.
       if (report.compileErrors.length === 0) {
+        send({ type: 'checking-types', id, report });
+        const checked = await types.check(request.source, TYPE_CHECK_MS);
         if (checked.ok) Object.assign(report, capReport({ ...report, typeErrors: checked.result.typeErrors }), { typeCheckMs: checked.result.ms });
         else report.warnings.push(`${checked.why}: no type errors are shown`);
       }
@@ -79,5 +78,5 @@ process.on('message', (command: DryRunProcessCommand) => {
 // Ends with the server, however the server ends.
 process.on('disconnect', () => process.exit(0));
 send({ type: 'ready' });
-// TypeScript's first check in a process costs seconds (loading it, parsing the lib): paid now, while idle.
-types.start();
+// TypeScript's first check in a process costs seconds (loading it, parsing the lib): paid by the
+// first save's check, after its episodes, rather than at start beside them.
