@@ -29,7 +29,12 @@ export interface DryRunPoolOptions {
   graceMs?: number;
   /** Heap of a dry-run process (QuickJS's own limit is per sandbox). Default 512 MB. */
   memoryMb?: number;
-  /** The type check after the dry run: past this it is stopped, and the report says so. Default 10 s. */
+  /**
+   * How long the type check may still run once the dry run has ended: past it the process is
+   * stopped and the report says so. The process stops a check after 8 s of checking itself; this
+   * is the backstop for a process that does not answer (and allows a cold process to load
+   * TypeScript on a busy machine). Default 60 s.
+   */
   typeCheckMs?: number;
   /** Dry runs waiting, installation-wide, before saves are refused. Default 200. */
   maxWaiting?: number;
@@ -74,7 +79,7 @@ export class DryRunPool {
   private closed = false;
 
   constructor(options: DryRunPoolOptions = {}) {
-    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 10_000, ...options };
+    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 60_000, ...options };
   }
 
   /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
@@ -85,6 +90,14 @@ export class DryRunPool {
       this.waiting.push({ teamId, request, budgetMs: options.budgetMs ?? this.o.budgetMs, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
       this.dispatch();
     });
+  }
+
+  /** Starts a process ahead of the first save, so that it has loaded TypeScript by then. */
+  warm(): void {
+    if (this.closed || this.slots.length > 0) return;
+    const slot = this.spawn();
+    const command: DryRunProcessCommand = { type: 'warm' };
+    void slot.ready.then(() => !slot.job && slot.child.exitCode === null && slot.child.send(command));
   }
 
   /** Stops every process; waiting dry runs are answered as not run. */
