@@ -70,6 +70,8 @@ interface Slot {
 }
 
 const PROCESS_PATH = 'gpu-worker/runtime/dry-run-process.ts';
+/** How long a new process may take to come up before its first run is given up. */
+const BOOT_MS = 30_000;
 
 export class DryRunPool {
   private readonly o: Required<DryRunPoolOptions>;
@@ -155,10 +157,19 @@ export class DryRunPool {
 
   private start(slot: Slot, waiting: Waiting): void {
     const id = this.nextId++;
-    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
+    // A new process starts first (node, tsx, the runtime's imports: seconds on a busy machine), which
+    // is not the environment's time: its budget runs from when the run is sent. Until then, a
+    // process that never comes up is stopped after BOOT_MS.
+    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs + BOOT_MS);
     slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer, partial: null };
     const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: waiting.budgetMs } };
-    void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
+    void slot.ready.then(() => {
+      const job = slot.job;
+      if (job?.id !== id) return;
+      clearTimeout(job.timer);
+      job.timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
+      slot.child.send(command);
+    });
   }
 
   /**
