@@ -55,6 +55,7 @@ test('installable: a manifest with icons, a service worker, and a clear page whe
   await expect(page.getByRole('heading', { level: 1, name: 'The server is not answering' })).toBeVisible();
   await expect(page.getByText(`Whetstone's server at ${whetstone.url} is not answering`)).toBeVisible();
   await expect(page.getByText('npm start')).toBeVisible();
+  await page.screenshot({ path: test.info().outputPath('offline.png'), fullPage: true });
   // When it answers again, the page opens what was asked for by itself.
   await context.setOffline(false);
   await expect(page.getByRole('heading', { level: 1, name: 'The server is not answering' })).toBeHidden({ timeout: 30_000 });
