@@ -40,9 +40,9 @@ module.exports = {
       name: 'server-never-imports-worker',
       comment:
         'The control plane must not depend on the worker: shared contracts belong in sdk/. (Saving an ' +
-        "environment dry-runs it in processes the server starts by path, not by import: " +
-        'server/environments/dry-run-pool.ts and gpu-worker/runtime/dry-run-process.ts, which speak ' +
-        "sdk/dry-run-report.ts's messages.)",
+        "environment dry-runs it, and the play console plays it, in processes the server starts by path, " +
+        'not by import (server/environments/fork-runtime.ts): gpu-worker/runtime/dry-run-process.ts and ' +
+        "play-process.ts, which speak sdk/dry-run-report.ts's and sdk/play.ts's messages.)",
       severity: 'error',
       from: { path: '^server/', pathNot: NOT_PRODUCTION },
       to: { path: '^gpu-worker/' },

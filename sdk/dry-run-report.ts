@@ -5,6 +5,7 @@
 import type { DatasetProblem } from './dataset';
 import type { ContextPolicy, EnvironmentKind } from './environment/define';
 import type { Json, ObjectSchema } from './environment/schema';
+import type { RewardExpectation } from './environment/tests';
 
 export interface SourceLocation {
   file: string;
@@ -19,6 +20,8 @@ export interface CompileDiagnostic {
   location: SourceLocation | null;
   /** The source line, for an editor marker or a caret under the column. */
   lineText: string;
+  /** Characters the problem spans from `location` (type errors say; absent for syntax errors): an editor marker's extent. */
+  length?: number;
 }
 
 export type SandboxErrorKind =
@@ -109,6 +112,24 @@ export interface Distribution {
   histogram: { value: number; count: number }[];
 }
 
+/** One reward test of the environment's tests.ts (sdk/environment/tests.ts), as run after the dry run. */
+export interface RewardTestResult {
+  name: string;
+  pass: boolean;
+  /** The case's expectation, as written. */
+  expected: RewardExpectation;
+  /** The checked agent's rewards summed over the actions played; null when the case could not run. */
+  actual: number | null;
+  /** The last step's info (what an `info` expectation is checked against). */
+  info: Record<string, Json>;
+  /** Why a case that ran did not pass ("expected reward 1, got 0"); null when it passed or hit an error. */
+  failure: string | null;
+  /** The user's code threw, or the case itself is wrong: located in the user's files. */
+  error: SandboxErrorJson | null;
+  /** Where the case is written (the line of its name in tests.ts), for an editor marker. */
+  location: SourceLocation | null;
+}
+
 export interface DryRunError extends SandboxErrorJson {
   episodes: number;
 }
@@ -134,6 +155,18 @@ export interface DryRunReport {
   errors: DryRunError[];
   transcripts: Transcript[];
   logs: string[];
+  /**
+   * The reward tests of tests.ts, in order; empty without the file. A failing test does not make
+   * the report fail (`ok`): the version can still be trained, and the editor shows the failures.
+   */
+  tests: RewardTestResult[];
+  /**
+   * TypeScript errors of the user's files against the SDK's declarations. They do not make the
+   * report fail either: esbuild strips types, so the code runs as the dry run shows.
+   */
+  typeErrors: CompileDiagnostic[];
+  /** How long the type check took; null when it did not run (compile errors, stopped, TypeScript absent). */
+  typeCheckMs: number | null;
   durationMs: number;
   /** How long the save waited for a free dry-run process, and how many dry runs were ahead of it. */
   queue?: { waitedMs: number; ahead: number };
@@ -170,6 +203,8 @@ export interface DryRunRequest {
 export type DryRunProcessMessage =
   | { type: 'ready' }
   | { type: 'progress'; id: number; episodes: number; description: EnvironmentDescription | null }
+  /** The dry run and its reward tests are done; the type check starts (the answer if it is stopped). */
+  | { type: 'checking-types'; id: number; report: DryRunReport }
   | { type: 'report'; id: number; report: DryRunReport };
 
 /** What the pool sends a dry-run process: one dry run at a time. */
@@ -186,7 +221,8 @@ export function emptyReport(policy: DryRunReport['policy'] = 'bots'): DryRunRepo
   return {
     ok: false, compileErrors: [], loadError: null, description: null, warnings: [], datasetProblems: [], policy,
     episodes: 0, endReasons: { terminated: 0, truncated: 0, 'max-turns': 0, error: 0 },
-    lengths: { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] }, rewards: {}, errors: [], transcripts: [], logs: [], durationMs: 0,
+    lengths: { count: 0, mean: 0, std: 0, min: 0, max: 0, histogram: [] }, rewards: {}, errors: [], transcripts: [], logs: [],
+    tests: [], typeErrors: [], typeCheckMs: null, durationMs: 0,
   };
 }
 

@@ -10,7 +10,7 @@ import ts from 'typescript';
 export const DTS_PATH = fileURLToPath(new URL('./environment-api.d.ts', import.meta.url));
 const SOURCE_DIR = fileURLToPath(new URL('./environment/', import.meta.url));
 /** Dependency order; index.ts only re-exports and is left out. */
-const MODULES = ['rng', 'schema', 'tools', 'define'];
+const MODULES = ['rng', 'schema', 'tools', 'define', 'tests'];
 export const MODULE_NAME = 'whetstone';
 
 export function generateEnvironmentDts(): string {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { userObjectSchema } from './user-json';
 
 // The one live contract (DESIGN.md, "One live contract"): what a job runner streams, what the
 // server publishes to the browsers watching a run, the socket.io events between them, and the
@@ -7,6 +8,17 @@ import { z } from 'zod';
 // worker's HTTP and socket contract (sdk/worker-protocol.ts) wraps these items in fenced batches.
 
 // ───────────────────────────── stream items: runner → server ─────────────────────────────
+
+/**
+ * Step numbers, one rule for everything a person or a program sees of a run: training steps are
+ * counted from 1, as in "step 1 of 250". Step N's metrics, rollouts, matches and boards carry N;
+ * its log line reads "step N of S"; the CLI prints N/S; an evaluation after it streams its `eval/`
+ * metrics at N; a checkpoint written after it has step N (N steps done, so a run resumed from it
+ * runs step N + 1 next). Step 0 is before any training step: an eval job's scores are at 0.
+ * Runners count steps from 0 inside (seeds and batches derive from that index); this turns the
+ * index into the number shown.
+ */
+export const stepNumber = (index: number): number => index + 1;
 
 /** The longest metric key the server stores. */
 export const METRIC_KEY_MAX = 100;
@@ -25,7 +37,8 @@ export const rolloutItemSchema = z.object({
   reward: z.number(),
   turnRewards: z.array(z.number()).max(1000).default([]),
   endReason: z.string().max(64).nullable().default(null),
-  info: z.record(z.string(), z.unknown()).default({}),
+  /** The environment's data, with whatever keys it has (`__proto__` included: sdk/user-json.ts). */
+  info: userObjectSchema.default({}),
 });
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export const logItemSchema = z.object({
@@ -37,8 +50,8 @@ export const logItemSchema = z.object({
 export const matchItemSchema = z.object({
   step: z.number().int().min(0).nullable(),
   agents: z.array(z.object({ name: z.string().max(64), policy: z.string().max(200) })).max(16),
-  moves: z.array(z.record(z.string(), z.unknown())).max(10_000),
-  result: z.record(z.string(), z.unknown()),
+  moves: z.array(userObjectSchema).max(10_000),
+  result: userObjectSchema,
   winner: z.string().max(64).nullable(),
 });
 /** A live board position: fanned out to watchers, not stored (matches are). */

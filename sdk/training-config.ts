@@ -308,6 +308,34 @@ export interface OptionDoc {
   group: OptionGroup;
   description: string;
   default: unknown;
+  /** What a form field for it takes, read from the option's schema (the launcher builds its form from this). */
+  input: OptionInput;
+}
+
+export type OptionInput =
+  | { kind: 'number'; integer: boolean; min: number | null; max: number | null }
+  | { kind: 'boolean' }
+  | { kind: 'choice'; values: string[] }
+  /** A list of names (multi-agent `learners`). */
+  | { kind: 'names' }
+  /** Names with weights (multi-agent `opponents`). */
+  | { kind: 'weights' }
+  /** Anything else (an object of options), written as JSON. */
+  | { kind: 'json' };
+
+/** The field an option's schema asks for, seen through its default and optional wrappers. */
+function inputOf(schema: z.ZodType): OptionInput {
+  let s = schema as z.ZodType & { _zod: { def: { type: string; innerType?: z.ZodType } } };
+  while (s._zod.def.innerType && ['default', 'optional', 'prefault', 'nullable'].includes(s._zod.def.type)) s = s._zod.def.innerType as typeof s;
+  if (s instanceof z.ZodNumber) {
+    const finite = (n: number | null) => (n === null || !Number.isFinite(n) ? null : n);
+    return { kind: 'number', integer: !!s.isInt, min: finite(s.minValue), max: finite(s.maxValue) };
+  }
+  if (s instanceof z.ZodBoolean) return { kind: 'boolean' };
+  if (s instanceof z.ZodEnum) return { kind: 'choice', values: s.options.map(String) };
+  if (s instanceof z.ZodArray) return { kind: 'names' };
+  if (s instanceof z.ZodRecord) return { kind: 'weights' };
+  return { kind: 'json' };
 }
 
 /** Each option of an algorithm with its group, description and default, in declaration order. */
@@ -317,7 +345,7 @@ export function describeOptions(algorithm: Algorithm): OptionDoc[] {
   const docs: OptionDoc[] = [];
   const add = (name: string, schema: z.ZodType, value: unknown) => {
     const meta = z.globalRegistry.get(schema) as { group?: OptionGroup; description?: string } | undefined;
-    if (meta?.group) docs.push({ name, group: meta.group, description: meta.description ?? '', default: value });
+    if (meta?.group) docs.push({ name, group: meta.group, description: meta.description ?? '', default: value, input: inputOf(schema) });
   };
   const config = defaults.config as Record<string, unknown>;
   for (const [name, schema] of Object.entries(schemaOf[algorithm].shape)) {

@@ -8,15 +8,10 @@
  * are passed through as they are.
  */
 import superjson from 'superjson';
+import { isPlainObject } from './user-json';
 
 const MARK = '\u0000';
 const RESERVED = new Set(['__proto__', 'constructor', 'prototype']);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object') return false;
-  const proto = Object.getPrototypeOf(v) as unknown;
-  return proto === Object.prototype || proto === null;
-}
 
 /** A copy with `rename` applied to every key of plain objects, or the value itself when nothing changed. */
 function mapKeys(value: unknown, rename: (key: string) => string): unknown {

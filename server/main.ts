@@ -20,6 +20,7 @@ import { authSecret } from './auth/secret';
 import { createSignInLink } from './auth/session';
 import { ensureLocalCredentials, startLocalWorker } from './local-mode';
 import { DryRunPool } from './environments/dry-run-pool';
+import { PlaySessions } from './play/play-sessions';
 
 // `npm start`: PostgreSQL (embedded unless DATABASE_URL), migrations, first-start seed, then one
 // HTTP server for the web app, tRPC, socket.io and the worker API. Ctrl-C stops it all.
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
   const trustedOrigins = [...new Set([new URL(publicUrl).origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`])];
   const blobs = new FsBlobStore(path.join(env.WHETSTONE_HOME, 'blobs'));
   const dryRuns = new DryRunPool();
+  const play = new PlaySessions();
   const seedTeam = async (teamId: string) => {
     await ensureTemplates(db, blobs, teamId);
     void validatePendingTemplates(db, dryRuns, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
@@ -130,6 +132,7 @@ async function main(): Promise<void> {
     await closed;
     await scheduler.stop();
     await dryRuns.close();
+    await play.shutdown();
     await nextApp?.close().catch(() => {});
     await db.$disconnect().catch(() => {});
     await realtimePool.end().catch(() => {});
@@ -174,6 +177,7 @@ async function main(): Promise<void> {
     blobs,
     realtime,
     dryRuns,
+    play,
     health: createHealthCheck(db, { embedded: database.embedded, startedAt }),
     trustedOrigins,
     publicUrl,

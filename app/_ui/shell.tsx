@@ -2,10 +2,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
 import { usePathname, useRouter } from 'next/navigation';
-import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import { authClient } from '../auth-client';
 import { useTRPC } from '../trpc';
 import { lastTeam } from './last-team';
+import { CommandPalette, PaletteButton, usePaletteShortcut } from './palette';
+import { Rail } from './rail';
+import { ThemeToggle } from './theme';
 import { roleLabel, type Role } from './roles';
 
 /** The signed-in user and their teams (null when signed out). */
@@ -149,59 +152,40 @@ function AccountArea() {
   );
 }
 
-export interface NavItem {
-  href: string;
-  label: string;
-}
-
-/** Every page's frame: the header (brand, team switcher, account) and, in a team, its sections. */
-export function AppShell({
-  teamId,
-  nav,
-  children,
-  narrow,
-}: {
-  teamId?: string;
-  nav?: NavItem[];
-  children: ReactNode;
-  narrow?: boolean;
-}) {
-  const pathname = usePathname();
+/**
+ * Every page's frame: the top bar (brand, team switcher, palette, theme, account) and, in a team,
+ * the left rail of its sections. Ctrl/Cmd-K opens the palette from anywhere.
+ */
+export function AppShell({ teamId, children, narrow }: { teamId?: string; children: ReactNode; narrow?: boolean }) {
+  const [paletteOpen, setPaletteOpen] = useState(false);
+  const openPalette = useCallback(() => setPaletteOpen(true), []);
+  usePaletteShortcut(openPalette);
+  const me = useMe();
   return (
     <>
       <a href="#main" className="skip-link">
         Skip to content
       </a>
-      <header className="app-header">
-        <div className="app-header-inner">
+      <header className="topbar">
+        <div className="topbar-inner">
           <Link href="/" className="brand">
             <span className="brand-mark" aria-hidden="true" />
             Whetstone
           </Link>
           <TeamSwitcher currentTeamId={teamId} />
+          {me.data ? <PaletteButton onOpen={openPalette} /> : null}
           <div className="spacer" />
+          <ThemeToggle />
           <AccountArea />
         </div>
-        {nav ? (
-          <nav className="team-nav" aria-label="Team">
-            <ul>
-              {nav.map((item) => {
-                const active = item.href === pathname || (item.href !== nav[0].href && pathname.startsWith(`${item.href}/`));
-                return (
-                  <li key={item.href}>
-                    <Link href={item.href} aria-current={active ? 'page' : undefined}>
-                      {item.label}
-                    </Link>
-                  </li>
-                );
-              })}
-            </ul>
-          </nav>
-        ) : null}
       </header>
-      <main id="main" className={narrow ? 'content content-narrow' : 'content'} tabIndex={-1}>
-        {children}
-      </main>
+      <div className="app-body">
+        {teamId ? <Rail teamId={teamId} /> : null}
+        <main id="main" className={narrow ? 'content content-narrow' : 'content'} tabIndex={-1}>
+          {children}
+        </main>
+      </div>
+      {me.data ? <CommandPalette teamId={teamId} open={paletteOpen} onOpenChange={setPaletteOpen} /> : null}
     </>
   );
 }

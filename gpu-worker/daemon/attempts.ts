@@ -230,7 +230,7 @@ export class Attempts {
         () => job.lost || this.o.stopped(),
       );
       const parsed = checkpointResponseSchema.parse(JSON.parse(new TextDecoder().decode(answer)));
-      this.o.log('info', `attempt ${a.attemptId}: ${kind} checkpoint at step ${step} uploaded (${bytes.byteLength} bytes)`);
+      this.o.log('info', `attempt ${a.attemptId}: ${kind} checkpoint after step ${step} uploaded (${bytes.byteLength} bytes)`);
       return parsed;
     } catch (e) {
       if (fenced(e)) this.lose(job, 'the server refused a checkpoint (409)');

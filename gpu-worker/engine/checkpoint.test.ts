@@ -153,7 +153,7 @@ describe('bad input', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(NonFiniteLossError);
-    expect((error as Error).message).toMatch(/at step 2/);
+    expect((error as Error).message).toMatch(/in step 3;/);
     expect((error as Error).message).toContain(file);
     t.dispose();
     m.dispose();

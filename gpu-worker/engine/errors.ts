@@ -34,15 +34,16 @@ export class CheckpointError extends Error {
   }
 }
 
-/** Training produced a non-finite loss; names the step and the last good checkpoint. */
+/** Training produced a non-finite loss; names the step (counted from 1, as logs count them) and the last good checkpoint. */
 export class NonFiniteLossError extends Error {
   constructor(
+    /** Trainer steps done before the one that failed. */
     readonly step: number,
     readonly lastGoodCheckpoint: string | null,
     readonly what = 'loss',
   ) {
     super(
-      `${what} became NaN or infinite at step ${step}; training stopped. ` +
+      `${what} became NaN or infinite in step ${step + 1}; training stopped. ` +
         (lastGoodCheckpoint ? `Last good checkpoint: ${lastGoodCheckpoint}` : 'No checkpoint was saved before this step.'),
     );
     this.name = 'NonFiniteLossError';

@@ -6,15 +6,18 @@ import { type Tokenizer } from '../engine/tokenizer';
 import { type StepReport } from '../runtime/coordinator';
 import { boardItems, type Emitter, matchItem, rolloutItems } from './emit';
 import { stepMetrics } from './step-metrics';
+import { stepNumber } from '../../sdk/live';
 
 export async function emitStep(
   emit: Emitter,
   tok: Tokenizer,
   report: StepReport,
   seconds: number,
-  limits: { samples: number; matches: number },
+  limits: { samples: number; matches: number; steps: number },
 ): Promise<void> {
-  const { step, rollouts } = report;
+  const { rollouts } = report;
+  // The coordinator's step is the loop's index; what is streamed carries the step's number.
+  const step = stepNumber(report.step);
   const values = stepMetrics(report, seconds);
   await emit.metrics(step, values);
   await emit.rollouts(rolloutItems(tok, step, rollouts, limits.samples));
@@ -26,5 +29,5 @@ export async function emitStep(
   if (unfit > 0) emit.log('warn', `${unfit} of ${rollouts.length} episodes ended before the first move: the prompt does not fit the model's context`);
   const errors = rollouts.filter((r) => r.error).slice(0, 3);
   for (const r of errors) emit.log('warn', `episode ${r.episodeId} failed: ${r.error!.message}`);
-  emit.log('info', `step ${step}: reward ${values['reward/mean']?.toFixed(3) ?? '-'} (${rollouts.length} episodes, ${seconds.toFixed(2)} s)`);
+  emit.log('info', `step ${step} of ${limits.steps}: reward ${values['reward/mean']?.toFixed(3) ?? '-'} (${rollouts.length} episodes, ${seconds.toFixed(2)} s)`);
 }

@@ -8,6 +8,7 @@ import type { CheckpointStore } from './checkpoints';
 import type { Emitter } from './emit';
 import type { JobControl } from './sink';
 import { JobFailure, type JobResult } from './types';
+import { stepNumber } from '../../sdk/live';
 
 /** The reason a thrown error gives the user: a JobFailure's or a config issue's own words. */
 export function failureReason(e: unknown): string {
@@ -40,10 +41,11 @@ export function yieldToEvents(): Promise<void> {
 export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>): Promise<JobResult | null> {
   await yieldToEvents();
   let result: JobResult | null = null;
-  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled at step ${step}` };
+  // `step` is the index of the step about to run, so also the count of steps done (sdk/live.ts, stepNumber).
+  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled before step ${stepNumber(step)}` };
   else if (control.preempted) {
     await checkpoint(step);
-    result = { outcome: 'preempted', reason: `preempted at step ${step}; checkpointed` };
+    result = { outcome: 'preempted', reason: `preempted before step ${stepNumber(step)}; checkpointed after step ${step}` };
   }
   if (result) {
     emit.log('info', result.reason);

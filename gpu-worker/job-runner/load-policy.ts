@@ -48,7 +48,7 @@ export async function loadPolicy(assignment: Assignment, store: CheckpointStore,
     const ckpt = await store.load(assignment.resumeFrom.storageKey);
     if (ckpt.kind !== 'training' || !ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
     const startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
-    emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} at step ${startStep}`);
+    emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} after step ${startStep}`);
     return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, startStep, source: 'resume' };
   }
   if (request.baseCheckpointId) {

@@ -76,14 +76,14 @@ describe('job runner: TRAIN', () => {
     expect(result).toEqual({ outcome: 'succeeded', reason: '' });
   });
 
-  test('emits every step exactly once, valid items, checkpoints at 2, 4 and the end', () => {
+  test('emits every step exactly once (numbered from 1), valid items, checkpoints at 2, 4 and the end', () => {
     const metrics = full.items('metrics');
-    for (let step = 0; step < 6; step++) {
+    for (let step = 1; step <= 6; step++) {
       const keys = metrics.filter((m) => m.step === step).map((m) => m.key);
       expect(new Set(keys).size, `step ${step}`).toBe(keys.length);
       expect(keys).toEqual(expect.arrayContaining(['reward/mean', 'loss/total', 'reward/batch_mean', 'optim/grad_norm', 'optim/lr', 'perf/step_s', 'episode/count', 'env/valid']));
     }
-    expect(new Set(metrics.map((m) => m.step))).toEqual(new Set([0, 1, 2, 3, 4, 5]));
+    expect(new Set(metrics.map((m) => m.step))).toEqual(new Set([1, 2, 3, 4, 5, 6]));
     expect(metrics.find((m) => m.key === 'episode/count')?.value).toBe(16);
     // Every key is the live contract's: catalogued, or of a family (sdk/live.ts).
     expect(metrics.filter((m) => !describeMetric(m.key)).map((m) => m.key)).toEqual([]);
@@ -92,7 +92,7 @@ describe('job runner: TRAIN', () => {
     expect(full.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@2', 'TRAINING@4', 'TRAINING@6', 'SAMPLER@6']);
 
     const samples = full.items('rollouts');
-    expect(samples.filter((s) => s.step === 0)).toHaveLength(4);
+    expect(samples.filter((s) => s.step === 1)).toHaveLength(4);
     const sample = samples[0];
     expect(sample.segments.some((s) => s.trainable && s.role === 'assistant')).toBe(true);
     expect(sample.segments.find((s) => !s.trainable && s.role === 'user')?.text).toMatch(/^colour: \w+\narm:$/);
@@ -101,7 +101,8 @@ describe('job runner: TRAIN', () => {
 
     const logs = full.items('logs');
     expect(logs.map((l) => l.line)).toEqual(logs.map((_, i) => i));
-    expect(logs.some((l) => l.message.startsWith('step 5: reward'))).toBe(true);
+    // The log numbers steps as the metrics do (sdk/live.ts, stepNumber).
+    expect(logs.filter((l) => /^step \d+ of 6: reward/.test(l.message)).map((l) => Number(/^step (\d+)/.exec(l.message)![1]))).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   test('checkpoints carry the resolved config: a job without clipHigh trains with the documented 0.28', async () => {
@@ -148,8 +149,8 @@ describe('job runner: TRAIN', () => {
     );
     expect(result.outcome).toBe('succeeded');
     const resumed = sink.items('metrics');
-    expect(Math.min(...resumed.map((m) => m.step))).toBe(2);
-    const expected = new Map([...series(full.items('metrics'))].filter(([k]) => Number(k.split(':')[0]) >= 2));
+    expect(Math.min(...resumed.map((m) => m.step))).toBe(3);
+    const expected = new Map([...series(full.items('metrics'))].filter(([k]) => Number(k.split(':')[0]) >= 3));
     expect(series(resumed)).toEqual(expected);
     expect(sink.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@4', 'TRAINING@6', 'SAMPLER@6']);
   });
@@ -158,14 +159,14 @@ describe('job runner: TRAIN', () => {
     const sink = new MemorySink();
     const control = new JobControl();
     sink.onBatch = (kind, items) => {
-      if (kind === 'metrics' && (items as MetricItem[]).some((m) => m.step === 2)) control.preempt();
+      if (kind === 'metrics' && (items as MetricItem[]).some((m) => m.step === 3)) control.preempt();
     };
     const result = await runJob(assignment({ config: { ...banditConfig, training: { ...banditConfig.training, checkpointEvery: 100, steps: 20 } } }), sink, control);
     expect(result.outcome).toBe('preempted');
     expect(sink.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@3']);
-    expect(Math.max(...sink.items('metrics').map((m) => m.step))).toBe(2);
+    expect(Math.max(...sink.items('metrics').map((m) => m.step))).toBe(3);
 
-    // And the checkpoint resumes at step 3.
+    // And the checkpoint resumes with step 4.
     const next = new MemorySink();
     next.blobs.set('k', sink.checkpoints[0].bytes);
     const resumed = await runJob(
@@ -174,7 +175,7 @@ describe('job runner: TRAIN', () => {
       new JobControl(),
     );
     expect(resumed.outcome).toBe('succeeded');
-    expect([...new Set(next.items('metrics').map((m) => m.step))]).toEqual([3]);
+    expect([...new Set(next.items('metrics').map((m) => m.step))]).toEqual([4]);
   });
 
   test('cancel: stops without a checkpoint', async () => {
@@ -279,7 +280,17 @@ describe('job runner: honest outcomes', () => {
     const env = customEnvironment('flaky', "if (task.n < 8) throw new Error('reward exploded'); return 0;");
     const result = await runJob(assignment({ config: tinyRun, environment: env }), sink, new JobControl());
     expect(result.outcome).toBe('failed');
-    expect(result.reason).toMatch(/^\d+% of episodes failed by step 0 \(more than maxEpisodeErrorShare 0.5\); most frequent: "step threw Error: reward exploded \(env\.ts:7:\d+\)" \(×\d+\)$/);
+    expect(result.reason).toMatch(/^\d+% of episodes failed by step 1 \(more than maxEpisodeErrorShare 0.5\); most frequent: "step threw Error: reward exploded \(env\.ts:7:\d+\)" \(×\d+\)$/);
+  });
+
+  test("a bad reward in training is reported at the user's return statement", async () => {
+    const body = "return (task.n >= 0 ? 'high' : 0) as number;";
+    const env = customEnvironment('bad-return', body);
+    const line = env.files['env.ts'].split('\n').findIndex((l) => l.includes(body));
+    const column = env.files['env.ts'].split('\n')[line].indexOf('return') + 1;
+    const result = await runJob(assignment({ config: tinyRun, environment: env }), new MemorySink(), new JobControl());
+    expect(result.outcome).toBe('failed');
+    expect(result.reason).toContain(`"step returned reward "high"; a reward must be a finite number (env.ts:${line + 1}:${column})"`);
   });
 
   test('a run where every group gets equal rewards is warned, with what to try', async () => {
@@ -377,7 +388,7 @@ test('a training run evaluates its policy every evalEvery steps and after the la
   const config = { ...banditConfig, training: { ...banditConfig.training, steps: 4, evalEvery: 3, evalEpisodes: 8 } };
   expect((await runJob(assignment({ config }), sink, new JobControl())).outcome).toBe('succeeded');
   const evals = sink.items('metrics').filter((m) => m.key === 'eval/success_rate');
-  expect(evals.map((m) => m.step)).toEqual([2, 3]);
+  expect(evals.map((m) => m.step)).toEqual([3, 4]);
   expect(sink.items('metrics').filter((m) => m.key === 'eval/games').map((m) => m.value)).toEqual([8, 8]);
   expect(sink.items('logs').filter((l) => l.message.startsWith('evaluation after step')).length).toBe(2);
 

@@ -14,6 +14,7 @@ import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
 import { ROLES, type Role, type Tokenizer } from '../engine/tokenizer';
 import { type Json } from '../../sdk/environment/schema';
+import { stepNumber } from '../../sdk/live';
 import { resolveJobTraining, sftJobConfigSchema } from '../../sdk/job-config';
 import { pickOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
@@ -64,7 +65,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       if (lastCheckpoint === step) return;
       const up = await store.uploadTraining(model, tok, trainer, note(step));
       lastCheckpoint = step;
-      emit.log('info', `training checkpoint at step ${step}: ${up.checkpointId}`);
+      emit.log('info', `training checkpoint after step ${step}: ${up.checkpointId}`);
     };
 
     for (let step = startStep; step < training.steps; step++) {
@@ -72,12 +73,12 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       if (interrupted) return interrupted;
       const batch = batchIndexes(sequences.length, training.batchSize, training.seed, step).map((i) => sequences[i]);
       const metrics = trainer.step(batch);
-      await emit.metrics(step, { ...trainerMetrics(metrics), 'data/epoch': Math.floor((step * training.batchSize) / sequences.length) });
-      if (step % 10 === 0 || step === training.steps - 1) emit.log('info', `step ${step}: loss ${metrics.loss.toFixed(4)}`);
+      const number = stepNumber(step);
+      await emit.metrics(number, { ...trainerMetrics(metrics), 'data/epoch': Math.floor((step * training.batchSize) / sequences.length) });
+      if (number === 1 || number % 10 === 0 || number === training.steps) emit.log('info', `step ${number} of ${training.steps}: loss ${metrics.loss.toFixed(4)}`);
       await emit.flushLogs();
-      const done = step + 1;
-      if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);
-      options.onStep?.(step);
+      if (number % training.checkpointEvery === 0 && number < training.steps) await checkpoint(number);
+      options.onStep?.(number);
     }
     return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
   } catch (e) {

@@ -6,8 +6,10 @@
  *   metrics, samples, matches and boards, logs; a training checkpoint every `checkpointEvery`
  *   steps → at the end a training and a sampler checkpoint.
  *
- * Steps are numbered from 0; "step N" in a checkpoint means N steps were completed, so a job that
- * resumes from it runs step N next. Everything random is seeded from (seed, step), and the
+ * Steps are counted from 1 wherever they are seen (sdk/live.ts, stepNumber): step N's metrics,
+ * samples, matches, boards and log line carry N, and a checkpoint after it has step N (N steps
+ * done), so a job that resumes from it runs step N + 1 next. The loop's index counts from 0, and
+ * everything random is seeded from (seed, index); the
  * trainer's RNG and optimiser come back from the checkpoint, so a resumed run continues exactly
  * as the uninterrupted one would have.
  */
@@ -21,6 +23,7 @@ import { type Json } from '../../sdk/environment/schema';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema } from '../../sdk/manifest';
 import { grpoOptionsSchema, pickOptions, ppoOptionsSchema } from '../../sdk/training-config';
+import { stepNumber } from '../../sdk/live';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
@@ -122,7 +125,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (lastTrainingCheckpoint === step) return;
       const up = await store.uploadTraining(model, tok, trainer, note(step));
       lastTrainingCheckpoint = step;
-      emit.log('info', `training checkpoint at step ${step}: ${up.checkpointId}`);
+      emit.log('info', `training checkpoint after step ${step}: ${up.checkpointId}`);
     };
     const samples = options.samplesPerStep ?? 4;
     const matchesPerStep = options.matchesPerStep ?? 2;
@@ -149,15 +152,16 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       const report = await coordinator.runStep();
       if (report.step !== step) throw new Error(`the coordinator ran step ${report.step}, expected ${step}`);
       const seconds = (performance.now() - started) / 1000;
-      await emitStep(emit, tok, report, seconds, { samples, matches: multiAgent ? matchesPerStep : 0 });
-      const verdict = outcomes.observe(step, report.rollouts);
+      const number = stepNumber(step);
+      await emitStep(emit, tok, report, seconds, { samples, matches: multiAgent ? matchesPerStep : 0, steps: training.steps });
+      const verdict = outcomes.observe(number, report.rollouts);
       if (verdict.warn) emit.log('warn', verdict.warn);
       if (verdict.fail) throw new JobFailure(verdict.fail);
       await emit.flushLogs();
-      const done = step + 1;
-      if (!noEvaluation && (done % training.evalEvery === 0 || done === training.steps)) await evaluate(step);
-      if (done % training.checkpointEvery === 0 && done < training.steps) await checkpoint(done);
-      options.onStep?.(step);
+      // Step `number` is done: so are `number` steps.
+      if (!noEvaluation && (number % training.evalEvery === 0 || number === training.steps)) await evaluate(number);
+      if (number % training.checkpointEvery === 0 && number < training.steps) await checkpoint(number);
+      options.onStep?.(number);
     }
     return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
   } catch (e) {

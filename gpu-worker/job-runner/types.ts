@@ -22,7 +22,7 @@ export interface RunOptions {
   samplesPerStep?: number;
   /** Multi-agent: matches streamed per step. Default 2. */
   matchesPerStep?: number;
-  /** Called after each completed step (tests use it). */
+  /** Called after each completed step, with its number (counted from 1: sdk/live.ts, stepNumber). */
   onStep?: (step: number) => void;
   /** INFERENCE: where sampling requests arrive and answers go (the child's IPC link to the daemon). */
   inference?: InferenceChannel;

@@ -1,22 +1,31 @@
 /**
  * A dry-run process: the server's pool (server/environments/dry-run-pool.ts) starts it by path and
  * sends it one dry run at a time. User code runs here, never on the server's event loop; the pool
- * stops this process when a run outlasts its budget and starts another. What crosses back is
- * capped, so a hostile environment cannot make the server hold a huge report.
+ * stops this process when a run outlasts its budget and starts another. The files are type-checked
+ * on a thread while the dry run (and its reward tests) plays; if the check is still going when the
+ * run ends, the report without type errors goes to the pool first, so that a check stopped for
+ * taking too long still leaves the dry run's answer. What crosses back is capped, so a hostile
+ * environment cannot make the server hold a huge report.
  */
 import type { DryRunProcessCommand, DryRunProcessMessage, DryRunReport } from '../../sdk/dry-run-report';
+import { cutText } from './cut-text';
 import { dryRun } from './dry-run';
+import { TypeCheckThread } from './sandbox/type-check-thread';
 
 /** Longest observation, action or log line a report carries back. */
 const MAX_TEXT = 2_000;
 /** Largest report, as JSON, the process sends; past it, transcripts and logs are left out. */
 const MAX_REPORT_CHARS = 256_000;
+/** A type check's time, from the start of the run; the pool's own limit is longer (dry-run-pool.ts). */
+const TYPE_CHECK_MS = 8_000;
+
+const types = new TypeCheckThread();
 
 function send(message: DryRunProcessMessage): void {
   process.send?.(message);
 }
 
-const cut = (text: string) => (text.length <= MAX_TEXT ? text : `${text.slice(0, MAX_TEXT)}… [${text.length - MAX_TEXT} more characters]`);
+const cut = (text: string) => cutText(text, MAX_TEXT);
 
 /** The report with its free-form texts cut, and without transcripts and logs if it is still too large. */
 export function capReport(report: DryRunReport): DryRunReport {
@@ -30,6 +39,14 @@ export function capReport(report: DryRunReport): DryRunReport {
       systemPrompts: Object.fromEntries(Object.entries(t.systemPrompts).map(([k, v]) => [k, cut(v)])),
       turns: t.turns.slice(0, 50).map((turn) => ({ ...turn, observation: cut(turn.observation), action: cut(turn.action) })),
     })),
+    tests: report.tests.slice(0, 101).map((t) => ({
+      ...t,
+      name: cut(t.name),
+      info: JSON.stringify(t.info).length <= MAX_TEXT ? t.info : { '(cut)': cut(JSON.stringify(t.info)) },
+      failure: t.failure === null ? null : cut(t.failure),
+      error: t.error && { ...t.error, message: cut(t.error.message), userStack: cut(t.error.userStack) },
+    })),
+    typeErrors: report.typeErrors.map((d) => ({ ...d, message: cut(d.message), lineText: cut(d.lineText) })),
   };
   if (JSON.stringify(capped).length <= MAX_REPORT_CHARS) return capped;
   return { ...capped, transcripts: [], logs: [`(transcripts and logs left out: the report was larger than ${MAX_REPORT_CHARS} characters)`] };
@@ -38,8 +55,21 @@ export function capReport(report: DryRunReport): DryRunReport {
 process.on('message', (command: DryRunProcessCommand) => {
   if (command.type !== 'run') return;
   const { id, request } = command;
+  const checking = types.check(request.source, TYPE_CHECK_MS);
+  let typesDone = false;
+  void checking.then(() => (typesDone = true));
   void dryRun({ ...request, onProgress: (episodes, description) => send({ type: 'progress', id, episodes, description }) })
-    .then((report) => send({ type: 'report', id, report: capReport(report) }))
+    .then(async (ran) => {
+      const report = capReport(ran);
+      if (!typesDone) send({ type: 'checking-types', id, report });
+      const checked = await checking;
+      // esbuild's syntax errors are the markers already; TypeScript would repeat them.
+      if (report.compileErrors.length === 0) {
+        if (checked.ok) Object.assign(report, capReport({ ...report, typeErrors: checked.result.typeErrors }), { typeCheckMs: checked.result.ms });
+        else report.warnings.push(`${checked.why}: no type errors are shown`);
+      }
+      send({ type: 'report', id, report });
+    })
     .catch((error: unknown) => {
       // Not the user's code failing (that is in the report): the runtime itself. The pool replaces this process.
       console.error('[dry-run]', error);
@@ -49,3 +79,5 @@ process.on('message', (command: DryRunProcessCommand) => {
 // Ends with the server, however the server ends.
 process.on('disconnect', () => process.exit(0));
 send({ type: 'ready' });
+// TypeScript's first check in a process costs seconds (loading it, parsing the lib): paid now, while idle.
+types.start();

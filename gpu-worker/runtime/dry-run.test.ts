@@ -40,6 +40,24 @@ export default defineEnvironment<number, number>({
     expect(report.logs.some((l) => /^\[dry-\d+\] task [123]$/.test(l))).toBe(true);
   });
 
+  test("a bad value is reported at the user's return statement", async () => {
+    const code = `${HEADER}
+export default defineEnvironment({
+  name: 'bad-return',
+  systemPrompt: 's',
+  sample: () => undefined,
+  reset: () => 'go',
+  step: () => {
+    const reward: unknown = 'high';
+    return { observation: '', reward: reward as number, terminated: true };
+  },
+});
+`;
+    const report = await dryRun({ source: { entry: 'env.ts', files: { 'env.ts': code } }, episodes: 4, policy: 'random' });
+    expect(report.ok).toBe(false);
+    expect(report.errors[0]).toMatchObject({ kind: 'invalid-output', during: 'step', location: { file: 'env.ts', line: 10, column: 5 }, message: expect.stringMatching(/reward "high"/) });
+  });
+
   test('a load error is reported with its line', async () => {
     const report = await dryRun({ source: { entry: 'env.ts', files: { 'env.ts': `${HEADER}\nthrow new Error('not yet');\n` } } });
     expect(report.loadError).toMatchObject({ kind: 'load', location: { file: 'env.ts', line: 3 } });

@@ -12,6 +12,7 @@ import type { EnvironmentSource } from '../../sdk/environment-source';
 import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';
+import { runRewardTests } from './reward-tests';
 import { type Distribution, type DryRunError, type DryRunReport, emptyReport, type EnvironmentDescription, tooLongError, type Transcript } from '../../sdk/dry-run-report';
 
 export interface DryRunOptions {
@@ -41,6 +42,7 @@ export interface DryRunOptions {
 }
 
 const MAX_LOG_LINES = 100;
+const DEFAULT_BUDGET_MS = 3000;
 
 export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
   const started = Date.now();
@@ -67,42 +69,56 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
   }
 
   try {
-    const description = env.description;
-    report.description = description;
-    report.warnings = checkAgainstManifest(description, options.manifest);
-    let rows = options.rows;
-    if (description.rowSchema && options.dataset) {
-      const parsed = parseJsonlDataset(options.dataset.text, description.rowSchema);
-      report.datasetProblems = parsed.problems.map((p) => ({ ...p, path: options.dataset!.path }));
-      rows = parsed.rows;
-    }
-    if (description.rowSchema && (!rows || rows.length === 0)) {
-      report.warnings.push('this environment reads dataset rows (rowSchema) but the dry run was given none');
-      return finish();
-    }
-    const policy = report.policy === 'bots' && description.bots.length === 0 ? 'random' : report.policy;
-    report.policy = policy;
-    const episodes = options.episodes ?? 16;
-    const budget = options.timeBudgetMs ?? 3000;
-    const maxTurns = options.manifest?.limits.maxTurns ?? 8;
-    const seed = options.seed ?? 1;
-    const rng = new Rng(seed);
-    const transcripts: Transcript[] = [];
-    for (let i = 0; i < episodes && Date.now() - started < budget; i++) {
-      const episodeId = `dry-${i}`;
-      const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
-      const row = rows ? rows[i % rows.length] : undefined;
-      transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
-      options.onProgress?.(transcripts.length, description);
-    }
-    summarise(report, transcripts, options.transcripts ?? 3);
-    if (transcripts.length < episodes) report.errors.push(tooLongError(transcripts.length, episodes, budget));
-    // Zero completed episodes is never a pass, nor is a run that could not finish its episodes in time.
-    report.ok = report.errors.length === 0 && report.datasetProblems.length === 0 && transcripts.length === episodes;
-    return finish();
+    await playEpisodes(env, report, options, started);
   } finally {
     await env.dispose();
   }
+  // The reward tests run in a sandbox of their own (their bundle includes tests.ts), in what is left of the budget.
+  report.tests = await runRewardTests({
+    source: options.source,
+    description: env.description,
+    deadline: started + (options.timeBudgetMs ?? DEFAULT_BUDGET_MS),
+    onLogs: (lines) => {
+      for (const line of lines) if (logs.length < MAX_LOG_LINES) logs.push(`[tests] ${line}`);
+    },
+  });
+  return finish();
+}
+
+/** The dry run's episodes, summarised into the report. */
+async function playEpisodes(env: SandboxEnvironment, report: DryRunReport, options: DryRunOptions, started: number): Promise<void> {
+  const description = env.description;
+  report.description = description;
+  report.warnings = checkAgainstManifest(description, options.manifest);
+  let rows = options.rows;
+  if (description.rowSchema && options.dataset) {
+    const parsed = parseJsonlDataset(options.dataset.text, description.rowSchema);
+    report.datasetProblems = parsed.problems.map((p) => ({ ...p, path: options.dataset!.path }));
+    rows = parsed.rows;
+  }
+  if (description.rowSchema && (!rows || rows.length === 0)) {
+    report.warnings.push('this environment reads dataset rows (rowSchema) but the dry run was given none');
+    return;
+  }
+  const policy = report.policy === 'bots' && description.bots.length === 0 ? 'random' : report.policy;
+  report.policy = policy;
+  const episodes = options.episodes ?? 16;
+  const budget = options.timeBudgetMs ?? DEFAULT_BUDGET_MS;
+  const maxTurns = options.manifest?.limits.maxTurns ?? 8;
+  const seed = options.seed ?? 1;
+  const rng = new Rng(seed);
+  const transcripts: Transcript[] = [];
+  for (let i = 0; i < episodes && Date.now() - started < budget; i++) {
+    const episodeId = `dry-${i}`;
+    const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
+    const row = rows ? rows[i % rows.length] : undefined;
+    transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
+    options.onProgress?.(transcripts.length, description);
+  }
+  summarise(report, transcripts, options.transcripts ?? 3);
+  if (transcripts.length < episodes) report.errors.push(tooLongError(transcripts.length, episodes, budget));
+  // Zero completed episodes is never a pass, nor is a run that could not finish its episodes in time.
+  report.ok = report.errors.length === 0 && report.datasetProblems.length === 0 && transcripts.length === episodes;
 }
 
 function botActor(env: SandboxEnvironment, description: EnvironmentDescription, chosen: Record<string, string> = {}): Actor {
@@ -114,7 +130,7 @@ function botActor(env: SandboxEnvironment, description: EnvironmentDescription, 
 }
 
 /** Random short texts, sometimes shaped like the syntaxes environments parse (tool calls, moves, numbers). */
-function randomTextActor(rng: Rng, description: EnvironmentDescription): Actor {
+export function randomTextActor(rng: Rng, description: EnvironmentDescription): Actor {
   const words = ['yes', 'no', 'A', 'B', '42', '-7', '3.5', '', ' ', '<move>1,1</move>', '<answer>12</answer>', '{"a":1}', '∑ ü 漢'];
   return () => {
     const roll = rng.next();

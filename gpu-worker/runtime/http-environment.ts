@@ -16,6 +16,7 @@ import { type EnvironmentHandle, type ResetRequest, type StepRequest } from './e
 import { SandboxError } from './sandbox/errors';
 import { type ResetResponse, type StepResponse } from './sandbox/protocol';
 import type { EnvironmentDescription } from '../../sdk/dry-run-report';
+import { jsonObjectSchema } from '../../sdk/user-json';
 
 export interface HttpEnvironmentOptions {
   /** e.g. http://127.0.0.1:8081 */
@@ -36,7 +37,7 @@ const stepSchema = z.object({
   observation: z.string(),
   reward: z.number().refine(Number.isFinite, 'reward must be finite'),
   done: z.boolean(),
-  info: z.record(z.string(), z.unknown()).nullish(),
+  info: jsonObjectSchema.nullish(),
 });
 
 class Retryable extends Error {}

@@ -173,9 +173,9 @@ describe('formatting', () => {
   it('the live view prints a line per step and state change when not on a terminal', () => {
     let out = '';
     const view = new LiveView({ stdout: { write: (s: string) => (out += s) }, stderr: { write: () => true }, env: {}, cwd: '/', isTTY: false }, { total: 3, logs: 'problems' });
-    view.metrics([{ step: 0, key: 'reward/mean', value: 0.25 }, { step: 0, key: 'loss/total', value: 1.5 }, { step: 0, key: 'policy/kl', value: 0 }]);
+    view.metrics([{ step: 1, key: 'reward/mean', value: 0.25 }, { step: 1, key: 'loss/total', value: 1.5 }, { step: 1, key: 'policy/kl', value: 0 }]);
     view.logs([{ id: '1', level: 'info', message: 'quiet', time: '' }, { id: '2', level: 'warn', message: 'loud', time: '' }]);
-    view.metrics([{ step: 1, key: 'reward/mean', value: 0.5 }]);
+    view.metrics([{ step: 2, key: 'reward/mean', value: 0.5 }]);
     expect(out).toBe('step 1/3  reward/mean 0.250  loss/total 1.500\nwarn: loud\nstep 2/3  reward/mean 0.500  loss/total 1.500\n');
     expect(view.lastMetrics).toEqual({ 'reward/mean': 0.5, 'loss/total': 1.5, 'policy/kl': 0 });
   });

@@ -283,6 +283,18 @@ describe('whetstone CLI with a worker daemon', () => {
     expect(checkpoints.length).toBeGreaterThan(0);
     for (const c of checkpoints) expect(res.stdout).toContain(c.id);
 
+    // One step numbering (sdk/live.ts, stepNumber): the stored metrics, the runner's log line (printed
+    // by --logs) and the CLI's progress say the same N for every step, and a checkpoint after step N has step N.
+    const steps = (await t.db.metricPoint.findMany({ where: { jobId, key: 'reward/mean' }, orderBy: { step: 'asc' } })).map((m) => m.step);
+    expect(steps).toEqual([1, 2, 3]);
+    for (const n of steps) {
+      expect(res.stdout).toMatch(new RegExp(`^step ${n} of 3: reward \\d`, 'm'));
+      expect(res.stdout).toMatch(new RegExp(`^step ${n}/3 {2}reward/mean \\d`, 'm'));
+    }
+    const afterTwo = checkpoints.find((c) => c.kind === 'TRAINING' && c.step === 2)!;
+    expect(res.stdout).toContain(`training checkpoint after step 2: ${afterTwo.id}`);
+    expect(checkpoints.filter((c) => c.kind === 'SAMPLER').map((c) => c.step)).toEqual([3]);
+
     // `jobs <id> --config` shows what it trained with: the --set values over --config over the manifest.
     const shown = await cli(['jobs', jobId, '--config']);
     expect(shown.code).toBe(EXIT.OK);

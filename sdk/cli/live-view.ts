@@ -20,8 +20,9 @@ export interface LiveViewOptions {
 }
 
 export class LiveView {
-  private step = -1;
-  private printedStep = -1;
+  /** The highest step seen; steps count from 1, as the run's log and metrics number them (sdk/live.ts, stepNumber). 0: none yet. */
+  private step = 0;
+  private printedStep = 0;
   private state = '';
   private readonly latest = new Map<string, number>();
   private readonly started = Date.now();
@@ -84,8 +85,7 @@ export class LiveView {
   }
 
   private progressText(): string {
-    const done = this.step + 1;
-    return this.o.total ? `${done}/${this.o.total}` : String(done);
+    return this.o.total ? `${this.step}/${this.o.total}` : String(this.step);
   }
 
   private metricText(): string {
@@ -104,7 +104,7 @@ export class LiveView {
 
   private redraw(): void {
     if (!this.io.isTTY) return;
-    const bar = progressBar(Math.max(0, this.step + 1), this.o.total);
+    const bar = progressBar(this.step, this.o.total);
     const status = [bar, this.metricText(), this.state.toLowerCase(), duration(Date.now() - this.started)].filter(Boolean).join('  ');
     this.io.stdout.write(`\r\x1b[2K${status}`);
     this.drawn = true;

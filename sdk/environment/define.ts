@@ -139,6 +139,11 @@ export interface EnvironmentDefinition {
   readonly bots: Readonly<Record<string, Bot>>;
   /** The stack where the define function was called: errors point at the user's definition. */
   readonly definedAt: string;
+  /**
+   * The user's own function behind each call the runtime makes (reset, step, systemPrompt,
+   * sample): a value it returns that the runtime cannot use is reported where it returns it.
+   */
+  readonly origins: Readonly<Partial<Record<'reset' | 'step' | 'systemPrompt' | 'sample', unknown>>>;
   systemPrompt(agent: string, task: unknown): string;
   sample: ((rng: Rng) => unknown) | undefined;
   reset(ctx: EpisodeContext): AgentTurn;
@@ -152,19 +157,22 @@ export function defineEnvironment<Task = undefined, State = undefined>(spec: Env
   const env = spec as EnvironmentSpec<unknown, unknown>;
   return {
     ...common(spec, 'multi-turn', [SINGLE_AGENT], new Error().stack ?? ''),
+    origins: { reset: env.reset, step: env.step, systemPrompt: env.systemPrompt, sample: env.sample },
     bots: (env.bots ?? {}) as Record<string, Bot>,
     systemPrompt: (_agent, task) => (typeof env.systemPrompt === 'function' ? env.systemPrompt(task) : env.systemPrompt),
     reset: (ctx) => ({ agent: SINGLE_AGENT, observation: env.reset(ctx) }),
     step: (action, ctx) => {
       const r = env.step(action, ctx);
+      // Not an object: passed on as it is, for the driver to say what step returned.
+      if (typeof r !== 'object' || r === null) return r;
       // Read fields explicitly: the result is user data and is validated by the driver.
-      const ended = r?.terminated === true || r?.truncated === true;
+      const ended = r.terminated === true || r.truncated === true;
       return {
-        rewards: { [SINGLE_AGENT]: r?.reward },
-        terminated: r?.terminated,
-        truncated: r?.truncated ?? false,
-        info: r?.info,
-        next: ended ? undefined : { agent: SINGLE_AGENT, observation: r?.observation },
+        rewards: { [SINGLE_AGENT]: r.reward },
+        terminated: r.terminated,
+        truncated: r.truncated ?? false,
+        info: r.info,
+        next: ended ? undefined : { agent: SINGLE_AGENT, observation: r.observation },
       };
     },
   };
@@ -175,6 +183,8 @@ export function defineSingleTurn<Task = undefined>(spec: SingleTurnSpec<Task>): 
   const env = spec as SingleTurnSpec<unknown>;
   return {
     ...common(spec, 'single-turn', [SINGLE_AGENT], new Error().stack ?? ''),
+    // The prompt is the first observation; the reward is what step returns.
+    origins: { reset: env.prompt, step: env.reward, systemPrompt: env.systemPrompt, sample: env.sample },
     context: 'full',
     tools: [],
     bots: (env.bots ?? {}) as Record<string, Bot>,
@@ -200,6 +210,7 @@ export function defineMultiAgentEnvironment<Task = undefined, State = undefined,
   if (!Array.isArray(env.agents) || env.agents.length < 1) throw new TypeError('defineMultiAgentEnvironment: agents must name at least one agent');
   return {
     ...common(spec, 'multi-agent', env.agents.slice(), new Error().stack ?? ''),
+    origins: { reset: env.reset, step: env.step, systemPrompt: env.systemPrompt, sample: env.sample },
     bots: (env.bots ?? {}) as Record<string, Bot>,
     systemPrompt: (agent, task) => (typeof env.systemPrompt === 'function' ? env.systemPrompt(agent, task) : env.systemPrompt),
     reset: (ctx) => env.reset(ctx),

@@ -34,3 +34,4 @@ export {
   defineSingleTurn,
   defineMultiAgentEnvironment,
 } from './define';
+export { type RewardExpectation, type RewardTestCase, type RewardTests, REWARD_TESTS_FILE, defineRewardTests } from './tests';

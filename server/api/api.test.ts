@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 import { createSignInLink } from '../auth/session';
 import { transformer } from '../../sdk/transformer';
+import { storedJson } from '../db/stored-json';
 
 /** A tRPC query over plain HTTP, as the browser sends it (superjson-wrapped input). */
 async function trpcGet(base: string, path: string, input: unknown, cookie?: string) {
@@ -51,8 +52,8 @@ describe('HTTP API', () => {
     const info = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}, "score": 2}');
     const env = await ctx.t.db.environment.create({ data: { teamId: team.id, name: 'keys' } });
     const version = await ctx.t.db.environmentVersion.create({ data: { environmentId: env.id, version: 1, contentHash: 'keys-1', files: {}, entry: 'env.ts', manifest: {} } });
-    // Written as SQL: Prisma's JSON writer drops an own "__proto__" key, PostgreSQL keeps it.
-    await ctx.t.db.$executeRaw`UPDATE "EnvironmentVersion" SET validation = ${JSON.stringify({ transcripts: [{ info }] })}::jsonb WHERE id = ${version.id}`;
+    // storedJson: Prisma's own writer would drop the own "__proto__" key (server/db/stored-json.ts).
+    await ctx.t.db.environmentVersion.update({ where: { id: version.id }, data: { validation: storedJson({ transcripts: [{ info }] }) } });
     const res = await trpcGet(ctx.server.url, 'environments.version', { teamId: team.id, versionId: version.id }, cookie);
     expect(res.status).toBe(200);
     const read = transformer.deserialize(res.body.result.data) as { validation: { transcripts: Array<{ info: object }> } };

@@ -64,6 +64,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'audit.list': ['ADMIN', (f) => ({ teamId: f.teamId })],
   'environments.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'environments.get': ['VIEWER', (f) => ({ teamId: f.teamId, environmentId: f.environmentId })],
+  'environments.lastRuns': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'environments.version': ['VIEWER', (f) => ({ teamId: f.teamId, versionId: f.environmentVersionId })],
   'environments.saveVersion': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'env-a', entry: 'env.ts', files: { 'env.ts': 'export default 1;' }, manifest: { name: 'env-a', version: '1.0.0', kind: 'single-turn' } })],
   'environments.create': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'env-a', from: { blank: true } })],
@@ -90,6 +91,11 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'inference.open': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],
   'inference.sample': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job', prompt: 'hi' })],
   'inference.close': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
+  'play.open': ['MEMBER', (f) => ({ teamId: f.teamId, source: { versionId: 'no-such-version' } })],
+  'play.step': ['MEMBER', (f) => ({ teamId: f.teamId, sessionId: 'no-such-session', action: 'A' })],
+  'play.close': ['MEMBER', (f) => ({ teamId: f.teamId, sessionId: 'no-such-session' })],
+  'play.autoplay': ['MEMBER', (f) => ({ teamId: f.teamId, source: { versionId: 'no-such-version' }, policy: { random: true } })],
+  'play.list': ['MEMBER', (f) => ({ teamId: f.teamId })],
 };
 
 const procedures = Object.entries(appRouter._def.procedures as unknown as Record<string, { _def: { type: string; meta?: ProcedureMeta } }>).map(

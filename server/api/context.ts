@@ -6,6 +6,7 @@ import type { Db } from '../db/client';
 import type { HealthReport } from '../health';
 import type { RealtimeHub } from '../realtime/gateway';
 import type { DryRunPool } from '../environments/dry-run-pool';
+import type { PlaySessions } from '../play/play-sessions';
 
 export interface ServerDeps {
   db: Db;
@@ -22,6 +23,8 @@ export interface ServerDeps {
   seedTeam: (teamId: string) => Promise<void>;
   /** Where saved environments are dry-run: processes apart from this one (environments/dry-run-pool.ts). */
   dryRuns: DryRunPool;
+  /** The play console's sessions: processes apart from this one (play/play-sessions.ts). */
+  play: PlaySessions;
 }
 
 export interface Context {

@@ -8,6 +8,7 @@ import { installationRouter } from './routers/installation';
 import { invitationsRouter } from './routers/invitations';
 import { jobsRouter } from './routers/jobs';
 import { membersRouter } from './routers/members';
+import { playRouter } from './routers/play';
 import { quotasRouter } from './routers/quotas';
 import { runsRouter } from './routers/runs';
 import { systemRouter } from './routers/system';
@@ -34,6 +35,7 @@ export const appRouter = router({
   jobs: jobsRouter,
   runs: runsRouter,
   inference: inferenceRouter,
+  play: playRouter,
 });
 
 export type AppRouter = typeof appRouter;

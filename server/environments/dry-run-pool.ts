@@ -6,8 +6,7 @@
  * installation and `perTeam` for one team; the rest wait in order, and a report says how long it
  * waited and behind how many.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import {
   type DryRunProcessCommand,
   type DryRunProcessMessage,
@@ -17,7 +16,7 @@ import {
   stoppedReport,
   tooLongError,
 } from '../../sdk/dry-run-report';
-import { repoRoot } from '../paths';
+import { forkRuntime } from './fork-runtime';
 
 export interface DryRunPoolOptions {
   /** Dry-run processes at most, installation-wide. Default 2: one per core of a small server. */
@@ -30,6 +29,8 @@ export interface DryRunPoolOptions {
   graceMs?: number;
   /** Heap of a dry-run process (QuickJS's own limit is per sandbox). Default 512 MB. */
   memoryMb?: number;
+  /** The type check after the dry run: past this it is stopped, and the report says so. Default 10 s. */
+  typeCheckMs?: number;
   /** Dry runs waiting, installation-wide, before saves are refused. Default 200. */
   maxWaiting?: number;
 }
@@ -40,6 +41,7 @@ export class DryRunQueueFull extends Error {}
 interface Waiting {
   teamId: string;
   request: Omit<DryRunRequest, 'timeBudgetMs'>;
+  budgetMs: number;
   resolve: (report: DryRunReport) => void;
   queuedAt: number;
   ahead: number;
@@ -50,10 +52,19 @@ interface Slot {
   ready: Promise<void>;
   /** Being stopped: takes no new run. */
   dying: boolean;
-  job: (Waiting & { id: number; startedAt: number; progress: { episodes: number; description: EnvironmentDescription | null }; timer: NodeJS.Timeout }) | null;
+  job:
+    | (Waiting & {
+        id: number;
+        startedAt: number;
+        progress: { episodes: number; description: EnvironmentDescription | null };
+        timer: NodeJS.Timeout;
+        /** The report before its type check, once the process has sent it. */
+        partial: DryRunReport | null;
+      })
+    | null;
 }
 
-const PROCESS_PATH = path.join(repoRoot, 'gpu-worker/runtime/dry-run-process.ts');
+const PROCESS_PATH = 'gpu-worker/runtime/dry-run-process.ts';
 
 export class DryRunPool {
   private readonly o: Required<DryRunPoolOptions>;
@@ -63,15 +74,15 @@ export class DryRunPool {
   private closed = false;
 
   constructor(options: DryRunPoolOptions = {}) {
-    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, ...options };
+    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 10_000, ...options };
   }
 
   /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
-  run(teamId: string, request: Omit<DryRunRequest, 'timeBudgetMs'>): Promise<DryRunReport> {
+  run(teamId: string, request: Omit<DryRunRequest, 'timeBudgetMs'>, options: { budgetMs?: number } = {}): Promise<DryRunReport> {
     if (this.closed) return Promise.reject(new Error('the dry-run pool is closed'));
     if (this.waiting.length >= this.o.maxWaiting) return Promise.reject(new DryRunQueueFull(`${this.waiting.length} dry runs are waiting; try again in a minute`));
     return new Promise((resolve) => {
-      this.waiting.push({ teamId, request, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
+      this.waiting.push({ teamId, request, budgetMs: options.budgetMs ?? this.o.budgetMs, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
       this.dispatch();
     });
   }
@@ -101,28 +112,26 @@ export class DryRunPool {
   }
 
   private spawn(): Slot {
-    const child = fork(PROCESS_PATH, [], {
-      cwd: repoRoot,
-      execArgv: ['--import', 'tsx', `--max-old-space-size=${this.o.memoryMb}`],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'advanced',
-    });
-    let up: () => void = () => {};
-    const slot: Slot = { child, ready: new Promise((resolve) => (up = resolve)), dying: false, job: null };
+    const { child, ready } = forkRuntime(PROCESS_PATH, this.o.memoryMb);
+    const slot: Slot = { child, ready, dying: false, job: null };
     child.on('message', (message: DryRunProcessMessage) => {
-      if (message.type === 'ready') return up();
+      if (message.type === 'ready') return;
       const job = slot.job;
       if (!job || message.id !== job.id) return;
       if (message.type === 'progress') job.progress = { episodes: message.episodes, description: message.description };
-      else this.finish(slot, { ...message.report, queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } });
+      else if (message.type === 'checking-types') {
+        job.partial = message.report;
+        clearTimeout(job.timer);
+        job.timer = setTimeout(() => this.expire(slot, job.id), this.o.typeCheckMs);
+      } else this.finish(slot, { ...message.report, queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } });
     });
     child.on('exit', (code, signal) => {
       this.slots.splice(this.slots.indexOf(slot), 1);
-      up();
       const job = slot.job;
       if (job) {
         const how = signal ? `signal ${signal}` : `exit code ${code}`;
-        this.answer(job, stoppedReport(crashError(`the dry run's process stopped (${how}): did the environment use too much memory?`), job.progress, Date.now() - job.startedAt));
+        if (job.partial) this.answer(job, typeCheckStopped(job, `the type check's process stopped (${how})`));
+        else this.answer(job, stoppedReport(crashError(`the dry run's process stopped (${how}): did the environment use too much memory?`), job.progress, Date.now() - job.startedAt));
         slot.job = null;
       }
       if (!this.closed) this.dispatch();
@@ -133,18 +142,24 @@ export class DryRunPool {
 
   private start(slot: Slot, waiting: Waiting): void {
     const id = this.nextId++;
-    const timer = setTimeout(() => {
-      // The run outlasted its budget inside one episode: stop the process; a new one takes the next run.
-      const job = slot.job;
-      if (!job || job.id !== id) return;
-      slot.job = null;
-      slot.dying = true;
-      this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, this.o.budgetMs), job.progress, Date.now() - job.startedAt));
-      slot.child.kill('SIGKILL');
-    }, this.o.budgetMs + this.o.graceMs);
-    slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer };
-    const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: this.o.budgetMs } };
+    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
+    slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer, partial: null };
+    const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: waiting.budgetMs } };
     void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
+  }
+
+  /**
+   * The run outlasted its budget inside one episode, or its type check outlasted its own: stop the
+   * process (a new one takes the next run) and answer with what is known.
+   */
+  private expire(slot: Slot, id: number): void {
+    const job = slot.job;
+    if (!job || job.id !== id) return;
+    slot.job = null;
+    slot.dying = true;
+    if (job.partial) this.answer(job, typeCheckStopped(job, `the type check took longer than ${Math.round(this.o.typeCheckMs / 1000)} s and was stopped`));
+    else this.answer(job, stoppedReport(tooLongError(job.progress.episodes, job.request.episodes, job.budgetMs), job.progress, Date.now() - job.startedAt));
+    slot.child.kill('SIGKILL');
   }
 
   private finish(slot: Slot, report: DryRunReport): void {
@@ -166,6 +181,12 @@ export class DryRunPool {
     slot.child.kill('SIGKILL');
     await exited;
   }
+}
+
+/** The dry run's own report, when only the type check after it failed: the run stands, without type errors. */
+function typeCheckStopped(job: { partial: DryRunReport | null; startedAt: number; queuedAt: number; ahead: number }, why: string): DryRunReport {
+  const report = job.partial!;
+  return { ...report, warnings: [...report.warnings, `${why}: no type errors are shown`], queue: { waitedMs: job.startedAt - job.queuedAt, ahead: job.ahead } };
 }
 
 function crashError(message: string) {

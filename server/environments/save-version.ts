@@ -1,6 +1,7 @@
 import { parseManifest } from '../../sdk/manifest';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
+import { storedJson } from '../db/stored-json';
 import { environmentContentHash } from './content-hash';
 import type { DryRunReport } from '../../sdk/dry-run-report';
 import type { DryRunPool } from './dry-run-pool';
@@ -83,7 +84,7 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
         data: {
           environmentId: environment.id, version: (last?.version ?? 0) + 1, contentHash, entry: input.entry,
           files: input.files, manifest, createdById: input.userId, dryRunDatasetVersionId: input.datasetVersionId ?? null,
-          validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject,
+          validationStatus: report.ok ? 'VALID' : 'INVALID', validation: storedJson(report),
         },
       });
       await db.environment.update({ where: { id: environment.id }, data: { updatedAt: new Date() } });

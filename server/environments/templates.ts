@@ -2,6 +2,7 @@ import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } 
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
+import { storedJson } from '../db/stored-json';
 import { environmentContentHash } from './content-hash';
 import { storeDatasetVersion } from '../datasets/store-version';
 import type { DryRunPool } from './dry-run-pool';
@@ -9,6 +10,9 @@ import { DRY_RUN_EPISODES } from './save-version';
 
 // The built-in environments (env-templates/) are seeded into teams as ordinary environments, so
 // they are listed, versioned, validated and trained exactly like a user's own.
+
+/** A template's dry-run budget (trusted code; see validatePendingTemplates). */
+const TEMPLATE_DRY_RUN_BUDGET_MS = 120_000;
 
 const loaded = new Map<TemplateName, LoadedTemplate>();
 function template(name: TemplateName): LoadedTemplate {
@@ -74,16 +78,17 @@ export async function validatePendingTemplates(db: Db, dryRuns: DryRunPool, log:
     const t = template(name);
     const train = t.manifest.dataset?.train;
     const { kind, agents, limits } = t.manifest;
-    // The templates are the installation's own: they wait for no team's dry runs.
-    const report = await dryRuns.run(`template:${name}`, {
-      source: t.source,
-      manifest: { kind, agents, limits },
-      dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined,
-      episodes: DRY_RUN_EPISODES,
-    });
+    // The templates are the installation's own: they wait for no team's dry runs, and their budget
+    // is wide — the 10 s wall-clock budget protects the server from users' code, and on a loaded
+    // machine (a first start, CI) it must not mark known-good templates invalid.
+    const report = await dryRuns.run(
+      `template:${name}`,
+      { source: t.source, manifest: { kind, agents, limits }, dataset: train ? { path: train, text: t.datasetFiles[train] } : undefined, episodes: DRY_RUN_EPISODES },
+      { budgetMs: TEMPLATE_DRY_RUN_BUDGET_MS },
+    );
     await db.environmentVersion.updateMany({
       where: { contentHash: version.contentHash, validationStatus: 'PENDING' },
-      data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject },
+      data: { validationStatus: report.ok ? 'VALID' : 'INVALID', validation: storedJson(report) },
     });
     log(`template ${name}: dry run ${report.ok ? 'passed' : 'FAILED'} (${report.episodes} episodes, ${report.durationMs} ms)`);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
+import { jobState, stepNumbers, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // Preemption with a real daemon: one worker with one device runs a low-priority job; a
 // high-priority job arrives; the low one checkpoints and stops, the high one runs, and then the
@@ -37,7 +37,7 @@ describe('reliability: preemption on a full pool', () => {
     expect(lowAttempts[1].startedAt.getTime()).toBeGreaterThanOrEqual(highAttempt.endedAt!.getTime());
     const events = await ctx.t.db.jobEvent.findMany({ where: { jobId: low.id }, orderBy: { id: 'asc' } });
     expect(events.map((e) => e.toState)).toEqual(expect.arrayContaining(['RUNNING', 'PREEMPTED', 'QUEUED', 'SUCCEEDED']));
-    expect(await stepsOf(ctx.t.db, low.id)).toEqual(range(lowSteps));
-    expect(await stepsOf(ctx.t.db, high.id)).toEqual(range(3));
+    expect(await stepsOf(ctx.t.db, low.id)).toEqual(stepNumbers(lowSteps));
+    expect(await stepsOf(ctx.t.db, high.id)).toEqual(stepNumbers(3));
   }, 90_000);
 });

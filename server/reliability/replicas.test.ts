@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, metricKeys, range, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
+import { jobState, metricKeys, stepNumbers, seedTeam, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // Two server processes on one database: exactly one is the scheduler's leader, every job is
 // placed once, live events reach browsers connected to either replica (the worker streams to
@@ -29,7 +29,7 @@ describe('reliability: two server replicas', () => {
     expect(leaders()).toHaveLength(1);
     const events = await ctx.t.db.jobEvent.findMany({ where: { jobId: job.id }, orderBy: { id: 'asc' } });
     expect(events.map((e) => e.toState)).toEqual(['QUEUED', 'ASSIGNED', 'RUNNING', 'SUCCEEDED']);
-    expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id)).toEqual(stepNumbers(steps));
 
     const stored = await metricKeys(ctx.t.db, job.id);
     for (const w of watchers) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../db/embedded';
-import { jobState, metricKeys, range, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
+import { jobState, metricKeys, stepNumbers, seedTeam, sleep, startServer, startWorker, stepsOf, submitTrain, tempDir, waitUntil, watchRun, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // The server process dies (kill -9) mid-run and a new one starts on the same address: the
 // worker keeps its job running and reconnects, the run finishes, and a watching browser
@@ -34,7 +34,7 @@ describe('reliability: the server restarts mid-run', () => {
     await waitUntil('every stored metric at the client', async () => stored.every((k) => watcher.metrics.has(k)), 10_000);
     watcher.close();
     expect([...watcher.metrics.keys()].sort()).toEqual([...stored].sort());
-    expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id)).toEqual(stepNumbers(steps));
     // One attempt: the lease (30 s) outlived the outage, so the job never moved.
     expect(await ctx.t.db.jobAttempt.count({ where: { jobId: job.id } })).toBe(1);
     console.log(`[server-restart] ${stored.length} metrics, none missed; back ${Date.now() - downAt} ms after the crash until done`);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { jobState, range, sleep, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
+import { jobState, stepNumbers, sleep, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // A worker paused (SIGSTOP: the daemon and its runner) past its lease, then resumed (SIGCONT):
 // the job has meanwhile moved to another worker; the stale one's writes are refused (409) and
@@ -49,7 +49,7 @@ describe('reliability: a stale worker', () => {
     expect(late).toBe(0);
     expect(await ctx.t.db.checkpoint.count({ where: { attemptId: stale.id, createdAt: { gt: ended.endedAt! } } })).toBe(0);
     expect(await ctx.t.db.metricPoint.count({ where: { jobId: job.id, value: -999 } })).toBe(0);
-    expect(await stepsOf(ctx.t.db, job.id)).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id)).toEqual(stepNumbers(steps));
     const final = await ctx.t.db.jobAttempt.findMany({ where: { jobId: job.id, state: 'ENDED', exitReason: { startsWith: 'succeeded' } } });
     expect(final.map((a) => a.workerId)).toEqual([next.workerId]);
   }, 90_000);

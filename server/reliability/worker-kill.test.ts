@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobState, range, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
+import { jobState, stepNumbers, stepsOf, twoWorkersMidRun, waitUntil, useReliabilityDatabase } from '../test-support/reliability/harness';
 
 // kill -9 a worker daemon (and its runner) mid-run: the lease expires, the job is requeued and
 // resumes on the other worker from its last checkpoint, and every step is in the series once.
@@ -32,8 +32,8 @@ describe('reliability: a worker killed mid-run', () => {
     expect(last.resumedFrom?.kind).toBe('TRAINING');
     expect(last.resumedFrom!.step).toBeGreaterThanOrEqual(2);
     // Every step once, for every metric the runner writes per step.
-    expect(await stepsOf(ctx.t.db, job.id, 'reward/mean')).toEqual(range(steps));
-    expect(await stepsOf(ctx.t.db, job.id, 'loss/total')).toEqual(range(steps));
+    expect(await stepsOf(ctx.t.db, job.id, 'reward/mean')).toEqual(stepNumbers(steps));
+    expect(await stepsOf(ctx.t.db, job.id, 'loss/total')).toEqual(stepNumbers(steps));
     // The resumed attempt wrote only the steps after its checkpoint.
     const rewritten = await ctx.t.db.metricPoint.findMany({ where: { jobId: job.id, key: 'reward/mean', attempt: last.number }, select: { step: true }, orderBy: { step: 'asc' } });
     expect(rewritten[0].step).toBeGreaterThanOrEqual(last.resumedFrom!.step);

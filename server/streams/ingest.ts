@@ -2,6 +2,7 @@ import type { LiveBatch, LiveItems } from '../../sdk/live';
 import type { StreamBatch } from '../../sdk/worker-protocol';
 import { type Db, poolOf } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
+import { storedJson } from '../db/stored-json';
 import { foldSql, recomputeSql, ROLLUP_STEPS } from './rollup';
 import { SHARED_WRITE_LOCK } from './positions';
 import { type PreparedCall, type PreparedStatement, pooledTransaction, type Query, unprepared } from './pooled-transaction';
@@ -201,9 +202,10 @@ async function writeRows(query: Query, jobId: string, attempt: number, seq: numb
 async function writeRecords(tx: Prisma.TransactionClient, job: { id: string; teamId: string }, attempt: number, seq: number, batch: StreamBatch): Promise<void> {
   if (batch.kind === 'rollouts') {
     for (const r of batch.items) {
+      // storedJson: the environment's keys are stored as they are, "__proto__" included.
       const data = {
-        segments: r.segments as Prisma.InputJsonArray, reward: Number.isFinite(r.reward) ? r.reward : 0,
-        turnRewards: r.turnRewards, endReason: r.endReason, info: r.info as Prisma.InputJsonObject, attempt, seq,
+        segments: storedJson(r.segments), reward: Number.isFinite(r.reward) ? r.reward : 0,
+        turnRewards: r.turnRewards, endReason: r.endReason, info: storedJson(r.info), attempt, seq,
       };
       await tx.rolloutSample.upsert({
         where: { jobId_step_agent_index: { jobId: job.id, step: r.step, agent: r.agent, index: r.index } },
@@ -216,8 +218,8 @@ async function writeRecords(tx: Prisma.TransactionClient, job: { id: string; tea
     for (const m of batch.items) {
       await tx.match.create({
         data: {
-          teamId: job.teamId, jobId: job.id, step: m.step, agents: m.agents, moves: m.moves as Prisma.InputJsonArray,
-          result: m.result as Prisma.InputJsonObject, winner: m.winner,
+          teamId: job.teamId, jobId: job.id, step: m.step, agents: m.agents, moves: storedJson(m.moves),
+          result: storedJson(m.result), winner: m.winner,
         },
       });
     }

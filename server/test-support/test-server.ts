@@ -15,6 +15,7 @@ import { attachRealtime } from '../realtime/gateway';
 import { schedulerEvents } from '../scheduler/events';
 import { SchedulerLoop } from '../scheduler/loop';
 import { DryRunPool, type DryRunPoolOptions } from '../environments/dry-run-pool';
+import { PlaySessions, type PlaySessionsOptions } from '../play/play-sessions';
 
 /**
  * The real request listener, better-auth, socket.io and (when given the database URL) the
@@ -22,7 +23,7 @@ import { DryRunPool, type DryRunPoolOptions } from '../environments/dry-run-pool
  */
 export async function startTestServer(
   db: Db,
-  opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; secureCookies?: boolean } = {},
+  opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions; secureCookies?: boolean } = {},
 ) {
   // The app's listener must exist before socket.io attaches: socket.io takes over the server's
   // request listeners and calls them only for paths that are not its own.
@@ -36,8 +37,9 @@ export async function startTestServer(
   const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: opts.secureCookies ?? false, seedTeam });
   const realtime = attachRealtime(server, db, auth, opts.pool);
   const dryRuns = new DryRunPool(opts.dryRuns);
+  const play = new PlaySessions(opts.play);
   const deps = {
-    db, auth, realtime, dryRuns, blobs: new FsBlobStore(blobRoot),
+    db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(blobRoot),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam,
   };
@@ -50,10 +52,12 @@ export async function startTestServer(
     realtime,
     scheduler,
     blobs: deps.blobs,
+    play,
     close: async () => {
       await scheduler?.stop();
       await realtime.close();
       await dryRuns.close();
+      await play.shutdown();
       fs.rmSync(blobRoot, { recursive: true, force: true });
     },
   };

@@ -7,7 +7,8 @@ import { ErrorNote, Loading } from '../../_ui/components';
 import { httpStatusOf, isNotFound } from '../../_ui/errors';
 import { rememberTeam } from '../../_ui/last-team';
 import { atLeast, type Role } from '../../_ui/roles';
-import { AppShell, useMe, type NavItem } from '../../_ui/shell';
+import { TEAM_PAGES } from '../../_ui/rail';
+import { AppShell, useMe } from '../../_ui/shell';
 import { TeamContext, type TeamInfo } from '../../_ui/team-context';
 import { useTRPC } from '../../trpc';
 
@@ -50,17 +51,6 @@ export default function TeamLayout({ children }: { children: ReactNode }) {
     [team.data, me.data],
   );
 
-  const base = `/teams/${teamId}`;
-  const nav: NavItem[] = [
-    { href: base, label: 'Overview' },
-    { href: `${base}/members`, label: 'Members' },
-    { href: `${base}/api-keys`, label: 'API keys' },
-    { href: `${base}/workers`, label: 'Workers' },
-    { href: `${base}/quotas`, label: 'Quotas' },
-    ...(atLeast(info?.role, 'ADMIN') ? [{ href: `${base}/audit`, label: 'Audit log' }] : []),
-    { href: `${base}/settings`, label: 'Settings' },
-  ];
-
   if (team.isError && isNotFound(team.error)) {
     return (
       <AppShell>
@@ -90,9 +80,31 @@ export default function TeamLayout({ children }: { children: ReactNode }) {
   }
   return (
     <TeamContext.Provider value={info}>
-      <AppShell teamId={teamId} nav={nav}>
+      <AppShell teamId={teamId}>
+        <TeamSubNav teamId={teamId} role={info.role} />
         {children}
       </AppShell>
     </TeamContext.Provider>
+  );
+}
+
+/** On the team's own pages (overview, members, keys…), their tabs; elsewhere nothing. */
+function TeamSubNav({ teamId, role }: { teamId: string; role: Role }) {
+  const pathname = usePathname();
+  const base = `/teams/${teamId}`;
+  const pages = [{ href: base, label: 'Overview' }, ...TEAM_PAGES.filter((p) => !p.adminOnly || atLeast(role, 'ADMIN')).map((p) => ({ href: `${base}/${p.path}`, label: p.label }))];
+  if (!pages.some((p) => p.href === pathname)) return null;
+  return (
+    <nav className="sub-nav" aria-label="Team">
+      <ul>
+        {pages.map((p) => (
+          <li key={p.href}>
+            <Link href={p.href} aria-current={p.href === pathname ? 'page' : undefined}>
+              {p.label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
   );
 }

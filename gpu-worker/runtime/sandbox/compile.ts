@@ -32,12 +32,17 @@ export type CompileResult = { ok: true; compiled: CompiledEnvironment } | { ok: 
 const cache = new Map<string, CompiledEnvironment>();
 const CACHE_LIMIT = 32;
 
-export async function compileEnvironment(source: EnvironmentSource): Promise<CompileResult> {
-  const hash = hashSource(source);
+export interface CompileOptions {
+  /** Bundles this file of the environment's too, for the driver's `tests` method (reward tests). */
+  tests?: string;
+}
+
+export async function compileEnvironment(source: EnvironmentSource, options: CompileOptions = {}): Promise<CompileResult> {
+  const hash = hashSource(source, options);
   const cached = cache.get(hash);
   if (cached) return { ok: true, compiled: cached };
-  if (!(source.entry in source.files)) {
-    return { ok: false, errors: [{ message: `entry file "${source.entry}" is missing`, location: null, lineText: '' }] };
+  for (const [what, file] of [['entry file', source.entry], ['tests file', options.tests]]) {
+    if (file !== undefined && !(file in source.files)) return { ok: false, errors: [{ message: `${what} "${file}" is missing`, location: null, lineText: '' }] };
   }
   try {
     const result = await build({
@@ -55,7 +60,7 @@ export async function compileEnvironment(source: EnvironmentSource): Promise<Com
       sourcesContent: true,
       logLevel: 'silent',
       charset: 'utf8',
-      plugins: [virtualFiles(source)],
+      plugins: [virtualFiles(source, options)],
     });
     const code = result.outputFiles[0].text;
     const compiled: CompiledEnvironment = {
@@ -74,7 +79,8 @@ export async function compileEnvironment(source: EnvironmentSource): Promise<Com
   }
 }
 
-function virtualFiles(source: EnvironmentSource): Plugin {
+function virtualFiles(source: EnvironmentSource, options: CompileOptions): Plugin {
+  const userPath = (file: string) => JSON.stringify(`${USER_NAMESPACE}:${file}`);
   return {
     name: 'whetstone-virtual-files',
     setup(b) {
@@ -83,9 +89,10 @@ function virtualFiles(source: EnvironmentSource): Plugin {
         // The prelude is imported first so it runs before any user module.
         contents: [
           `import './prelude';`,
-          `import * as userModule from ${JSON.stringify(`${USER_NAMESPACE}:${source.entry}`)};`,
+          `import * as userModule from ${userPath(source.entry)};`,
+          ...(options.tests ? [`import * as testsModule from ${userPath(options.tests)};`] : []),
           `import { installDriver } from './driver';`,
-          `installDriver(userModule);`,
+          `installDriver(userModule${options.tests ? ', testsModule' : ''});`,
         ].join('\n'),
         resolveDir: HERE,
         loader: 'ts',
@@ -128,9 +135,9 @@ function stripNamespace(file: string): string {
   return file.startsWith(`${USER_NAMESPACE}:`) ? file.slice(USER_NAMESPACE.length + 1) : file;
 }
 
-function hashSource(source: EnvironmentSource): string {
+function hashSource(source: EnvironmentSource, options: CompileOptions): string {
   const h = createHash('sha256');
-  h.update(`entry\0${source.entry}\0`);
+  h.update(`entry\0${source.entry}\0tests\0${options.tests ?? ''}\0`);
   for (const path of Object.keys(source.files).sort()) h.update(`${path}\0${source.files[path]}\0`);
   return h.digest('hex');
 }

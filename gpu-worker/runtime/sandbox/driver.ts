@@ -7,6 +7,7 @@ import { Rng, hash32 } from '../../../sdk/environment/rng';
 import { type Json, validateValue } from '../../../sdk/environment/schema';
 import { describeTools, formatToolResult, parseToolCall } from '../../../sdk/environment/tools';
 import { type AgentTurn, type EnvironmentDefinition, type EpisodeContext } from '../../../sdk/environment/define';
+import { REWARD_TESTS_FILE, type RewardTests } from '../../../sdk/environment/tests';
 import { drainLogs, setRandomSource } from './prelude';
 import {
   DISPATCH_GLOBAL,
@@ -23,7 +24,12 @@ import type { EnvironmentDescription } from '../../../sdk/dry-run-report';
 /** The user returned something the runtime cannot use (NaN reward, non-string observation…). */
 class InvalidOutput extends Error {
   override name = 'InvalidOutput';
+  /** A stack line at the user's code that returned the value (returnSite), when known. */
+  at: string | null = null;
 }
+
+/** Taken before anything else can replace it: source texts locate a user's return statements. */
+const functionSource = Function.prototype.toString;
 
 interface Episode {
   ctx: EpisodeContext;
@@ -31,10 +37,13 @@ interface Episode {
 }
 
 let env: EnvironmentDefinition;
+/** The module of tests.ts, when the bundle was compiled with it (reward tests). */
+let testsModule: { default?: unknown } | undefined;
 const episodes = new Map<string, Episode>();
 let during = 'load';
 
-export function installDriver(userModule: { default?: unknown }): void {
+export function installDriver(userModule: { default?: unknown }, tests?: { default?: unknown }): void {
+  testsModule = tests;
   const candidate = userModule.default as Partial<EnvironmentDefinition> | undefined;
   if (!candidate || candidate.__whetstone !== 'environment') {
     throw new TypeError(
@@ -65,16 +74,18 @@ const handlers: Record<string, (args: never) => unknown> = {
       const problems = validateValue(env.rowSchema, req.row, 'row');
       if (problems.length > 0) throw new InvalidOutput(`the dataset row does not match rowSchema: ${problems.join('; ')}`);
       task = req.row;
+    } else if (req.task !== undefined) {
+      task = req.task;
     } else {
       // A stream distinct from the episode's even when the two seeds are equal.
       const taskRng = new Rng(hash32(req.taskSeed) ^ 0x2545f491);
-      task = user('sample', taskRng, () => env.sample!(taskRng));
+      task = user('sample', taskRng, env.origins.sample, () => env.sample!(taskRng), (t) => (toJson(t, 'the task'), t));
     }
     const ctx: EpisodeContext = { seed: req.seed, rng: new Rng(req.seed), task, row: env.rowSchema ? task : undefined, state: undefined };
-    const turn = checkTurn(user('reset', ctx.rng, () => env.reset(ctx)), 'reset');
+    const turn = user('reset', ctx.rng, env.origins.reset, () => env.reset(ctx), (t) => checkTurn(t, 'reset'));
     const systemPrompts: Record<string, string> = {};
     for (const agent of env.agents) {
-      systemPrompts[agent] = checkString(user('systemPrompt', ctx.rng, () => env.systemPrompt(agent, task)), 'systemPrompt');
+      systemPrompts[agent] = user('systemPrompt', ctx.rng, env.origins.systemPrompt, () => env.systemPrompt(agent, task), (p) => checkString(p, 'systemPrompt'));
     }
     episodes.set(req.episodeId, { ctx, turn });
     return { turn, systemPrompts, task: toJson(task, 'the task') };
@@ -87,8 +98,7 @@ const handlers: Record<string, (args: never) => unknown> = {
       const call = parseToolCall(req.action, env.tools);
       if (call.kind !== 'none') return runTool(episode, call);
     }
-    const raw = user('step', episode.ctx.rng, () => env.step(req.action, episode.ctx));
-    const result = checkStep(raw, agent);
+    const result = user('step', episode.ctx.rng, env.origins.step, () => env.step(req.action, episode.ctx), (raw) => checkStep(raw, agent));
     if (result.next) episode.turn = result.next;
     else episodes.delete(req.episodeId);
     return result;
@@ -99,12 +109,22 @@ const handlers: Record<string, (args: never) => unknown> = {
     const bot = env.bots[req.bot];
     if (!bot) throw new InvalidOutput(`no bot named "${req.bot}"; this environment has: ${Object.keys(env.bots).join(', ') || 'none'}`);
     const { agent, observation } = episode.turn;
-    return { action: checkString(user(`bot "${req.bot}"`, episode.ctx.rng, () => bot(observation, episode.ctx, agent)), `bot "${req.bot}"`) };
+    const name = `bot "${req.bot}"`;
+    return { action: user(name, episode.ctx.rng, bot, () => bot(observation, episode.ctx, agent), (a) => checkString(a, name)) };
   },
 
   close: (req: { episodeId: string }) => {
     episodes.delete(req.episodeId);
     return { open: episodes.size };
+  },
+
+  tests: () => {
+    during = 'tests';
+    const defined = testsModule?.default as Partial<RewardTests> | undefined;
+    if (!defined || defined.__whetstone !== 'reward-tests' || !Array.isArray(defined.cases)) {
+      throw new InvalidOutput(`${REWARD_TESTS_FILE} must \`export default defineRewardTests([...])\``);
+    }
+    return { cases: defined.cases.map((c, i) => toJson(c, `reward test ${i + 1}`)) };
   },
 };
 
@@ -115,8 +135,9 @@ function runTool(episode: Episode, call: ReturnType<typeof parseToolCall>): Step
   if (call.kind === 'call') {
     const definition = env.tools.find((t) => t.name === call.name)!;
     try {
-      const value = user(`tool "${call.name}"`, episode.ctx.rng, () => definition.run(call.args, episode.ctx));
-      observation = formatToolResult(toJson(value ?? null, `the result of tool "${call.name}"`));
+      const name = `tool "${call.name}"`;
+      const value = user(name, episode.ctx.rng, definition.run, () => definition.run(call.args, episode.ctx), (v) => toJson(v ?? null, `the result of ${name}`));
+      observation = formatToolResult(value);
       tool = { name: call.name, ok: true };
     } catch (e) {
       // A tool that throws reports an error to the agent, who may retry; it does not end the episode.
@@ -153,7 +174,7 @@ function dispatch(request: string): string {
       error: {
         name: error.name,
         message: error.message,
-        stack: error instanceof InvalidOutput ? env?.definedAt ?? '' : (error.stack ?? ''),
+        stack: error instanceof InvalidOutput ? (error.at ?? env?.definedAt ?? '') : (error.stack ?? ''),
         during,
         invalidOutput: error instanceof InvalidOutput,
       },
@@ -163,13 +184,89 @@ function dispatch(request: string): string {
   return JSON.stringify(response);
 }
 
-/** Runs one user function with Math.random pointed at the episode's generator. */
-function user<T>(name: string, rng: Rng, fn: () => T): T {
+/**
+ * Runs one user function with Math.random pointed at the episode's generator, then `check`s what
+ * it returned. A value the runtime cannot use is reported where `origin` (the user's own function
+ * behind the call) returned it.
+ */
+function user<T, R>(name: string, rng: Rng, origin: unknown, call: () => T, check: (value: T) => R): R {
   during = name;
   setRandomSource(() => rng.next());
-  const value = fn();
-  if (value instanceof Promise) throw new InvalidOutput(`${name} returned a Promise; environment functions must be synchronous`);
-  return value;
+  const value = call();
+  try {
+    if (value instanceof Promise) throw new InvalidOutput(`${name} returned a Promise; environment functions must be synchronous`);
+    return check(value);
+  } catch (e) {
+    if (e instanceof InvalidOutput && e.at === null) e.at = returnSite(origin, name, value === undefined);
+    throw e;
+  }
+}
+
+/**
+ * Where a user function returned its value, as a QuickJS stack line that the host maps to the
+ * user's TypeScript (source-map.ts). QuickJS knows each function's position in the bundle and its
+ * source text: the position is that of the function's only `return` statement when it has one
+ * and no nested function whose returns could be confused with it (and did not fall off its end,
+ * returning undefined), else that of the function itself. Null for what is not a function (a
+ * constant system prompt): the definition is reported then.
+ */
+function returnSite(origin: unknown, name: string, returnedUndefined: boolean): string | null {
+  if (typeof origin !== 'function') return null;
+  const { fileName, lineNumber, columnNumber } = origin as unknown as Record<string, unknown>;
+  if (typeof fileName !== 'string' || typeof lineNumber !== 'number' || typeof columnNumber !== 'number') return null;
+  let text = '';
+  try {
+    text = functionSource.call(origin);
+  } catch {
+    // Not every function has a source text (bound and native ones): the function's position then.
+  }
+  const offset = returnedUndefined ? 0 : soleReturn(text);
+  const lines = text.slice(0, offset).split('\n');
+  const line = lineNumber + lines.length - 1;
+  const column = lines.length === 1 ? columnNumber + offset : lines[lines.length - 1].length + 1;
+  return `    at ${name} (${fileName}:${line}:${column})`;
+}
+
+/**
+ * The offset of a function's only `return` keyword in its source text, or 0 when it has none or
+ * several, or contains another function. Strings, template literals and comments are skipped;
+ * a regular expression literal with a quote in it can mislead the scan, which costs only the
+ * precision of the position (the function's own is given then).
+ */
+function soleReturn(text: string): number {
+  let returns = 0;
+  let at = 0;
+  let functions = 0;
+  let arrowHead = true; // until the body starts, an `=>` is the function's own (an arrow function)
+  let parens = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"' || c === "'" || c === '`') {
+      for (i++; i < text.length && text[i] !== c; i++) if (text[i] === '\\') i++;
+    } else if (c === '/' && text[i + 1] === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+    } else if (c === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      i = end < 0 ? text.length : end + 1;
+    } else if (c === '(') parens++;
+    else if (c === ')') parens--;
+    else if (c === '{' && parens === 0) arrowHead = false;
+    else if (c === '=' && text[i + 1] === '>') {
+      if (!(arrowHead && parens === 0)) functions++;
+      arrowHead = false;
+      i++;
+    } else if (/[A-Za-z_$]/.test(c) && (i === 0 || !/[\w$.]/.test(text[i - 1]))) {
+      let j = i;
+      while (j < text.length && /[\w$]/.test(text[j])) j++;
+      const word = text.slice(i, j);
+      if (word === 'return') {
+        returns++;
+        at = i;
+      } else if ((word === 'function' || word === 'class') && !/^\s*(async\s*)?$/.test(text.slice(0, i))) functions++;
+      i = j - 1;
+    }
+  }
+  return returns === 1 && functions === 0 ? at : 0;
 }
 
 function getEpisode(id: string): Episode {

@@ -13,6 +13,8 @@ export interface ResetRequest {
   taskSeed: number;
   /** The dataset row, for data-dependent environments. */
   row?: Json;
+  /** The task of a data-free environment, given instead of sampled (reward tests). */
+  task?: Json;
 }
 
 export interface AgentTurnMessage {
@@ -68,6 +70,8 @@ export interface DriverMethods {
   step: { request: StepRequest; response: StepResponse };
   bot: { request: BotRequest; response: { action: string } };
   close: { request: { episodeId: string }; response: { open: number } };
+  /** The cases of the bundled tests.ts (compiled with `tests`, compile.ts), checked by the host (reward-tests.ts). */
+  tests: { request: Record<string, never>; response: { cases: Json[] } };
 }
 
 export type DriverMethod = keyof DriverMethods;

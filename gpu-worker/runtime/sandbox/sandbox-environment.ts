@@ -4,7 +4,7 @@
  * lost instead of silently continuing in a fresh state.
  */
 import { type EnvironmentHandle, type LogSink } from '../environment-handle';
-import { compileEnvironment } from './compile';
+import { type CompileOptions, compileEnvironment } from './compile';
 import type { EnvironmentSource } from '../../../sdk/environment-source';
 import { SandboxError } from './errors';
 import { type PoolOptions, SandboxPool } from './pool';
@@ -44,9 +44,9 @@ export class SandboxEnvironment implements EnvironmentHandle {
   /** Compiles, loads and describes; compile errors come back as diagnostics, load errors as SandboxError. */
   static async load(
     source: EnvironmentSource,
-    options: PoolOptions & { onLogs?: LogSink } = {},
+    options: PoolOptions & CompileOptions & { onLogs?: LogSink } = {},
   ): Promise<{ ok: true; env: SandboxEnvironment } | { ok: false; errors: CompileDiagnostic[] }> {
-    const compiled = await compileEnvironment(source);
+    const compiled = await compileEnvironment(source, { tests: options.tests });
     if (!compiled.ok) return compiled;
     const pool = await SandboxPool.create(compiled.compiled, options);
     return { ok: true, env: await SandboxEnvironment.fromPool(pool, options.onLogs, true) };
@@ -73,6 +73,11 @@ export class SandboxEnvironment implements EnvironmentHandle {
   async close(episodeId: string) {
     if (this.episodeGeneration.get(episodeId) === this.generation) await this.call('close', { episodeId }, episodeId);
     this.episodeGeneration.delete(episodeId);
+  }
+
+  /** The cases of tests.ts, for an environment loaded with `tests` (reward-tests.ts checks them). */
+  async tests() {
+    return (await this.call('tests', {}, '')).cases;
   }
 
   /** Synchronous step for hot loops (benchmarks, the dry run): same checks, no promise. */
@@ -125,7 +130,7 @@ export class SandboxEnvironment implements EnvironmentHandle {
           this.sandbox = null;
           this.generation++;
           this.lastFatal = e;
-        } else if (method !== 'close' && method !== 'describe') {
+        } else if (method !== 'close' && method !== 'describe' && method !== 'tests') {
           // An interrupted call never reached the driver's own clean-up: drop the episode there too.
           try {
             this.sandbox.call('close', { episodeId });

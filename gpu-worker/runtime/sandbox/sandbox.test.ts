@@ -41,6 +41,7 @@ export default defineEnvironment<undefined, { n: number }>({
       case 'pollute-prototype': (Object.prototype as any).polluted = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-prototype
       case 'pollute-global': g.leaked = 'yes'; return { observation: '', reward: 0, terminated: true }; // @pollute-global
       case 'patch-builtin': (Array.prototype as any).push = () => 0; return { observation: '', reward: 0, terminated: true }; // @patch-builtin
+      case 'proto-info': return { observation: '', reward: 0, terminated: true, info: JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": 1, "a": 2}') };
       case 'read-pollution': {
         const seen = [({} as any).polluted, g.leaked, [1].push(2)];
         return { observation: JSON.stringify(seen), reward: 0, terminated: false };
@@ -144,11 +145,11 @@ describe('sandbox battery', () => {
     ['nan', /reward NaN/],
     ['no-reward', /reward undefined; a reward must be a finite number \(return reward: 0 for no reward\)/],
     ['text-reward', /reward "high"/],
-  ])('non-numeric reward %s is refused', async (action, message) => {
+  ])('non-numeric reward %s is refused at the step function that returned it (it has many returns)', async (action, message) => {
     const e = await failure(action);
     expect(e.kind).toBe('invalid-output');
     expect(e.message).toMatch(message);
-    expect(e.location).toMatchObject({ file: 'env.ts', line: lineOf('export default') });
+    expect(e.location).toEqual({ file: 'env.ts', line: lineOf('step(action, ctx) {'), column: 3 });
     await expectHealthy();
   });
 
@@ -198,10 +199,98 @@ describe('episodes are independent: built-ins and globals are frozen', () => {
     expect(JSON.parse(await observation('read-pollution'))).toEqual([null, null, 2]);
   });
 
+  test("an info key named __proto__ comes out as data: an own key, no prototype set, nothing polluted", async () => {
+    const { info } = await act('proto-info');
+    expect(Object.keys(info).sort()).toEqual(['__proto__', 'a', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(info, '__proto__')?.value).toEqual({ polluted: 'yes' });
+    expect(Object.getPrototypeOf(info)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(JSON.parse(await observation('read-pollution'))).toEqual([null, null, 2]);
+  });
+
   test('instances may still override what their frozen prototypes define (Error names, toString, push)', async () => {
     expect(await observation('overrides')).toBe('MyError | own toString | own push');
   });
 
+});
+
+describe('a value the runtime cannot use is reported where the user returned it', () => {
+  // Functions with one return statement each (marked), whose values are bad on command. With several
+  // returns, the function's own line is reported (the probe's step above); so it is for a function
+  // that returned nothing (`@fn`), since its return may not have run.
+  const RETURNS = `import { defineEnvironment } from 'whetstone';
+
+const grade = (action: string) => action.length;
+
+export default defineEnvironment<undefined, { turn: number }>({
+  name: 'returns',
+  systemPrompt: 'p',
+  sample: () => undefined,
+  reset(ctx) {
+    ctx.state = { turn: 0 };
+    return (ctx.seed === 99 ? 42 : 'go') as string; // @reset
+  },
+  step(action, ctx) { // @fn
+    ctx.state.turn++;
+    const payoff = action === 'text' ? 'high' : grade(action);
+    const result = { observation: 'next', reward: payoff as number, terminated: false };
+    return (action === 'forgot' ? undefined : result) as never; // @step
+  },
+});
+`;
+  const SINGLE = `import { defineSingleTurn } from 'whetstone';
+
+export default defineSingleTurn({
+  name: 'single',
+  systemPrompt: 's',
+  sample: (rng) => rng.int(0, 9),
+  prompt: (task) => \`\${task}?\`,
+  reward: (_prompt, completion) => (completion === 'x' ? 'high' : 1) as number, // @reward
+});
+`;
+  const where = (source: string, marker: string, token: string) => {
+    const lines = source.split('\n');
+    const index = lines.findIndex((l) => l.includes(marker));
+    return { file: 'env.ts', line: index + 1, column: lines[index].indexOf(token) + 1 };
+  };
+  async function failing(source: string, seed: number, action: string | null): Promise<SandboxError> {
+    const loaded = await SandboxEnvironment.load({ files: { 'env.ts': source }, entry: 'env.ts' });
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    try {
+      await loaded.env.reset({ episodeId: 'e', seed, taskSeed: 0 });
+      if (action !== null) await loaded.env.step({ episodeId: 'e', action });
+      throw new Error('expected a failure');
+    } catch (e) {
+      expect(e).toBeInstanceOf(SandboxError);
+      return e as SandboxError;
+    } finally {
+      await loaded.env.dispose();
+    }
+  }
+
+  test("step's bad reward: at its return statement, file, line and column", async () => {
+    const e = await failing(RETURNS, 1, 'text');
+    expect(e.message).toMatch(/step returned reward "high"; a reward must be a finite number \(env\.ts:\d+:\d+\)/);
+    expect(e.location).toEqual(where(RETURNS, '@step', 'return'));
+  });
+
+  test("reset's observation that is not a string: at its return statement", async () => {
+    const e = await failing(RETURNS, 99, null);
+    expect(e.message).toMatch(/reset's observation is 42; expected a string/);
+    expect(e.location).toEqual(where(RETURNS, '@reset', 'return'));
+  });
+
+  test('a step that returns nothing: at the step function (which return ran is unknown)', async () => {
+    const e = await failing(RETURNS, 1, 'forgot');
+    expect(e.message).toMatch(/step returned undefined; expected an object/);
+    expect(e.location).toEqual(where(RETURNS, '@fn', 'step'));
+  });
+
+  test("a single-turn reward function's bad value: at the reward function", async () => {
+    const e = await failing(SINGLE, 1, 'x');
+    expect(e.message).toMatch(/reward "high"/);
+    expect(e.location).toEqual(where(SINGLE, '@reward', '('));
+  });
 });
 
 describe('compile and load errors', () => {

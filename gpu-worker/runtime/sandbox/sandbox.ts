@@ -203,7 +203,11 @@ export class Sandbox {
   }
 
   private userError(error: { name: string; message: string; stack: string; during: string; invalidOutput: boolean }, method: string, logs: string[]) {
-    if (error.invalidOutput) return this.fail('invalid-output', error.during || method, error.message, this.definedAt(), logs);
+    if (error.invalidOutput) {
+      // The driver names where the user's function returned the value (driver.ts, returnSite); else the definition.
+      const at = this.compiled.mapper.userFrame(error.stack) ? error.stack : this.definedAt();
+      return this.fail('invalid-output', error.during || method, error.message, at, logs);
+    }
     return this.classified(error, error.during || method, logs);
   }
 

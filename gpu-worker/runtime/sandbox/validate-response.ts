@@ -4,10 +4,8 @@
  */
 import { z } from 'zod';
 import { type DriverMethod, type DriverMethods } from './protocol';
+import { jsonObjectSchema, jsonValueSchema } from '../../../sdk/user-json';
 
-const json: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(json), z.record(z.string(), json)]),
-);
 const turn = z.object({ agent: z.string(), observation: z.string() });
 const valueSchema: z.ZodType<unknown> = z.lazy(() => z.object({ type: z.string() }).loose());
 const objectSchema = z.object({ type: z.literal('object'), properties: z.record(z.string(), valueSchema) }).loose();
@@ -25,17 +23,19 @@ const responses: { [M in DriverMethod]: z.ZodType<DriverMethods[M]['response']> 
     bots: z.array(z.string()),
     definedAt: z.string(),
   }) as z.ZodType<DriverMethods['describe']['response']>,
-  reset: z.object({ turn, systemPrompts: z.record(z.string(), z.string()), task: json }) as z.ZodType<DriverMethods['reset']['response']>,
+  reset: z.object({ turn, systemPrompts: z.record(z.string(), z.string()), task: jsonValueSchema }) as z.ZodType<DriverMethods['reset']['response']>,
   step: z.object({
     rewards: z.record(z.string(), z.number().refine(Number.isFinite, 'rewards must be finite')),
     terminated: z.boolean(),
     truncated: z.boolean(),
-    info: z.record(z.string(), json),
+    // User data, kept as it came: an own "__proto__" key stays a key (sdk/user-json.ts).
+    info: jsonObjectSchema,
     next: turn.nullable(),
     tool: z.object({ name: z.string().nullable(), ok: z.boolean(), error: z.string().optional() }).nullable(),
   }) as z.ZodType<DriverMethods['step']['response']>,
   bot: z.object({ action: z.string() }),
   close: z.object({ open: z.number() }),
+  tests: z.object({ cases: z.array(jsonValueSchema) }) as z.ZodType<DriverMethods['tests']['response']>,
 };
 
 export function validateResponse<M extends DriverMethod>(method: M, value: unknown): { ok: true; value: DriverMethods[M]['response'] } | { ok: false; problem: string } {

@@ -50,7 +50,7 @@ export function printOutcome(ctx: CommandContext, outcome: JobOutcome, metricKey
   const reason = job.state === 'FAILED' && job.failureReason ? `: ${job.failureReason}` : '';
   ctx.out.line(`job ${job.id} ${job.state}${took}${reason}`);
   const shown = metricKeys.filter((k) => k in outcome.metrics);
-  if (shown.length > 0) ctx.out.line(`  ${shown.map((k) => `${k} ${metricValue(outcome.metrics[k])}`).join('  ')}${outcome.lastStep >= 0 && job.kind !== 'EVAL' ? `  (step ${outcome.lastStep + 1})` : ''}`);
+  if (shown.length > 0) ctx.out.line(`  ${shown.map((k) => `${k} ${metricValue(outcome.metrics[k])}`).join('  ')}${outcome.lastStep > 0 ? `  (step ${outcome.lastStep})` : ''}`);
   if (outcome.checkpoints.length > 0) {
     ctx.out.line('checkpoints:');
     ctx.out.line(table(['ID', 'KIND', 'STEP', 'SIZE'], outcome.checkpoints.map((c) => [c.id, c.kind.toLowerCase(), String(c.step), bytes(c.bytes)])).replace(/^/gm, '  '));

@@ -5,11 +5,11 @@ import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
 import { DryRunQueueFull } from '../../environments/dry-run-pool';
+import { environmentSourceInput } from '../../environments/source-input';
+import { lastRunsOfEnvironments } from '../../environments/last-runs';
 import { createEnvironment } from '../../environments/create-environment';
 import { dryRunDataset, environmentDatasets } from '../../environments/dataset';
 
-const MAX_FILE_CHARS = 200_000;
-const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
 const environmentName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes');
 const id = z.string().min(1).max(64);
 
@@ -32,9 +32,7 @@ export const environmentsRouter = router({
       z.object({
         name: environmentName,
         description: z.string().max(2000).optional(),
-        entry: filePath,
-        files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
-        manifest: z.record(z.string(), z.unknown()),
+        ...environmentSourceInput,
         datasetText: z.string().max(MAX_DATASET_CHARS).optional(),
         baseVersionId: id.optional(),
       }),
@@ -136,8 +134,11 @@ export const environmentsRouter = router({
           description: true,
           template: true,
           updatedAt: true,
-          versions: { orderBy: { version: 'desc' }, take: 1, select: { version: true, validationStatus: true } },
+          versions: { orderBy: { version: 'desc' }, take: 1, select: { id: true, version: true, validationStatus: true, manifest: true } },
         },
       }),
     ),
+
+  /** Each environment's newest job and its last mean reward (the environments list's "last run"). */
+  lastRuns: teamProcedure('VIEWER').query(({ ctx }) => lastRunsOfEnvironments(ctx.db, ctx.membership.teamId)),
 });

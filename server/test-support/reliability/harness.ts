@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadTemplate } from '../../../env-templates/load-template';
-import { type ClientToServerEvents, type LiveItem, liveBatchSchema, runRoom, type ServerToClientEvents } from '../../../sdk/live';
+import { type ClientToServerEvents, type LiveItem, liveBatchSchema, runRoom, type ServerToClientEvents, stepNumber } from '../../../sdk/live';
 import { StreamCursor } from '../../../sdk/stream-cursor';
 import { API_KEY_PREFIX } from '../../auth/caller';
 import { hashSecret, newSecret } from '../../auth/tokens';
@@ -207,8 +207,9 @@ export async function stepsOf(db: Db, jobId: string, key = 'reward/mean'): Promi
   return rows.map((r) => r.step);
 }
 
-export function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
+/** The step numbers of an n-step run: 1 to n (sdk/live.ts, stepNumber). */
+export function stepNumbers(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => stepNumber(i));
 }
 
 export async function jobState(db: Db, jobId: string) {

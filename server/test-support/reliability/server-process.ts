@@ -20,6 +20,7 @@ import { schedulerEvents } from '../../scheduler/events';
 import { SchedulerLoop } from '../../scheduler/loop';
 import { LEASE_SECONDS } from '../../scheduler/timing';
 import { DryRunPool } from '../../environments/dry-run-pool';
+import { PlaySessions } from '../../play/play-sessions';
 
 const log = (line: string) => console.log(`[whetstone ${process.pid}] ${line}`);
 
@@ -44,8 +45,9 @@ async function main(): Promise<void> {
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
   const dryRuns = new DryRunPool();
+  const play = new PlaySessions();
   const deps = {
-    db, auth, realtime, dryRuns, blobs: new FsBlobStore(path.join(home, 'blobs')),
+    db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(path.join(home, 'blobs')),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam: async () => {},
   };
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
   const stop = async () => {
     await scheduler.stop();
     await dryRuns.close();
+    await play.shutdown();
     const closed = realtime.close();
     server.closeAllConnections();
     await closed;

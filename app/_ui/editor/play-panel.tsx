@@ -1,0 +1,336 @@
+'use client';
+import { useMutation } from '@tanstack/react-query';
+import { Bot, Play, RotateCcw, Send, Square } from 'lucide-react';
+import { useEffect, useRef, useState } from 'react';
+import type { EnvironmentDescription, SandboxErrorJson, Transcript } from '../../../sdk/dry-run-report';
+import type { PlayOpponent, PlaySession, PlayTurn } from '../../../sdk/play';
+import { useTRPC } from '../../trpc';
+import { ErrorNote } from '../components';
+
+type Source = { versionId: string } | { draft: { entry: string; files: Record<string, string>; manifest: Record<string, unknown> } };
+
+const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(3));
+const opponentKey = (o: PlayOpponent) => ('bot' in o ? `bot:${o.bot}` : 'random');
+const opponentOf = (key: string): PlayOpponent => (key.startsWith('bot:') ? { bot: key.slice(4) } : { random: true });
+
+/** A board game's moves from the turns' info (`move: [row, col]`, 1-based, as the gomoku template writes it). */
+function boardOf(task: unknown, turns: PlayTurn[]): { size: number; stones: Map<string, string>; last: string | null } | null {
+  const size = (task as { size?: unknown } | null)?.size;
+  if (typeof size !== 'number' || size < 3 || size > 25) return null;
+  const stones = new Map<string, string>();
+  let last: string | null = null;
+  for (const t of turns) {
+    const move = t.info.move;
+    if (Array.isArray(move) && move.length === 2) {
+      last = `${String(move[0])},${String(move[1])}`;
+      stones.set(last, t.agent);
+    }
+  }
+  return { size, stones, last };
+}
+
+function Board({ board, agents, onPick }: { board: NonNullable<ReturnType<typeof boardOf>>; agents: string[]; onPick: (row: number, col: number) => void }) {
+  const rows = Array.from({ length: board.size }, (_, i) => i + 1);
+  return (
+    <table className="board" aria-label={`Board, ${board.size} by ${board.size}`}>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r}>
+            {rows.map((c) => {
+              const who = board.stones.get(`${r},${c}`);
+              const label = who ? `${r},${c}: ${who}` : `${r},${c}: empty`;
+              return (
+                <td key={c}>
+                  <button
+                    type="button"
+                    className={`cell${who ? ` stone stone-${agents.indexOf(who)}` : ''}${board.last === `${r},${c}` ? ' last' : ''}`}
+                    aria-label={label}
+                    disabled={!!who}
+                    onClick={() => onPick(r, c)}
+                  />
+                </td>
+              );
+            })}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function TurnView({ turn, mine }: { turn: PlayTurn; mine: boolean }) {
+  const rewards = Object.entries(turn.rewards).filter(([, r]) => r !== 0);
+  const info = Object.keys(turn.info).length > 0 ? JSON.stringify(turn.info) : null;
+  return (
+    <div className={`play-turn${mine ? ' play-turn-mine' : ''}`}>
+      <div className="turn-role">
+        {turn.agent} · {'user' in turn.by ? 'you' : 'bot' in turn.by ? `bot ${turn.by.bot}` : 'random'}
+        {rewards.length > 0 ? ` · reward ${rewards.map(([a, r]) => `${a} ${fmt(r)}`).join(', ')}` : ''}
+        {turn.terminated ? ' · terminated' : turn.truncated ? ' · truncated' : ''}
+      </div>
+      <pre>{turn.action}</pre>
+      {info ? <pre className="play-info">info {info}</pre> : null}
+      {turn.tool ? <div className="small muted">tool {turn.tool.name ?? '?'}: {turn.tool.ok ? 'ok' : turn.tool.error}</div> : null}
+    </div>
+  );
+}
+
+function ErrorAt({ error, onReveal }: { error: SandboxErrorJson; onReveal: (at: { file: string; line: number; column: number }) => void }) {
+  return (
+    <div className="notice notice-error" role="alert">
+      <strong>{error.kind === 'timeout' ? 'Took too long' : error.kind === 'memory' ? 'Out of memory' : 'The environment failed'}</strong> ({error.during}): {error.message}
+      {error.location ? (
+        <div>
+          <button type="button" className="btn-small" onClick={() => onReveal(error.location!)}>
+            Go to {error.location.file}:{error.location.line}:{error.location.column}
+          </button>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+/**
+ * The play console: the user acts as an agent of the environment in the real sandbox (on the
+ * server's play processes, never in the page), turn by turn, with bots in the other seats; or
+ * watches a bot play one episode.
+ */
+export function PlayPanel({
+  teamId,
+  versionId,
+  draft,
+  description,
+  onReveal,
+}: {
+  teamId: string;
+  versionId: string;
+  /** The editor's unsaved files, when there are edits: the console can play them before saving. */
+  draft: Source | null;
+  description: EnvironmentDescription | null;
+  onReveal: (at: { file: string; line: number; column: number }) => void;
+}) {
+  const trpc = useTRPC();
+  const agents = description?.agents ?? [];
+  const bots = description?.bots ?? [];
+  const [useDraft, setUseDraft] = useState(false);
+  const [seat, setSeat] = useState('');
+  const [opponents, setOpponents] = useState<Record<string, string>>({});
+  const [session, setSession] = useState<PlaySession | null>(null);
+  const [turns, setTurns] = useState<PlayTurn[]>([]);
+  const [observation, setObservation] = useState<string | null>(null);
+  const [state, setState] = useState<{ done: boolean; endReason: string | null; returns: Record<string, number>; error: SandboxErrorJson | null }>({ done: false, endReason: null, returns: {}, error: null });
+  const [action, setAction] = useState('');
+  const [autoplayed, setAutoplayed] = useState<Transcript | null>(null);
+  const [policy, setPolicy] = useState('');
+  const actionRef = useRef<HTMLTextAreaElement>(null);
+  const endRef = useRef<HTMLDivElement>(null);
+  const mySeat = seat || agents[0] || '';
+  const source: Source = useDraft && draft ? draft : { versionId };
+  const others = agents.filter((a) => a !== mySeat);
+  const opponentsInput = Object.fromEntries(others.map((a) => [a, opponentOf(opponents[a] ?? (bots[0] ? `bot:${bots[0]}` : 'random'))]));
+
+  const open = useMutation(
+    trpc.play.open.mutationOptions({
+      onSuccess: (r) => {
+        setAutoplayed(null);
+        if (!r.ok) {
+          setSession(null);
+          setState({ done: true, endReason: 'error', returns: {}, error: r.error ?? (r.compileErrors[0] ? { kind: 'syntax', during: 'compile', message: r.compileErrors[0].message, location: r.compileErrors[0].location, userStack: '' } : null) });
+          return;
+        }
+        setSession(r);
+        setTurns(r.history);
+        setObservation(r.observation);
+        setState({ done: r.done, endReason: r.endReason, returns: r.returns, error: r.error });
+        setTimeout(() => actionRef.current?.focus(), 0);
+      },
+    }),
+  );
+  const step = useMutation(
+    trpc.play.step.mutationOptions({
+      onSuccess: (r) => {
+        setTurns((t) => [...t, ...(r.turn ? [r.turn] : []), ...r.botTurns]);
+        setObservation(r.observation);
+        setState({ done: r.done, endReason: r.endReason, returns: r.returns, error: r.error });
+        setAction('');
+        setTimeout(() => actionRef.current?.focus(), 0);
+      },
+    }),
+  );
+  const close = useMutation(trpc.play.close.mutationOptions());
+  const autoplay = useMutation(
+    trpc.play.autoplay.mutationOptions({
+      onSuccess: (r) => {
+        setSession(null);
+        if (r.ok) {
+          setAutoplayed(r.transcript);
+          setState({ done: true, endReason: r.transcript.endReason, returns: r.transcript.totalRewards, error: r.transcript.error });
+        } else {
+          setAutoplayed(null);
+          setState({ done: true, endReason: 'error', returns: {}, error: r.error });
+        }
+      },
+    }),
+  );
+  useEffect(() => endRef.current?.scrollIntoView({ block: 'nearest' }), [turns.length, autoplayed]);
+  // Leaving the page or the tab ends the session rather than waiting for the idle timeout.
+  const sessionId = session?.sessionId;
+  const closeSession = close.mutate;
+  useEffect(() => () => {
+    if (sessionId) closeSession({ teamId, sessionId });
+  }, [sessionId, teamId, closeSession]);
+
+  const start = () => open.mutate({ teamId, source, seat: mySeat || undefined, opponents: others.length ? opponentsInput : undefined });
+  const send = () => {
+    if (session && action.trim() && !step.isPending) step.mutate({ teamId, sessionId: session.sessionId, action });
+  };
+  const board = session ? boardOf(session.task, turns) : null;
+
+  return (
+    <div className="side-body play">
+      <form
+        className="play-setup"
+        aria-label="Play settings"
+        onSubmit={(e) => {
+          e.preventDefault();
+          start();
+        }}
+      >
+        {draft ? (
+          <label className="small">
+            <input type="checkbox" checked={useDraft} onChange={(e) => setUseDraft(e.target.checked)} /> Play the unsaved edits
+          </label>
+        ) : null}
+        {agents.length > 1 ? (
+          <div className="play-seats">
+            <label>
+              You play{' '}
+              <select value={mySeat} onChange={(e) => setSeat(e.target.value)}>
+                {agents.map((a) => (
+                  <option key={a} value={a}>{a}</option>
+                ))}
+              </select>
+            </label>
+            {others.map((a) => (
+              <label key={a}>
+                {a} is{' '}
+                <select value={opponentKey(opponentsInput[a])} onChange={(e) => setOpponents((o) => ({ ...o, [a]: e.target.value }))}>
+                  {bots.map((b) => (
+                    <option key={b} value={`bot:${b}`}>bot {b}</option>
+                  ))}
+                  <option value="random">random</option>
+                </select>
+              </label>
+            ))}
+          </div>
+        ) : null}
+        <div className="actions">
+          <button type="submit" className="btn-primary btn-small" disabled={open.isPending}>
+            <Play size={14} aria-hidden="true" /> {session ? 'New episode' : open.isPending ? 'Opening…' : 'Play an episode'}
+          </button>
+          {bots.length > 0 || agents.length > 0 ? (
+            <>
+              <label className="sr-only" htmlFor="play-policy">Bot that plays</label>
+              <select id="play-policy" value={policy} onChange={(e) => setPolicy(e.target.value)} className="select-small">
+                {bots.map((b) => (
+                  <option key={b} value={`bot:${b}`}>bot {b}</option>
+                ))}
+                <option value="random">random</option>
+              </select>
+              <button
+                type="button"
+                className="btn-small"
+                disabled={autoplay.isPending}
+                onClick={() => autoplay.mutate({ teamId, source, policy: opponentOf(policy || (bots[0] ? `bot:${bots[0]}` : 'random')), opponents: others.length ? opponentsInput : undefined })}
+              >
+                <Bot size={14} aria-hidden="true" /> {autoplay.isPending ? 'Playing…' : 'Let it play'}
+              </button>
+            </>
+          ) : null}
+          {session && !state.done ? (
+            <button type="button" className="btn-small" onClick={() => { close.mutate({ teamId, sessionId: session.sessionId }); setSession(null); }}>
+              <Square size={13} aria-hidden="true" /> End
+            </button>
+          ) : null}
+        </div>
+      </form>
+      <ErrorNote error={open.error ?? step.error ?? autoplay.error} />
+      {!session && !autoplayed && !state.error ? (
+        <p className="muted small">Act as the agent in the real sandbox: you see the system prompt and the observation, type the action, and get the reward, the info and the next observation, turn by turn.</p>
+      ) : null}
+      {session ? (
+        <div className="play-log" aria-live="polite">
+          <div className="turn turn-system">
+            <div className="turn-role">system · {session.seat}</div>
+            <pre>{session.systemPrompt}</pre>
+          </div>
+          {turns.map((t, i) => (
+            <TurnView key={i} turn={t} mine={'user' in t.by} />
+          ))}
+          {board ? <Board board={board} agents={agents} onPick={(r, c) => setAction(`<move>${r},${c}</move>`)} /> : null}
+          {observation !== null && !state.done ? (
+            <div className="turn turn-observation">
+              <div className="turn-role">observation · your turn ({session.seat})</div>
+              <pre>{observation}</pre>
+            </div>
+          ) : null}
+        </div>
+      ) : null}
+      {autoplayed ? (
+        <div className="play-log">
+          <p className="small muted">One episode, seed {autoplayed.seed}:</p>
+          {autoplayed.turns.map((t, i) => (
+            <div key={i} className="play-turn">
+              <div className="turn-role">{t.agent} · reward {Object.values(t.rewards).map(fmt).join(', ') || '0'}</div>
+              <pre className="muted">{t.observation}</pre>
+              <pre>{t.action}</pre>
+            </div>
+          ))}
+        </div>
+      ) : null}
+      {state.error ? <ErrorAt error={state.error} onReveal={onReveal} /> : null}
+      {(session || autoplayed) && Object.keys(state.returns).length > 0 ? (
+        <p className="play-returns" role="status">
+          {state.done ? `Episode over (${state.endReason ?? 'ended'}). ` : ''}Return: {Object.entries(state.returns).map(([a, r]) => `${agents.length > 1 ? `${a} ` : ''}${fmt(r)}`).join(' · ')}
+          {state.done && session ? (
+            <button type="button" className="btn-small" onClick={start}>
+              <RotateCcw size={13} aria-hidden="true" /> Again
+            </button>
+          ) : null}
+        </p>
+      ) : null}
+      {session && !state.done ? (
+        <form
+          className="play-input"
+          aria-label="Your action"
+          onSubmit={(e) => {
+            e.preventDefault();
+            send();
+          }}
+        >
+          <label htmlFor="play-action" className="sr-only">
+            Your action
+          </label>
+          <textarea
+            id="play-action"
+            ref={actionRef}
+            value={action}
+            rows={2}
+            placeholder="Type the agent's action — Enter sends, Shift-Enter adds a line"
+            onChange={(e) => setAction(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter' && !e.shiftKey) {
+                e.preventDefault();
+                send();
+              }
+            }}
+          />
+          <button type="submit" className="btn-primary" disabled={!action.trim() || step.isPending} aria-label="Send the action">
+            <Send size={15} aria-hidden="true" />
+          </button>
+        </form>
+      ) : null}
+      <div ref={endRef} />
+    </div>
+  );
+}
