@@ -5,6 +5,8 @@ import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
 import { MAX_REQUEST_BYTES } from '../sdk/limits';
+import { applySecurityHeaders, type SecurityOptions } from './security-headers';
+import { sendServiceWorker } from './service-worker';
 
 export type NextHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 
@@ -42,10 +44,11 @@ function crossSiteWithCookie(req: IncomingMessage, trustedOrigins: string[]): bo
 }
 
 /**
- * The one request listener: health, auth (better-auth), tRPC, the worker API, then Next.js for
- * everything else. socket.io attaches to the same server for /socket.io.
+ * The one request listener: the security headers (security-headers.ts) on every answer, then
+ * health, auth (better-auth), tRPC, the worker API, then Next.js for everything else. socket.io
+ * attaches to the same server for /socket.io.
  */
-export function createRequestListener(deps: ServerDeps, getNext: () => NextHandler | null) {
+export function createRequestListener(deps: ServerDeps, getNext: () => NextHandler | null, security: SecurityOptions = {}) {
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: '/api/trpc/',
@@ -63,6 +66,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    applySecurityHeaders(req, res, security);
     // better-auth reads the client's address from this header; set it from the socket so a
     // client cannot choose its own (sign-in limits are per address).
     req.headers['x-whetstone-client-ip'] = req.socket.remoteAddress ?? '';
@@ -80,6 +84,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
       }
       if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(workerApi, req, res, url);
       if (url.pathname.startsWith('/api/')) return sendJson(res, 404, { error: `No route ${url.pathname}` });
+      if (url.pathname === '/sw.js') return sendServiceWorker(res);
       const next = getNext();
       if (!next) return sendPage(res, 503, 'Whetstone is starting', 'The web app is being prepared; this page reloads by itself.', 3);
       return await next(req, res);

@@ -184,7 +184,7 @@ async function main(): Promise<void> {
     publicUrl,
     seedTeam,
   };
-  listener = createRequestListener(deps, () => nextHandler);
+  listener = createRequestListener(deps, () => nextHandler, { dev: env.WHETSTONE_DEV });
   await scheduler.start();
   log(`listening on ${publicUrl} (health: ${publicUrl}/api/health)`);
 

@@ -7,10 +7,12 @@ import path from 'node:path';
 import next from 'next';
 import type { NextHandler } from './http';
 import { repoRoot } from './paths';
+import { buildServiceWorker } from './service-worker-build';
 
 // The Next.js app runs inside our one HTTP server (a custom server). In production mode it
-// needs a build; `npm start` builds when the sources changed since the last build, while the
-// server already answers health, tRPC and socket.io.
+// needs a build (`next build`, then the service worker: service-worker-build.ts); `npm start`
+// builds when the sources changed since the last build, while the server already answers health,
+// tRPC and socket.io.
 
 const BUILD_INPUTS = ['app', 'public', 'sdk', 'next.config.ts', 'tsconfig.json', 'package-lock.json'];
 const stampFile = path.join(repoRoot, '.next', 'whetstone-inputs.sha256');
@@ -65,8 +67,9 @@ export async function ensureNextBuild(log: (line: string) => void, signal?: Abor
       code === 0 ? resolve() : reject(new Error(`next build failed (exit ${code}):\n${output.join('').slice(-4000)}`)),
     );
   });
+  const sw = await buildServiceWorker(repoRoot);
   fs.writeFileSync(stampFile, inputs);
-  log(`web app built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(`web app built in ${((Date.now() - started) / 1000).toFixed(1)} s (service worker precaches ${sw.precached} files, ${(sw.bytes / 1024 ** 2).toFixed(1)} MB)`);
 }
 
 export interface NextApp {

@@ -21,7 +21,10 @@ import { PlaySessions, type PlaySessionsOptions } from '../play/play-sessions';
  * The real request listener, better-auth, socket.io and (when given the database URL) the
  * scheduler loop, on an ephemeral port, without Next.js.
  */
-export async function startTestServer(db: Db, opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions } = {}) {
+export async function startTestServer(
+  db: Db,
+  opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions; secureCookies?: boolean } = {},
+) {
   // The app's listener must exist before socket.io attaches: socket.io takes over the server's
   // request listeners and calls them only for paths that are not its own.
   let listener: ReturnType<typeof createRequestListener> | null = null;
@@ -31,7 +34,7 @@ export async function startTestServer(db: Db, opts: { next?: NextHandler | null;
   const blobRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-test-blobs-'));
   // Teams start empty here; server/environments/templates.test.ts covers seeding.
   const seedTeam = async () => {};
-  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: false, seedTeam });
+  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: opts.secureCookies ?? false, seedTeam });
   const realtime = attachRealtime(server, db, auth, opts.pool);
   const dryRuns = new DryRunPool(opts.dryRuns);
   const play = new PlaySessions(opts.play);
