@@ -35,15 +35,15 @@ export function yieldToEvents(): Promise<void> {
 
 /**
  * Called before each step: a cancel stops at once, a preemption checkpoints this step first so the
- * next attempt resumes here. Null: carry on.
+ * next attempt resumes here. Null: carry on. `what` names the step in the reason ("warm-start step").
  */
-export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>): Promise<JobResult | null> {
+export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>, what = 'step'): Promise<JobResult | null> {
   await yieldToEvents();
   let result: JobResult | null = null;
-  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled at step ${step}` };
+  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled at ${what} ${step}` };
   else if (control.preempted) {
     await checkpoint(step);
-    result = { outcome: 'preempted', reason: `preempted at step ${step}; checkpointed` };
+    result = { outcome: 'preempted', reason: `preempted at ${what} ${step}; checkpointed` };
   }
   if (result) {
     emit.log('info', result.reason);

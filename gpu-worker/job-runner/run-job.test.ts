@@ -4,9 +4,9 @@
  */
 import { beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
-import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
+import { loadTemplate } from '../../env-templates/load-template';
+import { templateEnvironment as environment, testAssignment as assignment } from '../test-support/job-runner/assignments';
 import { describeMetric, matchItemSchema, type MetricItem, streamItemSchemas } from '../../sdk/live';
-import { type Assignment } from '../../sdk/worker-protocol';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
@@ -19,27 +19,6 @@ import { JobControl, MemorySink } from './sink';
 beforeAll(async () => {
   await testBackend();
 });
-
-function environment(name: TemplateName) {
-  const t = loadTemplate(name);
-  return { versionId: `${name}-v1`, files: t.source.files, entry: t.source.entry, manifest: t.rawManifest };
-}
-
-function assignment(over: Partial<Assignment> & { config: Record<string, unknown> }): Assignment {
-  return {
-    attemptId: 'att-1',
-    fencingToken: '1',
-    jobId: 'job-1',
-    attempt: 1,
-    kind: 'TRAIN',
-    deviceIndexes: [0],
-    leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
-    timeLimitSeconds: null,
-    resumeFrom: null,
-    environment: environment('bandit'),
-    ...over,
-  };
-}
 
 const banditConfig = {
   environmentVersionId: 'bandit-v1',

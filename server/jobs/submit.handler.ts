@@ -17,7 +17,9 @@ async function checkReferences(db: Db, teamId: string, config: Record<string, un
     const found = await db.environmentVersion.findFirst({ where: { id: config.environmentVersionId, environment: { teamId } } });
     if (!found) throw missing('environment version');
   }
-  for (const id of [config.datasetVersionId, config.evalDatasetVersionId]) {
+  // A warm start's dataset may come from the job's training or from the manifest's (resolved here).
+  const warmStart = (config.training as { warmStart?: { datasetVersionId?: unknown } | null } | undefined)?.warmStart;
+  for (const id of [config.datasetVersionId, config.evalDatasetVersionId, warmStart?.datasetVersionId]) {
     if (typeof id === 'string' && !(await db.datasetVersion.findFirst({ where: { id, dataset: { teamId } } }))) throw missing('dataset version');
   }
   const against = config.against as { checkpointId?: unknown } | undefined;
@@ -100,7 +102,10 @@ export async function submitJob({
   }
   const config = parsed.data as Record<string, unknown>;
   await checkReferences(ctx.db, teamId, config);
-  if (input.kind === 'TRAIN' || input.kind === 'SFT') config.training = await resolveSubmittedTraining(ctx.db, teamId, input.kind, config as TrainJobConfig);
+  if (input.kind === 'TRAIN' || input.kind === 'SFT') {
+    config.training = await resolveSubmittedTraining(ctx.db, teamId, input.kind, config as TrainJobConfig);
+    await checkReferences(ctx.db, teamId, { training: config.training });
+  }
   if (input.experimentId && !(await ctx.db.experiment.findFirst({ where: { id: input.experimentId, teamId } }))) {
     throw new TRPCError({ code: 'NOT_FOUND', message: 'No such experiment in this team' });
   }
