@@ -330,10 +330,11 @@ test('a single-agent evaluation reports mean return and success with intervals, 
 });
 
 test('a data-dependent environment is evaluated on its held-out rows; without them the job says what it needs', async () => {
+  // (Without the template's warm start, warmStart null: these runs are about evaluation.)
   const math = loadTemplate('math');
   const trained = new MemorySink();
   trained.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
-  const train = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  const train = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { warmStart: null, steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
   expect((await runJob(assignment({ config: train, environment: environment('math'), blobKeys: { dtrain: 'train' } }), trained, new JobControl())).outcome).toBe('succeeded');
   const checkpoint = trained.checkpoints.find((c) => c.kind === 'SAMPLER')!.bytes;
 
@@ -364,7 +365,7 @@ test('a training run evaluates its policy every evalEvery steps and after the la
   const math = loadTemplate('math');
   const mathSink = new MemorySink();
   mathSink.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
-  const mathRun = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  const mathRun = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { warmStart: null, steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
   expect((await runJob(assignment({ config: mathRun, environment: environment('math'), blobKeys: { dtrain: 'train' } }), mathSink, new JobControl())).outcome).toBe('succeeded');
   expect(mathSink.items('logs').some((l) => l.level === 'warn' && /no evaluation during training: this environment reads dataset rows and the job names no held-out rows \(evalDatasetVersionId\)/.test(l.message))).toBe(true);
 });

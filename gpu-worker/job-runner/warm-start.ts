@@ -73,11 +73,13 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
     ws.from === 'bot'
       ? await botDemonstrations(w, ws.bot, ws.episodes)
       : datasetDemonstrations(w.tokenizer, await fetchRows(w.assignment, w.sink, ws.datasetVersionId), contextLength, w.emit);
+  const prepared = ((performance.now() - started) / 1000).toFixed(1);
   const source = ws.from === 'bot' ? `bot "${ws.bot}"` : `dataset version ${ws.datasetVersionId}`;
   w.emit.log(
     'info',
     `warm start: SFT on ${sequences.length} demonstrations of ${source}, ${ws.steps} steps of ${ws.batchSize}, learning rate ${ws.learningRate}${ws.decay ? ' with cosine decay' : ''}` +
-      (w.resume ? `, from warm-start step ${w.resume.step}` : ''),
+      (w.resume ? `, from warm-start step ${w.resume.step}` : '') +
+      ` (made in ${prepared} s)`,
   );
 
   const trainer = new SFTTrainer(w.model, { learningRate: ws.learningRate, warmupSteps: ws.warmupSteps, totalSteps: ws.decay ? ws.steps : 0, seed: w.seed });
