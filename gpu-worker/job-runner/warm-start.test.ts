@@ -5,6 +5,7 @@
  * what a warm start that cannot run says.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
+import { loadTemplate } from '../../env-templates/load-template';
 import { testBackend } from '../test-support/engine/test-setup';
 import { templateEnvironment, testAssignment } from '../test-support/job-runner/assignments';
 import { describeMetric, type MetricItem } from '../../sdk/live';
@@ -16,6 +17,8 @@ beforeAll(async () => {
   await testBackend();
 });
 
+/** Warm-start steps of the math-tools test (the template's are 500). */
+const WARM_STEPS = 150;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const values = (sink: MemorySink, key: string) => sink.items('metrics').filter((m) => m.key === key);
 
@@ -51,6 +54,27 @@ describe('warm start then GRPO on bandit', () => {
     const logs = sink.items('logs').map((l) => l.message);
     expect(logs).toContainEqual(expect.stringMatching(/^warm start: SFT on 64 demonstrations of bot "oracle", 80 steps of 16, learning rate 0.003 with cosine decay \(made in [\d.]+ s\)$/));
     expect(logs).toContainEqual(expect.stringMatching(/^evaluation after the warm start: /));
+  });
+});
+
+describe('warm start on math-tools', () => {
+  test('after a short warm start on tool-user the policy calls the calculator in most episodes; tool results are never trainable', { timeout: 300_000 }, async () => {
+    const math = loadTemplate('math-tools');
+    const sink = new MemorySink();
+    sink.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
+    // The template's warm start, shortened; one GRPO step whose 128 episodes are all streamed.
+    const config = { environmentVersionId: 'mt', datasetVersionId: 'train', training: { steps: 1, evalEpisodes: 0, warmStart: { steps: WARM_STEPS } } };
+    const result = await runJob(testAssignment({ config, environment: templateEnvironment('math-tools'), blobKeys: { train: 'train' } }), sink, new JobControl(), { samplesPerStep: 128 });
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const episodes = sink.items('rollouts');
+    expect(episodes).toHaveLength(128);
+    const tool = episodes.flatMap((e) => e.segments.filter((s) => s.role === 'tool'));
+    expect(tool.length).toBeGreaterThan(0);
+    expect(tool.filter((s) => s.trainable)).toEqual([]);
+    // A call that ran: its result is a number (a malformed call gets "error: …").
+    const called = episodes.filter((e) => e.segments.some((s) => s.role === 'tool' && /^<tool_result>\d+<\/tool_result>$/.test(s.text)));
+    console.log(`math-tools after ${WARM_STEPS} warm-start steps: ${called.length} of 128 episodes called the calculator; reward ${values(sink, 'reward/mean')[0].value}`);
+    expect(called.length / episodes.length).toBeGreaterThan(0.5);
   });
 });
 
