@@ -148,6 +148,14 @@ describe('other sources, and what cannot run', () => {
     expect(sink.items('logs').map((l) => l.message)).toContainEqual(expect.stringMatching(/^warm start: SFT on 4 demonstrations of dataset version d1, 30 steps of 4, learning rate 0.01 with cosine decay \(made in [\d.]+ s\)$/));
   });
 
+  test('PPO too: the warm start trains the policy, then PPO its policy and value head', async () => {
+    const sink = new MemorySink();
+    const config = { environmentVersionId: 'bandit-v1', training: { ...tiny, algorithm: 'ppo', warmStart: { from: 'bot', bot: 'oracle', episodes: 8, steps: 3, batchSize: 4 } } };
+    expect(await runJob(testAssignment({ config }), sink, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+    expect(values(sink, 'warmstart/loss')).toHaveLength(3);
+    expect(values(sink, 'loss/value')).toHaveLength(1);
+  });
+
   test('an unknown bot, and a context no demonstration fits, fail saying what to change', async () => {
     const run = async (training: Record<string, unknown>) => runJob(testAssignment({ config: { environmentVersionId: 'bandit-v1', training: { ...tiny, ...training } } }), new MemorySink(), new JobControl());
     expect(await run({ warmStart: { from: 'bot', bot: 'oracel', episodes: 4, steps: 1 } })).toEqual({ outcome: 'failed', reason: 'warmStart.bot: this environment has no bot "oracel"; its bots: oracle, random' });
