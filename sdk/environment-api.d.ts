@@ -166,6 +166,13 @@ declare module 'whetstone' {
       sample?: undefined;
   }
   export type TaskSource<Task> = GeneratedTasks<Task> | DatasetTasks;
+  /**
+   * What the system prompt says about the tools: `full` appends a paragraph listing each tool, its
+   * arguments and the call syntax (`describeTools`); `none` appends nothing, for a system prompt
+   * that explains the tools itself or a model trained from scratch that learns the calls from
+   * demonstrations (the paragraph's ~250 constant characters slow its learning several-fold).
+   */
+  export type ToolPromptStyle = 'full' | 'none';
   interface CommonSpec<Task, State> {
       /** Short identifier, e.g. "gomoku". */
       name: string;
@@ -173,6 +180,8 @@ declare module 'whetstone' {
       context?: ContextPolicy;
       /** Functions the agent may call from its text (see `ToolDefinition` for the syntax). */
       tools?: ToolDefinition<EpisodeContext<Task, State>>[];
+      /** What the system prompt says about `tools` (default `full`). */
+      toolPrompt?: ToolPromptStyle;
   }
   /** A single-agent environment: Gymnasium's reset/step over text. */
   export type EnvironmentSpec<Task, State> = CommonSpec<Task, State> & TaskSource<Task> & {
@@ -189,7 +198,7 @@ declare module 'whetstone' {
       info?: Record<string, Json | undefined>;
   };
   /** The single-turn shorthand: a prompt per task and a reward over the completion. */
-  export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'context'> & TaskSource<Task> & {
+  export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'toolPrompt' | 'context'> & TaskSource<Task> & {
       systemPrompt: string | ((task: Task) => string);
       /** The user message for a task. */
       prompt(task: Task, rng: Rng): string;
@@ -235,6 +244,7 @@ declare module 'whetstone' {
       readonly context: ContextPolicy;
       readonly rowSchema: ObjectSchema | undefined;
       readonly tools: readonly ToolDefinition<EpisodeContext>[];
+      readonly toolPrompt: ToolPromptStyle;
       readonly bots: Readonly<Record<string, Bot>>;
       /** The stack where the define function was called: errors point at the user's definition. */
       readonly definedAt: string;

@@ -172,6 +172,7 @@ export const METRIC_GROUPS = {
   perf: 'Throughput',
   data: 'Data',
   eval: 'Evaluation',
+  warmstart: 'Warm start',
   env: 'Environment',
 } as const;
 export type MetricGroup = keyof typeof METRIC_GROUPS;
@@ -226,6 +227,13 @@ export const METRICS = {
   'eval/success_rate': { description: 'single-agent: episodes with a positive return over episodes scored' },
   'eval/success_rate_low': { description: 'single-agent: the Wilson 95% interval of the success rate, lower end' },
   'eval/success_rate_high': { description: 'single-agent: the Wilson 95% interval of the success rate, upper end' },
+  'warmstart/loss': { description: "warm start (training.warmStart): the SFT step's negative log-likelihood of the demonstrations' actions; its step is the warm start's own, counted from 0" },
+  'warmstart/lr': { description: 'warm start: learning rate used in the SFT step' },
+  'warmstart/grad_norm': { description: 'warm start: gradient norm before clipping' },
+  'warmstart/tokens': { description: "warm start: trainable (action) tokens in the step's batch", unit: 'tokens' },
+  'warmstart/epoch': { description: 'warm start: passes over the demonstrations completed before this step', unit: 'epochs' },
+  'warmstart/demonstrations': { description: 'warm start: demonstration sequences that fit the context (at its first step)', unit: 'sequences' },
+  'warmstart/eval_score': { description: "warm start: the evaluation score (as eval/score) of the policy after the warm start's last step" },
 } as const satisfies Record<`${MetricGroup}/${string}`, MetricInfo>;
 export type CatalogueKey = keyof typeof METRICS;
 

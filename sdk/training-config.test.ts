@@ -143,6 +143,47 @@ describe('bad input is refused with what to write', () => {
   });
 });
 
+describe('warmStart', () => {
+  const mathLike = { training: { algorithm: 'grpo', warmStart: { from: 'bot', bot: 'oracle', episodes: 9500, steps: 600, batchSize: 128 } } };
+  const resolve = (training: Record<string, unknown>) => {
+    const r = resolveJobTraining('TRAIN', { training }, mathLike);
+    if (!r.ok) throw new Error(r.problems.join('; '));
+    return r.config as TrainingConfig & { warmStart?: unknown };
+  };
+
+  test("the manifest's, with the documented defaults for what it leaves out", () => {
+    expect(resolve({}).warmStart).toEqual({ from: 'bot', bot: 'oracle', episodes: 9500, steps: 600, batchSize: 128, learningRate: 0.003, warmupSteps: 20, decay: true });
+    const plain = resolveTraining({});
+    expect(plain.ok ? plain.config : null).not.toHaveProperty('warmStart');
+  });
+
+  test('a job or --set changes it field by field, switches its source, or turns it off with null', () => {
+    expect(resolve(applySet({}, 'warmStart.steps=50')).warmStart).toMatchObject({ from: 'bot', bot: 'oracle', episodes: 9500, steps: 50 });
+    expect(resolve({ warmStart: { from: 'dataset', datasetVersionId: 'd1' } }).warmStart).toEqual({ from: 'dataset', datasetVersionId: 'd1', steps: 500, batchSize: 32, learningRate: 0.003, warmupSteps: 20, decay: true });
+    expect(resolve(applySet({}, 'warmStart=null')).warmStart).toBeNull();
+    // Stored resolved and resolved again by the runner over the manifest: null stays off.
+    const stored = resolve(applySet({}, 'warmStart=null')) as unknown as Record<string, unknown>;
+    expect(resolve(stored).warmStart).toBeNull();
+  });
+
+  test('bad warm starts say what to write; SFT jobs have none', () => {
+    const problems = (...layers: Array<Record<string, unknown>>) => {
+      const r = resolveTraining(...layers);
+      return r.ok ? [] : r.problems;
+    };
+    expect(problems({ warmStart: { steps: 5 } })).toEqual(['warmStart.from: write "from": "bot" (with "bot", the bot to imitate) or "from": "dataset" (with "datasetVersionId")']);
+    expect(problems({ warmStart: { from: 'bot', bot: 'oracle', bott: 1 } })).toEqual(['warmStart: Unrecognized key: "bott"']);
+    expect(problems({ warmStart: { from: 'bot', bot: 'oracle', steps: 0 } })[0]).toMatch(/^warmStart.steps:/);
+    expect(problems({ warmStart: { from: 'dataset' } })[0]).toMatch(/^warmStart.datasetVersionId:/);
+    expect(problems({ algorithm: 'sft', warmStart: { from: 'bot', bot: 'oracle' } })).toEqual(['warmStart: not an option of sft (it belongs to grpo, ppo)']);
+    expect(() => applySet({}, 'warmStart.a.b=1')).toThrow(/warmStart.<name>/);
+  });
+
+  test('documented in its own group', () => {
+    expect(describeOptions('grpo').find((d) => d.name === 'warmStart')).toMatchObject({ group: 'warm-start', default: undefined, description: expect.stringMatching(/before the RL phase/) });
+  });
+});
+
 describe('--set', () => {
   test('reads JSON values, bare words and model options', () => {
     let o = applySet({}, 'clipHigh=0.3');
@@ -152,6 +193,6 @@ describe('--set', () => {
     o = applySet(o, 'opponents={"random":1}');
     expect(o).toEqual({ clipHigh: 0.3, aggregation: 'seq-sum-norm', dropZeroVarianceGroups: false, model: { contextLength: 256 }, opponents: { random: 1 } });
     expect(() => applySet({}, 'clipHigh')).toThrow(/key=value/);
-    expect(() => applySet({}, 'a.b=1')).toThrow(/model.<name>/);
+    expect(() => applySet({}, 'a.b=1')).toThrow(/model.<name> or warmStart.<name>/);
   });
 });

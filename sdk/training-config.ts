@@ -12,7 +12,7 @@ import { z } from 'zod';
  */
 
 /** The form groups options by this, and `whetstone jobs <id> --config` prints them by it. */
-export type OptionGroup = 'run' | 'model' | 'optimiser' | 'sampling' | 'grpo' | 'ppo' | 'multi-agent';
+export type OptionGroup = 'run' | 'model' | 'optimiser' | 'sampling' | 'grpo' | 'ppo' | 'multi-agent' | 'warm-start';
 
 function option<T extends z.ZodType>(schema: T, group: OptionGroup, description: string): T {
   return schema.meta({ group, description }) as T;
@@ -140,7 +140,54 @@ const runOptions = {
   model: modelOptionsSchema.prefault({}),
 };
 
+// ── warm start: supervised steps on demonstrations before the RL phase (RL runs only) ──────────
+
+/** Options both sources of demonstrations share: the SFT phase's length and optimiser. */
+const warmStartSftOptions = {
+  steps: option(
+    int(1, 1_000_000).default(500),
+    'warm-start',
+    'SFT steps before the RL phase. Default 500: math and math-tools reached 0.94–0.99 held-out exact match after 500–550 (env-templates/LEARNING.md).',
+  ),
+  batchSize: option(int(1, 4096).default(32), 'warm-start', 'Demonstrations per SFT step. Default 32 (LEARNING.md: math-tools, gomoku; math used 128).'),
+  learningRate: option(z.number().positive().max(1).default(3e-3), 'warm-start', 'Peak SFT learning rate. Default 3e-3: what every warm start of LEARNING.md used on the 0.1 M-parameter policy.'),
+  warmupSteps: option(int(0, 1_000_000).default(20), 'warm-start', 'Linear learning-rate warm-up over this many SFT steps. Default 20.'),
+  decay: option(
+    z.boolean().default(true),
+    'warm-start',
+    'Cosine decay of the learning rate to 0.1 × peak over the warm start’s steps. Default true: math-tools plateaued at 0.94 with a constant rate and reached 0.99 with decay (LEARNING.md, T1 against T3).',
+  ),
+};
+
+export const warmStartSchema = z.discriminatedUnion('from', [
+  z.strictObject({
+    from: z.literal('bot').meta({ description: 'Imitate one of the environment’s bots, playing every seat.' }),
+    bot: option(z.string().min(1).max(64), 'warm-start', 'The bot to imitate: a name in the environment’s `bots` (e.g. "oracle", "tool-user").'),
+    episodes: option(
+      int(1, 100_000).default(1000),
+      'warm-start',
+      "Episodes the bot plays to make the demonstrations (on the train rows, in order after a seeded shuffle, for a data-dependent environment). Default 1000.",
+    ),
+    ...warmStartSftOptions,
+  }),
+  z.strictObject({
+    from: z.literal('dataset').meta({ description: 'Imitate the rows of a dataset version, as an SFT job reads them.' }),
+    datasetVersionId: option(
+      z.string().min(1).max(64),
+      'warm-start',
+      'A dataset version of the team’s: rows of {"prompt", "completion", "system"?} or {"messages": [...]}, as an SFT job takes them.',
+    ),
+    ...warmStartSftOptions,
+  }),
+], { error: (issue) => (issue.code === 'invalid_union' ? 'write "from": "bot" (with "bot", the bot to imitate) or "from": "dataset" (with "datasetVersionId")' : undefined) });
+export type WarmStart = z.output<typeof warmStartSchema>;
+
 const rlOptions = {
+  warmStart: option(
+    warmStartSchema.nullable().optional(),
+    'warm-start',
+    'Supervised steps on demonstrations (a bot of the environment, or a dataset) before the RL phase, laid out as the rollout prompts the policy: for a task a new model cannot hit by chance (exact answers, tool calls, move syntax), where GRPO alone sees reward 0 in every group. null turns off a manifest’s warm start. Default none.',
+  ),
   groupSize: option(int(1, 1024).default(8), 'run', 'Episodes per task; GRPO compares them to form advantages. Default 8 (DeepSeekMath uses 64; 8 fits a CPU).'),
   evalEvery: option(int(1, 1_000_000).default(10), 'run', 'Evaluate the policy every this many steps, and after the last (greedy, on held-out rows where the environment reads data).'),
   evalEpisodes: option(int(0, 10_000).default(32), 'run', 'Episodes of each evaluation during training; 0 turns it off. Default 32: a Wilson interval of about ±0.15 at a rate of 0.5.'),
@@ -202,9 +249,7 @@ export function resolveTraining(...layers: Array<TrainingOverrides | undefined>)
   const merged: Record<string, unknown> = {};
   for (const layer of layers) {
     if (!layer) continue;
-    for (const [key, value] of Object.entries(layer)) {
-      merged[key] = key === 'model' && isRecord(value) && isRecord(merged.model) ? { ...merged.model, ...value } : value;
-    }
+    for (const [key, value] of Object.entries(layer)) merged[key] = mergeOption(key, merged[key], value);
   }
   merged.algorithm ??= 'grpo';
   const algorithm = merged.algorithm;
@@ -217,6 +262,20 @@ export function resolveTraining(...layers: Array<TrainingOverrides | undefined>)
   const parsed = schema.safeParse(merged);
   if (!parsed.success) return { ok: false, problems: parsed.error.issues.map((i) => `${i.path.join('.') || '(training)'}: ${i.message}`) };
   return { ok: true, config: parsed.data };
+}
+
+/** Options whose object value a later layer changes field by field rather than replaces. */
+const NESTED = ['model', 'warmStart'] as const;
+
+/**
+ * A layer's value over the one before: the model's options field by field; a warm start field by
+ * field while it keeps the same source (`from`), replaced when the source changes (the fields
+ * differ) or by null (no warm start); anything else replaced.
+ */
+function mergeOption(key: string, before: unknown, value: unknown): unknown {
+  if (!(NESTED as readonly string[]).includes(key) || !isRecord(value) || !isRecord(before)) return value;
+  if (key === 'warmStart' && value.from !== undefined && value.from !== before.from) return value;
+  return { ...before, ...value };
 }
 
 /** Every option name an algorithm takes (model options as `model.<name>`). */
@@ -282,7 +341,8 @@ export function pickOptions<S extends z.ZodObject>(schema: S, training: Record<s
 
 /**
  * Applies one `key=value` to overrides: the value is read as JSON when it parses (numbers,
- * booleans, objects), else kept as a string; `model.width=128` sets a model option.
+ * booleans, objects, null), else kept as a string; `model.width=128` sets a model option and
+ * `warmStart.steps=200` one field of the warm start (merged over the manifest's).
  */
 export function applySet(overrides: TrainingOverrides, assignment: string): TrainingOverrides {
   const eq = assignment.indexOf('=');
@@ -296,8 +356,11 @@ export function applySet(overrides: TrainingOverrides, assignment: string): Trai
     // a bare word such as seq-sum-norm or k1
   }
   const path = key.split('.');
-  if (path.length > 2 || (path.length === 2 && path[0] !== 'model')) throw new Error(`--set ${key}: options are top-level names or model.<name>`);
-  if (path.length === 2) return { ...overrides, model: { ...(isRecord(overrides.model) ? overrides.model : {}), [path[1]]: value } };
+  const [parent, child] = path;
+  if (path.length > 2 || (path.length === 2 && !(NESTED as readonly string[]).includes(parent))) {
+    throw new Error(`--set ${key}: options are top-level names, model.<name> or warmStart.<name>`);
+  }
+  if (path.length === 2) return { ...overrides, [parent]: { ...(isRecord(overrides[parent]) ? overrides[parent] : {}), [child]: value } };
   return { ...overrides, [key]: value };
 }
 

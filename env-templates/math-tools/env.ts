@@ -1,7 +1,14 @@
 /**
  * Math with a calculator: data-dependent and multi-turn. The problems (three-digit
- * multiplications) are too hard to do in the head; the agent may call the calculator, reads the
+ * multiplications) are too hard to do in the head; the agent calls the calculator, reads the
  * result, and then answers with <answer>N</answer>.
+ *
+ * The prompt is compact on purpose, for a small model trained from scratch (see README.md and
+ * env-templates/LEARNING.md): the system prompt is one word, the question is shown as `493*701`,
+ * the SDK's paragraph about the tools is left out (`toolPrompt: 'none'`: the call syntax is learned
+ * from the `tool-user` bot's demonstrations), and each turn sees only its latest observation (the
+ * question, then the tool's result). A bot-played turn is then about 70 tokens instead of 465, and
+ * learning takes a few hundred steps instead of never finishing.
  */
 import { defineEnvironment } from 'whetstone';
 import { evaluate } from './calculator';
@@ -23,10 +30,24 @@ export function readFinalAnswer(text: string): string | null {
   return /^-?\d+$/.test(bare) ? bare : null;
 }
 
+/** The operands of a row's question ("What is 493 * 701?"), or null for another kind of question. */
+function operands(question: string): [string, string] | null {
+  const m = /(\d+)\s*\*\s*(\d+)/.exec(question);
+  return m ? [m[1], m[2]] : null;
+}
+
+/** What the agent reads: "493*701" for a multiplication, else the question as written. */
+export function shownQuestion(question: string): string {
+  const ab = operands(question);
+  return ab ? `${ab[0]}*${ab[1]}` : question;
+}
+
 export default defineEnvironment<ToolMathRow, State>({
   name: 'math-tools',
   description: 'Three-digit multiplication with a calculator tool.',
-  systemPrompt: 'Solve the problem. Use the calculator, then give the final answer as <answer>N</answer>.',
+  systemPrompt: 'Multiply.',
+  context: 'latest',
+  toolPrompt: 'none',
   rowSchema: {
     type: 'object',
     properties: { question: { type: 'string' }, answer: { type: 'number', integer: true } },
@@ -45,7 +66,7 @@ export default defineEnvironment<ToolMathRow, State>({
   ],
   reset: (ctx) => {
     ctx.state = { calls: 0 };
-    return ctx.task.question;
+    return shownQuestion(ctx.task.question);
   },
   step: (action, ctx) => {
     const given = readFinalAnswer(action);
@@ -60,8 +81,8 @@ export default defineEnvironment<ToolMathRow, State>({
     'tool-user': (observation, ctx) => {
       const result = /<tool_result>(-?\d+)<\/tool_result>/.exec(observation);
       if (result) return `<answer>${result[1]}</answer>`;
-      const m = /(\d+)\s*\*\s*(\d+)/.exec(ctx.task.question);
-      return m ? `<tool_call>calculator(${m[1]}*${m[2]})</tool_call>` : '<answer>0</answer>';
+      const ab = operands(ctx.task.question);
+      return ab ? `<tool_call>calculator(${ab[0]}*${ab[1]})</tool_call>` : '<answer>0</answer>';
     },
     /** Guesses without the tool: usually wrong, which shows in the reward distribution. */
     guesser: (_observation, ctx) => `<answer>${Math.round(ctx.task.answer / 1000) * 1000}</answer>`,

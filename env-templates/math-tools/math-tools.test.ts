@@ -29,9 +29,20 @@ describe('calculator', () => {
 });
 
 describe('math-tools template', () => {
-  test('declares its calculator tool and the call syntax', () => {
+  test('declares its calculator tool; the prompt is compact: no tool paragraph, the question as 347*862, latest context', async () => {
     expect(env.description.tools.map((t) => t.name)).toEqual(['calculator']);
-    expect(env.description.toolPrompt).toContain('<tool_call>calculator(arguments)</tool_call>');
+    expect(env.description.toolPrompt).toBe('');
+    expect(env.description.context).toBe('latest');
+    const t = await playWith(env, { agent: 'tool-user' }, { row });
+    expect(t.systemPrompts.agent).toBe('Multiply.');
+    expect(t.turns[0].observation).toBe('347*862');
+    // The SDK's paragraph, for an environment that keeps the default (toolPrompt 'full').
+    const full = await openInSandbox(template, { 'full.ts': "import env from './env';\nexport default { ...env, toolPrompt: 'full' };\n" }, 'full.ts');
+    try {
+      expect(full.description.toolPrompt).toContain('<tool_call>calculator(arguments)</tool_call>');
+    } finally {
+      await full.dispose();
+    }
   });
 
   test('call, read the result, answer: reward 1 in two turns', async () => {
@@ -63,8 +74,14 @@ describe('math-tools template', () => {
     expect(rows).toEqual(generateToolMathDataset().heldOut);
     const good = await dryRun({ source: template.source, manifest: template.manifest, rows, episodes: 10 });
     expect(good.ok).toBe(true);
+    expect(good.warnings).toEqual([]);
     expect(good.rewards.agent.mean).toBe(1);
     expect(good.lengths.mean).toBe(2);
+    // A turn too short for the bot's call (the template's limit was once 32): the dry run names the bot and the count.
+    const short = await dryRun({ source: template.source, manifest: { ...template.manifest, limits: { ...template.manifest.limits, maxTokensPerTurn: 32 } }, rows, episodes: 4 });
+    expect(short.warnings).toEqual([
+      'bot "tool-user" (playing agent) wrote an action of 42 tokens, more than limits.maxTokensPerTurn (32): a policy that imitates it is cut off before the end; raise maxTokensPerTurn to at least 42',
+    ]);
     const random = await dryRun({ source: template.source, manifest: template.manifest, rows, episodes: 20, policy: 'random' });
     expect(random.errors).toEqual([]);
     expect(random.endReasons.error).toBe(0);

@@ -21,6 +21,11 @@ export interface RunnerNote {
   attempt: number;
   /** The run's resolved training config (sdk/training-config.ts), as nanoGPT saves its config in every checkpoint. */
   training?: TrainingConfig;
+  /**
+   * Written while the warm start (training.warmStart) was under way: its SFT steps completed, with
+   * the SFT trainer's state in the checkpoint (and `step` 0). Absent once the warm start is done.
+   */
+  warmStartStep?: number;
 }
 
 interface Savable {

@@ -18,8 +18,8 @@ import { CheckpointStore } from './checkpoints';
 import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
-import { blobKey, loadPolicy } from './load-policy';
-import { parseJsonl } from './train';
+import { loadPolicy } from './load-policy';
+import { fetchRows } from './dataset-rows';
 import { type Json } from '../../sdk/environment/schema';
 import { frequentErrors } from './outcomes';
 import { scoreEpisodes } from './scores';
@@ -71,7 +71,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     let rows: Json[] | undefined;
     if (manifest.dataset) {
       if (!config.datasetVersionId) throw new JobFailure(`${manifest.name} reads dataset rows: the eval config needs datasetVersionId (its held-out split, ${manifest.dataset.heldOut ?? manifest.dataset.train})`);
-      rows = parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.datasetVersionId, 'dataset version'))));
+      rows = await fetchRows(assignment, sink, config.datasetVersionId);
     }
 
     const { specs, seats } = seatSwitchedSpecs(agents, config.games, config.seed, opponent, rows);

@@ -36,16 +36,18 @@ export function yieldToEvents(): Promise<void> {
 
 /**
  * Called before each step: a cancel stops at once, a preemption checkpoints this step first so the
- * next attempt resumes here. Null: carry on.
+ * next attempt resumes here. Null: carry on. `what` names the step in the reason ("warm-start step").
  */
-export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>): Promise<JobResult | null> {
+export async function stopBeforeStep(emit: Emitter, control: JobControl, step: number, checkpoint: (step: number) => Promise<void>, what = 'step'): Promise<JobResult | null> {
   await yieldToEvents();
   let result: JobResult | null = null;
-  // `step` is the index of the step about to run, so also the count of steps done (sdk/live.ts, stepNumber).
-  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled before step ${stepNumber(step)}` };
+  // `step` is the index of the step about to run, so also the count of steps done (sdk/live.ts,
+  // stepNumber); a warm start's steps are its own.
+  const named = what === 'step' ? `step ${stepNumber(step)}` : `${what} ${step}`;
+  if (control.cancelled) result = { outcome: 'cancelled', reason: `cancelled before ${named}` };
   else if (control.preempted) {
     await checkpoint(step);
-    result = { outcome: 'preempted', reason: `preempted before step ${stepNumber(step)}; checkpointed after step ${step}` };
+    result = { outcome: 'preempted', reason: `preempted before ${named}; checkpointed` };
   }
   if (result) {
     emit.log('info', result.reason);

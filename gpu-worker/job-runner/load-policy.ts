@@ -9,7 +9,7 @@ import { CharTokenizer, type Tokenizer } from '../engine/tokenizer';
 import { type TrainerState } from '../engine/trainer-core';
 import { type ModelOptions } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
-import { type CheckpointStore } from './checkpoints';
+import { type CheckpointStore, type RunnerNote } from './checkpoints';
 import { type Emitter } from './emit';
 import { JobFailure } from './types';
 
@@ -22,6 +22,8 @@ export interface LoadedPolicy {
   startStep: number;
   /** How it was loaded, for the log and the run page. */
   source: 'resume' | 'base' | 'scratch';
+  /** The resumed checkpoint's runner note (where a warm start stood); null otherwise. */
+  note: RunnerNote | null;
 }
 
 export interface PolicyRequest {
@@ -48,18 +50,19 @@ export async function loadPolicy(assignment: Assignment, store: CheckpointStore,
     const ckpt = await store.load(assignment.resumeFrom.storageKey);
     if (ckpt.kind !== 'training' || !ckpt.trainerState) throw new JobFailure(`checkpoint ${assignment.resumeFrom.checkpointId} is not a training checkpoint`);
     const startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
-    emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} after step ${startStep}`);
-    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, startStep, source: 'resume' };
+    const at = ckpt.note?.warmStartStep !== undefined ? `warm-start step ${ckpt.note.warmStartStep}` : `after step ${startStep}`;
+    emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} ${at}`);
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, startStep, source: 'resume', note: ckpt.note };
   }
   if (request.baseCheckpointId) {
     const ckpt = await store.load(blobKey(assignment, request.baseCheckpointId, 'checkpoint'));
     emit.log('info', `starting from checkpoint ${request.baseCheckpointId} (${ckpt.model.numParameters} parameters)`);
-    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: null, startStep: 0, source: 'base' };
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: null, startStep: 0, source: 'base', note: null };
   }
   const m = request.model;
   if (!m) throw new JobFailure('no checkpoint to load: this job needs one');
   const tokenizer = new CharTokenizer();
   const model = new GPT({ ...m, vocabSize: tokenizer.vocabSize, valueHead: request.valueHead ?? false, seed: request.seed ?? 0 });
   emit.log('info', `new policy: ${m.layers} layers, width ${m.width}, ${m.heads} heads, context ${m.contextLength} (${model.numParameters} parameters)`);
-  return { model, tokenizer, trainerState: null, startStep: 0, source: 'scratch' };
+  return { model, tokenizer, trainerState: null, startStep: 0, source: 'scratch', note: null };
 }

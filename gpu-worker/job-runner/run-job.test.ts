@@ -4,9 +4,9 @@
  */
 import { beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
-import { loadTemplate, type TemplateName } from '../../env-templates/load-template';
+import { loadTemplate } from '../../env-templates/load-template';
+import { templateEnvironment as environment, testAssignment as assignment } from '../test-support/job-runner/assignments';
 import { describeMetric, matchItemSchema, type MetricItem, streamItemSchemas } from '../../sdk/live';
-import { type Assignment } from '../../sdk/worker-protocol';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
@@ -19,27 +19,6 @@ import { JobControl, MemorySink } from './sink';
 beforeAll(async () => {
   await testBackend();
 });
-
-function environment(name: TemplateName) {
-  const t = loadTemplate(name);
-  return { versionId: `${name}-v1`, files: t.source.files, entry: t.source.entry, manifest: t.rawManifest };
-}
-
-function assignment(over: Partial<Assignment> & { config: Record<string, unknown> }): Assignment {
-  return {
-    attemptId: 'att-1',
-    fencingToken: '1',
-    jobId: 'job-1',
-    attempt: 1,
-    kind: 'TRAIN',
-    deviceIndexes: [0],
-    leaseExpiresAt: new Date(Date.now() + 60_000).toISOString(),
-    timeLimitSeconds: null,
-    resumeFrom: null,
-    environment: environment('bandit'),
-    ...over,
-  };
-}
 
 const banditConfig = {
   environmentVersionId: 'bandit-v1',
@@ -362,10 +341,11 @@ test('a single-agent evaluation reports mean return and success with intervals, 
 });
 
 test('a data-dependent environment is evaluated on its held-out rows; without them the job says what it needs', async () => {
+  // (Without the template's warm start, warmStart null: these runs are about evaluation.)
   const math = loadTemplate('math');
   const trained = new MemorySink();
   trained.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
-  const train = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  const train = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { warmStart: null, steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
   expect((await runJob(assignment({ config: train, environment: environment('math'), blobKeys: { dtrain: 'train' } }), trained, new JobControl())).outcome).toBe('succeeded');
   const checkpoint = trained.checkpoints.find((c) => c.kind === 'SAMPLER')!.bytes;
 
@@ -396,7 +376,7 @@ test('a training run evaluates its policy every evalEvery steps and after the la
   const math = loadTemplate('math');
   const mathSink = new MemorySink();
   mathSink.blobs.set('train', new TextEncoder().encode(math.datasetFiles['data/train.jsonl']));
-  const mathRun = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
+  const mathRun = { environmentVersionId: 'math-v1', datasetVersionId: 'dtrain', training: { warmStart: null, steps: 1, batchSize: 2, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 48 } } };
   expect((await runJob(assignment({ config: mathRun, environment: environment('math'), blobKeys: { dtrain: 'train' } }), mathSink, new JobControl())).outcome).toBe('succeeded');
   expect(mathSink.items('logs').some((l) => l.level === 'warn' && /no evaluation during training: this environment reads dataset rows and the job names no held-out rows \(evalDatasetVersionId\)/.test(l.message))).toBe(true);
 });

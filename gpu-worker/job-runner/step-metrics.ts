@@ -48,6 +48,17 @@ export function trainerMetrics(m: Readonly<Partial<Record<keyof StepMetrics, num
   return values;
 }
 
+/** An SFT step of a TRAIN job's warm start under its `warmstart/` keys (its own step numbers). */
+export function warmStartMetrics(m: StepMetrics, epoch: number): MetricValues {
+  return {
+    'warmstart/loss': m.loss,
+    'warmstart/lr': m.learningRate,
+    'warmstart/grad_norm': m.gradNorm,
+    'warmstart/tokens': m.tokens,
+    'warmstart/epoch': epoch,
+  } satisfies Partial<Record<CatalogueKey, number | null>>;
+}
+
 /** At most this many `env/` metrics a step: an environment's info is free-form, a run's key list should not be. */
 export const ENV_METRICS_MAX = 32;
 

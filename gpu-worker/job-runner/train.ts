@@ -2,6 +2,7 @@
  * A TRAIN job (GRPO or PPO on an environment version), top to bottom:
  *
  *   config + manifest → environment in the sandbox → policy (resumed, from a base, or new) →
+ *   the warm start, if the config asks for one and it is not done (warm-start.ts) →
  *   for each step: [preempt? checkpoint and stop] rollout phase + update phase (the coordinator),
  *   metrics, samples, matches and boards, logs; a training checkpoint every `checkpointEvery`
  *   steps → at the end a training and a sampler checkpoint.
@@ -19,7 +20,6 @@ import { PPOTrainer } from '../engine/ppo';
 import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
-import { type Json } from '../../sdk/environment/schema';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema } from '../../sdk/manifest';
 import { grpoOptionsSchema, pickOptions, ppoOptionsSchema } from '../../sdk/training-config';
@@ -28,12 +28,14 @@ import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { emitStep } from './emit-step';
-import { blobKey, loadPolicy } from './load-policy';
+import { fetchRows } from './dataset-rows';
+import { loadPolicy } from './load-policy';
 import { OutcomeWatch } from './outcomes';
 import { cannotEvaluate, evaluatePolicy } from './evaluate-policy';
 import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
+import { runWarmStart } from './warm-start';
 
 const POLICY = 'policy';
 
@@ -61,7 +63,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.message}`).join('; ')}`);
     env = loaded.env;
 
-    const rows = manifest.dataset ? await datasetRows(assignment, config.datasetVersionId, sink) : undefined;
+    if (manifest.dataset && !config.datasetVersionId) throw new JobFailure('this environment reads a dataset: the config needs datasetVersionId');
+    const rows = manifest.dataset && config.datasetVersionId ? await fetchRows(assignment, sink, config.datasetVersionId) : undefined;
 
     const policy = await loadPolicy(assignment, store, emit, {
       baseCheckpointId: config.baseCheckpointId,
@@ -71,21 +74,47 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     });
     const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
+    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
+
+    // Evaluations: greedy, on held-out rows, after the warm start and every evalEvery steps.
+    const evalRows = config.evalDatasetVersionId ? await fetchRows(assignment, sink, config.evalDatasetVersionId) : undefined;
+    const noEvaluation = training.evalEpisodes > 0 ? cannotEvaluate(env, evalRows) : 'evalEpisodes is 0';
+    if (noEvaluation && training.evalEpisodes > 0) emit.log('warn', `no evaluation during training: ${noEvaluation}`);
+    const evaluation = (seed: number) =>
+      evaluatePolicy({
+        env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
+        rollout: { maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens, contextLength: model.config.contextLength },
+      });
+
+    // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
+    const agents = env.description.agents;
+    const learnerAgents = training.learners ?? [agents[0]];
+
+    // The warm start, unless a checkpoint past it is resumed: one that stopped in the middle of it
+    // carries its SFT step and trainer state; any other resumed checkpoint was written after it.
+    const midWarmStart = policy.source === 'resume' ? policy.note?.warmStartStep : undefined;
+    const warmStarting = training.warmStart && (policy.source !== 'resume' || midWarmStart !== undefined);
+    if (warmStarting) {
+      const interrupted = await runWarmStart({
+        assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
+        agents: learnerAgents, note: note(0),
+        resume: midWarmStart !== undefined && policy.trainerState ? { step: midWarmStart, trainerState: policy.trainerState } : null,
+        evaluate: noEvaluation ? null : () => evaluation(training.seed * 31 + 999_983),
+      });
+      if (interrupted) return interrupted;
+    }
 
     // The engine's configs are the resolved options themselves (the same names): only selected.
+    // Made after the warm start: a KL reference is a copy of the policy the RL phase starts from.
     const trainer =
       training.algorithm === 'ppo'
         ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training))
         : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training));
     disposables.push(trainer);
-    if (policy.trainerState) {
+    if (policy.trainerState && !warmStarting) {
       if (policy.trainerState.algorithm !== training.algorithm) throw new JobFailure(`checkpoint was trained with ${policy.trainerState.algorithm}, this job uses ${training.algorithm}`);
       trainer.importState(policy.trainerState);
     }
-
-    // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
-    const agents = env.description.agents;
-    const learnerAgents = training.learners ?? [agents[0]];
     let frozen: GPT | null = null;
     const slot: PolicySlot = {
       policy: modelPolicy(model, tok),
@@ -119,29 +148,23 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       startStep,
     });
 
-    const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
-    let lastTrainingCheckpoint = policy.source === 'resume' ? startStep : -1;
+    // A resumed attempt has its checkpoint already, unless it resumed in the middle of the warm start.
+    let lastTrainingCheckpoint = policy.source === 'resume' && !warmStarting ? startStep : -1;
     const checkpoint = async (step: number) => {
       if (lastTrainingCheckpoint === step) return;
       const up = await store.uploadTraining(model, tok, trainer, note(step));
       lastTrainingCheckpoint = step;
       emit.log('info', `training checkpoint after step ${step}: ${up.checkpointId}`);
     };
+    // The warm start's end: an attempt resumed from here or later does not redo it.
+    if (warmStarting) await checkpoint(0);
     const samples = options.samplesPerStep ?? 4;
     const matchesPerStep = options.matchesPerStep ?? 2;
 
     const outcomes = new OutcomeWatch(training);
-    // Evaluations during training: greedy, on held-out rows, as `eval/...` metrics at the step they follow.
-    const evalRows = config.evalDatasetVersionId
-      ? parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, config.evalDatasetVersionId, 'dataset version'))))
-      : undefined;
-    const noEvaluation = training.evalEpisodes > 0 ? cannotEvaluate(env, evalRows) : 'evalEpisodes is 0';
-    if (noEvaluation && training.evalEpisodes > 0) emit.log('warn', `no evaluation during training: ${noEvaluation}`);
+    // Evaluations during training, as `eval/...` metrics at the step they follow.
     const evaluate = async (step: number) => {
-      const scores = await evaluatePolicy({
-        env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed: training.seed * 31 + step,
-        rollout: { maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens, contextLength: model.config.contextLength },
-      });
+      const scores = await evaluation(training.seed * 31 + step);
       await emit.metrics(step, scores.metrics);
       emit.log('info', `evaluation after step ${step}: ${scores.summary}`);
     };
@@ -172,24 +195,3 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     store.dispose();
   }
 }
-
-/** Rows of a data-dependent environment's dataset version (JSONL in the blob store). */
-async function datasetRows(assignment: Assignment, datasetVersionId: string | undefined, sink: JobSink): Promise<Json[]> {
-  if (!datasetVersionId) throw new JobFailure('this environment reads a dataset: the config needs datasetVersionId');
-  return parseJsonl(new TextDecoder().decode(await sink.fetchBlob(blobKey(assignment, datasetVersionId, 'dataset version'))));
-}
-
-export function parseJsonl(text: string): Json[] {
-  const rows: Json[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      rows.push(JSON.parse(line) as Json);
-    } catch (e) {
-      throw new JobFailure(`dataset line ${i + 1} is not JSON: ${(e as Error).message}`);
-    }
-  });
-  if (rows.length === 0) throw new JobFailure('the dataset has no rows');
-  return rows;
-}
-

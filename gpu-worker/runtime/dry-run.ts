@@ -13,6 +13,7 @@ import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';
 import { runRewardTests } from './reward-tests';
+import { CharTokenizer } from '../engine/tokenizer';
 import { type Distribution, type DryRunError, type DryRunReport, emptyReport, type EnvironmentDescription, tooLongError, type Transcript } from '../../sdk/dry-run-report';
 
 export interface DryRunOptions {
@@ -107,26 +108,50 @@ async function playEpisodes(env: SandboxEnvironment, report: DryRunReport, optio
   const maxTurns = options.manifest?.limits.maxTurns ?? 8;
   const seed = options.seed ?? 1;
   const rng = new Rng(seed);
+  const bots = botPerAgent(description, options.botPerAgent);
   const transcripts: Transcript[] = [];
   for (let i = 0; i < episodes && Date.now() - started < budget; i++) {
     const episodeId = `dry-${i}`;
-    const actor = policy === 'bots' ? botActor(env, description, options.botPerAgent) : randomTextActor(rng.fork(), description);
+    const actor = policy === 'bots' ? (agent: string, _observation: string, id: string) => env.bot({ episodeId: id, bot: bots[agent] }) : randomTextActor(rng.fork(), description);
     const row = rows ? rows[i % rows.length] : undefined;
     transcripts.push(await playEpisode(env, { episodeId, seed: seed * 1000 + i, taskSeed: seed * 1000 + i, row, actor, maxTurns }));
     options.onProgress?.(transcripts.length, description);
   }
   summarise(report, transcripts, options.transcripts ?? 3);
+  if (policy === 'bots' && options.manifest) report.warnings.push(...botActionsTooLong(transcripts, bots, options.manifest.limits.maxTokensPerTurn));
   if (transcripts.length < episodes) report.errors.push(tooLongError(transcripts.length, episodes, budget));
   // Zero completed episodes is never a pass, nor is a run that could not finish its episodes in time.
   report.ok = report.errors.length === 0 && report.datasetProblems.length === 0 && transcripts.length === episodes;
 }
 
-function botActor(env: SandboxEnvironment, description: EnvironmentDescription, chosen: Record<string, string> = {}): Actor {
+/** The bot that plays each agent: the one chosen, else the environment's bots in turn. */
+function botPerAgent(description: EnvironmentDescription, chosen: Record<string, string> = {}): Record<string, string> {
   const byAgent: Record<string, string> = {};
   description.agents.forEach((agent, i) => {
     byAgent[agent] = chosen[agent] ?? description.bots[i % description.bots.length];
   });
-  return (agent, _observation, episodeId) => env.bot({ episodeId, bot: byAgent[agent] });
+  return byAgent;
+}
+
+/**
+ * Bots that wrote an action longer, in tokens of the character tokenizer every new policy has, than
+ * a policy may write in a turn: a policy imitating them (a warm start) or finding the same action is
+ * cut off before it ends it, so a tool call never closes and never runs (math-tools' call was 42
+ * tokens against 32).
+ */
+function botActionsTooLong(transcripts: Transcript[], byAgent: Record<string, string>, maxTokensPerTurn: number): string[] {
+  const tok = new CharTokenizer();
+  const longest = new Map<string, { tokens: number; agent: string }>();
+  for (const turn of transcripts.flatMap((t) => t.turns)) {
+    const bot = byAgent[turn.agent];
+    const tokens = tok.encode(turn.action).length;
+    if (tokens > maxTokensPerTurn && tokens > (longest.get(bot)?.tokens ?? 0)) longest.set(bot, { tokens, agent: turn.agent });
+  }
+  return [...longest].map(
+    ([bot, { tokens, agent }]) =>
+      `bot "${bot}" (playing ${agent}) wrote an action of ${tokens} tokens, more than limits.maxTokensPerTurn (${maxTokensPerTurn}): ` +
+      `a policy that imitates it is cut off before the end; raise maxTokensPerTurn to at least ${tokens}`,
+  );
 }
 
 /** Random short texts, sometimes shaped like the syntaxes environments parse (tool calls, moves, numbers). */

@@ -9,7 +9,8 @@ import { type EpisodeSpec, type RolloutConfig, runRollouts, trainingBatch } from
 
 const tok = new CharTokenizer();
 const row = { question: 'What is 347 * 862?', answer: 299114 };
-const config: RolloutConfig = { maxTurns: 4, maxTokensPerTurn: 48, maxResponseTokens: 200, temperature: 1, contextLength: 2048, seed: 1 };
+// math-tools sees only its latest observation; these tests keep the whole conversation (`full`).
+const config: RolloutConfig = { maxTurns: 4, maxTokensPerTurn: 48, maxResponseTokens: 200, temperature: 1, contextLength: 2048, seed: 1, context: 'full' };
 
 const solo = (episodeId: string, extra: Partial<EpisodeSpec> = {}): EpisodeSpec => ({
   episodeId,
@@ -59,8 +60,9 @@ describe('rollout state machine', () => {
 
     // Everything else is the runtime's: system prompt, observation, the inserted EOS, the tool result.
     const text = tok.decode(seq.tokens, { keepSpecial: true });
-    expect(text.startsWith('<bos><|system|>Solve the problem.')).toBe(true);
-    expect(text).toContain('<|user|>What is 347 * 862?<eos><|assistant|><tool_call>calculator(347*862)</tool_call><eos><|tool|><tool_result>299114</tool_result><eos><|assistant|><answer>299114</answer><eos>');
+    expect(text).toBe(
+      '<bos><|system|>Multiply.<eos><|user|>347*862<eos><|assistant|><tool_call>calculator(347*862)</tool_call><eos><|tool|><tool_result>299114</tool_result><eos><|assistant|><answer>299114</answer><eos>',
+    );
     const insertedEos = first.length + seq.tokens.findIndex((_, i) => seq.lossMask[i] === 1);
     expect(seq.tokens[insertedEos]).toBe(tok.eos);
     expect(seq.lossMask[insertedEos]).toBe(0);
@@ -87,7 +89,7 @@ describe('rollout state machine', () => {
   test.each([
     ['turns', { maxTurns: 2 }, 'thinking', 'max-turns', 2],
     ['total tokens', { maxResponseTokens: 20 }, 'thinking about it', 'max-tokens', 2],
-    ['context', { contextLength: 420 }, 'thinking about it', 'context', 1],
+    ['context', { contextLength: 100 }, 'thinking about it', 'context', 1],
   ] as [string, Partial<RolloutConfig>, string, string, number][])('cut by %s', async (_name, limits, reply, reason, turns) => {
     const policy = new ScriptedPolicy(tok, () => reply);
     const [r] = await runRollouts(mathTools, tok, { p: policy }, [solo(`cut-${reason}`)], { ...config, ...limits });
@@ -99,7 +101,7 @@ describe('rollout state machine', () => {
 
   test('an episode that outgrows the context ends as truncated and trains on what fits, at every context length', async () => {
     const policy = new ScriptedPolicy(tok, () => 'thinking about it');
-    for (let contextLength = 380; contextLength <= 560; contextLength += 12) {
+    for (let contextLength = 40; contextLength <= 220; contextLength += 12) {
       const [r] = await runRollouts(mathTools, tok, { p: policy }, [solo(`fit-${contextLength}`)], { ...config, maxTurns: 20, maxResponseTokens: 2000, contextLength });
       expect(r.endReason, `context ${contextLength}`).toBe('context');
       const batch = trainingBatch([r], 'agent');
@@ -143,7 +145,7 @@ describe('rollout state machine', () => {
       taskSeed: 3,
       players: { black: { kind: 'policy', policy: 'p', learn: true }, white: { kind: 'bot', bot: 'scripted' } },
     };
-    const [r] = await runRollouts(gomoku, tok, { p: policy }, [spec], { ...config, maxTurns: 41, maxTokensPerTurn: 16, maxResponseTokens: 1000 });
+    const [r] = await runRollouts(gomoku, tok, { p: policy }, [spec], { ...config, context: undefined, maxTurns: 41, maxTokensPerTurn: 16, maxResponseTokens: 1000 });
     expect(r.endReason).toBe('terminated');
     const black = r.agents.black;
     expect(black.sequences).toHaveLength(black.turns);

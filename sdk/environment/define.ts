@@ -59,6 +59,14 @@ export interface DatasetTasks {
 
 export type TaskSource<Task> = GeneratedTasks<Task> | DatasetTasks;
 
+/**
+ * What the system prompt says about the tools: `full` appends a paragraph listing each tool, its
+ * arguments and the call syntax (`describeTools`); `none` appends nothing, for a system prompt
+ * that explains the tools itself or a model trained from scratch that learns the calls from
+ * demonstrations (the paragraph's ~250 constant characters slow its learning several-fold).
+ */
+export type ToolPromptStyle = 'full' | 'none';
+
 interface CommonSpec<Task, State> {
   /** Short identifier, e.g. "gomoku". */
   name: string;
@@ -66,6 +74,8 @@ interface CommonSpec<Task, State> {
   context?: ContextPolicy;
   /** Functions the agent may call from its text (see `ToolDefinition` for the syntax). */
   tools?: ToolDefinition<EpisodeContext<Task, State>>[];
+  /** What the system prompt says about `tools` (default `full`). */
+  toolPrompt?: ToolPromptStyle;
 }
 
 /** A single-agent environment: Gymnasium's reset/step over text. */
@@ -83,7 +93,7 @@ export type EnvironmentSpec<Task, State> = CommonSpec<Task, State> &
 export type RewardValue = number | { reward: number; info?: Record<string, Json | undefined> };
 
 /** The single-turn shorthand: a prompt per task and a reward over the completion. */
-export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'context'> &
+export type SingleTurnSpec<Task> = Omit<CommonSpec<Task, undefined>, 'tools' | 'toolPrompt' | 'context'> &
   TaskSource<Task> & {
     systemPrompt: string | ((task: Task) => string);
     /** The user message for a task. */
@@ -136,6 +146,7 @@ export interface EnvironmentDefinition {
   readonly context: ContextPolicy;
   readonly rowSchema: ObjectSchema | undefined;
   readonly tools: readonly ToolDefinition<EpisodeContext>[];
+  readonly toolPrompt: ToolPromptStyle;
   readonly bots: Readonly<Record<string, Bot>>;
   /** The stack where the define function was called: errors point at the user's definition. */
   readonly definedAt: string;
@@ -236,6 +247,7 @@ function common<Task, State>(
     context: spec.context ?? 'full',
     rowSchema: spec.rowSchema,
     tools: (spec.tools ?? []) as ToolDefinition<EpisodeContext>[],
+    toolPrompt: spec.toolPrompt ?? 'full',
     definedAt,
     sample: spec.sample as ((rng: Rng) => unknown) | undefined,
   };

@@ -17,6 +17,7 @@ export {
   type EpisodeContext,
   type StepResult,
   type ContextPolicy,
+  type ToolPromptStyle,
   type Bot,
   type GeneratedTasks,
   type DatasetTasks,

@@ -85,6 +85,11 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
 
   const resolved = await resolveSubmittedTraining(db, input.kind, config as TrainJobConfig);
   if (!resolved.ok) return resolved;
+  // A warm start's dataset may come from the job's training or from the manifest's: checked resolved.
+  const warmDataset = (resolved.training as { warmStart?: { datasetVersionId?: unknown } | null }).warmStart?.datasetVersionId;
+  if (typeof warmDataset === 'string' && !(await db.datasetVersion.findFirst({ where: { id: warmDataset, dataset: { teamId } }, select: { id: true } }))) {
+    return refuse('NOT_FOUND', 'No such dataset version in this team', 'training.warmStart.datasetVersionId');
+  }
   const estimate = await memoryEstimate(db, teamId, resolved.training);
   if (!estimate.fits) {
     const gb = (n: number) => `${(n / 1024 ** 3).toFixed(n < 1024 ** 3 ? 2 : 1)} GB`;

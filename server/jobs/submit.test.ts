@@ -30,6 +30,23 @@ describe('jobs.submit refuses what cannot run, and bounds what can', () => {
     expect((await submit(team, {})).id).toBeTruthy();
   });
 
+  it("a warm start's dataset must be the team's own; its options are stored resolved", async () => {
+    const team = await seedTeam(ctx.t.db);
+    const stranger = await seedTeam(ctx.t.db);
+    const dataset = (teamId: string) =>
+      ctx.t.db.dataset.create({
+        data: { teamId, name: `d-${Math.random()}`, versions: { create: { version: 1, contentHash: 'h', storageKey: `ds-${Math.random()}`, rowCount: 1, bytes: 1n } } },
+        include: { versions: true },
+      });
+    const [own, foreign] = [(await dataset(team.teamId)).versions[0], (await dataset(stranger.teamId)).versions[0]];
+    const warmStart = (datasetVersionId: string) => ({ training: { warmStart: { from: 'dataset', datasetVersionId, steps: 10 } } });
+    await expect(submit(team, warmStart(foreign.id))).rejects.toThrow('No such dataset version in this team');
+    const job = await submit(team, warmStart(own.id));
+    const config = (await ctx.t.db.job.findUniqueOrThrow({ where: { id: job.id } })).config as { training: Record<string, unknown> };
+    expect(config.training.warmStart).toEqual({ from: 'dataset', datasetVersionId: own.id, steps: 10, batchSize: 32, learningRate: 0.003, warmupSteps: 20, decay: true });
+    await expect(submit(team, { training: { warmStart: { steps: 10 } } })).rejects.toThrow(/config\.training\.warmStart\.from: write "from": "bot"/);
+  });
+
   it('a job on a version whose dry run failed is refused, naming the version and its first error', async () => {
     const team = await seedTeam(ctx.t.db);
     await ctx.t.db.environmentVersion.update({

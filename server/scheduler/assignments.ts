@@ -30,7 +30,8 @@ export interface AssignmentRow {
  * "timeLimitSeconds", "teamId"), with ASSIGNMENT_JOINS.
  *
  * The blob keys: the config names checkpoints (baseCheckpointId, checkpointId,
- * against.checkpointId) and dataset versions (datasetVersionId, evalDatasetVersionId) by id, when those are strings;
+ * against.checkpointId) and dataset versions (datasetVersionId, evalDatasetVersionId, training.warmStart.datasetVersionId)
+ * by id, when those are strings;
  * the worker fetches blobs by storage key, of its job's team's only. Read in the same statement
  * (a few index lookups per row), so that placing a batch costs no query per job.
  */
@@ -47,7 +48,7 @@ export const ASSIGNMENT_COLUMNS = Prisma.raw(`
         AND c."teamId" = j."teamId"
      UNION ALL
      SELECT d.id, d."storageKey" FROM "DatasetVersion" d JOIN "Dataset" s ON s.id = d."datasetId"
-      WHERE d.id = ANY(ARRAY(SELECT x #>> '{}' FROM unnest(ARRAY[j.config -> 'datasetVersionId', j.config -> 'evalDatasetVersionId']) x
+      WHERE d.id = ANY(ARRAY(SELECT x #>> '{}' FROM unnest(ARRAY[j.config -> 'datasetVersionId', j.config -> 'evalDatasetVersionId', j.config #> '{training,warmStart,datasetVersionId}']) x
                               WHERE jsonb_typeof(x) = 'string'))
         AND s."teamId" = j."teamId"
    ) k) AS "blobKeys"`);

@@ -112,6 +112,8 @@ describe('batch placement', () => {
       { checkpointId: evaluated.id, against: { checkpointId: foreign.id } },
       { checkpointId: 42, against: base.id, datasetVersionId: [version.id] },
       {},
+      // A warm start's demonstrations, named in the resolved training config.
+      { training: { warmStart: { from: 'dataset', datasetVersionId: version.id } } },
     ];
     const jobs = await Promise.all(configs.map((config) => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'EVAL', config } })));
     const placed = await placeBatch(t.db, jobs.map((j, i) => placement(j.id, i)), new Date());
@@ -120,6 +122,7 @@ describe('batch placement', () => {
     expect(keys(1)).toEqual({ [evaluated.id]: evaluated.storageKey });
     expect(keys(2)).toEqual({});
     expect(keys(3)).toEqual({});
+    expect(keys(4)).toEqual({ [version.id]: version.storageKey });
     await t.db.job.updateMany({ where: { id: { in: jobs.map((j) => j.id) } }, data: { state: 'SUCCEEDED' } });
     await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
   });
@@ -134,6 +137,19 @@ describe('batch placement', () => {
     const attempt = await t.db.jobAttempt.findUniqueOrThrow({ where: { id: placed.attemptId }, include: { resumedFrom: true } });
     expect(attempt).toMatchObject({ number: 3, resumedFrom: { step: 9, kind: 'TRAINING' } });
     expect((await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).attempts).toBe(3);
+    await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
+  });
+
+  it('of several TRAINING checkpoints at one step (a warm start writes them all at step 0), resumes from the newest', async () => {
+    const [job] = await queue(1);
+    const at = (ms: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, ms));
+    // Written out of order: the newest row is neither the first inserted nor the last.
+    for (const [name, ms] of [['middle', 500], ['newest', 900], ['oldest', 100]] as const) {
+      await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, kind: 'TRAINING', step: 0, storageKey: `k-${job.id}-${name}`, bytes: 1n, sha256: 'x', createdAt: at(ms) } });
+    }
+    const [placed] = await placeBatch(t.db, [placement(job.id, 0)], new Date());
+    expect(placed.assignment.resumeFrom).toMatchObject({ storageKey: `k-${job.id}-newest`, step: 0 });
     await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
     await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
   });

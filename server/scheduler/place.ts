@@ -19,7 +19,8 @@ export interface Placed {
 /**
  * Applies a round's placements in one statement: lock the jobs still QUEUED (SKIP LOCKED: a job
  * being cancelled right now is skipped this round rather than waited for), open an attempt with
- * its lease on each (resuming from the job's latest TRAINING checkpoint), mark the jobs ASSIGNED
+ * its lease on each (resuming from the job's latest TRAINING checkpoint: the highest step, and of
+ * several at one step the newest, as a warm start's checkpoints all are at step 0), mark the jobs ASSIGNED
  * and record a JobEvent with the planner's reason for each. Returns the placements that took,
  * each with its assignment (so that the round pushes it without reading it back).
  *
@@ -43,7 +44,7 @@ export async function placeBatch(db: Db, placements: Placement[], now: Date, con
     ), attempt AS (
       INSERT INTO "JobAttempt" (id, "jobId", number, "workerId", "deviceIndexes", "leaseExpiresAt", "startedAt", "resumedFromId")
       SELECT p."attemptId", l.id, l.attempts + 1, p."workerId", p.devices::int[], ${leaseExpiresAt}, ${now},
-             (SELECT c.id FROM "Checkpoint" c WHERE c."jobId" = l.id AND c.kind = 'TRAINING' ORDER BY c.step DESC LIMIT 1)
+             (SELECT c.id FROM "Checkpoint" c WHERE c."jobId" = l.id AND c.kind = 'TRAINING' ORDER BY c.step DESC, c."createdAt" DESC LIMIT 1)
         FROM locked l JOIN p ON p."jobId" = l.id
       RETURNING id, "jobId", "workerId", number, "deviceIndexes", "fencingToken", "leaseExpiresAt", "resumedFromId"
     ), job AS (

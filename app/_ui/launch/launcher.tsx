@@ -15,6 +15,7 @@ const GROUPS: { id: OptionGroup; title: string }[] = [
   { id: 'grpo', title: 'GRPO' },
   { id: 'ppo', title: 'PPO' },
   { id: 'multi-agent', title: 'Multi-agent' },
+  { id: 'warm-start', title: 'Warm start (imitation before RL)' },
   { id: 'model', title: 'Model (a new policy)' },
 ];
 
@@ -346,6 +347,8 @@ function OptionField({
               <option key={v} value={v}>{v}</option>
             ))}
           </select>
+        ) : doc.input.kind === 'json' ? (
+          <textarea id={id} value={text} rows={3} className="mono" placeholder={placeholder || 'null'} onChange={(e) => onChange(e.target.value)} aria-invalid={!!error} aria-describedby={`${id}-doc`} />
         ) : (
           <input
             id={id}

@@ -63,7 +63,7 @@ const handlers: Record<string, (args: never) => unknown> = {
     context: env.context,
     rowSchema: env.rowSchema ?? null,
     tools: env.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-    toolPrompt: describeTools(env.tools),
+    toolPrompt: env.toolPrompt === 'none' ? '' : describeTools(env.tools),
     bots: Object.keys(env.bots),
     definedAt: env.definedAt,
   }),
