@@ -107,31 +107,6 @@ describe('gomoku template in the sandbox', () => {
     expect(t.totalRewards).toEqual({ black: 1, white: -1 });
     expect(t.finalInfo.reason).toMatch(/5,5 is taken/);
   });
-
-  test('a step costs well under a millisecond', async () => {
-    const moves = Array.from({ length: 40 }, (_, i) => `<move>${Math.floor(i / 9) + 1},${(i % 9) + 1}</move>`);
-    // Fill rows in a pattern that never makes five: alternate black and white cells along rows.
-    // Best of five rounds: a shared, loaded machine can stall any one round, never make one faster.
-    let perStepMs = Infinity;
-    for (let round = 0; round < 5; round++) {
-      let steps = 0;
-      const started = performance.now();
-      for (let game = 0; game < 10; game++) {
-        const id = `perf${round}-${game}`;
-        let turn = (await env.reset({ episodeId: id, seed: game, taskSeed: 0 })).turn;
-        for (let i = 0; i < 8; i++) {
-          const result = env.stepSync({ episodeId: id, action: moves[i] });
-          steps++;
-          if (!result.next) break;
-          turn = result.next;
-        }
-        expect(turn.agent).toBeDefined();
-        await env.close(id);
-      }
-      perStepMs = Math.min(perStepMs, (performance.now() - started) / steps);
-    }
-    expect(perStepMs).toBeLessThan(0.5);
-  });
 });
 
 describe('configurable size and win length', () => {
