@@ -31,7 +31,7 @@ export const test = base.extend<object, { whetstone: Whetstone; ownerState: Owne
       });
       let output = '';
       const ready = new Promise<Whetstone>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`Whetstone did not start:\n${output}`)), 240_000);
+        const timer = setTimeout(() => reject(new Error(`Whetstone did not start:\n${output}`)), 900_000);
         const onData = (chunk: Buffer) => {
           output += chunk.toString();
           const url = output.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)?.[1];
@@ -52,7 +52,7 @@ export const test = base.extend<object, { whetstone: Whetstone; ownerState: Owne
       await exited;
       fs.rmSync(home, { recursive: true, force: true });
     },
-    { scope: 'worker', timeout: 300_000 },
+    { scope: 'worker', timeout: 960_000 },
   ],
 
   // The owner's session, made once per server with the printed one-time link (which cannot be
