@@ -133,7 +133,9 @@ describe('sandbox battery', () => {
     const e = await failure('memory');
     expect(['memory', 'timeout']).toContain(e.kind);
     expect(e.location?.file).toBe('env.ts');
-    if (e.kind === 'timeout') expect(e.location?.line).toBe(lineOf('@memory'));
+    // Stopped by its deadline (a loaded machine fills the heap slower): at its loop, which QuickJS
+    // may attribute to the line before when the interrupt lands on the loop's back-edge (sandbox.ts).
+    if (e.kind === 'timeout') expect([lineOf('@memory') - 1, lineOf('@memory')]).toContain(e.location?.line);
     await expectHealthy();
   });
 
