@@ -183,6 +183,10 @@ test('quotas: an admin edits them; a viewer sees them read-only', async ({ brows
   await expect(ownerPage.getByLabel('Concurrent devices')).toHaveValue('6');
   await expect(ownerPage.getByLabel('Default time limit (hours)')).toHaveValue('2.5');
   await expect(ownerPage.getByRole('meter', { name: 'Queued jobs' })).toHaveAttribute('aria-valuemax', '40');
+  // Stream storage: the team's runs have stored nothing yet, of the default 1 GiB.
+  await expect(ownerPage.getByRole('meter', { name: 'Stream storage' })).toHaveAttribute('aria-valuemax', String(2 ** 30));
+  await expect(ownerPage.getByText('0 B of 1.0 GiB')).toBeVisible();
+  await expect(ownerPage.getByLabel('Stream storage (GiB)')).toHaveValue('1');
 
   const link = await createInvitation(ownerPage, url, teamId, 'Viewer');
   ownerWatch.expectClean();
@@ -200,6 +204,7 @@ test('quotas: an admin edits them; a viewer sees them read-only', async ({ brows
   await expect(limits.nth(0)).toHaveText('6');
   await expect(limits.nth(1)).toHaveText('40');
   await expect(limits.nth(2)).toHaveText('250');
+  await expect(limits.nth(4)).toHaveText('1.0 GiB');
   await expect(page.getByText('Only admins of this team change quotas.')).toBeVisible();
   await expect(page.getByRole('spinbutton')).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Save quotas' })).toHaveCount(0);

@@ -292,7 +292,7 @@ describe('worker daemon', () => {
     const seqs = [...server.batches.get('a1')!.keys()].sort((a, b) => a - b);
     expect(seqs).toEqual(seqs.map((_, i) => i));
     const rewards = server.items('a1', 'metrics').filter((m) => m.key === 'reward/mean');
-    expect(rewards.map((m) => m.step)).toEqual([0, 1, 2]);
+    expect(rewards.map((m) => m.step)).toEqual([1, 2, 3]);
     expect(server.items('a1', 'rollouts').length).toBeGreaterThan(0);
     expect(server.items('a1', 'logs').length).toBeGreaterThan(0);
     expect(server.checkpoints.filter((c) => c.attemptId === 'a1').map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@2', 'TRAINING@3', 'SAMPLER@3']);
@@ -357,8 +357,8 @@ describe('worker daemon: outages and signals', () => {
     const seqs = [...server.batches.get('o1')!.keys()].sort((a, b) => a - b);
     expect(seqs).toEqual(seqs.map((_, i) => i));
     const steps = server.items('o1', 'metrics').filter((m) => m.key === 'reward/mean').map((m) => m.step);
-    expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i));
-    expect(stepsBefore).toBeLessThan(11);
+    expect(steps).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect(stepsBefore).toBeLessThan(12);
   });
 
   test('without the socket, batches, start and finish go over HTTP', async () => {
@@ -418,8 +418,8 @@ describe('worker daemon process', () => {
     const training = server.checkpoints.filter((c) => c.kind === 'TRAINING');
     expect(training).toHaveLength(1);
     const lastStep = Math.max(...server.items('d1', 'metrics').map((m) => m.step as number));
-    // The checkpoint is at the number of completed steps: a resumed attempt runs the next one.
-    expect(training[0].step).toBe(lastStep + 1);
+    // The checkpoint is after the last step streamed (steps count from 1): a resumed attempt runs the next one.
+    expect(training[0].step).toBe(lastStep);
     expect(training[0].step).toBeLessThan(500);
     // Every batch reached the server before the finish.
     const order = server.events.filter((e) => e.attemptId === 'd1').map((e) => e.type);

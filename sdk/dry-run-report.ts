@@ -207,8 +207,8 @@ export type DryRunProcessMessage =
   | { type: 'checking-types'; id: number; report: DryRunReport }
   | { type: 'report'; id: number; report: DryRunReport };
 
-/** What the pool sends a dry-run process: one dry run at a time. */
-export type DryRunProcessCommand = { type: 'run'; id: number; request: DryRunRequest };
+/** What the pool sends a dry-run process: one dry run at a time, or "load TypeScript now" while it is idle. */
+export type DryRunProcessCommand = { type: 'run'; id: number; request: DryRunRequest } | { type: 'warm' };
 
 /** A dry run stopped by its budget, as an error of its report (by the dry run itself, or by the pool that had to stop its process). */
 export function tooLongError(done: number, episodes: number, budgetMs: number): DryRunError {

@@ -93,6 +93,7 @@ async function main(): Promise<void> {
   const trustedOrigins = [...new Set([new URL(publicUrl).origin, `http://127.0.0.1:${port}`, `http://localhost:${port}`])];
   const blobs = new FsBlobStore(path.join(env.WHETSTONE_HOME, 'blobs'));
   const dryRuns = new DryRunPool();
+  dryRuns.warm();
   const play = new PlaySessions();
   const seedTeam = async (teamId: string) => {
     await ensureTemplates(db, blobs, teamId);

@@ -25,18 +25,7 @@ export function formatRelative(value: Date | string | null | undefined, now = Da
   return new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' }).format(amount, unit as Intl.RelativeTimeFormatUnit);
 }
 
-export function formatBytes(bytes: number | bigint): string {
-  const n = Number(bytes);
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
+export { formatBytes } from '../../sdk/bytes';
 
 export function formatDuration(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;

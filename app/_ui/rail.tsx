@@ -44,7 +44,7 @@ function isCurrent(item: RailItem, pathname: string): boolean {
 export function Rail({ teamId }: { teamId: string }) {
   const pathname = usePathname();
   return (
-    <nav className="rail" aria-label="Team sections">
+    <nav className="rail" aria-label="Sections">
       <ul>
         {teamSections(teamId).map((item) => {
           const Icon = item.icon;

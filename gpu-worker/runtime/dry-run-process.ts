@@ -1,11 +1,11 @@
 /**
  * A dry-run process: the server's pool (server/environments/dry-run-pool.ts) starts it by path and
  * sends it one dry run at a time. User code runs here, never on the server's event loop; the pool
- * stops this process when a run outlasts its budget and starts another. The files are type-checked
- * on a thread while the dry run (and its reward tests) plays; if the check is still going when the
- * run ends, the report without type errors goes to the pool first, so that a check stopped for
- * taking too long still leaves the dry run's answer. What crosses back is capped, so a hostile
- * environment cannot make the server hold a huge report.
+ * stops this process when a run outlasts its budget and starts another. After the dry run (and its
+ * reward tests) the files are type-checked on a thread, never during the run, whose budget is the
+ * environment's alone; the report without type errors goes to the pool first, so that a check
+ * stopped for taking too long still leaves the dry run's answer. What crosses back is capped, so a
+ * hostile environment cannot make the server hold a huge report.
  */
 import type { DryRunProcessCommand, DryRunProcessMessage, DryRunReport } from '../../sdk/dry-run-report';
 import { cutText } from './cut-text';
@@ -16,7 +16,7 @@ import { TypeCheckThread } from './sandbox/type-check-thread';
 const MAX_TEXT = 2_000;
 /** Largest report, as JSON, the process sends; past it, transcripts and logs are left out. */
 const MAX_REPORT_CHARS = 256_000;
-/** A type check's time, from the start of the run; the pool's own limit is longer (dry-run-pool.ts). */
+/** A type check's own time (the thread's warm-up does not count); the pool's limit, a backstop, is longer. */
 const TYPE_CHECK_MS = 8_000;
 
 const types = new TypeCheckThread();
@@ -53,18 +53,16 @@ export function capReport(report: DryRunReport): DryRunReport {
 }
 
 process.on('message', (command: DryRunProcessCommand) => {
-  if (command.type !== 'run') return;
+  // Loading TypeScript costs seconds of CPU: done when the pool says the process is idle ahead of a first save.
+  if (command.type === 'warm') return types.start();
   const { id, request } = command;
-  const checking = types.check(request.source, TYPE_CHECK_MS);
-  let typesDone = false;
-  void checking.then(() => (typesDone = true));
   void dryRun({ ...request, onProgress: (episodes, description) => send({ type: 'progress', id, episodes, description }) })
     .then(async (ran) => {
       const report = capReport(ran);
-      if (!typesDone) send({ type: 'checking-types', id, report });
-      const checked = await checking;
       // esbuild's syntax errors are the markers already; TypeScript would repeat them.
       if (report.compileErrors.length === 0) {
+        send({ type: 'checking-types', id, report });
+        const checked = await types.check(request.source, TYPE_CHECK_MS);
         if (checked.ok) Object.assign(report, capReport({ ...report, typeErrors: checked.result.typeErrors }), { typeCheckMs: checked.result.ms });
         else report.warnings.push(`${checked.why}: no type errors are shown`);
       }
@@ -79,5 +77,3 @@ process.on('message', (command: DryRunProcessCommand) => {
 // Ends with the server, however the server ends.
 process.on('disconnect', () => process.exit(0));
 send({ type: 'ready' });
-// TypeScript's first check in a process costs seconds (loading it, parsing the lib): paid now, while idle.
-types.start();

@@ -34,5 +34,10 @@ export function validationSummary(report: DryRunReport): string {
   const rewards = Object.entries(report.rewards)
     .map(([agent, d]) => `${agent} reward ${d.mean.toFixed(3)} ± ${d.std.toFixed(3)}`)
     .join(', ');
-  return `dry run: ${report.episodes} episodes in ${report.durationMs} ms${rewards ? `, ${rewards}` : ''}`;
+  // (Reports stored before reward tests and type checks existed have neither field.)
+  const tests = report.tests ?? [];
+  const passed = tests.filter((t) => t.pass).length;
+  const typeErrors = report.typeErrors?.length ?? 0;
+  const extra = `${tests.length > 0 ? `; reward tests: ${passed} of ${tests.length} passed` : ''}${typeErrors > 0 ? `; ${typeErrors} type error${typeErrors === 1 ? '' : 's'}` : ''}`;
+  return `dry run: ${report.episodes} episodes in ${report.durationMs} ms${rewards ? `, ${rewards}` : ''}${extra}`;
 }

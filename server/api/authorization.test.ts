@@ -88,6 +88,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'runs.matches': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'runs.match': ['VIEWER', (f) => ({ teamId: f.teamId, matchId: 'no-such-match' })],
   'runs.checkpoints': ['VIEWER', (f) => ({ teamId: f.teamId })],
+  'runs.delete': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'inference.open': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],
   'inference.sample': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job', prompt: 'hi' })],
   'inference.close': ['MEMBER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],

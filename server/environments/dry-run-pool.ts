@@ -29,7 +29,12 @@ export interface DryRunPoolOptions {
   graceMs?: number;
   /** Heap of a dry-run process (QuickJS's own limit is per sandbox). Default 512 MB. */
   memoryMb?: number;
-  /** The type check after the dry run: past this it is stopped, and the report says so. Default 10 s. */
+  /**
+   * How long the type check may still run once the dry run has ended: past it the process is
+   * stopped and the report says so. The process stops a check after 8 s of checking itself; this
+   * is the backstop for a process that does not answer (and allows a cold process to load
+   * TypeScript on a busy machine). Default 60 s.
+   */
   typeCheckMs?: number;
   /** Dry runs waiting, installation-wide, before saves are refused. Default 200. */
   maxWaiting?: number;
@@ -65,6 +70,8 @@ interface Slot {
 }
 
 const PROCESS_PATH = 'gpu-worker/runtime/dry-run-process.ts';
+/** How long a new process may take to come up before its first run is given up. */
+const BOOT_MS = 30_000;
 
 export class DryRunPool {
   private readonly o: Required<DryRunPoolOptions>;
@@ -74,7 +81,7 @@ export class DryRunPool {
   private closed = false;
 
   constructor(options: DryRunPoolOptions = {}) {
-    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 10_000, ...options };
+    this.o = { processes: 2, perTeam: 1, budgetMs: 10_000, graceMs: 2_000, memoryMb: 512, maxWaiting: 200, typeCheckMs: 60_000, ...options };
   }
 
   /** Dry-runs an environment for a team; resolves with its report (never rejects for the user's code). */
@@ -85,6 +92,14 @@ export class DryRunPool {
       this.waiting.push({ teamId, request, budgetMs: options.budgetMs ?? this.o.budgetMs, resolve, queuedAt: Date.now(), ahead: this.waiting.length + this.running().length });
       this.dispatch();
     });
+  }
+
+  /** Starts a process ahead of the first save, so that it has loaded TypeScript by then. */
+  warm(): void {
+    if (this.closed || this.slots.length > 0) return;
+    const slot = this.spawn();
+    const command: DryRunProcessCommand = { type: 'warm' };
+    void slot.ready.then(() => !slot.job && slot.child.exitCode === null && slot.child.send(command));
   }
 
   /** Stops every process; waiting dry runs are answered as not run. */
@@ -142,10 +157,19 @@ export class DryRunPool {
 
   private start(slot: Slot, waiting: Waiting): void {
     const id = this.nextId++;
-    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
+    // A new process starts first (node, tsx, the runtime's imports: seconds on a busy machine), which
+    // is not the environment's time: its budget runs from when the run is sent. Until then, a
+    // process that never comes up is stopped after BOOT_MS.
+    const timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs + BOOT_MS);
     slot.job = { ...waiting, id, startedAt: Date.now(), progress: { episodes: 0, description: null }, timer, partial: null };
     const command: DryRunProcessCommand = { type: 'run', id, request: { ...waiting.request, timeBudgetMs: waiting.budgetMs } };
-    void slot.ready.then(() => slot.job?.id === id && slot.child.send(command));
+    void slot.ready.then(() => {
+      const job = slot.job;
+      if (job?.id !== id) return;
+      clearTimeout(job.timer);
+      job.timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
+      slot.child.send(command);
+    });
   }
 
   /**

@@ -82,9 +82,11 @@ export default defineEnvironment<undefined, { n: number }>({
       // The user's loop ran in the pool's process: this one kept its timers (a generous bound; the
       // in-process dry run blocked for the whole run).
       expect(worstLagMs).toBeLessThan(1_000);
-      // The stopped process was replaced: the next save is dry-run normally.
-      const fine = await saveEnvironmentVersion(t.db, pool, environment('fine', ''));
-      expect(fine).toMatchObject({ ok: true, validation: { ok: true, episodes: 8 } });
+      // The stopped process was replaced: the next dry run plays normally (with a budget a loaded
+      // machine cannot miss: this checks the replacement, not the speed).
+      const fine = environment('fine', '');
+      const report = await pool.run(fine.teamId, { source: { files: fine.files, entry: fine.entry }, manifest: { kind: 'multi-turn', agents: ['agent'], limits: fine.manifest.limits }, episodes: 8 }, { budgetMs: 120_000 });
+      expect(report).toMatchObject({ ok: true, episodes: 8 });
     } finally {
       await pool.close();
     }

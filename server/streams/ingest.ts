@@ -7,15 +7,19 @@ import { foldSql, recomputeSql, ROLLUP_STEPS } from './rollup';
 import { SHARED_WRITE_LOCK } from './positions';
 import { type PreparedCall, type PreparedStatement, pooledTransaction, type Query, unprepared } from './pooled-transaction';
 import { settled, stored } from './stored-marks';
+import { countStored, DEFAULT_STREAM_STORAGE_BYTES, streamBytes, tellQuotaReached } from './stream-quota';
 import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from '../workers/refusal';
 
 // Stream batches from job runners. A batch is fenced, claimed and published to the run's
 // watchers before its rows are written, all in one transaction:
 //
-//   1. one statement checks the fencing token, claims (job, attempt, seq) in StreamBatch and
-//      takes the job's catch-up lock in shared mode (positions.ts);
-//   2. the batch goes out live, positioned by (attempt, seq), unless it was a replay;
-//   3. its rows are written, and the transaction commits before the worker is answered.
+//   1. one statement checks the fencing token, claims (job, attempt, seq) in StreamBatch, takes
+//      the job's catch-up lock in shared mode (positions.ts) and reads whether its team is within
+//      its stream quota (stream-quota.ts);
+//   2. the batch goes out live, positioned by (attempt, seq), unless it was a replay or the team
+//      is past its quota (then it is dropped, and the run told once);
+//   3. its rows are written, its bytes added to its run's and its team's totals, and the
+//      transaction commits before the worker is answered.
 //
 // So browsers see a batch about one database round trip after it arrives instead of after the
 // whole write, and nothing the worker was told is stored can be lost. A stale attempt's batch is
@@ -35,16 +39,22 @@ interface Fence {
   mine: boolean;
   current: boolean;
   claimed: boolean;
+  /** The team stores less than its stream quota (or the batch stores nothing): the batch is stored. */
+  admitted: boolean;
+  /** The team's quota in bytes (bigint as text), for a batch with bytes to store. */
+  quota: string | null;
 }
 
 /**
  * One statement: the attempt must be this worker's, still ACTIVE, with this fencing token, and
- * the worker not revoked; then the job's shared catch-up lock and the batch's claim. Prepared
- * once per connection: it is on every batch's way to its watchers.
+ * the worker not revoked; then the job's shared catch-up lock and the batch's claim; and whether
+ * its team stores less than its stream quota, read without a lock (the totals grow at the end of
+ * the batch's transaction, countStored), so that batches of one team never wait for each other
+ * here. Prepared once per connection: it is on every batch's way to its watchers.
  */
 const FENCE_AND_CLAIM: PreparedStatement = {
-  name: 'whetstone_fence_and_claim',
-  types: ['text', 'text', 'bigint', 'int', 'text', 'boolean'],
+  name: 'whetstone_fence_claim_count',
+  types: ['text', 'text', 'bigint', 'int', 'text', 'boolean', 'bigint', 'bigint'],
   text: `
     WITH a AS MATERIALIZED (
       SELECT a."jobId", j."teamId", a.number,
@@ -58,14 +68,20 @@ const FENCE_AND_CLAIM: PreparedStatement = {
       INSERT INTO "StreamBatch" ("jobId", attempt, seq, kind)
       SELECT "jobId", number, $4::int, $5::text FROM locked
       ON CONFLICT DO NOTHING RETURNING 1
+    ), quota AS MATERIALIZED (
+      SELECT coalesce(q."streamStorageBytes", $8::bigint) AS bytes, coalesce(u.bytes, 0) AS used
+        FROM a LEFT JOIN "TeamQuota" q ON q."teamId" = a."teamId" LEFT JOIN "TeamStreamUsage" u ON u."teamId" = a."teamId"
+       WHERE $7::bigint > 0
     )
-    SELECT "jobId", "teamId", number, mine, current, EXISTS (SELECT 1 FROM claim) AS claimed FROM a`,
+    SELECT "jobId", "teamId", number, mine, current, EXISTS (SELECT 1 FROM claim) AS claimed,
+           NOT EXISTS (SELECT 1 FROM quota WHERE used >= bytes) AS admitted, (SELECT bytes FROM quota)::text AS quota
+      FROM a`,
 };
 
-function fenceAndClaim(workerId: string, batch: StreamBatch, claim: boolean): PreparedCall {
+function fenceAndClaim(workerId: string, batch: StreamBatch, claim: boolean, bytes: number): PreparedCall {
   // A token that cannot be the column's (out of bigint range, say) matches no attempt: 409.
   const token = fencingTokenOf(batch.fencingToken) ?? '-1';
-  return { prepared: FENCE_AND_CLAIM, values: [workerId, batch.attemptId, token, batch.seq, batch.kind, claim] };
+  return { prepared: FENCE_AND_CLAIM, values: [workerId, batch.attemptId, token, batch.seq, batch.kind, claim, bytes, DEFAULT_STREAM_STORAGE_BYTES] };
 }
 
 function checked(rows: Fence[]): Fence {
@@ -136,21 +152,30 @@ export async function ingestBatch(db: Db, workerId: string, batch: StreamBatch, 
   try {
     // Live boards are not stored: they are a view of a game whose match is stored when it ends.
     if (live.kind === 'boards') {
-      const { text, values } = unprepared(fenceAndClaim(workerId, batch, false));
+      const { text, values } = unprepared(fenceAndClaim(workerId, batch, false, 0));
       const fence = checked((await poolOf(db).query<Fence>(text, values)).rows);
       settled(attemptId, seq);
       publish({ id: fence.jobId, teamId: fence.teamId }, { jobId: fence.jobId, attempt: fence.number, seq, stored: stored(attemptId, seq), ...live });
       return { duplicate: false };
     }
+    const bytes = streamBytes(batch);
     const store = async (query: Query, tx?: Prisma.TransactionClient) => {
-      const fence = checked(await query<Fence>(fenceAndClaim(workerId, batch, true)));
+      const fence = checked(await query<Fence>(fenceAndClaim(workerId, batch, true, bytes)));
       if (!fence.claimed) return { duplicate: true };
       const job = { id: fence.jobId, teamId: fence.teamId };
+      if (!fence.admitted) {
+        // Over the team's quota: claimed and dropped; the run trains on and is told once.
+        const notice = await tellQuotaReached(query, job.id, fence.number, seq, BigInt(fence.quota ?? DEFAULT_STREAM_STORAGE_BYTES));
+        if (notice) publish(job, { jobId: job.id, attempt: fence.number, seq, stored: stored(attemptId, seq), kind: 'logs', items: [notice] });
+        return { duplicate: false };
+      }
       publish(job, { jobId: job.id, attempt: fence.number, seq, stored: stored(attemptId, seq), ...live });
       // The next batch of this attempt may go out while this one is written.
       release();
       if (tx) await writeRecords(tx, job, fence.number, seq, batch);
       else await writeRows(query, job.id, fence.number, seq, live);
+      // Last, so that the team's total is locked only until the commit that follows.
+      if (bytes > 0) await query(countStored(job, bytes));
       return { duplicate: false };
     };
     const result =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { transformer } from '../../sdk/transformer';
+import { apiCall } from '../test-support/api-call';
 import { seedTeam, type Team } from '../test-support/reliability/harness';
 import { activeAttempt, postBatch } from '../test-support/test-attempts';
 import { useTestServer } from '../test-support/test-server';
@@ -21,18 +21,8 @@ function expectOdd(value: unknown) {
   expect(Object.getOwnPropertyDescriptor((v.a as object[])[0], '__proto__')?.value).toBe(3);
 }
 
-/** A tRPC call as the browser and the CLI make it, its answer read with the shared transformer. */
-async function call<T>(url: string, team: Team, procedure: string, input: unknown, kind: 'query' | 'mutation' = 'query'): Promise<T> {
-  const headers = { authorization: `Bearer ${team.apiKey}`, 'content-type': 'application/json' };
-  const payload = JSON.stringify(transformer.serialize(input));
-  const res =
-    kind === 'query'
-      ? await fetch(`${url}/api/trpc/${procedure}?input=${encodeURIComponent(payload)}`, { headers })
-      : await fetch(`${url}/api/trpc/${procedure}`, { method: 'POST', headers, body: payload });
-  const body = (await res.json()) as { result?: { data: unknown }; error?: unknown };
-  if (!body.result) throw new Error(`${procedure}: ${JSON.stringify(body.error)}`);
-  return transformer.deserialize(body.result.data) as T;
-}
+/** A call with the team's API key. */
+const call = <T>(url: string, team: Team, procedure: string, input: unknown, kind: 'query' | 'mutation' = 'query') => apiCall<T>(url, team.apiKey, procedure, input, kind);
 
 describe('user JSON keys', () => {
   const ctx = useTestServer();

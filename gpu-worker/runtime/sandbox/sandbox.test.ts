@@ -293,6 +293,49 @@ export default defineSingleTurn({
   });
 });
 
+describe('a sleeper: an environment that behaves through its dry run and misbehaves after', () => {
+  // Module state survives the lockdown (only what the global object reaches is frozen), so a step
+  // can count its calls and turn hostile past the dry run's 8 episodes.
+  const SLEEPER = `import { defineEnvironment } from 'whetstone';
+
+let calls = 0;
+
+export default defineEnvironment({
+  name: 'sleeper',
+  systemPrompt: 'p',
+  sample: () => undefined,
+  reset: () => 'go',
+  step() {
+    calls++;
+    if (calls > 8) while (calls > 0) calls++; // @wakes
+    return { observation: '', reward: 1, terminated: true };
+  },
+});
+`;
+
+  test('past its first calls every step is stopped at its deadline, at its line, and the sandbox stays usable', async () => {
+    const loaded = await SandboxEnvironment.load({ files: { 'env.ts': SLEEPER }, entry: 'env.ts' }, { limits: { callTimeoutMs: 200 } });
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    const env = loaded.env;
+    try {
+      const step = async (n: number) => {
+        await env.reset({ episodeId: `s${n}`, seed: n, taskSeed: 0 });
+        return env.step({ episodeId: `s${n}`, action: 'a' });
+      };
+      for (let n = 0; n < 8; n++) expect((await step(n)).rewards.agent).toBe(1);
+      const line = SLEEPER.split('\n').findIndex((l) => l.includes('@wakes')) + 1;
+      for (let n = 8; n < 11; n++) {
+        const e = await step(n).then(() => null, (x: unknown) => x);
+        expect(e).toBeInstanceOf(SandboxError);
+        expect((e as SandboxError).message).toMatch(/step ran longer than 200 ms and was stopped/);
+        expect((e as SandboxError).location).toMatchObject({ file: 'env.ts', line });
+      }
+    } finally {
+      await env.dispose();
+    }
+  });
+});
+
 describe('compile and load errors', () => {
   test('a top-level infinite loop is stopped and reported at its line, not at 1:1', async () => {
     const code = "import { defineEnvironment } from 'whetstone';\nlet n = 0;\nwhile (n >= 0) { n++; }\nexport default defineEnvironment({ name: 'x', systemPrompt: 's', sample: () => undefined, reset() { return 'a'; }, step() { return { observation: '', reward: 0, terminated: true }; } });\n";

@@ -1,7 +1,7 @@
 /**
- * Runs type checks (type-check.ts) on a worker thread of the dry-run process: they overlap the
- * dry run instead of following it, the thread loads TypeScript while the process is idle, and a
- * check past its time or memory is ended by ending the thread, which the next check replaces.
+ * Runs type checks (type-check.ts) on a worker thread of the dry-run process: the thread can load
+ * TypeScript while the process is idle (`start`), and a check past its time or memory is ended by
+ * ending the thread, which the next check replaces, while the process and its sandboxes go on.
  */
 import { Worker } from 'node:worker_threads';
 import type { EnvironmentSource } from '../../../sdk/environment-source';
@@ -15,38 +15,31 @@ export type TypeCheckOutcome = { ok: true; result: TypeCheckResult } | { ok: fal
 
 export class TypeCheckThread {
   private worker: Worker | null = null;
-  /** The thread has loaded TypeScript: a check that runs past its time now is the check's own fault. */
-  private warm = false;
   private nextId = 1;
-  private readonly pending = new Map<number, (outcome: TypeCheckOutcome) => void>();
+  private readonly pending = new Map<number, { timeoutMs: number; timer: NodeJS.Timeout | null; done: (outcome: TypeCheckOutcome) => void }>();
 
   /** Starts the thread now, so that it is warm for the first check. */
   start(): void {
     this.thread();
   }
 
+  /** A check, stopped `timeoutMs` after the thread starts it (loading TypeScript first does not count). */
   check(source: EnvironmentSource, timeoutMs: number): Promise<TypeCheckOutcome> {
     const worker = this.thread();
     const id = this.nextId++;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        resolve({ ok: false, why: `the type check took longer than ${Math.round(timeoutMs / 1000)} s` });
-        // A thread still loading TypeScript (seconds on a busy machine) is kept: ending it would only start that again.
-        if (this.warm) this.stop(worker, 'a type check ran past its time');
-      }, timeoutMs);
-      this.pending.set(id, (outcome) => {
-        clearTimeout(timer);
-        resolve(outcome);
+      this.pending.set(id, {
+        timeoutMs,
+        timer: null,
+        done: (outcome) => {
+          const entry = this.pending.get(id);
+          if (entry?.timer) clearTimeout(entry.timer);
+          this.pending.delete(id);
+          resolve(outcome);
+        },
       });
       worker.postMessage({ id, source });
     });
-  }
-
-  close(): Promise<number> | undefined {
-    const worker = this.worker;
-    this.worker = null;
-    return worker?.terminate();
   }
 
   private thread(): Worker {
@@ -55,16 +48,20 @@ export class TypeCheckThread {
     const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL)}); })`;
     const worker = new Worker(boot, { eval: true, resourceLimits: { maxOldGenerationSizeMb: MAX_HEAP_MB } });
     worker.unref();
-    this.warm = false;
-    worker.on('message', (message: { warm: true } | { id: number; result: TypeCheckResult | null; error?: string }) => {
-      if ('warm' in message) {
-        if (this.worker === worker) this.warm = true;
+    worker.on('message', (message: { started: number } | { id: number; result: TypeCheckResult | null; error?: string }) => {
+      if ('started' in message) {
+        const entry = this.pending.get(message.started);
+        if (entry) {
+          entry.timer = setTimeout(() => {
+            entry.done({ ok: false, why: `the type check took longer than ${Math.round(entry.timeoutMs / 1000)} s and was stopped` });
+            this.stop(worker, 'a type check before this one ran past its time');
+          }, entry.timeoutMs);
+        }
         return;
       }
-      const done = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      if (message.result) done?.({ ok: true, result: message.result });
-      else done?.({ ok: false, why: message.error ? `the type check failed: ${message.error}` : 'TypeScript is not installed on this server' });
+      const entry = this.pending.get(message.id);
+      if (message.result) entry?.done({ ok: true, result: message.result });
+      else entry?.done({ ok: false, why: message.error ? `the type check failed: ${message.error}` : 'TypeScript is not installed on this server' });
     });
     worker.on('error', (error) => this.stop(worker, `the type check failed: ${error.message}`));
     worker.on('exit', () => this.stop(worker, 'the type checker stopped'));
@@ -77,9 +74,6 @@ export class TypeCheckThread {
     if (this.worker !== worker) return;
     this.worker = null;
     void worker.terminate();
-    for (const [id, done] of this.pending) {
-      this.pending.delete(id);
-      done({ ok: false, why });
-    }
+    for (const entry of [...this.pending.values()]) entry.done({ ok: false, why });
   }
 }

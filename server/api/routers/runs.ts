@@ -1,7 +1,10 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { metricGroup } from '../../../sdk/live';
+import { audit } from '../../auth/audit';
+import { roleAtLeast } from '../../auth/roles';
 import type { Db } from '../../db/client';
+import { deleteRun } from '../../streams/delete-run';
 import { readSince } from '../../streams/positions';
 import { ROLLUP_STEPS } from '../../streams/rollup';
 import { router, teamProcedure } from '../trpc';
@@ -191,6 +194,30 @@ export const runsRouter = router({
       const match = await ctx.db.match.findFirst({ where: { id: input.matchId, teamId: ctx.membership.teamId } });
       if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
       return match;
+    }),
+
+  /**
+   * Deletes a finished run of the caller's (admins: anyone's) with all it streamed, which frees
+   * its bytes of the team's stream storage quota; its checkpoints stay. Answers the bytes freed.
+   */
+  delete: teamProcedure('MEMBER')
+    .input(jobInput)
+    .mutation(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      const job = await ctx.db.job.findFirst({ where: { id: input.jobId, teamId }, select: { id: true, teamId: true, ownerId: true, state: true, kind: true } });
+      if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such run' });
+      if (job.ownerId !== ctx.user.id && !roleAtLeast(ctx.membership.role, 'ADMIN')) {
+        throw new TRPCError({ code: 'FORBIDDEN', message: "Only an admin can delete another member's run" });
+      }
+      if (!['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(job.state)) {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: `Run ${job.id} is ${job.state}: cancel it first, then delete it once it has ended` });
+      }
+      const freedBytes = await deleteRun(ctx.db, job);
+      await audit(ctx.db, {
+        teamId, actorUserId: ctx.user.id, action: 'run.deleted', targetType: 'job', targetId: job.id,
+        details: { kind: job.kind, state: job.state, freedBytes: Number(freedBytes) }, ipAddress: ctx.ip,
+      });
+      return { deleted: true, freedBytes };
     }),
 
   checkpoints: teamProcedure('VIEWER')

@@ -2,7 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type ChangeEvent, type FormEvent } from 'react';
 import { ErrorNote, Field, Loading, Notice, PageTitle } from '../../../_ui/components';
-import { formatDateTime } from '../../../_ui/format';
+import { formatBytes, formatDateTime } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
@@ -13,16 +13,19 @@ interface Limits {
   maxQueuedJobs: number;
   maxPriority: number;
   defaultTimeLimitSeconds: number;
+  streamStorageBytes: bigint;
 }
 
-function Meter({ label, used, limit }: { label: string; used: number; limit: number }) {
+const GIB = 2 ** 30;
+
+function Meter({ label, used, limit, format = String }: { label: string; used: number; limit: number; format?: (n: number) => string }) {
   const share = limit > 0 ? Math.min(1, used / limit) : used > 0 ? 1 : 0;
   return (
     <div className="meter">
       <div className="meter-head">
         <span>{label}</span>
         <span className="tabular">
-          {used} of {limit}
+          {format(used)} of {format(limit)}
         </span>
       </div>
       <div
@@ -47,6 +50,7 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
     maxQueuedJobs: String(initial.maxQueuedJobs),
     maxPriority: String(initial.maxPriority),
     defaultTimeLimitHours: String(initial.defaultTimeLimitSeconds / 3600),
+    streamStorageGiB: String(Number(initial.streamStorageBytes) / GIB),
   });
   const [saved, setSaved] = useState(false);
   const update = useMutation(
@@ -70,6 +74,7 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
       maxQueuedJobs: Number(values.maxQueuedJobs),
       maxPriority: Number(values.maxPriority),
       defaultTimeLimitSeconds: Math.round(Number(values.defaultTimeLimitHours) * 3600),
+      streamStorageBytes: Math.round(Number(values.streamStorageGiB) * GIB),
     });
   }
   const fields: Array<{ key: keyof typeof values; label: string; hint: string; max: number; min?: number; step?: number | 'any' }> = [
@@ -77,6 +82,10 @@ function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
     { key: 'maxQueuedJobs', label: 'Queued jobs', hint: 'Jobs that may wait in the queue at once.', max: 100_000 },
     { key: 'maxPriority', label: 'Highest priority for members', hint: 'Admins may go up to 1000.', max: 1000 },
     { key: 'defaultTimeLimitHours', label: 'Default time limit (hours)', hint: 'Jobs submitted without a limit stop after this long.', max: 720, min: 0.02, step: 'any' },
+    {
+      key: 'streamStorageGiB', label: 'Stream storage (GiB)', max: 2 ** 20, step: 'any',
+      hint: 'Logs, metrics, rollouts and matches the team’s runs keep. Past it runs train on and their new stream data is not stored.',
+    },
   ];
   return (
     <form className="form" onSubmit={submit} aria-label="Edit quotas">
@@ -119,6 +128,15 @@ export default function QuotasPage() {
             <h2 id="usage-title">Usage now</h2>
             <Meter label="Devices in use" used={quota.data.usage.devicesInUse} limit={quota.data.maxConcurrentDevices} />
             <Meter label="Queued jobs" used={quota.data.usage.queuedJobs} limit={quota.data.maxQueuedJobs} />
+            <Meter
+              label="Stream storage"
+              used={Number(quota.data.usage.streamStorageBytes)}
+              limit={Number(quota.data.streamStorageBytes)}
+              format={formatBytes}
+            />
+            {quota.data.usage.streamStorageBytes >= quota.data.streamStorageBytes ? (
+              <Notice kind="warning">Stream storage is full: runs train on, but what they stream is not stored. Delete old runs or raise the quota.</Notice>
+            ) : null}
           </section>
           <section className="panel" aria-labelledby="limits-title">
             <h2 id="limits-title">Limits</h2>
@@ -135,6 +153,8 @@ export default function QuotasPage() {
                   <dd>{quota.data.maxPriority}</dd>
                   <dt>Default time limit</dt>
                   <dd>{quota.data.defaultTimeLimitSeconds / 3600} h</dd>
+                  <dt>Stream storage</dt>
+                  <dd>{formatBytes(quota.data.streamStorageBytes)}</dd>
                 </dl>
                 <p className="muted small">Only admins of this team change quotas.</p>
               </>
