@@ -1,13 +1,25 @@
+import type { Page } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
 
-// The app's own scripts run under the Content-Security-Policy (a violation would be a console
-// error, which watchPage fails on), every script of a page carries the answer's nonce, and the
-// installable app: manifest, icons, service worker, and its page for a server that does not answer.
+// The app's own scripts run under the Content-Security-Policy, every script of a page carries
+// the answer's nonce, and the installable app: manifest, icons, service worker, and its page for
+// a server that does not answer. (The journeys' watchPage fails on any console error, CSP
+// violations included; these tests look for violations in particular.)
+
+/** What the browser refused under the CSP, and uncaught errors (a refused script can cause one). */
+function watchCsp(page: Page) {
+  const refused: string[] = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && /Content Security Policy|Refused to (execute|load|apply|connect|create|evaluate)/i.test(msg.text())) refused.push(msg.text());
+  });
+  page.on('pageerror', (error) => refused.push(`uncaught: ${error.message}`));
+  return { expectNoneRefused: () => expect(refused).toEqual([]) };
+}
 
 test('pages run under a nonce CSP: every script carries the answer’s nonce and nothing is refused', async ({ browser, ownerState, whetstone }) => {
   const owner = await browser.newContext({ storageState: ownerState });
   const page = await owner.newPage();
-  const watch = watchPage(page);
+  const csp = watchCsp(page);
   const response = await page.goto(whetstone.url);
   await page.waitForURL(/\/teams\/[^/]+$/);
   await expect(page.getByRole('heading', { level: 1, name: 'Default team' })).toBeVisible();
@@ -25,7 +37,26 @@ test('pages run under a nonce CSP: every script carries the answer’s nonce and
     expect(scripts.length, path).toBeGreaterThan(0);
     for (const tag of scripts) expect(tag, path).toContain(`nonce="${nonce}"`);
   }
-  watch.expectClean();
+  csp.expectNoneRefused();
+  await owner.close();
+});
+
+test('the editor runs under the CSP: Monaco and its TypeScript worker load from the origin and mark a type error', async ({ browser, ownerState, whetstone }) => {
+  const owner = await browser.newContext({ storageState: ownerState });
+  const page = await owner.newPage();
+  const csp = watchCsp(page);
+  await page.goto(whetstone.url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  await page.goto(`${page.url()}/environments`);
+  await page.getByRole('link', { name: 'bandit', exact: true }).click();
+  const editor = page.locator('.monaco-editor').first();
+  await expect(editor).toBeVisible({ timeout: 30_000 });
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('ControlOrMeta+End');
+  await page.keyboard.type('\nconst wrong: number = "text";\n');
+  // The squiggle comes from the TypeScript worker: a worker refused by the CSP would draw none.
+  await expect(editor.locator('.squiggly-error').first()).toBeVisible({ timeout: 30_000 });
+  csp.expectNoneRefused();
   await owner.close();
 });
 
