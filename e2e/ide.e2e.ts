@@ -47,7 +47,7 @@ test('IDE journey: a new environment from the bandit template, a type error and 
   // A type error gets its red squiggle from the SDK's types; undoing it clears it.
   await editor.click();
   await page.keyboard.press('Control+End');
-  await page.keyboard.insertText('\nconst broken: number = "text";\n');
+  await page.keyboard.type('\nconst broken: number = "text";\n');
   await expect(page.locator('.monaco-editor .squiggly-error').first()).toBeVisible({ timeout: 60_000 });
   await screenshots(page, 'editor-type-error');
   await page.keyboard.press('Control+z');
@@ -121,9 +121,14 @@ test('the command palette jumps to an environment by keyboard alone, and the the
   const watch = watchPage(page);
   await page.goto(whetstone.url);
   await page.waitForURL(/\/teams\/[^/]+$/);
-  await page.keyboard.press('Control+k');
+  // The palette's shortcut is listened for once the page is interactive: its button shows then.
+  await expect(page.getByRole('button', { name: /Jump to or run/ })).toBeVisible();
   const palette = page.getByRole('dialog', { name: 'Command palette' });
-  await expect(palette).toBeVisible();
+  // The home page hands over to the team's page: a key pressed during the hand-over is pressed again.
+  await expect(async () => {
+    await page.keyboard.press('Control+k');
+    await expect(palette).toBeVisible({ timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
   await page.keyboard.type('gomoku');
   await expect(palette.getByRole('option', { name: /gomoku/ }).first()).toBeVisible({ timeout: 30_000 });
   await page.keyboard.press('Enter');

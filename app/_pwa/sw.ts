@@ -8,10 +8,18 @@
 import { CacheFirst, ExpirationPlugin, NetworkOnly, type PrecacheEntry, Serwist } from 'serwist';
 
 /** Where `/~offline` and the build's static files are listed: injected at build time. */
-declare const self: { __SW_MANIFEST: (PrecacheEntry | string)[] | undefined };
+declare const self: { __SW_MANIFEST: (PrecacheEntry | string)[] | undefined; addEventListener: (type: 'fetch', listener: (event: { request: Request; stopImmediatePropagation: () => void }) => void) => void };
 
 /** The page shown for a navigation the server does not answer (app/~offline/page.tsx). */
 const OFFLINE_PAGE = '/~offline';
+
+// Web workers' scripts (Monaco's TypeScript worker) bypass this worker entirely: Turbopack's
+// worker entry reads its bootstrap config from the URL's fragment, and an answer from a cache
+// carries the URL without it ("Missing worker bootstrap config": no type checking in the editor).
+// Registered before Serwist's listener, so the browser fetches them itself.
+self.addEventListener('fetch', (event) => {
+  if (event.request.destination === 'worker' || event.request.destination === 'sharedworker') event.stopImmediatePropagation();
+});
 
 const serwist = new Serwist({
   precacheEntries: self.__SW_MANIFEST,
