@@ -12,6 +12,11 @@ import type { EnvironmentSource } from '../sdk/environment-source';
 
 export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];
+/**
+ * The starting point of a new environment ("New environment → Blank"): loaded like a template but
+ * not seeded into teams (server/environments/templates.ts seeds TEMPLATE_NAMES only).
+ */
+export const BLANK_TEMPLATE = 'blank';
 
 export interface LoadedTemplate {
   manifest: Manifest;
@@ -23,11 +28,11 @@ export interface LoadedTemplate {
   datasetFiles: Record<string, string>;
 }
 
-function templateDir(name: TemplateName): string {
+function templateDir(name: TemplateName | typeof BLANK_TEMPLATE): string {
   return fileURLToPath(new URL(`./${name}/`, import.meta.url));
 }
 
-export function loadTemplate(name: TemplateName): LoadedTemplate {
+export function loadTemplate(name: TemplateName | typeof BLANK_TEMPLATE): LoadedTemplate {
   const dir = templateDir(name);
   const rawManifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
   const parsed = parseManifest(rawManifest);

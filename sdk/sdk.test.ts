@@ -88,6 +88,15 @@ describe('datasets', () => {
     expect(problems.map((p) => p.line)).toEqual([3, 4]);
     expect(problems[0].message).toBe('row.answer: missing');
   });
+
+  test('names the first bad lines and counts them all', () => {
+    const schema: ObjectSchema = { type: 'object', properties: {} };
+    const text = Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? '{}' : 'nope')).join('\n');
+    const { rows, problems, problemCount } = parseJsonlDataset(text, schema, 5);
+    expect(rows).toHaveLength(10);
+    expect(problems.map((p) => p.line)).toEqual([2, 3, 5, 6, 8]);
+    expect(problemCount).toBe(20);
+  });
 });
 
 describe('manifest', () => {

@@ -1,12 +1,13 @@
 /**
  * Datasets over tRPC against a real server and PostgreSQL: upload, deduplication by content,
- * every bad line named, the declared row schema enforced, previews, team scoping, and an SFT
- * job that names the uploaded version.
+ * every bad line named (structured for the page), the declared row schema enforced, versions,
+ * paged previews, who uses each version, team scoping, and an SFT job that names the uploaded version.
  */
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import { transformer } from '../../sdk/transformer';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AppRouter } from './root';
+import { loadTemplate } from '../../env-templates/load-template';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
@@ -34,9 +35,14 @@ describe('datasets', () => {
 
     const [listed] = (await api.datasets.list.query({ teamId })).filter((d) => d.name === 'sums/train.jsonl');
     expect(listed.latest).toMatchObject({ id: second.versionId, version: 2, rowCount: 3 });
+    expect(listed.versionCount).toBe(2);
+    expect(listed.versions.map((v) => [v.version, v.rowCount, v.bytes])).toEqual([[2, 3, Buffer.byteLength(text) + Buffer.byteLength(jsonl([{ prompt: '3+3=', completion: '6' }]))], [1, 2, Buffer.byteLength(text)]]);
+    expect(listed.versions[0].createdAt).toBeInstanceOf(Date);
     const got = await api.datasets.get.query({ teamId, datasetId: first.datasetId });
     expect(got.versions.map((v) => v.version)).toEqual([2, 1]);
-    expect(await api.datasets.rows.query({ teamId, versionId: second.versionId, offset: 1, limit: 1 })).toEqual({ rowCount: 3, rows: [{ prompt: '2+2=', completion: '4' }] });
+    expect(await api.datasets.rows.query({ teamId, versionId: second.versionId, offset: 1, limit: 1 })).toEqual({ rowCount: 3, offset: 1, rows: [{ prompt: '2+2=', completion: '4' }] });
+    expect((await api.datasets.rows.query({ teamId, versionId: second.versionId, limit: 200 })).rows).toHaveLength(3);
+    await expect(api.datasets.rows.query({ teamId, versionId: second.versionId, limit: 201 })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
 
     // The bytes are in the blob store under the version's key.
     const version = await s.t.db.datasetVersion.findUniqueOrThrow({ where: { id: second.versionId } });
@@ -60,6 +66,44 @@ describe('datasets', () => {
     await expect(api.datasets.upload.mutate({ teamId, name: '../escape', jsonl: '{}' })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
     await expect(api.datasets.upload.mutate({ teamId, name: 'schema', jsonl: '{}', rowSchema: { type: 'object', properties: { a: { type: 'date' } } } as never })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
     expect(await s.t.db.dataset.count({ where: { teamId, name: { in: ['bad', 'empty', 'schema'] } } })).toBe(0);
+  });
+
+  it('answers a refused upload’s bad lines structured: the first 100, and how many in all', async () => {
+    const teamId = owner.team.id;
+    const lines = Array.from({ length: 160 }, (_, i) => (i % 16 === 0 ? '{"ok": true}' : `oops ${i}`));
+    const error = await api.datasets.upload.mutate({ teamId, name: 'many-bad', jsonl: lines.join('\n') }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    const refused = error as TRPCClientError<AppRouter>;
+    expect(refused.data?.code).toBe('BAD_REQUEST');
+    const bad = lines.flatMap((line, i) => (line.startsWith('oops') ? [i + 1] : []));
+    expect(refused.data?.lineProblems?.total).toBe(150);
+    expect(refused.data?.lineProblems?.problems.map((p) => p.line)).toEqual(bad.slice(0, 100));
+    expect(refused.data?.lineProblems?.problems[0].message).toMatch(/^not JSON: /);
+    expect(refused.message).toMatch(/^Dataset not stored: line 2: not JSON: .*; and 140 more\. Fix the lines named and upload again\.$/);
+  });
+
+  it('says which environments and jobs use each version', async () => {
+    const teamId = owner.team.id;
+    const env = await api.environments.create.mutate({ teamId, name: 'adder', from: { template: 'math' } });
+    const [dataset] = (await api.datasets.list.query({ teamId })).filter((d) => d.name === 'adder/data/train.jsonl');
+    const first = dataset.latest!;
+    const train = await api.jobs.submit.mutate({ teamId, kind: 'TRAIN', config: { environmentVersionId: env.versionId, datasetVersionId: first.id, training: { steps: 2 } } });
+    const text = loadTemplate('math').datasetFiles['data/train.jsonl'];
+    const second = await api.datasets.upload.mutate({ teamId, name: 'adder/data/train.jsonl', jsonl: text + jsonl([{ question: '01+02', answer: 3 }]) });
+    const sft = await api.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId: second.versionId, training: { steps: 2 } } });
+    await api.jobs.cancel.mutate({ teamId, jobId: sft.id });
+
+    const usage = await api.datasets.usage.query({ teamId, datasetId: dataset.id });
+    expect(usage.dataset).toEqual({ id: dataset.id, name: 'adder/data/train.jsonl' });
+    expect(usage.environments).toEqual([{ environmentId: env.environmentId, name: 'adder', split: 'train', file: 'data/train.jsonl', latestVersion: { id: env.versionId, version: 1 } }]);
+    expect(usage.versions.map((v) => v.version)).toEqual([2, 1]);
+    expect(usage.versions[1].dryRuns).toEqual([{ environmentId: env.environmentId, environmentName: 'adder', versionId: env.versionId, version: 1 }]);
+    expect(usage.versions[1].jobs).toMatchObject([{ id: train.id, kind: 'TRAIN', state: 'QUEUED', as: 'datasetVersionId', owner: { id: owner.user.id } }]);
+    expect(usage.versions[0]).toMatchObject({ dryRuns: [], jobs: [{ id: sft.id, kind: 'SFT', state: 'CANCELLED' }] });
+    expect(usage.versions[0].jobs[0].createdAt.getTime()).toBe((await s.t.db.job.findUniqueOrThrow({ where: { id: sft.id } })).createdAt.getTime());
+
+    const stranger = await createUserWithTeam(s.server.url, s.t.db);
+    await expect(client(stranger.cookie).datasets.usage.query({ teamId: stranger.team.id, datasetId: dataset.id })).rejects.toMatchObject({ data: { code: 'NOT_FOUND' } });
   });
 
   it('keeps teams apart and archives', async () => {

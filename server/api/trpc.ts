@@ -6,6 +6,7 @@ import { Prisma } from '../db/generated/prisma/client';
 import type { Role } from '../db/generated/prisma/enums';
 import { roleAtLeast } from '../auth/roles';
 import type { Context } from './context';
+import { LineProblems } from './line-problems';
 
 /**
  * Every procedure says who may call it; server/api/authorization.test.ts reads this for every
@@ -24,6 +25,7 @@ const t = initTRPC
     isDev: false,
     errorFormatter({ shape, error, path }) {
       const issues = error.cause instanceof ZodError ? error.cause.issues : null;
+      const lineProblems = error.cause instanceof LineProblems ? { problems: error.cause.problems, total: error.cause.total } : null;
       // A 500 is logged here, once, with its stack and an id the caller is shown: "see the log"
       // must lead somewhere. (Errors in serialising a response pass only through here.)
       let message = shape.message;
@@ -35,7 +37,7 @@ const t = initTRPC
       return {
         ...shape,
         message,
-        data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, issues },
+        data: { code: shape.data.code, httpStatus: shape.data.httpStatus, path: shape.data.path, issues, lineProblems },
       };
     },
   });

@@ -14,6 +14,9 @@ import type { Prisma } from '../db/generated/prisma/client';
  */
 export const MAX_DATASET_CHARS = 15_000_000;
 
+/** The bad lines an answer lists (all are counted). */
+const DATASET_PROBLEMS_SHOWN = 100;
+
 /** Any JSON object is a row when no schema is declared. */
 const ANY_ROW: ObjectSchema = { type: 'object', properties: {} };
 
@@ -27,15 +30,20 @@ export interface StoreDatasetInput {
 }
 
 export type StoreDatasetResult =
-  | { ok: false; problems: DatasetProblem[] }
+  | { ok: false; problems: DatasetProblem[]; problemCount: number }
   | { ok: true; datasetId: string; versionId: string; version: number; rowCount: number; bytes: number; created: boolean };
 
+/** A dataset version's content hash: sha256 of its bytes. */
+export function datasetContentHash(text: string): string {
+  return createHash('sha256').update(Buffer.from(text)).digest('hex');
+}
+
 export async function storeDatasetVersion(db: Db, blobs: BlobStore, input: StoreDatasetInput): Promise<StoreDatasetResult> {
-  const { rows, problems } = parseJsonlDataset(input.text, input.rowSchema ?? ANY_ROW);
-  if (problems.length > 0) return { ok: false, problems };
-  if (rows.length === 0) return { ok: false, problems: [{ line: 1, message: 'the file has no rows (one JSON object per line)' }] };
+  const { rows, problems, problemCount } = parseJsonlDataset(input.text, input.rowSchema ?? ANY_ROW, DATASET_PROBLEMS_SHOWN);
+  if (problemCount > 0) return { ok: false, problems, problemCount };
+  if (rows.length === 0) return { ok: false, problems: [{ line: 1, message: 'the file has no rows (one JSON object per line)' }], problemCount: 1 };
   const data = Buffer.from(input.text);
-  const contentHash = createHash('sha256').update(data).digest('hex');
+  const contentHash = datasetContentHash(input.text);
   // Written before the row that names it: a crash leaves an unreferenced blob, never a dangling key.
   const stored = await blobs.put(data, 'datasets');
   return db.$transaction(async (tx) => {

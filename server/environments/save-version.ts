@@ -18,11 +18,32 @@ export interface SaveVersionInput {
   manifest: unknown;
   /** Dataset text for the dry run of a data-dependent environment (its train split). */
   datasetText?: string;
+  /** The team's dataset version that text is, when known (recorded on the version: datasets.usage). */
+  datasetVersionId?: string | null;
+  /** The version the editor's content started from: a newer latest version is answered as a conflict. */
+  baseVersionId?: string;
+}
+
+/** The environment moved on since the version a save started from (another tab or user saved). */
+export interface SaveConflict {
+  /** The latest version before this save. */
+  latestVersion: number;
+  latestVersionId: string;
+  createdBy: { id: string; name: string } | null;
 }
 
 export type SaveVersionResult =
   | { ok: false; problems: string[] }
-  | { ok: true; environmentId: string; versionId: string; version: number; created: boolean; validation: DryRunReport | null };
+  | {
+      ok: true;
+      environmentId: string;
+      versionId: string;
+      version: number;
+      created: boolean;
+      validation: DryRunReport | null;
+      /** Set when `baseVersionId` was given and is not the latest version: the save still stands (versions are immutable). */
+      conflict: SaveConflict | null;
+    };
 
 /**
  * Saves an environment version immutably under its content hash: the same content saved again
@@ -40,9 +61,10 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
     update: input.description !== undefined ? { description: input.description } : {},
     create: { teamId: input.teamId, name: input.name, description: input.description ?? parsed.manifest.description ?? '' },
   });
+  const conflict = () => (input.baseVersionId === undefined ? null : conflictWith(db, environment.id, input.baseVersionId));
   const existing = await db.environmentVersion.findUnique({ where: { environmentId_contentHash: { environmentId: environment.id, contentHash } } });
   if (existing) {
-    return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null };
+    return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null, conflict: await conflict() };
   }
   const { kind, agents, limits } = parsed.manifest;
   const report = await dryRuns.run(input.teamId, {
@@ -51,6 +73,8 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
     dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
     episodes: DRY_RUN_EPISODES,
   });
+  // Asked after the dry run, which takes a while: a save that landed meanwhile is a conflict too.
+  const moved = await conflict();
   // Versions are numbered in order; a concurrent save of other content retries on the unique key.
   for (let tries = 0; ; tries++) {
     const last = await db.environmentVersion.findFirst({ where: { environmentId: environment.id }, orderBy: { version: 'desc' } });
@@ -58,14 +82,25 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
       const created = await db.environmentVersion.create({
         data: {
           environmentId: environment.id, version: (last?.version ?? 0) + 1, contentHash, entry: input.entry,
-          files: input.files, manifest, createdById: input.userId,
+          files: input.files, manifest, createdById: input.userId, dryRunDatasetVersionId: input.datasetVersionId ?? null,
           validationStatus: report.ok ? 'VALID' : 'INVALID', validation: JSON.parse(JSON.stringify(report)) as Prisma.InputJsonObject,
         },
       });
       await db.environment.update({ where: { id: environment.id }, data: { updatedAt: new Date() } });
-      return { ok: true, environmentId: environment.id, versionId: created.id, version: created.version, created: true, validation: report };
+      return { ok: true, environmentId: environment.id, versionId: created.id, version: created.version, created: true, validation: report, conflict: moved };
     } catch (error) {
       if (tries >= 3 || (error as { code?: string }).code !== 'P2002') throw error;
     }
   }
+}
+
+/** The latest version, when it is not the one the save started from. */
+async function conflictWith(db: Db, environmentId: string, baseVersionId: string): Promise<SaveConflict | null> {
+  const latest = await db.environmentVersion.findFirst({
+    where: { environmentId },
+    orderBy: { version: 'desc' },
+    select: { id: true, version: true, createdBy: { select: { id: true, name: true } } },
+  });
+  if (!latest || latest.id === baseVersionId) return null;
+  return { latestVersion: latest.version, latestVersionId: latest.id, createdBy: latest.createdBy };
 }

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import type { ObjectSchema, ValueSchema } from '../../../sdk/environment/schema';
 import { audit } from '../../auth/audit';
 import { MAX_DATASET_CHARS, storeDatasetVersion } from '../../datasets/store-version';
+import { datasetUsage } from '../../datasets/usage';
+import { LineProblems } from '../line-problems';
 import { router, teamProcedure } from '../trpc';
 
 /**
@@ -35,6 +37,11 @@ const objectSchema: z.ZodType<ObjectSchema> = z.lazy(() =>
 );
 
 const versionFields = { id: true, version: true, rowCount: true, bytes: true, contentHash: true, rowSchema: true, createdAt: true } as const;
+/** The versions a list shows per dataset (newest first); `versionCount` says how many there are. */
+const LISTED_VERSIONS = 20;
+/** Bad lines named in an upload's error message (error.data.lineProblems lists more). */
+const PROBLEMS_IN_MESSAGE = 10;
+const id = z.string().min(1).max(64);
 
 export const datasetsRouter = router({
   list: teamProcedure('VIEWER')
@@ -43,13 +50,20 @@ export const datasetsRouter = router({
       const datasets = await ctx.db.dataset.findMany({
         where: { teamId: ctx.membership.teamId, ...(input.includeArchived ? {} : { archivedAt: null }) },
         orderBy: { updatedAt: 'desc' },
-        select: { id: true, name: true, description: true, updatedAt: true, versions: { orderBy: { version: 'desc' }, take: 1, select: versionFields } },
+        select: {
+          id: true, name: true, description: true, createdAt: true, updatedAt: true, archivedAt: true,
+          versions: { orderBy: { version: 'desc' }, take: LISTED_VERSIONS, select: versionFields },
+          _count: { select: { versions: true } },
+        },
       });
-      return datasets.map(({ versions, ...d }) => ({ ...d, latest: versions[0] ? { ...versions[0], bytes: Number(versions[0].bytes) } : null }));
+      return datasets.map(({ versions, _count, ...d }) => {
+        const listed = versions.map((v) => ({ ...v, bytes: Number(v.bytes) }));
+        return { ...d, latest: listed[0] ?? null, versions: listed, versionCount: _count.versions };
+      });
     }),
 
   get: teamProcedure('VIEWER')
-    .input(z.object({ datasetId: z.string().min(1).max(64) }))
+    .input(z.object({ datasetId: id }))
     .query(async ({ ctx, input }) => {
       const dataset = await ctx.db.dataset.findFirst({
         where: { id: input.datasetId, teamId: ctx.membership.teamId },
@@ -59,20 +73,35 @@ export const datasetsRouter = router({
       return { ...dataset, versions: dataset.versions.map((v) => ({ ...v, bytes: Number(v.bytes) })) };
     }),
 
-  /** The first rows of a version, for a preview. */
+  /** A page of a version's rows (non-empty lines, from 0), for a preview; `rowCount` is the total. */
   rows: teamProcedure('VIEWER')
-    .input(z.object({ versionId: z.string().min(1).max(64), offset: z.number().int().min(0).default(0), limit: z.number().int().min(1).max(100).default(20) }))
+    .input(z.object({ versionId: id, offset: z.number().int().min(0).default(0), limit: z.number().int().min(1).max(200).default(20) }))
     .query(async ({ ctx, input }) => {
       const version = await ctx.db.datasetVersion.findFirst({ where: { id: input.versionId, dataset: { teamId: ctx.membership.teamId } }, select: { storageKey: true, rowCount: true } });
       if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such dataset version' });
       const text = (await ctx.deps.blobs.get(version.storageKey)).toString('utf8');
       const lines = text.split('\n').filter((line) => line.trim() !== '');
-      return { rowCount: version.rowCount, rows: lines.slice(input.offset, input.offset + input.limit).map((line) => JSON.parse(line) as unknown) };
+      return { rowCount: version.rowCount, offset: input.offset, rows: lines.slice(input.offset, input.offset + input.limit).map((line) => JSON.parse(line) as unknown) };
+    }),
+
+  /**
+   * Who uses a dataset: the environments whose manifest reads it (`<environment>/<file>`, their
+   * next dry run and runs take its latest version), and per version the environment versions
+   * whose dry run read it and the jobs (TRAIN, SFT, EVAL) that name it, with their state.
+   */
+  usage: teamProcedure('VIEWER')
+    .input(z.object({ datasetId: id }))
+    .query(async ({ ctx, input }) => {
+      const usage = await datasetUsage(ctx.db, ctx.membership.teamId, input.datasetId);
+      if (!usage) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such dataset' });
+      return usage;
     }),
 
   /**
    * Stores JSONL text as the dataset's next version (creating the dataset on first upload), or
-   * answers the existing version with the same content. Every bad line is named.
+   * answers the existing version with the same content. Every bad line is named: a refused
+   * upload is a BAD_REQUEST whose `data.lineProblems` holds `{ problems: { line, message }[] }`
+   * (the first 100) and `total`.
    */
   upload: teamProcedure('MEMBER')
     .input(
@@ -88,7 +117,10 @@ export const datasetsRouter = router({
         teamId: ctx.membership.teamId, name: input.name, description: input.description, text: input.jsonl, rowSchema: input.rowSchema, createdById: ctx.user.id,
       });
       if (!result.ok) {
-        throw new TRPCError({ code: 'BAD_REQUEST', message: `Dataset not stored: ${result.problems.map((p) => `line ${p.line}: ${p.message}`).join('; ')}` });
+        const named = result.problems.slice(0, PROBLEMS_IN_MESSAGE).map((p) => `line ${p.line}: ${p.message}`);
+        const more = result.problemCount - named.length;
+        const message = `Dataset not stored: ${named.join('; ')}${more > 0 ? `; and ${more} more` : ''}. Fix the lines named and upload again.`;
+        throw new TRPCError({ code: 'BAD_REQUEST', message, cause: new LineProblems(message, result.problems, result.problemCount) });
       }
       if (result.created) {
         await audit(ctx.db, {

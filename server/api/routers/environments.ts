@@ -1,34 +1,101 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { TEMPLATE_NAMES } from '../../../env-templates/load-template';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
 import { DryRunQueueFull } from '../../environments/dry-run-pool';
 import { lastRunsOfEnvironments } from '../../environments/last-runs';
+import { createEnvironment } from '../../environments/create-environment';
+import { dryRunDataset, environmentDatasets } from '../../environments/dataset';
 
 const MAX_FILE_CHARS = 200_000;
 const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
+const environmentName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes');
+const id = z.string().min(1).max(64);
+
+/** A dry-run pool with no room answers "try again" rather than failing the save. */
+function queueFullAsTooMany(error: unknown): never {
+  if (error instanceof DryRunQueueFull) throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `Not saved: ${error.message}` });
+  throw error;
+}
 
 export const environmentsRouter = router({
-  /** Saves code and manifest as a new version (or finds the identical one) and dry-runs it. */
+  /**
+   * Saves code and manifest as a new version (or finds the identical one) and dry-runs it. A
+   * data-dependent environment's dry run reads `datasetText` when given, else the latest version
+   * of the team's dataset `<name>/<manifest.dataset.train>`. With `baseVersionId` (the version the
+   * editor started from), an environment that moved on since is answered as `conflict`: the save
+   * stands (versions are immutable) and the editor offers the diff.
+   */
   saveVersion: teamProcedure('MEMBER')
     .input(
       z.object({
-        name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes'),
+        name: environmentName,
         description: z.string().max(2000).optional(),
         entry: filePath,
         files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
         manifest: z.record(z.string(), z.unknown()),
         datasetText: z.string().max(MAX_DATASET_CHARS).optional(),
+        baseVersionId: id.optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      const result = await saveEnvironmentVersion(ctx.db, ctx.deps.dryRuns, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id }).catch((error: unknown) => {
-        if (error instanceof DryRunQueueFull) throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `Not saved: ${error.message}` });
-        throw error;
-      });
+      const teamId = ctx.membership.teamId;
+      const dataset = await dryRunDataset(ctx.db, ctx.deps.blobs, teamId, input.name, input.manifest, input.datasetText);
+      const result = await saveEnvironmentVersion(ctx.db, ctx.deps.dryRuns, {
+        ...input, teamId, userId: ctx.user.id, datasetText: dataset?.text, datasetVersionId: dataset?.versionId,
+      }).catch(queueFullAsTooMany);
       if (!result.ok) throw new TRPCError({ code: 'BAD_REQUEST', message: result.problems.join('; ') });
       return result;
+    }),
+
+  /**
+   * A new environment with a first version (dry-run like any save): from a built-in template,
+   * from the blank starting point (env-templates/blank/), or a copy of one of the team's versions.
+   * Its dataset files come along as `<name>/<file>` datasets.
+   */
+  create: teamProcedure('MEMBER')
+    .input(
+      z.object({
+        name: environmentName,
+        description: z.string().max(2000).optional(),
+        from: z.union([
+          z.strictObject({ template: z.enum(TEMPLATE_NAMES) }),
+          z.strictObject({ blank: z.literal(true) }),
+          z.strictObject({ versionId: id }),
+        ]),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const result = await createEnvironment(ctx.deps, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id }).catch(queueFullAsTooMany);
+      if (!result.ok) throw new TRPCError({ code: 'code' in result ? result.code : 'BAD_REQUEST', message: result.problems.join('; ') });
+      return result;
+    }),
+
+  /**
+   * The team's datasets a version's manifest reads (train and held-out, `<environment>/<file>`)
+   * with their latest versions, and the version its dry run read: the editor previews rows with
+   * datasets.rows.
+   */
+  datasets: teamProcedure('VIEWER')
+    .input(z.object({ versionId: id }))
+    .query(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      const version = await ctx.db.environmentVersion.findFirst({
+        where: { id: input.versionId, environment: { teamId } },
+        select: {
+          manifest: true,
+          environment: { select: { name: true } },
+          dryRunDatasetVersion: { select: { id: true, version: true, rowCount: true, dataset: { select: { id: true, name: true } } } },
+        },
+      });
+      if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
+      const dryRun = version.dryRunDatasetVersion;
+      return {
+        splits: await environmentDatasets(ctx.db, teamId, version.environment.name, version.manifest),
+        dryRun: dryRun ? { versionId: dryRun.id, version: dryRun.version, rowCount: dryRun.rowCount, datasetId: dryRun.dataset.id, name: dryRun.dataset.name } : null,
+      };
     }),
 
   get: teamProcedure('VIEWER')
@@ -39,7 +106,7 @@ export const environmentsRouter = router({
         include: {
           versions: {
             orderBy: { version: 'desc' },
-            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true },
+            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true, createdBy: { select: { id: true, name: true } } },
           },
         },
       });
@@ -50,7 +117,10 @@ export const environmentsRouter = router({
   version: teamProcedure('VIEWER')
     .input(z.object({ versionId: z.string().min(1).max(64) }))
     .query(async ({ ctx, input }) => {
-      const version = await ctx.db.environmentVersion.findFirst({ where: { id: input.versionId, environment: { teamId: ctx.membership.teamId } } });
+      const version = await ctx.db.environmentVersion.findFirst({
+        where: { id: input.versionId, environment: { teamId: ctx.membership.teamId } },
+        include: { createdBy: { select: { id: true, name: true } } },
+      });
       if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
       return version;
     }),

@@ -2,6 +2,7 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { cancelJob } from '../../jobs/cancel.handler';
 import { cancelInput } from '../../jobs/cancel.schema';
+import { previewJob } from '../../jobs/preview.handler';
 import { submitJob } from '../../jobs/submit.handler';
 import { submitInput } from '../../jobs/submit.schema';
 import { router, teamProcedure } from '../trpc';
@@ -16,6 +17,15 @@ export const jobsRouter = router({
   submit: teamProcedure('MEMBER')
     .input(submitInput)
     .mutation(async ({ ctx, input }) => (await submitJob({ ctx, input })).job),
+
+  /**
+   * What submit would answer for the same input, creating nothing: the resolved config, the
+   * memory estimate and the scheduler's decision, or the refusal with the offending field
+   * (server/jobs/preview.handler.ts). Input submit's schema refuses is a BAD_REQUEST as there.
+   */
+  preview: teamProcedure('MEMBER')
+    .input(submitInput)
+    .query(({ ctx, input }) => previewJob({ ctx, input })),
 
   list: teamProcedure('VIEWER')
     .input(
