@@ -47,12 +47,14 @@ describe('runs lists', () => {
       ]),
     });
     await s.t.db.checkpoint.create({ data: { teamId, jobId: train.id, kind: 'SAMPLER', step: 2, storageKey: 'k', bytes: 4096n, sha256: 'x' } });
+    // As the runner records a game (gpu-worker/job-runner/emit.ts): no environment version of its
+    // own (the job's is used), the result's returns and end reason.
     await s.t.db.match.create({
       data: {
-        teamId, jobId: train.id, environmentVersionId: env.versionId, step: 2,
-        agents: [{ name: 'black', policy: 'learner' }, { name: 'white', policy: 'bot' }],
-        moves: [{ agent: 'black', action: 'a1' }, { agent: 'white', action: 'b2' }, { agent: 'black', action: 'c3' }],
-        result: { winner: 'black', rewards: { black: 1, white: -1 }, reason: 'five in a row' },
+        teamId, jobId: train.id, step: 2,
+        agents: [{ name: 'black', policy: 'policy' }, { name: 'white', policy: 'bot:scripted' }],
+        moves: [{ agent: 'black', text: 'a1' }, { agent: 'white', text: 'b2' }, { agent: 'black', text: 'c3' }],
+        result: { endReason: 'terminated', returns: { black: 1, white: -1 }, info: { winner: 'black' } },
         winner: 'black',
       },
     });
@@ -110,8 +112,8 @@ describe('runs lists', () => {
     expect(matches.total).toBe(1);
     expect(matches.matches).toMatchObject([
       {
-        step: 2, winner: 'black', reason: 'five in a row', rewards: { black: 1, white: -1 }, moves: 3,
-        players: [{ name: 'black', policy: 'learner' }, { name: 'white', policy: 'bot' }],
+        step: 2, winner: 'black', reason: 'terminated', error: null, rewards: { black: 1, white: -1 }, moves: 3,
+        players: [{ name: 'black', policy: 'policy' }, { name: 'white', policy: 'bot:scripted' }],
         job: { id: train.id, kind: 'TRAIN' }, environment: { name: 'coin', version: 1 },
       },
     ]);

@@ -30,7 +30,7 @@ export interface RunSummary {
   queuedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
-  /** The newest step with a reward, loss or evaluation score (null before the first). */
+  /** TRAIN and SFT: the newest step with a reward or loss (null before the first); EVAL: null. */
   step: number | null;
   /** TRAIN and SFT: the config's training steps; EVAL: the games asked for. */
   totalSteps: number | null;
@@ -85,7 +85,6 @@ interface Row {
   reward: number | null;
   lossStep: number | null;
   loss: number | null;
-  scoreStep: number | null;
   score: number | null;
 }
 
@@ -117,7 +116,7 @@ export async function listRuns(db: Db, teamId: string, filter: RunFilter): Promi
              w.id AS "workerId", w.name AS "workerName",
              j."createdAt", j."queuedAt", j."startedAt", j."finishedAt",
              CASE WHEN j.kind = 'EVAL' THEN (j.config->>'games')::int ELSE (j.config->'training'->>'steps')::int END AS "totalSteps",
-             r.step AS "rewardStep", r.value AS reward, l.step AS "lossStep", l.value AS loss, s.step AS "scoreStep", s.value AS score
+             r.step AS "rewardStep", r.value AS reward, l.step AS "lossStep", l.value AS loss, s.value AS score
         FROM "Job" j
         JOIN "User" u ON u.id = j."ownerId"
         LEFT JOIN "EnvironmentVersion" v ON v.id = j.config->>'environmentVersionId'
@@ -130,7 +129,7 @@ export async function listRuns(db: Db, teamId: string, filter: RunFilter): Promi
         ) w ON true
         LEFT JOIN LATERAL (SELECT step, value FROM "MetricPoint" WHERE "jobId" = j.id AND key = 'reward/mean' ORDER BY step DESC LIMIT 1) r ON true
         LEFT JOIN LATERAL (SELECT step, value FROM "MetricPoint" WHERE "jobId" = j.id AND key = 'loss/total' ORDER BY step DESC LIMIT 1) l ON true
-        LEFT JOIN LATERAL (SELECT step, value FROM "MetricPoint" WHERE "jobId" = j.id AND key = 'eval/score' ORDER BY step DESC LIMIT 1) s ON true
+        LEFT JOIN LATERAL (SELECT value FROM "MetricPoint" WHERE "jobId" = j.id AND key = 'eval/score' ORDER BY step DESC LIMIT 1) s ON true
        WHERE ${where(teamId, filter)}
        ORDER BY ${order}
       OFFSET ${filter.offset} LIMIT ${filter.limit}`,
@@ -140,7 +139,8 @@ export async function listRuns(db: Db, teamId: string, filter: RunFilter): Promi
 }
 
 function summary(r: Row): RunSummary {
-  const steps = [r.rewardStep, r.lossStep, r.scoreStep].filter((s): s is number => s !== null);
+  // An evaluation reports its score once, at step 0: it has games, not steps.
+  const steps = r.kind === 'EVAL' ? [] : [r.rewardStep, r.lossStep].filter((s): s is number => s !== null);
   return {
     id: r.id,
     kind: r.kind,

@@ -9,8 +9,10 @@ export interface TeamMatch {
   /** The seats in order, each with what played it ("learner", "snapshot:<checkpoint>", "bot", "random"). */
   players: Array<{ name: string; policy: string }>;
   winner: string | null;
-  /** Why the game ended, in the environment's words (e.g. "five in a row"), when it says. */
+  /** Why the game ended ("terminated", "truncated", "context", "error"…), when the record says. */
   reason: string | null;
+  /** The error that ended it, if one did. */
+  error: string | null;
   /** Each seat's return. */
   rewards: Record<string, number>;
   moves: number;
@@ -41,11 +43,15 @@ function players(agents: unknown): TeamMatch['players'] {
   return agents.filter(isRecord).map((a) => ({ name: String(a.name ?? '?'), policy: String(a.policy ?? '?') }));
 }
 
-function outcome(result: unknown): Pick<TeamMatch, 'reason' | 'rewards'> {
-  if (!isRecord(result)) return { reason: null, rewards: {} };
+// The runner writes { endReason, returns, info, error? } (gpu-worker/job-runner/emit.ts's
+// matchItem); older records { reason, rewards }.
+function outcome(result: unknown): Pick<TeamMatch, 'reason' | 'error' | 'rewards'> {
+  if (!isRecord(result)) return { reason: null, error: null, rewards: {} };
   const rewards: Record<string, number> = {};
-  if (isRecord(result.rewards)) for (const [agent, value] of Object.entries(result.rewards)) if (typeof value === 'number') rewards[agent] = value;
-  return { reason: typeof result.reason === 'string' ? result.reason : null, rewards };
+  const given = isRecord(result.returns) ? result.returns : isRecord(result.rewards) ? result.rewards : {};
+  for (const [agent, value] of Object.entries(given)) if (typeof value === 'number') rewards[agent] = value;
+  const reason = result.endReason ?? result.reason;
+  return { reason: typeof reason === 'string' ? reason : null, error: typeof result.error === 'string' ? result.error : null, rewards };
 }
 
 /** A page of the team's matches (of one job, when given), newest first, and how many there are. */
@@ -58,7 +64,7 @@ export async function listTeamMatches(db: Db, teamId: string, opts: { jobId?: st
              j.id AS "jobId", j.kind::text AS "jobKind", e.name AS "environmentName", v.version AS "environmentVersion"
         FROM "Match" m
         LEFT JOIN "Job" j ON j.id = m."jobId"
-        LEFT JOIN "EnvironmentVersion" v ON v.id = m."environmentVersionId"
+        LEFT JOIN "EnvironmentVersion" v ON v.id = coalesce(m."environmentVersionId", j.config->>'environmentVersionId')
         LEFT JOIN "Environment" e ON e.id = v."environmentId" AND e."teamId" = m."teamId"
        WHERE ${filter}
        ORDER BY m."createdAt" DESC, m.id DESC

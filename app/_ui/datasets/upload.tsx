@@ -24,7 +24,7 @@ function lineProblemsOf(error: unknown): { problems: LineProblem[]; total: numbe
 }
 
 /** A dataset name from a file's name: the characters the server takes, the rest as dashes. */
-export function nameFromFile(fileName: string): string {
+function nameFromFile(fileName: string): string {
   const cleaned = fileName.replace(/[^A-Za-z0-9_./-]/g, '-').replace(/\.\.+/g, '.').replace(/^[^A-Za-z0-9]+/, '');
   return cleaned.slice(0, 120) || 'dataset.jsonl';
 }

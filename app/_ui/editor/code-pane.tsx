@@ -7,7 +7,7 @@ import type { Monaco } from './monaco-setup';
 
 type CodeEditor = Parameters<OnMount>[0];
 
-export const MODEL_ROOT = 'file:///env/';
+const MODEL_ROOT = 'file:///env/';
 const languageOf = (file: string) => (file.endsWith('.json') ? 'json' : file.endsWith('.md') ? 'markdown' : 'typescript');
 
 /**

@@ -3,10 +3,20 @@ import type { TeamMatch } from '../../../server/runs/team-matches';
 import { formatDateTime } from '../format';
 import { formatMetric } from './run-parts';
 
-/** "learner", "bot", "random", or the checkpoint a snapshot seat played. */
+/** What played a seat: the run's policy, a bot ("bot:scripted"), or a checkpoint's snapshot. */
 function policyWords(policy: string): string {
-  return policy.startsWith('snapshot:') ? `checkpoint ${policy.slice('snapshot:'.length)}` : policy;
+  if (policy.startsWith('snapshot:')) return `checkpoint ${policy.slice('snapshot:'.length)}`;
+  if (policy.startsWith('bot:')) return `${policy.slice('bot:'.length)} bot`;
+  return policy;
 }
+
+/** How a game ended, for a reader: the runner's end reasons (sdk/live.ts) in words. */
+const END_WORDS: Record<string, string> = {
+  terminated: 'game over',
+  truncated: 'cut at the turn limit',
+  context: 'cut: the context was full',
+  error: 'ended by an error',
+};
 
 /**
  * Games as a table: the seats and what played each, who won and why, the returns, the length.
@@ -65,10 +75,13 @@ export function MatchesTable({ matches, base, showRun, label }: { matches: TeamM
                   <>
                     <strong>{m.winner}</strong> won
                   </>
-                ) : (
+                ) : m.reason === 'terminated' ? (
                   'draw'
+                ) : (
+                  'no winner'
                 )}
-                {m.reason ? <span className="cell-sub">{m.reason}</span> : null}
+                {m.reason ? <span className="cell-sub">{END_WORDS[m.reason] ?? m.reason}</span> : null}
+                {m.error ? <span className="reason reason-bad">{m.error}</span> : null}
               </td>
               <td className="small tabular">
                 {Object.entries(m.rewards)

@@ -49,7 +49,7 @@ function show(value: unknown): string {
  * model, optimiser, sampling, the algorithm's own), each option with its description on hover and
  * a mark where it differs from the default; then what the job asked of the scheduler.
  */
-export function groupConfig(job: ConfiguredJob): Array<{ id: string; title: string; entries: Entry[] }> {
+function groupConfig(job: ConfiguredJob): Array<{ id: string; title: string; entries: Entry[] }> {
   const config = isRecord(job.config) ? job.config : {};
   const groups = new Map<string, Entry[]>();
   const add = (group: string, entry: Entry) => groups.set(group, [...(groups.get(group) ?? []), entry]);

@@ -15,8 +15,11 @@ export function KindBadge({ run }: { run: Pick<RunSummary, 'kind' | 'algorithm'>
   return <span className="badge badge-kind">{runKindLabel(run)}</span>;
 }
 
-/** Step of total as a bar and numbers; the step alone when the total is unknown. */
-export function Progress({ step, total, done }: { step: number | null; total: number | null; done?: boolean }) {
+/** Step of total as a bar and numbers; the step alone when the total is unknown; an evaluation's games. */
+export function Progress({ run }: { run: Pick<RunSummary, 'kind' | 'state' | 'step' | 'totalSteps'> }) {
+  const { step, totalSteps: total } = run;
+  const done = run.state === 'SUCCEEDED';
+  if (run.kind === 'EVAL') return total ? <span className="progress-text">{done ? `${total} games played` : `${total} games`}</span> : <span className="muted">—</span>;
   if (step === null && !total) return <span className="muted">—</span>;
   // Steps count from 0: the step just reported is step + 1 of the total.
   const reached = step === null ? 0 : step + 1;

@@ -5,7 +5,7 @@ export type JobState = RunSummary['state'];
 export const JOB_STATES: JobState[] = ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED'];
 
 /** States in which a job may still change by itself: lists refetch while one is shown. */
-export const ACTIVE_STATES: JobState[] = ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'];
+const ACTIVE_STATES: JobState[] = ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'];
 
 export const isActive = (state: string): boolean => (ACTIVE_STATES as string[]).includes(state);
 
@@ -20,7 +20,7 @@ function sentence(text: string): string {
  * The scheduler's reason in words for a reader ("Team quota of 2 devices reached (…)"), from
  * the planner's text (server/scheduler/reasons.ts: "waiting: …", "retrying after: …").
  */
-export function waitingWords(reason: string | null): string {
+function waitingWords(reason: string | null): string {
   if (!reason) return 'Waiting for the scheduler’s next round';
   return sentence(reason.replace(/^waiting:\s*/, ''));
 }

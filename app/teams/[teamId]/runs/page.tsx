@@ -86,7 +86,7 @@ export default function RunsPage() {
               <tr>
                 <th scope="col">Run</th>
                 <th scope="col">State</th>
-                <th scope="col">Environment / data</th>
+                <th scope="col">Environment or data</th>
                 <th scope="col">Owner</th>
                 <th scope="col">Started</th>
                 <th scope="col" className="num">
@@ -104,7 +104,7 @@ export default function RunsPage() {
                 const waiting = run.state === 'QUEUED' || run.state === 'FAILED';
                 return (
                   <tr key={run.id}>
-                    <th scope="row">
+                    <th scope="row" className="nowrap">
                       <KindBadge run={run} />{' '}
                       <Link href={`${base}/runs/${run.id}`} className="id-link" aria-label={`Run ${run.id}`}>
                         {run.id}
@@ -124,7 +124,7 @@ export default function RunsPage() {
                     </td>
                     <td className="num">{seconds === null ? '—' : formatDuration(seconds)}</td>
                     <td>
-                      <Progress step={run.step} total={run.totalSteps} done={run.state === 'SUCCEEDED'} />
+                      <Progress run={run} />
                     </td>
                     <td className="num">{run.kind === 'SFT' && run.reward === null && run.loss !== null ? <span title="SFT reports its loss">loss {formatMetric(run.loss)}</span> : formatMetric(run.reward)}</td>
                   </tr>

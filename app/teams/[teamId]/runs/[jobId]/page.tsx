@@ -40,7 +40,8 @@ export default function RunPage() {
   const live = (state: string | undefined) => (state && isActive(state) ? LIVE_REFETCH_MS : false);
   const run = useQuery({ ...trpc.runs.summary.queryOptions({ teamId: team.id, jobId }), retry: (n, e) => !isNotFound(e) && n < 2, refetchInterval: (q) => live(q.state.data?.state) });
   const job = useQuery({ ...trpc.jobs.get.queryOptions({ teamId: team.id, jobId }), retry: (n, e) => !isNotFound(e) && n < 2, refetchInterval: (q) => live(q.state.data?.state) });
-  const matches = useQuery(trpc.runs.teamMatches.queryOptions({ teamId: team.id, jobId, limit: 1 }));
+  // Whether the run played games (its Matches tab): asked again while the run may still play some.
+  const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, jobId, limit: 1 }), refetchInterval: () => live(run.data?.state) });
   const cancel = useMutation(
     trpc.jobs.cancel.mutationOptions({
       onSuccess: () => Promise.all([refetchAfterChange(queryClient, trpc.runs.summary.queryKey({ teamId: team.id, jobId })), refetchAfterChange(queryClient, trpc.jobs.get.queryKey({ teamId: team.id, jobId }))]),
@@ -126,7 +127,7 @@ export default function RunPage() {
         <div className="fact">
           <dt>Progress</dt>
           <dd>
-            <Progress step={r.step} total={r.totalSteps} done={r.state === 'SUCCEEDED'} />
+            <Progress run={r} />
           </dd>
         </div>
         <div className="fact">
