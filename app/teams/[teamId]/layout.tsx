@@ -11,6 +11,7 @@ import { TEAM_PAGES } from '../../_ui/rail';
 import { AppShell, useMe } from '../../_ui/shell';
 import { TeamContext, type TeamInfo } from '../../_ui/team-context';
 import { useTRPC } from '../../trpc';
+import '../../_ui/sections.css';
 
 export default function TeamLayout({ children }: { children: ReactNode }) {
   const { teamId } = useParams<{ teamId: string }>();

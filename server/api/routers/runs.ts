@@ -5,6 +5,9 @@ import { audit } from '../../auth/audit';
 import { roleAtLeast } from '../../auth/roles';
 import type { Db } from '../../db/client';
 import { deleteRun } from '../../streams/delete-run';
+import { listRuns } from '../../runs/list-runs';
+import { listTeamCheckpoints } from '../../runs/team-checkpoints';
+import { listTeamMatches } from '../../runs/team-matches';
 import { readSince } from '../../streams/positions';
 import { ROLLUP_STEPS } from '../../streams/rollup';
 import { router, teamProcedure } from '../trpc';
@@ -15,6 +18,8 @@ import { router, teamProcedure } from '../trpc';
 
 const jobInput = z.object({ jobId: z.string().min(1).max(64) });
 const cursor = z.coerce.bigint().nonnegative().optional();
+const jobState = z.enum(['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED', 'SUCCEEDED', 'FAILED', 'CANCELLED']);
+const page = { offset: z.number().int().min(0).max(1_000_000).default(0), limit: z.number().int().min(1).max(200).default(50) };
 
 async function teamJob(db: Db, teamId: string, jobId: string) {
   const job = await db.job.findFirst({ where: { id: jobId, teamId }, select: { id: true } });
@@ -113,6 +118,43 @@ function summarise(parts: SeriesBucket[], origin: number, width: number): Series
 }
 
 export const runsRouter = router({
+  /**
+   * A page of the team's runs (TRAIN, SFT and EVAL jobs unless `kinds` says otherwise) as
+   * summaries (server/runs/list-runs.ts: environment, dataset, worker, step of total, last reward),
+   * and how many match. `order: 'queue'` lists them as the scheduler considers them.
+   */
+  list: teamProcedure('VIEWER')
+    .input(
+      z.object({
+        states: z.array(jobState).max(7).optional(),
+        kinds: z.array(z.enum(['TRAIN', 'SFT', 'EVAL', 'INFERENCE'])).min(1).max(4).default(['TRAIN', 'SFT', 'EVAL']),
+        order: z.enum(['newest', 'queue']).default('newest'),
+        ...page,
+      }),
+    )
+    .query(({ ctx, input }) => listRuns(ctx.db, ctx.membership.teamId, input)),
+
+  /** One run's summary, as `list` gives it (any kind of job). */
+  summary: teamProcedure('VIEWER')
+    .input(jobInput)
+    .query(async ({ ctx, input }) => {
+      const { runs } = await listRuns(ctx.db, ctx.membership.teamId, {
+        kinds: ['TRAIN', 'SFT', 'EVAL', 'INFERENCE'], order: 'newest', offset: 0, limit: 1, jobIds: [input.jobId],
+      });
+      if (!runs[0]) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such run' });
+      return runs[0];
+    }),
+
+  /** A page of the team's checkpoints with the run that wrote each, newest first. */
+  teamCheckpoints: teamProcedure('VIEWER')
+    .input(z.object({ kind: z.enum(['TRAINING', 'SAMPLER']).optional(), ...page }))
+    .query(({ ctx, input }) => listTeamCheckpoints(ctx.db, ctx.membership.teamId, input)),
+
+  /** A page of the team's matches (players, result, moves), newest first; of one run with `jobId`. */
+  teamMatches: teamProcedure('VIEWER')
+    .input(z.object({ jobId: z.string().min(1).max(64).optional(), ...page }))
+    .query(({ ctx, input }) => listTeamMatches(ctx.db, ctx.membership.teamId, input)),
+
   /** The run's metrics, each with its group (sdk/live.ts: keys are `group/name`), for a page to lay charts out by. */
   metricKeys: teamProcedure('VIEWER')
     .input(jobInput)

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { audit } from '../../auth/audit';
+import { workerJobs } from '../../runs/worker-jobs';
 import { WORKER_ONLINE_WINDOW_MS } from '../../scheduler/timing';
 import { router, teamProcedure } from '../trpc';
 
@@ -21,6 +22,9 @@ export const workersRouter = router({
     const cutoff = Date.now() - WORKER_ONLINE_WINDOW_MS;
     return workers.map((w) => ({ ...w, pool: w.teamId ? 'team' : 'shared', online: w.lastHeartbeatAt.getTime() > cutoff }));
   }),
+
+  /** The jobs running on those workers now, by worker and device (other teams' jobs unnamed). */
+  jobs: teamProcedure('VIEWER').query(({ ctx }) => workerJobs(ctx.db, ctx.membership.teamId)),
 
   /** Stops a team worker from taking new work; its running jobs finish or checkpoint. */
   drain: teamProcedure('ADMIN')

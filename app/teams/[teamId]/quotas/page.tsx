@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type ChangeEvent, type FormEvent } from 'react';
 import { ErrorNote, Field, Loading, Notice, PageTitle } from '../../../_ui/components';
 import { formatBytes, formatDateTime } from '../../../_ui/format';
+import { Meter } from '../../../_ui/meter';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
@@ -17,30 +18,6 @@ interface Limits {
 }
 
 const GIB = 2 ** 30;
-
-function Meter({ label, used, limit, format = String }: { label: string; used: number; limit: number; format?: (n: number) => string }) {
-  const share = limit > 0 ? Math.min(1, used / limit) : used > 0 ? 1 : 0;
-  return (
-    <div className="meter">
-      <div className="meter-head">
-        <span>{label}</span>
-        <span className="tabular">
-          {format(used)} of {format(limit)}
-        </span>
-      </div>
-      <div
-        className={`meter-bar ${share >= 1 ? 'meter-full' : share >= 0.8 ? 'meter-high' : ''}`}
-        role="meter"
-        aria-label={label}
-        aria-valuemin={0}
-        aria-valuemax={limit}
-        aria-valuenow={used}
-      >
-        <span style={{ width: `${share * 100}%` }} />
-      </div>
-    </div>
-  );
-}
 
 function QuotaForm({ initial, teamId }: { initial: Limits; teamId: string }) {
   const trpc = useTRPC();

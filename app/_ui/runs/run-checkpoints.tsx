@@ -1,0 +1,71 @@
+'use client';
+import { useQuery } from '@tanstack/react-query';
+import { useTRPC } from '../../trpc';
+import { ErrorNote, Loading } from '../components';
+import { formatBytes, formatDateTime } from '../format';
+import { formatMetric } from './run-parts';
+import { LIVE_REFETCH_MS } from './run-state';
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The metrics a checkpoint recorded, the reward first, as "reward/mean 0.52 · loss/total 1.3". */
+function metricsLine(metrics: unknown): string {
+  if (!isRecord(metrics)) return '';
+  const entries = Object.entries(metrics).filter((e): e is [string, number] => typeof e[1] === 'number');
+  entries.sort(([a], [b]) => Number(b.startsWith('reward/')) - Number(a.startsWith('reward/')));
+  return entries
+    .slice(0, 4)
+    .map(([k, v]) => `${k} ${formatMetric(v)}`)
+    .join(' · ');
+}
+
+/**
+ * The run's checkpoints: training ones (weights and optimiser state, to resume) and sampler ones
+ * (weights, for the playground and evaluations), with the metrics at their step.
+ */
+export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobId: string; active: boolean }) {
+  const trpc = useTRPC();
+  const checkpoints = useQuery({ ...trpc.runs.checkpoints.queryOptions({ teamId, jobId, limit: 500 }), refetchInterval: active ? LIVE_REFETCH_MS : false });
+  if (checkpoints.isPending) return <Loading label="Loading checkpoints…" />;
+  if (checkpoints.isError) return <ErrorNote error={checkpoints.error} />;
+  if (checkpoints.data.length === 0) {
+    return <p className="muted">{active ? 'No checkpoint yet: the run writes one every “checkpointEvery” steps and at its end.' : 'This run wrote no checkpoint.'}</p>;
+  }
+  return (
+    <div className="table-wrap">
+      <table className="table" aria-label="Checkpoints of this run">
+        <thead>
+          <tr>
+            <th scope="col">Checkpoint</th>
+            <th scope="col">Kind</th>
+            <th scope="col" className="num">
+              Step
+            </th>
+            <th scope="col" className="num">
+              Size
+            </th>
+            <th scope="col">Metrics at its step</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {checkpoints.data.map((c) => (
+            <tr key={c.id}>
+              <th scope="row" className="id-link">
+                {c.id}
+              </th>
+              <td>
+                {c.kind.toLowerCase()}
+                {c.isAdapter ? <span className="badge badge-soft">LoRA</span> : null}
+              </td>
+              <td className="num">{c.step}</td>
+              <td className="num">{formatBytes(c.bytes)}</td>
+              <td className="small tabular">{metricsLine(c.metrics) || <span className="muted">—</span>}</td>
+              <td className="nowrap muted small">{formatDateTime(c.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,130 @@
+'use client';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import Link from 'next/link';
+import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { EmptyState } from '../../../_ui/empty-state';
+import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { Pager } from '../../../_ui/pager';
+import { RunStateBadge } from '../../../_ui/runs/run-parts';
+import { useTeam } from '../../../_ui/team-context';
+import { intParam, useUrlState } from '../../../_ui/url-state';
+import { useTRPC } from '../../../trpc';
+
+const PAGE_SIZE = 50;
+const KINDS = [
+  { id: '', label: 'All' },
+  { id: 'sampler', label: 'Sampler', kind: 'SAMPLER' as const },
+  { id: 'training', label: 'Training', kind: 'TRAINING' as const },
+];
+
+/**
+ * Every checkpoint of the team with the run that wrote it: sampler checkpoints (weights, for the
+ * playground and evaluations) and training ones (weights and optimiser state, to resume).
+ */
+export default function CheckpointsPage() {
+  const team = useTeam();
+  const trpc = useTRPC();
+  const { params, set } = useUrlState();
+  const base = `/teams/${team.id}`;
+  const filter = KINDS.find((k) => k.id === (params.get('kind') ?? '')) ?? KINDS[0];
+  const page = intParam(params.get('page'), 1);
+  const checkpoints = useQuery({
+    ...trpc.runs.teamCheckpoints.queryOptions({ teamId: team.id, kind: filter.kind, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
+    placeholderData: keepPreviousData,
+  });
+
+  return (
+    <>
+      <PageTitle title="Checkpoints" />
+      <p className="muted lead">Weights the team’s runs saved. Sampler checkpoints are what evaluations and the playground load; training checkpoints let a run resume exactly.</p>
+      <div className="toolbar toolbar-wrap">
+        <nav className="segmented" aria-label="Filter checkpoints by kind">
+          {KINDS.map((k) => (
+            <Link key={k.id} href={`${base}/checkpoints${k.id ? `?kind=${k.id}` : ''}`} aria-current={k.id === filter.id ? 'page' : undefined} scroll={false}>
+              {k.label}
+            </Link>
+          ))}
+        </nav>
+        {checkpoints.data ? (
+          <span className="muted small" role="status">
+            {checkpoints.data.total} {checkpoints.data.total === 1 ? 'checkpoint' : 'checkpoints'}
+          </span>
+        ) : null}
+      </div>
+      {checkpoints.isPending ? (
+        <Loading label="Loading checkpoints…" />
+      ) : checkpoints.isError ? (
+        <ErrorNote error={checkpoints.error} />
+      ) : checkpoints.data.total === 0 && !filter.kind ? (
+        <EmptyState
+          title="No checkpoints yet"
+          action={
+            <Link href={`${base}/runs`} className="btn">
+              See the runs
+            </Link>
+          }
+        >
+          Runs save a checkpoint every “checkpointEvery” steps and at their end. No runs yet? Launch one from an environment.
+        </EmptyState>
+      ) : checkpoints.data.checkpoints.length === 0 ? (
+        <p className="muted">
+          No {filter.label.toLowerCase()} checkpoints{page > 1 ? ' on this page' : ''}. <Link href={`${base}/checkpoints`}>Show all</Link>
+        </p>
+      ) : (
+        <div className="panel table-wrap">
+          <table className="table" aria-label="Checkpoints">
+            <thead>
+              <tr>
+                <th scope="col">Checkpoint</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Run</th>
+                <th scope="col" className="num">
+                  Step
+                </th>
+                <th scope="col" className="num">
+                  Size
+                </th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {checkpoints.data.checkpoints.map((c) => (
+                <tr key={c.id}>
+                  <th scope="row" className="id-link">
+                    {c.id}
+                  </th>
+                  <td className="nowrap">
+                    {c.kind.toLowerCase()}
+                    {c.isAdapter ? <span className="badge badge-soft">LoRA</span> : null}
+                  </td>
+                  <td>
+                    {c.job ? (
+                      <>
+                        <Link href={`${base}/runs/${c.job.id}?tab=checkpoints`} className="id-link">
+                          {c.job.id}
+                        </Link>{' '}
+                        <RunStateBadge state={c.job.state} />
+                        <span className="cell-sub">
+                          {c.job.kind.toLowerCase()}
+                          {c.job.environmentName ? ` · ${c.job.environmentName} v${c.job.environmentVersion}` : ''}
+                        </span>
+                      </>
+                    ) : (
+                      <span className="muted">its run was deleted</span>
+                    )}
+                  </td>
+                  <td className="num">{c.step}</td>
+                  <td className="num">{formatBytes(c.bytes)}</td>
+                  <td className="nowrap muted small" title={formatDateTime(c.createdAt)}>
+                    {formatRelative(c.createdAt)}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager page={page} pageSize={PAGE_SIZE} total={checkpoints.data.total} onPage={(p) => set({ page: p === 1 ? null : p })} label="Pages of checkpoints" />
+        </div>
+      )}
+    </>
+  );
+}

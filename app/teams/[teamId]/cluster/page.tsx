@@ -1,0 +1,224 @@
+'use client';
+import { useQuery } from '@tanstack/react-query';
+import Link from 'next/link';
+import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { EmptyState } from '../../../_ui/empty-state';
+import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { Meter } from '../../../_ui/meter';
+import { atLeast } from '../../../_ui/roles';
+import { KindBadge, RunStateBadge } from '../../../_ui/runs/run-parts';
+import { LIVE_REFETCH_MS, stateLine } from '../../../_ui/runs/run-state';
+import { useTeam } from '../../../_ui/team-context';
+import { useTRPC } from '../../../trpc';
+
+/** Workers report a heartbeat every few seconds; the page follows them at this pace. */
+const WORKERS_REFETCH_MS = 5_000;
+const QUEUE_LIMIT = 200;
+
+/**
+ * The cluster as the team sees it: the workers it can use with each device and the job on it,
+ * the team's queue in the order the scheduler considers it with each job's reason for waiting,
+ * and the team's usage against its quota.
+ */
+export default function ClusterPage() {
+  const team = useTeam();
+  const trpc = useTRPC();
+  const base = `/teams/${team.id}`;
+  const queue = useQuery({
+    ...trpc.runs.list.queryOptions({ teamId: team.id, states: ['RUNNING', 'ASSIGNED', 'QUEUED', 'PREEMPTED'], kinds: ['TRAIN', 'SFT', 'EVAL', 'INFERENCE'], order: 'queue', limit: QUEUE_LIMIT }),
+    refetchInterval: (q) => ((q.state.data?.total ?? 0) > 0 ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS),
+  });
+  const busy = (queue.data?.total ?? 0) > 0;
+  const quota = useQuery({ ...trpc.quotas.get.queryOptions({ teamId: team.id }), refetchInterval: busy ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS });
+
+  return (
+    <>
+      <PageTitle title="Cluster" />
+      <p className="muted lead">The workers this team’s jobs run on, what each device is doing, and the team’s queue with why each job waits.</p>
+
+      <section className="panel" aria-labelledby="usage-title">
+        <h2 id="usage-title">Team usage</h2>
+        {quota.isPending ? (
+          <Loading label="Loading the quota…" />
+        ) : quota.isError ? (
+          <ErrorNote error={quota.error} />
+        ) : (
+          <>
+            <div className="usage-grid">
+              <Meter label="Devices in use" used={quota.data.usage.devicesInUse} limit={quota.data.maxConcurrentDevices} />
+              <Meter label="Jobs queued" used={quota.data.usage.queuedJobs} limit={quota.data.maxQueuedJobs} />
+            </div>
+            <p className="muted small">
+              Highest priority members may ask for: {quota.data.maxPriority}.{' '}
+              {atLeast(team.role, 'ADMIN') ? <Link href={`${base}/quotas`}>Change the quota</Link> : 'Admins set the quota.'}
+            </p>
+          </>
+        )}
+      </section>
+
+      <section className="panel" aria-labelledby="workers-title">
+        <h2 id="workers-title">Workers</h2>
+        <Workers teamId={team.id} base={base} fast={busy} />
+      </section>
+
+      <section className="panel" aria-labelledby="queue-title">
+        <h2 id="queue-title">Queue</h2>
+        {queue.isPending ? (
+          <Loading label="Loading the queue…" />
+        ) : queue.isError ? (
+          <ErrorNote error={queue.error} />
+        ) : queue.data.total === 0 ? (
+          <p className="muted">
+            Nothing running or waiting. <Link href={`${base}/environments`}>Launch a run from an environment</Link>.
+          </p>
+        ) : (
+          <div className="table-wrap">
+            <table className="table" aria-label="Queue">
+              <thead>
+                <tr>
+                  <th scope="col" className="num">
+                    #
+                  </th>
+                  <th scope="col">Job</th>
+                  <th scope="col">State and reason</th>
+                  <th scope="col" className="num">
+                    Priority
+                  </th>
+                  <th scope="col" className="num">
+                    Devices
+                  </th>
+                  <th scope="col">Owner</th>
+                  <th scope="col">Queued</th>
+                </tr>
+              </thead>
+              <tbody>
+                {queue.data.runs.map((run, i) => (
+                  <tr key={run.id}>
+                    <td className="num muted">{i + 1}</td>
+                    <th scope="row" className="nowrap">
+                      <KindBadge run={run} />{' '}
+                      <Link href={`${base}/runs/${run.id}`} className="id-link">
+                        {run.id}
+                      </Link>
+                      {run.environment ? <span className="cell-sub">{run.environment.name} v{run.environment.version}</span> : null}
+                    </th>
+                    <td>
+                      <RunStateBadge state={run.state} />
+                      <span className={run.state === 'QUEUED' || run.state === 'PREEMPTED' ? 'reason' : 'cell-sub'}>{stateLine(run)}</span>
+                    </td>
+                    <td className="num">{run.priority}</td>
+                    <td className="num">{run.deviceCount}</td>
+                    <td className="nowrap">{run.owner.name}</td>
+                    <td className="nowrap muted small" title={formatDateTime(run.queuedAt)}>
+                      {formatRelative(run.queuedAt)}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {queue.data.total > queue.data.runs.length ? <p className="muted small">The first {queue.data.runs.length} of {queue.data.total} are shown.</p> : null}
+          </div>
+        )}
+      </section>
+    </>
+  );
+}
+
+function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: boolean }) {
+  const trpc = useTRPC();
+  const team = useTeam();
+  const interval = fast ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS;
+  const workers = useQuery({ ...trpc.workers.list.queryOptions({ teamId }), refetchInterval: interval });
+  const jobs = useQuery({ ...trpc.workers.jobs.queryOptions({ teamId }), refetchInterval: interval });
+  if (workers.isPending) return <Loading label="Loading workers…" />;
+  if (workers.isError) return <ErrorNote error={workers.error} />;
+  if (workers.data.length === 0) {
+    return (
+      <EmptyState title="No worker can run this team’s jobs">
+        {atLeast(team.role, 'ADMIN') ? (
+          <>
+            Register one: create a token on the <Link href={`${base}/workers`}>Workers</Link> page and start a worker daemon with it.
+          </>
+        ) : (
+          'Ask an admin to register a worker; jobs wait in the queue until one is online.'
+        )}
+      </EmptyState>
+    );
+  }
+  return (
+    <>
+      <ErrorNote error={jobs.error} />
+      <div className="table-wrap">
+        <table className="table" aria-label="Workers">
+          <thead>
+            <tr>
+              <th scope="col">Worker</th>
+              <th scope="col">Pool</th>
+              <th scope="col">State</th>
+              <th scope="col">Devices and their jobs</th>
+              <th scope="col">Last seen</th>
+            </tr>
+          </thead>
+          <tbody>
+            {workers.data.map((w) => {
+              const onWorker = (jobs.data ?? []).filter((j) => j.workerId === w.id);
+              const state = w.online || w.state !== 'ONLINE' ? w.state : 'OFFLINE';
+              return (
+                <tr key={w.id}>
+                  <th scope="row">
+                    {w.name}
+                    <span className="cell-sub">
+                      {w.hostname} · {w.backend} v{w.version}
+                    </span>
+                  </th>
+                  <td>{w.pool === 'team' ? team.name : 'Shared'}</td>
+                  <td>
+                    <StatusBadge status={state} />
+                  </td>
+                  <td>
+                    {w.devices.length === 0 ? (
+                      <span className="muted">no devices</span>
+                    ) : (
+                      <ul className="devices">
+                        {w.devices.map((d) => {
+                          const held = onWorker.filter((j) => j.deviceIndexes.includes(d.index));
+                          return (
+                            <li key={d.index} className={`device ${held.length ? 'device-busy' : ''}`}>
+                              <span className="device-name">
+                                {d.kind} {d.index}
+                                {Number(d.memoryBytes) > 0 ? <span className="muted"> · {formatBytes(d.memoryBytes)}</span> : null}
+                              </span>
+                              <span className="muted small">{d.name}</span>
+                              {held.length === 0 ? (
+                                <span className="device-job muted">idle</span>
+                              ) : (
+                                held.map((j, i) =>
+                                  j.job ? (
+                                    <Link key={j.job.id} href={`${base}/runs/${j.job.id}`} className="device-job">
+                                      {j.job.kind.toLowerCase()} by {j.job.ownerName}
+                                    </Link>
+                                  ) : (
+                                    <span key={`other-${i}`} className="device-job">
+                                      another team’s job
+                                    </span>
+                                  ),
+                                )
+                              )}
+                            </li>
+                          );
+                        })}
+                      </ul>
+                    )}
+                  </td>
+                  <td className="nowrap" title={formatDateTime(w.lastHeartbeatAt)}>
+                    {formatRelative(w.lastHeartbeatAt)}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}

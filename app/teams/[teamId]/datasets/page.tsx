@@ -1,0 +1,108 @@
+'use client';
+import { useQuery } from '@tanstack/react-query';
+import { Search } from 'lucide-react';
+import Link from 'next/link';
+import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { DatasetUpload } from '../../../_ui/datasets/upload';
+import { EmptyState } from '../../../_ui/empty-state';
+import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { atLeast } from '../../../_ui/roles';
+import { useTeam } from '../../../_ui/team-context';
+import { useUrlState } from '../../../_ui/url-state';
+import { useTRPC } from '../../../trpc';
+
+export default function DatasetsPage() {
+  const team = useTeam();
+  const trpc = useTRPC();
+  const { params, set } = useUrlState();
+  const q = params.get('q') ?? '';
+  const datasets = useQuery(trpc.datasets.list.queryOptions({ teamId: team.id }));
+  const base = `/teams/${team.id}`;
+  const mayUpload = atLeast(team.role, 'MEMBER');
+  const shown = (datasets.data ?? []).filter((d) => !q || `${d.name} ${d.description}`.toLowerCase().includes(q.toLowerCase()));
+
+  return (
+    <>
+      <PageTitle title="Datasets" />
+      <p className="muted lead">
+        JSONL files that SFT trains on and data-dependent environments read. Every upload is an immutable version, kept by content: jobs name the version they used.
+      </p>
+      {mayUpload ? (
+        <section className="panel" aria-labelledby="upload-title">
+          <h2 id="upload-title">Upload a dataset</h2>
+          <DatasetUpload teamId={team.id} />
+        </section>
+      ) : null}
+      {datasets.isPending ? (
+        <Loading label="Loading datasets…" />
+      ) : datasets.isError ? (
+        <ErrorNote error={datasets.error} />
+      ) : datasets.data.length === 0 ? (
+        <EmptyState title="No datasets yet">
+          {mayUpload
+            ? 'Drop a JSONL file on the box above, or save a data-dependent environment (math, math-tools): its rows become a dataset.'
+            : 'Members upload JSONL files here; ask one to add the data you need.'}
+        </EmptyState>
+      ) : (
+        <>
+          <div className="toolbar">
+            <label className="search-field">
+              <Search size={15} aria-hidden="true" />
+              <span className="sr-only">Search datasets</span>
+              <input type="search" placeholder="Search by name or description" value={q} onChange={(e) => set({ q: e.target.value }, { replace: true })} />
+            </label>
+          </div>
+          {shown.length === 0 ? (
+            <p className="muted">No dataset matches “{q}”.</p>
+          ) : (
+            <div className="panel table-wrap">
+              <table className="table" aria-label="Datasets">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Latest version</th>
+                    <th scope="col" className="num">
+                      Rows
+                    </th>
+                    <th scope="col" className="num">
+                      Size
+                    </th>
+                    <th scope="col" className="num">
+                      Versions
+                    </th>
+                    <th scope="col">Updated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {shown.map((d) => (
+                    <tr key={d.id}>
+                      <th scope="row">
+                        <Link href={`${base}/datasets/${d.id}`}>{d.name}</Link>
+                        {d.description ? <div className="muted small table-sub">{d.description}</div> : null}
+                      </th>
+                      <td className="nowrap">
+                        {d.latest ? (
+                          <>
+                            v{d.latest.version} <span className="hash" title={d.latest.contentHash}>{d.latest.contentHash.slice(0, 10)}</span>
+                          </>
+                        ) : (
+                          '—'
+                        )}
+                      </td>
+                      <td className="num">{d.latest ? d.latest.rowCount.toLocaleString() : '—'}</td>
+                      <td className="num">{d.latest ? formatBytes(d.latest.bytes) : '—'}</td>
+                      <td className="num">{d.versionCount}</td>
+                      <td className="muted small nowrap" title={formatDateTime(d.updatedAt)}>
+                        {formatRelative(d.updatedAt)}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,215 @@
+'use client';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Copy } from 'lucide-react';
+import Link from 'next/link';
+import { useParams } from 'next/navigation';
+import { ConfirmButton, ErrorNote, Loading } from '../../../../_ui/components';
+import { isNotFound } from '../../../../_ui/errors';
+import { formatDateTime, formatDuration, formatRelative } from '../../../../_ui/format';
+import { refetchAfterChange } from '../../../../_ui/refresh';
+import { atLeast } from '../../../../_ui/roles';
+import { MetricChart, primaryMetric } from '../../../../_ui/runs/metric-chart';
+import { RunCheckpoints } from '../../../../_ui/runs/run-checkpoints';
+import { RunConfig } from '../../../../_ui/runs/run-config';
+import { RunEvents } from '../../../../_ui/runs/run-events';
+import { RunLogs } from '../../../../_ui/runs/run-logs';
+import { RunMatches } from '../../../../_ui/runs/run-matches';
+import { formatMetric, KindBadge, Progress, RunStateBadge, RunSubject } from '../../../../_ui/runs/run-parts';
+import { isActive, LIVE_REFETCH_MS, runKindLabel, runSeconds, stateLine } from '../../../../_ui/runs/run-state';
+import { Tabs, tabPanelProps } from '../../../../_ui/tabs';
+import { useTeam } from '../../../../_ui/team-context';
+import { useUrlState } from '../../../../_ui/url-state';
+import { useTRPC } from '../../../../trpc';
+
+const TABS = ['overview', 'config', 'logs', 'checkpoints', 'matches'] as const;
+type Tab = (typeof TABS)[number];
+
+/**
+ * A run's status: where it stands and why (the scheduler's reason, the failure), its actions,
+ * and tabs for its curve and history, resolved config, log, checkpoints and games. The URL holds
+ * the tab and the metric (`?tab=logs`, `?metric=loss/total`). Part 2 grows this into the live run
+ * page (charts by group, rollouts, boards) by adding tabs.
+ */
+export default function RunPage() {
+  const { jobId } = useParams<{ jobId: string }>();
+  const team = useTeam();
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const { params, set } = useUrlState();
+  const base = `/teams/${team.id}`;
+  const live = (state: string | undefined) => (state && isActive(state) ? LIVE_REFETCH_MS : false);
+  const run = useQuery({ ...trpc.runs.summary.queryOptions({ teamId: team.id, jobId }), retry: (n, e) => !isNotFound(e) && n < 2, refetchInterval: (q) => live(q.state.data?.state) });
+  const job = useQuery({ ...trpc.jobs.get.queryOptions({ teamId: team.id, jobId }), retry: (n, e) => !isNotFound(e) && n < 2, refetchInterval: (q) => live(q.state.data?.state) });
+  // Whether the run played games (its Matches tab): asked again while the run may still play some.
+  const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, jobId, limit: 1 }), refetchInterval: () => live(run.data?.state) });
+  const cancel = useMutation(
+    trpc.jobs.cancel.mutationOptions({
+      onSuccess: () => Promise.all([refetchAfterChange(queryClient, trpc.runs.summary.queryKey({ teamId: team.id, jobId })), refetchAfterChange(queryClient, trpc.jobs.get.queryKey({ teamId: team.id, jobId }))]),
+    }),
+  );
+
+  const error = run.error ?? job.error;
+  if (error && isNotFound(error)) {
+    return (
+      <div className="empty-state" role="alert">
+        <h1>No such run</h1>
+        <p className="muted">There is no run {jobId} in {team.name}: it may belong to another team, or the link is mistyped.</p>
+        <Link href={`${base}/runs`}>See the team’s runs</Link>
+      </div>
+    );
+  }
+  if (error) return <ErrorNote error={error} />;
+  if (!run.data || !job.data) return <Loading label="Loading the run…" />;
+
+  const r = run.data;
+  const active = isActive(r.state);
+  const mayCancel = active && atLeast(team.role, 'MEMBER') && (r.owner.id === team.userId || atLeast(team.role, 'ADMIN'));
+  const seconds = runSeconds(r);
+  const hasMatches = (matches.data?.total ?? 0) > 0;
+  const tabs = TABS.filter((t) => t !== 'matches' || hasMatches);
+  const tab: Tab = tabs.find((t) => t === params.get('tab')) ?? 'overview';
+  const metric = params.get('metric') ?? primaryMetric(r.kind, r.algorithm);
+  const lineClass = r.state === 'FAILED' ? 'bad' : r.state === 'QUEUED' || r.state === 'PREEMPTED' ? 'warn' : '';
+
+  return (
+    <>
+      <p className="breadcrumb">
+        <Link href={`${base}/runs`}>Runs</Link> / {runKindLabel(r)}
+      </p>
+      <header className="run-head">
+        <div>
+          <h1>
+            <KindBadge run={r} />
+            <span className="mono">{r.id}</span>
+            <RunStateBadge state={r.state} />
+          </h1>
+          <p className={`run-head-line ${lineClass}`} role="status">
+            {stateLine(r)}
+            {r.state === 'RUNNING' && r.startedAt ? ` since ${formatDateTime(r.startedAt)}` : ''}
+            {r.state === 'SUCCEEDED' && seconds !== null ? ` in ${formatDuration(seconds)}` : ''}
+          </p>
+        </div>
+        <div className="actions">
+          {r.kind !== 'INFERENCE' ? (
+            <Link href={`${base}/launch?from=${r.id}`} className="btn">
+              <Copy size={15} aria-hidden="true" /> Duplicate
+            </Link>
+          ) : null}
+          {mayCancel ? (
+            <ConfirmButton
+              label={r.cancelRequested ? 'Cancel requested' : 'Cancel run'}
+              question={r.state === 'QUEUED' ? 'Cancel this run? It leaves the queue.' : 'Cancel this run? Its worker stops it.'}
+              confirmLabel="Yes, cancel"
+              pending={cancel.isPending}
+              disabled={r.cancelRequested}
+              onConfirm={() => cancel.mutate({ teamId: team.id, jobId: r.id })}
+            />
+          ) : null}
+        </div>
+      </header>
+      <ErrorNote error={cancel.error} />
+
+      <dl className="facts-row">
+        <div className="fact">
+          <dt>{r.environment ? 'Environment' : 'Dataset'}</dt>
+          <dd>
+            <RunSubject run={r} base={base} />
+          </dd>
+        </div>
+        {r.environment && r.dataset ? (
+          <div className="fact">
+            <dt>Dataset</dt>
+            <dd>
+              <RunSubject run={{ environment: null, dataset: r.dataset }} base={base} />
+            </dd>
+          </div>
+        ) : null}
+        <div className="fact">
+          <dt>Progress</dt>
+          <dd>
+            <Progress run={r} />
+          </dd>
+        </div>
+        <div className="fact">
+          <dt>{r.kind === 'EVAL' ? 'Score' : r.kind === 'SFT' ? 'Last loss' : 'Last reward'}</dt>
+          <dd className="tabular">{formatMetric(r.kind === 'SFT' ? r.loss : r.reward)}</dd>
+        </div>
+        <div className="fact">
+          <dt>Owner</dt>
+          <dd>{r.owner.name}</dd>
+        </div>
+        <div className="fact">
+          <dt>Attempts</dt>
+          <dd>
+            {r.attempts} of {r.maxAttempts}
+          </dd>
+        </div>
+        <div className="fact">
+          <dt>{r.startedAt ? 'Started' : 'Queued'}</dt>
+          <dd title={formatDateTime(r.startedAt ?? r.queuedAt)}>{formatRelative(r.startedAt ?? r.queuedAt)}</dd>
+        </div>
+        <div className="fact">
+          <dt>Duration</dt>
+          <dd>{seconds === null ? <span className="muted">not started</span> : formatDuration(seconds)}</dd>
+        </div>
+      </dl>
+
+      <Tabs
+        label="Run"
+        idPrefix="run"
+        current={tab}
+        onChange={(t) => set({ tab: t === 'overview' ? null : t }, { replace: true })}
+        tabs={tabs.map((t) => ({
+          id: t,
+          label: t.charAt(0).toUpperCase() + t.slice(1),
+          badge: t === 'matches' ? matches.data?.total : undefined,
+        }))}
+      />
+      <div {...tabPanelProps('run', tab)}>
+        {tab === 'overview' ? (
+          <div className="grid grid-2">
+            <section className="panel" aria-labelledby="curve-title">
+              <div className="panel-head">
+                <h2 id="curve-title">Curve</h2>
+                <MetricPicker teamId={team.id} jobId={r.id} metric={metric} onPick={(m) => set({ metric: m === primaryMetric(r.kind, r.algorithm) ? null : m }, { replace: true })} />
+              </div>
+              <MetricChart teamId={team.id} jobId={r.id} metric={metric} active={active} />
+            </section>
+            <section className="panel" aria-labelledby="events-title">
+              <h2 id="events-title">Events</h2>
+              <RunEvents events={job.data.events} />
+            </section>
+          </div>
+        ) : tab === 'config' ? (
+          <RunConfig job={job.data} />
+        ) : tab === 'logs' ? (
+          <RunLogs teamId={team.id} jobId={r.id} active={active} />
+        ) : tab === 'checkpoints' ? (
+          <RunCheckpoints teamId={team.id} jobId={r.id} active={active} />
+        ) : (
+          <RunMatches teamId={team.id} jobId={r.id} />
+        )}
+      </div>
+    </>
+  );
+}
+
+/** The run's metrics to chart, by name (runs.metricKeys). */
+function MetricPicker({ teamId, jobId, metric, onPick }: { teamId: string; jobId: string; metric: string; onPick: (metric: string) => void }) {
+  const trpc = useTRPC();
+  const keys = useQuery(trpc.runs.metricKeys.queryOptions({ teamId, jobId }));
+  const names = keys.data?.map((k) => k.key) ?? [];
+  if (names.length === 0) return null;
+  return (
+    <label className="inline-form small">
+      <span className="muted">Metric</span>
+      <select value={metric} onChange={(e) => onPick(e.target.value)}>
+        {(names.includes(metric) ? names : [metric, ...names]).map((k) => (
+          <option key={k} value={k}>
+            {k}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}

@@ -1,0 +1,140 @@
+'use client';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Rocket } from 'lucide-react';
+import Link from 'next/link';
+import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { EmptyState } from '../../../_ui/empty-state';
+import { formatDuration, formatRelative } from '../../../_ui/format';
+import { Pager } from '../../../_ui/pager';
+import { formatMetric, KindBadge, Progress, RunStateBadge, RunSubject } from '../../../_ui/runs/run-parts';
+import { isActive, JOB_STATES, LIVE_REFETCH_MS, runSeconds, stateLine, type JobState } from '../../../_ui/runs/run-state';
+import { useTeam } from '../../../_ui/team-context';
+import { intParam, useUrlState } from '../../../_ui/url-state';
+import { useTRPC } from '../../../trpc';
+
+const PAGE_SIZE = 50;
+
+/** The state filter: all, the active states together, or one state. */
+const FILTERS: Array<{ id: string; label: string; states?: JobState[] }> = [
+  { id: '', label: 'All' },
+  { id: 'active', label: 'Active', states: ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'] },
+  ...JOB_STATES.map((s) => ({ id: s.toLowerCase(), label: s.charAt(0) + s.slice(1).toLowerCase(), states: [s] })),
+];
+
+export default function RunsPage() {
+  const team = useTeam();
+  const trpc = useTRPC();
+  const { params, set } = useUrlState();
+  const base = `/teams/${team.id}`;
+  const filter = FILTERS.find((f) => f.id === (params.get('state') ?? '')) ?? FILTERS[0];
+  const page = intParam(params.get('page'), 1);
+  const runs = useQuery({
+    ...trpc.runs.list.queryOptions({ teamId: team.id, states: filter.states, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
+    placeholderData: keepPreviousData,
+    // Rows change as jobs do: ask again while any shown job can still change.
+    refetchInterval: (query) => (query.state.data?.runs.some((r) => isActive(r.state)) ? LIVE_REFETCH_MS : false),
+  });
+  const filterHref = (id: string) => `${base}/runs${id ? `?state=${id}` : ''}`;
+
+  return (
+    <>
+      <PageTitle title="Runs">
+        <Link href={`${base}/launch`} className="btn btn-primary">
+          <Rocket size={16} aria-hidden="true" /> Launch a run…
+        </Link>
+      </PageTitle>
+      <p className="muted lead">Every training, SFT and evaluation job of the team. Open one for its state, config, logs and checkpoints.</p>
+      <div className="toolbar toolbar-wrap">
+        <nav className="segmented" aria-label="Filter runs by state">
+          {FILTERS.map((f) => (
+            <Link key={f.id} href={filterHref(f.id)} aria-current={f.id === filter.id ? 'page' : undefined} scroll={false}>
+              {f.label}
+            </Link>
+          ))}
+        </nav>
+        {runs.data ? (
+          <span className="muted small" role="status">
+            {runs.data.total} {runs.data.total === 1 ? 'run' : 'runs'}
+            {filter.states ? ` ${filter.label.toLowerCase()}` : ''}
+            {runs.isFetching && !runs.isPending ? ' · updating…' : ''}
+          </span>
+        ) : null}
+      </div>
+      {runs.isPending ? (
+        <Loading label="Loading runs…" />
+      ) : runs.isError ? (
+        <ErrorNote error={runs.error} />
+      ) : runs.data.total === 0 && !filter.states ? (
+        <EmptyState
+          title="No runs yet — launch one from an environment"
+          action={
+            <Link href={`${base}/environments`} className="btn btn-primary">
+              Choose an environment
+            </Link>
+          }
+        >
+          Open an environment and choose Launch…, or start one from a terminal with <code>npx whetstone run &lt;folder&gt;</code>.
+        </EmptyState>
+      ) : runs.data.runs.length === 0 ? (
+        <p className="muted">
+          No {filter.label.toLowerCase()} runs{page > 1 ? ' on this page' : ''}. <Link href={filterHref('')}>Show all runs</Link>
+        </p>
+      ) : (
+        <div className="panel table-wrap">
+          <table className="table" aria-label="Runs">
+            <thead>
+              <tr>
+                <th scope="col">Run</th>
+                <th scope="col">State</th>
+                <th scope="col">Environment or data</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Started</th>
+                <th scope="col" className="num">
+                  Duration
+                </th>
+                <th scope="col">Progress</th>
+                <th scope="col" className="num">
+                  Last reward
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {runs.data.runs.map((run) => {
+                const seconds = runSeconds(run);
+                const waiting = run.state === 'QUEUED' || run.state === 'FAILED';
+                return (
+                  <tr key={run.id}>
+                    <th scope="row" className="nowrap">
+                      <KindBadge run={run} />{' '}
+                      <Link href={`${base}/runs/${run.id}`} className="id-link" aria-label={`Run ${run.id}`}>
+                        {run.id}
+                      </Link>
+                    </th>
+                    <td>
+                      <RunStateBadge state={run.state} title={stateLine(run)} />
+                      {waiting ? <span className={`reason ${run.state === 'FAILED' ? 'reason-bad' : ''}`}>{stateLine(run)}</span> : null}
+                      {run.state === 'RUNNING' && run.worker ? <span className="cell-sub">on {run.worker.name}</span> : null}
+                    </td>
+                    <td>
+                      <RunSubject run={run} base={base} />
+                    </td>
+                    <td className="nowrap">{run.owner.name}</td>
+                    <td className="nowrap" title={run.startedAt ? new Date(run.startedAt).toLocaleString() : undefined}>
+                      {run.startedAt ? formatRelative(run.startedAt) : <span className="muted">queued {formatRelative(run.queuedAt)}</span>}
+                    </td>
+                    <td className="num">{seconds === null ? '—' : formatDuration(seconds)}</td>
+                    <td>
+                      <Progress run={run} />
+                    </td>
+                    <td className="num">{run.kind === 'SFT' && run.reward === null && run.loss !== null ? <span title="SFT reports its loss">loss {formatMetric(run.loss)}</span> : formatMetric(run.reward)}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+          <Pager page={page} pageSize={PAGE_SIZE} total={runs.data.total} onPage={(p) => set({ page: p === 1 ? null : p })} label="Pages of runs" />
+        </div>
+      )}
+    </>
+  );
+}

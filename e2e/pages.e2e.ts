@@ -1,0 +1,146 @@
+import AxeBuilder from '@axe-core/playwright';
+import type { Page, TestInfo } from '@playwright/test';
+import { expect, test, watchPage } from './fixtures';
+import { teamIdOf } from './helpers';
+
+// The team's sections with real data: a dataset uploaded through the page (first with a bad line,
+// which the page names, then fixed), a short gomoku training run (so there are a run, checkpoints
+// and games) started through the API as the CLI does, and each page checked for its content, for
+// accessibility (axe: no serious or critical violation) and shot in both themes.
+
+/** Fails on any serious or critical axe violation, listing each with the elements it found. */
+async function expectAccessible(page: Page, name: string) {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${name}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+}
+
+/** The page in light and dark, kept with the test's output. */
+async function shoot(page: Page, testInfo: TestInfo, name: string) {
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    await page.screenshot({ path: testInfo.outputPath(`${name}-${colorScheme}.png`), fullPage: true });
+  }
+  await page.emulateMedia({ colorScheme: null });
+}
+
+/** A tRPC call with the page's session, as the CLI or a script makes it. */
+async function trpc<T>(page: Page, url: string, path: string, kind: 'query' | 'mutation', input: unknown): Promise<T> {
+  const response =
+    kind === 'query'
+      ? await page.request.get(`${url}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+      : await page.request.post(`${url}/api/trpc/${path}`, { data: { json: input }, headers: { origin: url } });
+  expect(response.ok(), `${path}: ${await response.text()}`).toBe(true);
+  return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
+}
+
+test('the team’s sections: datasets with a bad line then fixed, runs, a run’s status, cluster, checkpoints, matches', async ({ browser, ownerState, whetstone }, testInfo) => {
+  test.setTimeout(360_000);
+  const url = whetstone.url;
+  const context = await browser.newContext({ storageState: ownerState });
+  const page = await context.newPage();
+  // The refused upload is a 400 on purpose (Chromium logs it).
+  const watch = watchPage(page, { expectedStatuses: [400] });
+  await page.goto(url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+  const base = `${url}/teams/${teamId}`;
+
+  // A short gomoku run, submitted as `whetstone run` does; it plays games while it trains.
+  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
+  const gomoku = environments.find((e) => e.name === 'gomoku')!;
+  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId, kind: 'TRAIN', config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 2, checkpointEvery: 1, evalEvery: 1 } },
+  });
+
+  // Datasets: a file with a bad line is refused line by line, and nothing is lost.
+  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Datasets' }).click();
+  await expect(page).toHaveURL(`${base}/datasets`);
+  const upload = page.getByRole('form', { name: 'Upload a dataset' });
+  const good = ['{"prompt": "1+1=", "completion": "2"}', '{"prompt": "<script>window.pwned = 1</script>", "completion": "<img src=x onerror=\\"window.pwned = 1\\">"}'];
+  await upload.getByLabel('Choose file').setInputFiles({ name: 'e2e-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from([good[0], '{"prompt": "2+2=", "completion": ', good[1]].join('\n')) });
+  await expect(upload.getByLabel('Name', { exact: true })).toHaveValue('e2e-sums.jsonl');
+  await upload.getByLabel('Description (optional)').fill('sums for the e2e test');
+  await upload.getByRole('button', { name: 'Upload' }).click();
+  const refused = upload.getByRole('alert');
+  await expect(refused).toContainText('1 line has a problem');
+  await expect(refused.getByRole('list', { name: 'Problems by line' }).getByRole('listitem')).toHaveText([/^line 2\s*not JSON/]);
+  await expect(upload.getByText('e2e-sums.jsonl', { exact: true })).toBeVisible();
+  await expect(upload.getByLabel('Name', { exact: true })).toHaveValue('e2e-sums.jsonl');
+  await expect(upload.getByLabel('Description (optional)')).toHaveValue('sums for the e2e test');
+  await expectAccessible(page, 'datasets, refused upload');
+
+  // Fixed, the same file goes through.
+  await upload.getByLabel('Choose file').setInputFiles({ name: 'e2e-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from([good[0], '{"prompt": "2+2=", "completion": "4"}', good[1]].join('\n')) });
+  await upload.getByRole('button', { name: 'Upload' }).click();
+  await expect(upload.getByText(/Stored e2e-sums\.jsonl version 1: 3 rows/)).toBeVisible();
+  await expect(page.getByRole('table', { name: 'Datasets' }).getByRole('row', { name: /e2e-sums\.jsonl/ })).toContainText('3');
+  await expectAccessible(page, 'datasets');
+  await shoot(page, testInfo, 'datasets');
+
+  // Its page: the version, and its rows as text (the planted markup shows, and nothing ran).
+  await upload.getByRole('link', { name: 'Open it' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'e2e-sums.jsonl' })).toBeVisible();
+  await expect(page.getByRole('table', { name: 'Versions' }).getByRole('row')).toHaveCount(2);
+  const rows = page.getByRole('list', { name: 'Rows 1 to 3' });
+  await expect(rows.getByRole('listitem')).toHaveCount(3);
+  await expect(rows).toContainText('<script>window.pwned = 1</script>');
+  expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+  await expectAccessible(page, 'dataset');
+  await shoot(page, testInfo, 'dataset');
+
+  // Runs: the gomoku run is listed; its page shows it through to the end.
+  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Runs' }).click();
+  await expect(page).toHaveURL(`${base}/runs`);
+  await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(job.id) })).toContainText('gomoku');
+  await expectAccessible(page, 'runs');
+  await page.getByRole('link', { name: `Run ${job.id}` }).click();
+  await expect(page).toHaveURL(`${base}/runs/${job.id}`);
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 240_000 });
+  await expect(page.getByRole('tab', { name: 'Overview' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByText(/by the worker/).first()).toBeVisible();
+  await expectAccessible(page, 'run');
+  await shoot(page, testInfo, 'run');
+  // Tabs by keyboard: → moves to Config, and the URL keeps it.
+  await page.getByRole('tab', { name: 'Overview' }).focus();
+  await page.keyboard.press('ArrowRight');
+  await expect(page).toHaveURL(`${base}/runs/${job.id}?tab=config`);
+  await expect(page.getByRole('heading', { name: 'Optimiser' })).toBeVisible();
+  await expectAccessible(page, 'run config');
+  await page.getByRole('tab', { name: 'Checkpoints' }).click();
+  await expect(page.getByRole('table', { name: 'Checkpoints of this run' }).getByRole('row').nth(1)).toBeVisible();
+  await page.getByRole('tab', { name: 'Matches' }).click();
+  await expect(page.getByRole('table', { name: 'Games of this run' }).getByRole('row').nth(1)).toBeVisible();
+  await page.getByRole('tab', { name: 'Logs' }).click();
+  await expect(page.getByRole('tabpanel')).toBeVisible();
+  await expectAccessible(page, 'run logs');
+
+  // Cluster: the local worker and its device; the team's usage.
+  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Cluster' }).click();
+  await expect(page.getByRole('table', { name: 'Workers' })).toContainText('local');
+  await expect(page.getByRole('meter', { name: 'Devices in use' })).toBeVisible();
+  await expect(page.getByText('Nothing running or waiting.')).toBeVisible();
+  await expectAccessible(page, 'cluster');
+  await shoot(page, testInfo, 'cluster');
+
+  // Checkpoints and matches, team-wide, each leading back to the run.
+  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Checkpoints' }).click();
+  const checkpoints = page.getByRole('table', { name: 'Checkpoints' });
+  await expect(checkpoints.getByRole('link', { name: job.id }).first()).toBeVisible();
+  await expectAccessible(page, 'checkpoints');
+  await shoot(page, testInfo, 'checkpoints');
+  await page.getByRole('link', { name: 'Training' }).click();
+  await expect(page).toHaveURL(`${base}/checkpoints?kind=training`);
+  await expect(checkpoints.getByRole('row').nth(1)).toContainText('training');
+
+  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Matches' }).click();
+  const matches = page.getByRole('table', { name: 'Matches' });
+  await expect(matches.getByRole('link', { name: job.id }).first()).toBeVisible();
+  await expectAccessible(page, 'matches');
+  await shoot(page, testInfo, 'matches');
+  await matches.getByRole('link', { name: job.id }).first().click();
+  await expect(page).toHaveURL(`${base}/runs/${job.id}?tab=matches`);
+
+  watch.expectClean();
+  await context.close();
+});
