@@ -45,7 +45,7 @@ describe('warm start then GRPO on bandit', () => {
     expect(lr[79]).toBeLessThan(Math.max(...lr) * 0.2);
     expect(values(sink, 'warmstart/eval_score')[0].value).toBeGreaterThanOrEqual(0.9);
     const rewards = values(sink, 'reward/mean');
-    expect(rewards.map((m) => m.step)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    expect(rewards.map((m) => m.step)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
     expect(mean(rewards.slice(-5).map((m) => m.value))).toBeGreaterThanOrEqual(0.9);
     expect(values(sink, 'eval/success_rate').at(-1)!.value).toBeGreaterThanOrEqual(0.9);
     expect(sink.items('metrics').filter((m) => !describeMetric(m.key)).map((m) => m.key)).toEqual([]);
@@ -96,7 +96,7 @@ describe('resuming', () => {
     first.onBatch = (kind, items) => {
       if (kind === 'metrics' && (items as MetricItem[]).some((m) => m.key === 'warmstart/loss' && m.step === 4)) control.preempt();
     };
-    expect(await runJob(testAssignment({ config }), first, control)).toEqual({ outcome: 'preempted', reason: 'preempted at warm-start step 5; checkpointed' });
+    expect(await runJob(testAssignment({ config }), first, control)).toEqual({ outcome: 'preempted', reason: 'preempted before warm-start step 5; checkpointed' });
     expect(first.checkpoints.map((c) => `${c.kind}@${c.step}`)).toEqual(['TRAINING@0']);
     const store = new CheckpointStore(first);
     try {

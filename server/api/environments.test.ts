@@ -29,7 +29,7 @@ describe('environments for the editor', () => {
     expect(fromBandit).toMatchObject({ ok: true, version: 1, created: true, validation: { ok: true }, conflict: null });
     const version = await api.environments.version.query({ teamId, versionId: fromBandit.versionId });
     expect(version).toMatchObject({ validationStatus: 'VALID', entry: 'env.ts', manifest: { name: 'my-bandit', kind: 'single-turn' }, createdBy: { id: owner.user.id } });
-    expect(Object.keys(version.files as object)).toEqual(['env.ts']);
+    expect(Object.keys(version.files as object)).toEqual(['env.ts', 'tests.ts']);
 
     const blank = await api.environments.create.mutate({ teamId, name: 'scratch', description: 'mine', from: { blank: true } });
     expect(blank).toMatchObject({ ok: true, version: 1, validation: { ok: true } });
