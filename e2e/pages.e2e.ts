@@ -54,7 +54,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   });
 
   // Datasets: a file with a bad line is refused line by line, and nothing is lost.
-  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Datasets' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Datasets' }).click();
   await expect(page).toHaveURL(`${base}/datasets`);
   const upload = page.getByRole('form', { name: 'Upload a dataset' });
   const good = ['{"prompt": "1+1=", "completion": "2"}', '{"prompt": "<script>window.pwned = 1</script>", "completion": "<img src=x onerror=\\"window.pwned = 1\\">"}'];
@@ -90,7 +90,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await shoot(page, testInfo, 'dataset');
 
   // Runs: the gomoku run is listed; its page shows it through to the end.
-  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Runs' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Runs' }).click();
   await expect(page).toHaveURL(`${base}/runs`);
   await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(job.id) })).toContainText('gomoku');
   await expectAccessible(page, 'runs');
@@ -116,7 +116,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expectAccessible(page, 'run logs');
 
   // Cluster: the local worker and its device; the team's usage.
-  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Cluster' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Cluster' }).click();
   await expect(page.getByRole('table', { name: 'Workers' })).toContainText('local');
   await expect(page.getByRole('meter', { name: 'Devices in use' })).toBeVisible();
   await expect(page.getByText('Nothing running or waiting.')).toBeVisible();
@@ -124,7 +124,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await shoot(page, testInfo, 'cluster');
 
   // Checkpoints and matches, team-wide, each leading back to the run.
-  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Checkpoints' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Checkpoints' }).click();
   const checkpoints = page.getByRole('table', { name: 'Checkpoints' });
   await expect(checkpoints.getByRole('link', { name: job.id }).first()).toBeVisible();
   await expectAccessible(page, 'checkpoints');
@@ -133,7 +133,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(page).toHaveURL(`${base}/checkpoints?kind=training`);
   await expect(checkpoints.getByRole('row').nth(1)).toContainText('training');
 
-  await page.getByRole('navigation', { name: 'Team sections' }).getByRole('link', { name: 'Matches' }).click();
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Matches' }).click();
   const matches = page.getByRole('table', { name: 'Matches' });
   await expect(matches.getByRole('link', { name: job.id }).first()).toBeVisible();
   await expectAccessible(page, 'matches');
