@@ -92,7 +92,8 @@ export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string
                 <Rocket size={15} aria-hidden="true" /> Launch run…
               </Command.Item>
               <Command.Item
-                value="action toggle theme dark light"
+                value={`action switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}
+                keywords={['toggle', 'theme', 'dark', 'light', 'colours']}
                 onSelect={() => {
                   setTheme(theme === 'dark' ? 'light' : 'dark');
                   onOpenChange(false);
