@@ -164,7 +164,8 @@ export function matchItem(step: number | null, r: EpisodeRollout, opponents: Rec
       rewards: m.rewards,
       info: m.info,
     })),
-    result: { endReason: r.endReason, returns, info: r.finalInfo, ...(r.error ? { error: r.error.message } : {}) },
+    // The task too: a replay draws the game from it (a grid game's size and win length).
+    result: { endReason: r.endReason, returns, info: r.finalInfo, task: r.task, ...(r.error ? { error: r.error.message } : {}) },
     winner: winnerOf(r),
   };
 }

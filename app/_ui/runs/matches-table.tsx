@@ -4,7 +4,7 @@ import { formatDateTime } from '../format';
 import { formatMetric } from './run-parts';
 
 /** What played a seat: the run's policy, a bot ("bot:scripted"), or a checkpoint's snapshot. */
-function policyWords(policy: string): string {
+export function policyWords(policy: string): string {
   if (policy.startsWith('snapshot:')) return `checkpoint ${policy.slice('snapshot:'.length)}`;
   if (policy.startsWith('bot:')) return `${policy.slice('bot:'.length)} bot`;
   return policy;
@@ -88,7 +88,11 @@ export function MatchesTable({ matches, base, showRun, label }: { matches: TeamM
                   .map(([agent, r]) => `${agent} ${formatMetric(r)}`)
                   .join(' · ') || '—'}
               </td>
-              <td className="num">{m.moves}</td>
+              <td className="num">
+                <Link href={`${base}/matches/${m.id}`} aria-label={`Replay match ${m.id}, ${m.moves} moves`}>
+                  {m.moves} · replay
+                </Link>
+              </td>
               <td className="num">{m.step ?? '—'}</td>
               <td className="nowrap muted small">{formatDateTime(m.createdAt)}</td>
             </tr>
