@@ -146,7 +146,7 @@ export class WorkerDaemon {
   private async register(): Promise<void> {
     if (!this.o.token) throw new Error(`no saved credential in ${this.statePath}: pass --token wst_… to register`);
     const report = await initBackend(this.o.backend ?? process.env.WHETSTONE_BACKEND);
-    const kinds = { cuda: 'CUDA', cpu: 'CPU', wasm: 'WASM' } as const;
+    const kinds = { cuda: 'CUDA', webgpu: 'WEBGPU', cpu: 'CPU', wasm: 'WASM' } as const;
     const body = {
       token: this.o.token,
       name: this.name,

@@ -8,7 +8,7 @@ import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, roll
 
 const deviceSchema = z.object({
   index: z.number().int().min(0).max(1023),
-  kind: z.enum(['CUDA', 'CPU', 'WASM']),
+  kind: z.enum(['CUDA', 'WEBGPU', 'CPU', 'WASM']),
   name: z.string().max(200),
   memoryBytes: z.number().int().min(0),
 });
