@@ -121,7 +121,15 @@ export async function tryWebgpu(opts: { allowSoftware: boolean }): Promise<{ fai
       requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [],
       // The adapter's own limits, not WebGPU's defaults (a 128 MiB binding would cap the model).
       requiredLimits: Object.fromEntries(
-        ['maxComputeWorkgroupStorageSize', 'maxComputeWorkgroupsPerDimension', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupSizeX', 'maxComputeInvocationsPerWorkgroup'].map((k) => [k, l[k]]),
+        [
+          'maxComputeWorkgroupStorageSize',
+          'maxComputeWorkgroupsPerDimension',
+          'maxStorageBufferBindingSize',
+          'maxBufferSize',
+          'maxComputeWorkgroupSizeX',
+          'maxComputeInvocationsPerWorkgroup',
+          'maxStorageBuffersPerShaderStage',
+        ].map((k) => [k, l[k]]),
       ),
     });
     fault = null;
