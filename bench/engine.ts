@@ -7,7 +7,6 @@ import { initBackend } from '../gpu-worker/engine/backend';
 import { GPT } from '../gpu-worker/engine/model';
 import { Rng } from '../gpu-worker/engine/rng';
 import { sampleAsync } from '../gpu-worker/engine/sampler';
-import { adapterName } from '../gpu-worker/engine/webgpu';
 import { SFTTrainer } from '../gpu-worker/engine/sft';
 import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
 import { randomBatch } from '../gpu-worker/engine/tools/step-input';
@@ -18,7 +17,7 @@ const report = await initBackend();
 const tok = new CharTokenizer();
 const rng = new Rng(0);
 // Every line names the backend (and on WebGPU the adapter: lavapipe's figures only prove the path runs).
-const backend = { backend: report.backend, simd: report.simd, ...(report.adapter && { adapter: adapterName(report.adapter) }) };
+const backend = { backend: report.backend, simd: report.simd, ...(report.adapter && { adapter: report.devices[0].name }) };
 
 const roof = await bestMatmulGflops();
 emit('matmul_gflops', roof.gflops, 'GFLOP/s', { ...backend, shape: roof.shape });

@@ -105,8 +105,10 @@ function cudaDevices(): DeviceInfo[] {
  * comes from nvidia-smi where it answers, and otherwise the largest buffer the adapter allows.
  */
 function adapterDevice(a: AdapterInfo): DeviceInfo {
+  // NVIDIA's Vulkan driver describes itself by driver version only; nvidia-smi names the card.
   const smi = a.vendor === 'nvidia' ? cudaDevices()[0] : undefined;
-  return { kind: 'webgpu', name: adapterName(a), memoryBytes: smi?.memoryBytes || a.maxBufferSize };
+  const name = smi && smi.memoryBytes > 0 ? `${smi.name} · ${adapterName(a)}` : adapterName(a);
+  return { kind: 'webgpu', name, memoryBytes: smi?.memoryBytes || a.maxBufferSize };
 }
 
 function cpuDevice(): DeviceInfo {

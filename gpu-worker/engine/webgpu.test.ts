@@ -172,7 +172,7 @@ describe.skipIf(webgpu.error !== null)('the engine on WebGPU', () => {
         expect(tf.memory().numTensors).toBe(before);
         trainer.dispose();
       },
-      { width: 8, contextLength: 8 },
+      { width: 8 },
     );
   });
 });
