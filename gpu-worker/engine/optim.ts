@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { type SFTOptions } from '../../sdk/training-config';
 import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
+import { webgpuAdam } from './webgpu-adam';
 import { ADAM_WASM } from './wasm/adam.wasm';
 
 /** The optimiser's options (documented with their defaults in sdk/training-config.ts). */
@@ -77,6 +78,14 @@ export class Adam {
           // One pass per parameter instead of ~14 kernels; the same arithmetic (see ADAM_KERNEL).
           const attrs = { scale, lr, beta1: c.beta1, beta2: c.beta2, bc1, bc2, epsilon: c.epsilon, decay: decays(name, p) ? lr * c.weightDecay : 0 };
           const [np, nm, nv] = runJsKernel(ADAM_KERNEL, [p, g0, m, v], attrs);
+          p.assign(np);
+          m.assign(nm);
+          v.assign(nv);
+          continue;
+        }
+        if (tf.getBackend() === 'webgpu') {
+          const attrs = { scale, lr, beta1: c.beta1, beta2: c.beta2, bc1, bc2, epsilon: c.epsilon, decay: decays(name, p) ? lr * c.weightDecay : 0 };
+          const [np, nm, nv] = webgpuAdam(p, g0, m, v, attrs);
           p.assign(np);
           m.assign(nm);
           v.assign(nv);
