@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import { type BackendReport, initBackend } from './backend';
 import { adapterName } from './webgpu';
 
-export interface BackendCheck {
+interface BackendCheck {
   backend: BackendReport['backend'];
   adapter: string | null;
   devices: BackendReport['devices'];

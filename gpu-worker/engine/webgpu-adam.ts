@@ -8,7 +8,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { type WebGPUBackend, type WebGPUProgram, webgpu_util } from '@tensorflow/tfjs-backend-webgpu';
 
-export interface AdamAttrs {
+interface AdamAttrs {
   scale: number;
   lr: number;
   beta1: number;

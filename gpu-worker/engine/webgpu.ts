@@ -6,7 +6,7 @@
  * it, so that the worker knows which adapter it got (advertised to the scheduler), a software
  * adapter can be refused (`auto`), and a lost device or an out-of-memory error is noticed: Dawn
  * reports both asynchronously, and a job must fail or be requeued with that reason, never hang or
- * train on garbage (`deviceFault`, checked after every read in `reads.ts`).
+ * train on garbage (`checkDevice`, called after every read in `reads.ts`).
  */
 import * as tf from '@tensorflow/tfjs';
 import os from 'node:os';
@@ -24,10 +24,6 @@ export interface AdapterInfo {
 
 /** Why the WebGPU device stopped being usable (lost, out of memory), or null while it is fine. */
 let fault: string | null = null;
-
-export function deviceFault(): string | null {
-  return fault;
-}
 
 /** Thrown at the first read after the device was lost or ran out of memory (see `reads.ts`). */
 export class DeviceFaultError extends Error {
@@ -83,11 +79,6 @@ export function adapterName(a: AdapterInfo): string {
 
 let made: { device: GpuDeviceLike; adapter: AdapterInfo } | null = null;
 
-/** The device this process made, for tests that lose it on purpose. */
-export function currentDevice(): GpuDeviceLike | null {
-  return made?.device ?? null;
-}
-
 /**
  * Find an adapter and make the tfjs backend on it; returns why not (no addon, no Vulkan driver, a
  * software adapter where only hardware is allowed) instead of throwing.
@@ -134,9 +125,7 @@ export async function tryWebgpu(opts: { allowSoftware: boolean }): Promise<{ fai
     });
     fault = null;
     void device.lost.then((lost) => {
-      // 'destroyed' is our own dispose; anything else is the driver's doing.
-      if (lost.reason !== 'destroyed' || made?.device !== device) fault ??= `WebGPU device lost: ${lost.message || lost.reason}`;
-      else fault ??= 'WebGPU device lost: destroyed';
+      fault ??= `WebGPU device lost: ${lost.message || lost.reason}`;
     });
     device.addEventListener('uncapturederror', (e) => {
       const kind = e.error.constructor.name;
@@ -155,14 +144,4 @@ export async function tryWebgpu(opts: { allowSoftware: boolean }): Promise<{ fai
 
 function softwareRefused(a: AdapterInfo): string {
   return `webgpu: only a software adapter (${adapterName(a)}); auto never picks one (WHETSTONE_BACKEND=webgpu uses it)`;
-}
-
-/**
- * Forget the device (after it was lost): the next `tryWebgpu` makes a new one. tfjs's tensors on
- * the old device are gone with it.
- */
-export function resetWebgpu(): void {
-  if (tf.findBackend('webgpu')) tf.removeBackend('webgpu');
-  made = null;
-  fault = null;
 }
