@@ -10,7 +10,7 @@
  * generator's to dispose.
  */
 import type * as tf from '@tensorflow/tfjs';
-import { checkDevice } from './webgpu';
+import { checkDevice, readError } from './webgpu';
 
 export type Values = Float32Array | Int32Array | Uint8Array;
 
@@ -41,7 +41,7 @@ export async function readAsync<R>(g: Reads<R>): Promise<R> {
       // A lost device or an out-of-memory error surfaces here, before its garbage is used.
       checkDevice();
     } catch (e) {
-      r = g.throw(e);
+      r = g.throw(readError(e));
       continue;
     }
     r = g.next(values);

@@ -18,6 +18,7 @@ import { Rng } from './rng';
 import { sampleAsync } from './sampler';
 import { SFTTrainer } from './sft';
 import { CharTokenizer } from './tokenizer';
+import { DeviceFaultError } from './webgpu';
 import { reversalExample } from '../test-support/engine/test-tasks';
 
 const webgpu = await initBackend('webgpu').then(
@@ -174,5 +175,26 @@ describe.skipIf(webgpu.error !== null)('the engine on WebGPU', () => {
       },
       { width: 8 },
     );
+  });
+
+  // Last: it loses this file's device on purpose.
+  it('a lost device fails the next read with that reason (requeue), and the next initBackend makes a new device', async () => {
+    await on('webgpu', async (m) => {
+      const trainer = new SFTTrainer(m, { learningRate: 1e-3, warmupSteps: 0 });
+      await trainer.stepAsync(batch);
+      (tf.backend() as unknown as { device: { destroy(): void } }).device.destroy();
+      const lost = await trainer.stepAsync(batch).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(lost).toBeInstanceOf(DeviceFaultError);
+      expect((lost as DeviceFaultError).requeue).toBe(true);
+      expect((lost as DeviceFaultError).message).toMatch(/^WebGPU device lost/);
+    });
+    const again = await initBackend('webgpu');
+    expect(again.backend).toBe('webgpu');
+    const t = tf.tensor([1, 2, 3]).mul(2);
+    expect(Array.from(await t.data())).toEqual([2, 4, 6]);
+    t.dispose();
   });
 });

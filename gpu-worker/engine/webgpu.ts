@@ -42,6 +42,11 @@ export function checkDevice(): void {
   if (fault) throw new DeviceFaultError(fault, fault.startsWith('WebGPU device lost'));
 }
 
+/** A read that failed: the device's fault when it has one (a lost device aborts its mappings), else `e`. */
+export function readError(e: unknown): unknown {
+  return fault && !(e instanceof DeviceFaultError) ? new DeviceFaultError(fault, fault.startsWith('WebGPU device lost')) : e;
+}
+
 interface GpuAdapterLike {
   info: Partial<Record<'vendor' | 'architecture' | 'device' | 'description', string>> & { isFallbackAdapter?: boolean };
   limits: Record<string, number>;
