@@ -1,7 +1,7 @@
 /**
  * LoRA: low-rank adapters on the linear layers of a frozen base model, y = x W + (alpha/r)·(x A) B.
  * B starts at zero so the adapted model starts equal to the base. Trainers update only the
- * adapters (GPT.trainableVariables), and `mergedWeights` folds them into W for export.
+ * adapters (GPT.trainableVariables), and `mergedTensors` folds them into W for export.
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';

@@ -254,7 +254,7 @@ export class GPT {
   }
 }
 
-// mergedWeights and frozenCopy read only the model's own parameters and adapters. They live here,
+// mergedTensors and frozenCopy read only the model's own parameters and adapters. They live here,
 // not in lora.ts or a trainer, so that checkpoints and every trainer share them without an import
 // circle (lora.ts imports this module).
 
@@ -267,16 +267,6 @@ export function mergedTensors(model: GPT): Map<string, tf.Tensor> {
   for (const [name, v] of model.params) {
     const ad = name.endsWith('.w') ? model.adapters.get(name.slice(0, -2)) : undefined;
     out.set(name, ad ? tf.tidy(() => v.add(tf.matMul(ad.a, ad.b).mul(ad.scale))) : v.clone());
-  }
-  return out;
-}
-
-/** `mergedTensors` read to the CPU (synchronous: wasm and cpu, or after `prefetch`). */
-export function mergedWeights(model: GPT): Map<string, { shape: number[]; data: Float32Array }> {
-  const out = new Map<string, { shape: number[]; data: Float32Array }>();
-  for (const [name, t] of mergedTensors(model)) {
-    out.set(name, { shape: t.shape, data: t.dataSync() as Float32Array });
-    t.dispose();
   }
   return out;
 }

@@ -41,7 +41,7 @@ export async function readAsync<R>(g: Reads<R>): Promise<R> {
       // A lost device or an out-of-memory error surfaces here, before its garbage is used.
       checkDevice();
     } catch (e) {
-      r = g.throw(readError(e));
+      r = g.throw(await readError(e));
       continue;
     }
     r = g.next(values);

@@ -14,7 +14,6 @@ import { maskedNll } from './losses';
 import { GPT } from './model';
 import { targetLogProbs } from './ops';
 import { gradients } from './optim';
-import { Rng } from './rng';
 import { sampleAsync } from './sampler';
 import { SFTTrainer } from './sft';
 import { CharTokenizer } from './tokenizer';

@@ -42,8 +42,16 @@ export function checkDevice(): void {
   if (fault) throw new DeviceFaultError(fault, fault.startsWith('WebGPU device lost'));
 }
 
-/** A read that failed: the device's fault when it has one (a lost device aborts its mappings), else `e`. */
-export function readError(e: unknown): unknown {
+/**
+ * A read that failed: the device's fault when it has one, else `e`. A lost device aborts its
+ * mappings (AbortError) possibly before its `lost` promise has settled, so on an abort this waits
+ * for whichever comes first of that promise and the queue's work being done (both settle on a
+ * lost device and on a healthy one), then looks again.
+ */
+export async function readError(e: unknown): Promise<unknown> {
+  if (!fault && made && (e as { name?: string } | null)?.name === 'AbortError') {
+    await Promise.race([made.lost, made.device.queue.onSubmittedWorkDone()]);
+  }
   return fault && !(e instanceof DeviceFaultError) ? new DeviceFaultError(fault, fault.startsWith('WebGPU device lost')) : e;
 }
 
@@ -56,6 +64,7 @@ interface GpuAdapterLike {
 
 interface GpuDeviceLike {
   lost: Promise<{ reason: string; message: string }>;
+  queue: { onSubmittedWorkDone(): Promise<void> };
   addEventListener(type: 'uncapturederror', listener: (e: { error: { constructor: { name: string }; message: string } }) => void): void;
   destroy(): void;
 }
@@ -82,7 +91,8 @@ export function adapterName(a: AdapterInfo): string {
   return `${base} (${[a.vendor, a.architecture].filter(Boolean).join(' ')}${a.software && a.architecture !== 'software' ? ', software' : ''})`;
 }
 
-let made: { device: GpuDeviceLike; adapter: AdapterInfo } | null = null;
+/** The device this process made; `lost` settles once its fault is recorded. */
+let made: { device: GpuDeviceLike; adapter: AdapterInfo; lost: Promise<void> } | null = null;
 
 /**
  * Find an adapter and make the tfjs backend on it; returns why not (no addon, no Vulkan driver, a
@@ -129,8 +139,8 @@ export async function tryWebgpu(opts: { allowSoftware: boolean }): Promise<{ fai
       ),
     });
     fault = null;
-    void device.lost.then((lost) => {
-      fault ??= `WebGPU device lost: ${lost.message || lost.reason}`;
+    const lost = device.lost.then((info) => {
+      fault ??= `WebGPU device lost: ${info.message || info.reason}`;
     });
     device.addEventListener('uncapturederror', (e) => {
       const kind = e.error.constructor.name;
@@ -140,7 +150,7 @@ export async function tryWebgpu(opts: { allowSoftware: boolean }): Promise<{ fai
     const backend = new WebGPUBackend(device as never, adapter.info as never);
     tf.registerBackend('webgpu', () => backend);
     if (!(await tf.setBackend('webgpu'))) return { failure: 'webgpu: setBackend failed', adapter: info };
-    made = { device, adapter: info };
+    made = { device, adapter: info, lost };
     return { failure: null, adapter: info };
   } catch (err) {
     return { failure: `webgpu: ${(err as Error).message.split('\n')[0]}` };
