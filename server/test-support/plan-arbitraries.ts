@@ -7,7 +7,7 @@ export const NOW = Date.UTC(2025, 0, 1, 12, 0, 0);
 export const GiB = 2 ** 30;
 export const S = 1000;
 
-export const KINDS: DeviceKind[] = ['CUDA', 'WEBGPU', 'CPU', 'WASM'];
+export const KINDS: DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
 const TEAMS = ['ta', 'tb', 'tc'];
 
 /** Mostly `common`, sometimes `rare`: keeps random clusters busy but placeable. */
@@ -23,7 +23,7 @@ export const arbInput: fc.Arbitrary<PlanInput> = fc
         state: mostly(fc.constant<WorkerState>('ONLINE'), fc.constantFrom<WorkerState>('DRAINING', 'OFFLINE')),
         devices: fc.array(
           fc.record({
-            kind: mostly(fc.constant<DeviceKind>('CUDA'), fc.constantFrom<DeviceKind>('WEBGPU', 'CPU', 'WASM'), 2),
+            kind: mostly(fc.constant<DeviceKind>('CUDA'), fc.constantFrom<DeviceKind>('CPU', 'WASM'), 2),
             memGiB: fc.constantFrom(8, 16, 40),
             occupant: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null, freq: 2 }),
           }),
