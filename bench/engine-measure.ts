@@ -7,35 +7,41 @@ export function emit(name: string, value: number, unit: string, details: Record<
   process.stdout.write(`${JSON.stringify({ name, value: Number(value.toPrecision(4)), unit, ...details })}\n`);
 }
 
-/** Median wall time in ms of `fn` over `runs` runs after `warmup` runs. */
-export function timeMs(fn: () => void, runs: number, warmup = 2): number {
-  for (let i = 0; i < warmup; i++) fn();
+/**
+ * Median wall time in ms of `fn` over `runs` runs after `warmup` runs. `fn` ends by reading a
+ * result (asynchronously: WebGPU has no synchronous read), so the time includes the device's work.
+ */
+export async function timeMs(fn: () => Promise<unknown>, runs: number, warmup = 2): Promise<number> {
+  for (let i = 0; i < warmup; i++) await fn();
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
-    fn();
+    await fn();
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)];
 }
 
+/** Shapes typical of small transformers (the roof for the engine's MFU). */
+const MATMUL_SHAPES = [
+  [2048, 64, 256],
+  [2048, 256, 64],
+  [2048, 128, 512],
+  [2048, 512, 128],
+  [64, 2048, 64],
+  [1024, 512, 512],
+];
+
 /** Best 2-D matmul rate over a few shapes typical of small transformers, in GFLOP/s. */
-export function bestMatmulGflops(): { gflops: number; shape: number[] } {
+export async function bestMatmulGflops(shapes: number[][] = MATMUL_SHAPES): Promise<{ gflops: number; shape: number[] }> {
   let best = { gflops: 0, shape: [0, 0, 0] };
-  for (const [m, k, n] of [
-    [2048, 64, 256],
-    [2048, 256, 64],
-    [2048, 128, 512],
-    [2048, 512, 128],
-    [64, 2048, 64],
-    [1024, 512, 512],
-  ]) {
+  for (const [m, k, n] of shapes) {
     const a = tf.randomNormal([m, k]) as tf.Tensor2D;
     const b = tf.randomNormal([k, n]) as tf.Tensor2D;
-    const ms = timeMs(() => {
+    const ms = await timeMs(async () => {
       const c = tf.matMul(a, b);
-      c.dataSync();
+      await c.data();
       c.dispose();
     }, 15);
     const gflops = (2 * m * k * n) / (ms * 1e6);

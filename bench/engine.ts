@@ -6,7 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../gpu-worker/engine/backend';
 import { GPT } from '../gpu-worker/engine/model';
 import { Rng } from '../gpu-worker/engine/rng';
-import { sample } from '../gpu-worker/engine/sampler';
+import { sampleAsync } from '../gpu-worker/engine/sampler';
 import { SFTTrainer } from '../gpu-worker/engine/sft';
 import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
 import { randomBatch } from '../gpu-worker/engine/tools/step-input';
@@ -16,16 +16,17 @@ import { NaiveGPT } from './naive-gpt';
 const report = await initBackend();
 const tok = new CharTokenizer();
 const rng = new Rng(0);
-const backend = { backend: report.backend, simd: report.simd };
+// Every line names the backend (and on WebGPU the adapter: lavapipe's figures only prove the path runs).
+const backend = { backend: report.backend, simd: report.simd, ...(report.adapter && { adapter: report.devices[0].name }) };
 
-const roof = bestMatmulGflops();
+const roof = await bestMatmulGflops();
 emit('matmul_gflops', roof.gflops, 'GFLOP/s', { ...backend, shape: roof.shape });
 
-function trainThroughput(name: string, cfg: { layers: number; width: number; heads: number; contextLength: number }, batch: number, steps: number) {
+async function trainThroughput(name: string, cfg: { layers: number; width: number; heads: number; contextLength: number }, batch: number, steps: number) {
   const model = new GPT({ vocabSize: tok.vocabSize, ...cfg });
   const trainer = new SFTTrainer(model, { warmupSteps: 0 });
   const data = randomBatch(tok, rng, batch, cfg.contextLength);
-  const ms = timeMs(() => trainer.step(data), steps);
+  const ms = await timeMs(() => trainer.stepAsync(data), steps);
   // Positions trained per step: the model reads ctx − 1 inputs per row and predicts each next token.
   const tokens = batch * (cfg.contextLength - 1);
   const tps = tokens / (ms / 1000);
@@ -39,8 +40,8 @@ function trainThroughput(name: string, cfg: { layers: number; width: number; hea
 }
 
 const small = { layers: 2, width: 64, heads: 4, contextLength: 32 };
-const tpsSmall = trainThroughput('small', small, 64, 8);
-trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength: 64 }, 32, 5);
+const tpsSmall = await trainThroughput('small', small, 64, 8);
+await trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength: 64 }, 32, 5);
 
 // The naive baseline: same model and batch, plain tfjs autodiff.
 {
@@ -48,7 +49,7 @@ trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength: 64 },
   const data = randomBatch(tok, rng, 64, small.contextLength);
   const inputs = tf.tensor2d(data.map((s) => s.tokens.slice(0, -1)), undefined, 'int32');
   const targets = tf.tensor2d(data.map((s) => s.tokens.slice(1)), undefined, 'int32');
-  const ms = timeMs(() => naive.trainStep(inputs, targets), 5, 1);
+  const ms = await timeMs(() => naive.trainStep(inputs, targets), 5, 1);
   const tps = (64 * (small.contextLength - 1)) / (ms / 1000);
   emit('naive_train_tokens_per_s_small', tps, 'tokens/s', { ...backend, stepMs: Number(ms.toFixed(1)) });
   emit('speedup_vs_naive_small', tpsSmall / tps, 'ratio', backend);
@@ -61,9 +62,9 @@ trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength: 64 },
   const model = new GPT({ vocabSize: tok.vocabSize, ...small, contextLength: 96 });
   const prompts = Array.from({ length: 64 }, (_, i) => [tok.bos, ...tok.encode(`${i}+${(i * 7) % 50}=`)]);
   const opts = { maxTokens: 64, temperature: 1, stopAtEos: false, seed: 1 };
-  const run = (useCache: boolean) => () => sample(model, tok, prompts, { ...opts, useCache });
-  const cached = timeMs(run(true), 3, 1);
-  const recompute = timeMs(run(false), 1, 0);
+  const run = (useCache: boolean) => () => sampleAsync(model, tok, prompts, { ...opts, useCache });
+  const cached = await timeMs(run(true), 3, 1);
+  const recompute = await timeMs(run(false), 1, 0);
   const newTokens = 64 * 64;
   emit('sample_tokens_per_s', newTokens / (cached / 1000), 'tokens/s', { ...backend, prompts: 64, newTokens: 64, ms: Number(cached.toFixed(0)) });
   emit('sample_speedup_vs_recompute', recompute / cached, 'ratio', { ...backend, recomputeTokensPerS: Number((newTokens / (recompute / 1000)).toFixed(1)) });

@@ -78,12 +78,12 @@ export class NaiveGPT {
   }
 
   /** One Adam step of next-token cross-entropy; returns the loss. */
-  trainStep(inputs: tf.Tensor2D, targets: tf.Tensor2D): number {
+  async trainStep(inputs: tf.Tensor2D, targets: tf.Tensor2D): Promise<number> {
     const loss = this.optimizer.minimize(() => {
       const logits = this.logits(inputs);
       return tf.losses.softmaxCrossEntropy(tf.oneHot(targets, this.c.vocabSize), logits) as tf.Scalar;
     }, true);
-    const value = loss!.dataSync()[0];
+    const value = (await loss!.data())[0];
     loss!.dispose();
     return value;
   }

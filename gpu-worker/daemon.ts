@@ -24,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { io } from 'socket.io-client';
 import { z } from 'zod';
 import { initBackend } from './engine/backend';
+import { checkBackend } from './engine/doctor';
 import { type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
 import { Attempts, type AttemptSignal } from './daemon/attempts';
 import { backoff, HttpStatusError, retry, sleep, WorkerTransport } from './daemon/transport';
@@ -146,7 +147,7 @@ export class WorkerDaemon {
   private async register(): Promise<void> {
     if (!this.o.token) throw new Error(`no saved credential in ${this.statePath}: pass --token wst_… to register`);
     const report = await initBackend(this.o.backend ?? process.env.WHETSTONE_BACKEND);
-    const kinds = { cuda: 'CUDA', cpu: 'CPU', wasm: 'WASM' } as const;
+    const kinds = { cuda: 'CUDA', webgpu: 'WEBGPU', cpu: 'CPU', wasm: 'WASM' } as const;
     const body = {
       token: this.o.token,
       name: this.name,
@@ -286,7 +287,7 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
       const [k, v] = (value() ?? '').split('=');
       if (!k || v === undefined) throw new Error('--label takes key=value');
       out.labels[k] = v;
-    } else throw new Error(`unknown argument "${argv[i]}" (usage: daemon.ts --server URL --token wst_… [--name N] [--label k=v])`);
+    } else throw new Error(`unknown argument "${argv[i]}" (usage: daemon.ts --server URL --token wst_… [--name N] [--label k=v], or daemon.ts --check)`);
   }
   const parsed = argsSchema.safeParse(out);
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
@@ -294,6 +295,12 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
 }
 
 async function main(): Promise<void> {
+  if (process.argv.includes('--check')) {
+    // `npm run worker -- --check`: the backend this machine would give jobs, and its speed.
+    const check = await checkBackend(process.env.WHETSTONE_BACKEND);
+    console.log(JSON.stringify(check, null, 2));
+    process.exit(0);
+  }
   let args: ReturnType<typeof parseArgs>;
   try {
     args = parseArgs(process.argv.slice(2));

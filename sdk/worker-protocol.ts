@@ -8,7 +8,7 @@ import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, roll
 
 const deviceSchema = z.object({
   index: z.number().int().min(0).max(1023),
-  kind: z.enum(['CUDA', 'CPU', 'WASM']),
+  kind: z.enum(['CUDA', 'WEBGPU', 'CPU', 'WASM']),
   name: z.string().max(200),
   memoryBytes: z.number().int().min(0),
 });
@@ -101,10 +101,14 @@ const fenced = { attemptId: z.string().max(64), fencingToken: z.string().max(32)
 /** POST /api/workers/attempts/start: the runner is up; the job becomes RUNNING (see ASSIGNMENT_EVENT for the ack that replaces it). */
 export const startRequestSchema = z.object(fenced);
 
-/** POST /api/workers/attempts/finish: the attempt ended. */
+/**
+ * POST /api/workers/attempts/finish: the attempt ended. `lost`: the worker's device failed under it
+ * (a WebGPU device lost): the machine's fault, not the job's, so the job is requeued like after a
+ * lost lease (with backoff, counted against maxAttempts).
+ */
 export const finishRequestSchema = z.object({
   ...fenced,
-  outcome: z.enum(['succeeded', 'failed', 'preempted', 'cancelled']),
+  outcome: z.enum(['succeeded', 'failed', 'preempted', 'cancelled', 'lost']),
   reason: z.string().max(4000).default(''),
   exitCode: z.number().int().nullable().default(null),
 });

@@ -5,7 +5,7 @@ import { backendReport, initBackend } from './backend';
 describe('backend choice', () => {
   it('auto falls through the optional native packages and reports devices', async () => {
     const report = await initBackend('auto');
-    expect(['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu']).toContain(report.backend);
+    expect(['tensorflow-gpu', 'webgpu', 'tensorflow', 'wasm', 'cpu']).toContain(report.backend);
     expect(report.devices.length).toBeGreaterThan(0);
     expect(report.devices[0].memoryBytes).toBeGreaterThan(0);
     if (report.backend === 'wasm') {

@@ -1,10 +1,12 @@
 /**
- * Backend choice. `WHETSTONE_BACKEND=auto|tensorflow-gpu|tensorflow|wasm|cpu`.
+ * Backend choice. `WHETSTONE_BACKEND=auto|tensorflow-gpu|webgpu|tensorflow|wasm|cpu`.
  *
- * `auto` tries @tensorflow/tfjs-node-gpu (CUDA), then @tensorflow/tfjs-node, then the wasm backend
- * with SIMD, then the plain JavaScript cpu backend. The two native packages download libtensorflow
- * at install time, which fails offline, so they are never dependencies: they are imported by a
- * computed name and used only when a machine has installed them itself.
+ * `auto` tries @tensorflow/tfjs-node-gpu (CUDA), then WebGPU on a hardware adapter (webgpu.ts:
+ * Dawn's Node addon over any Vulkan driver; a software adapter such as lavapipe is never chosen by
+ * `auto`), then @tensorflow/tfjs-node, then the wasm backend with SIMD, then the plain JavaScript
+ * cpu backend. The two tfjs-node packages download libtensorflow at install time, which fails
+ * offline, so they are never dependencies: they are imported by a computed name and used only when
+ * a machine has installed them itself.
  */
 import * as tf from '@tensorflow/tfjs';
 import { execFileSync } from 'node:child_process';
@@ -12,22 +14,25 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from './errors';
+import { type AdapterInfo, adapterName, tryWebgpu } from './webgpu';
 
-export type BackendChoice = 'auto' | 'tensorflow-gpu' | 'tensorflow' | 'wasm' | 'cpu';
-const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', 'tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'];
+export type BackendChoice = 'auto' | 'tensorflow-gpu' | 'webgpu' | 'tensorflow' | 'wasm' | 'cpu';
+const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', 'tensorflow-gpu', 'webgpu', 'tensorflow', 'wasm', 'cpu'];
 
 export interface DeviceInfo {
-  kind: 'cuda' | 'cpu' | 'wasm';
+  kind: 'cuda' | 'webgpu' | 'cpu' | 'wasm';
   name: string;
   /** Memory the device can use, in bytes (GPU memory, or the wasm heap limit, or system RAM). */
   memoryBytes: number;
 }
 
 export interface BackendReport {
-  /** The name to advertise: tensorflow-gpu, tensorflow, wasm or cpu. */
+  /** The name to advertise: tensorflow-gpu, webgpu, tensorflow, wasm or cpu. */
   backend: Exclude<BackendChoice, 'auto'>;
-  /** tfjs's own backend name (tensorflow, wasm, cpu). */
+  /** tfjs's own backend name (tensorflow, webgpu, wasm, cpu). */
   tfjsBackend: string;
+  /** The WebGPU adapter, on the webgpu backend. */
+  adapter?: AdapterInfo;
   devices: DeviceInfo[];
   simd: boolean;
   threads: number;
@@ -95,6 +100,17 @@ function cudaDevices(): DeviceInfo[] {
   }
 }
 
+/**
+ * The adapter as a device: WebGPU does not tell how much memory a GPU has, so an NVIDIA adapter's
+ * comes from nvidia-smi where it answers, and otherwise the largest buffer the adapter allows.
+ */
+function adapterDevice(a: AdapterInfo): DeviceInfo {
+  // NVIDIA's Vulkan driver describes itself by driver version only; nvidia-smi names the card.
+  const smi = a.vendor === 'nvidia' ? cudaDevices()[0] : undefined;
+  const name = smi && smi.memoryBytes > 0 ? `${smi.name} · ${adapterName(a)}` : adapterName(a);
+  return { kind: 'webgpu', name, memoryBytes: smi?.memoryBytes || a.maxBufferSize };
+}
+
 function cpuDevice(): DeviceInfo {
   return { kind: 'cpu', name: os.cpus()[0]?.model ?? 'cpu', memoryBytes: os.totalmem() };
 }
@@ -134,11 +150,17 @@ async function tryWasm(): Promise<string | null> {
 export async function initBackend(choice?: BackendChoice | string): Promise<BackendReport> {
   const wanted = parseChoice(choice ?? process.env.WHETSTONE_BACKEND);
   const order: Exclude<BackendChoice, 'auto'>[] =
-    wanted === 'auto' ? ['tensorflow-gpu', 'tensorflow', 'wasm', 'cpu'] : [wanted];
+    wanted === 'auto' ? ['tensorflow-gpu', 'webgpu', 'tensorflow', 'wasm', 'cpu'] : [wanted];
   const skipped: string[] = [];
+  let adapter: AdapterInfo | undefined;
   for (const candidate of order) {
     let failure: string | null;
     if (candidate === 'tensorflow-gpu') failure = await tryNative('@tensorflow/tfjs-node-gpu', 'tensorflow');
+    else if (candidate === 'webgpu') {
+      const got = await tryWebgpu({ allowSoftware: wanted === 'webgpu' });
+      failure = got.failure;
+      adapter = got.adapter;
+    }
     else if (candidate === 'tensorflow') failure = await tryNative('@tensorflow/tfjs-node', 'tensorflow');
     else if (candidate === 'wasm') failure = await tryWasm();
     else {
@@ -154,13 +176,16 @@ export async function initBackend(choice?: BackendChoice | string): Promise<Back
     const devices: DeviceInfo[] =
       candidate === 'tensorflow-gpu'
         ? cudaDevices()
-        : candidate === 'wasm'
+        : candidate === 'webgpu' && adapter
+          ? [adapterDevice(adapter)]
+          : candidate === 'wasm'
           ? // wasm32 addresses at most 4 GiB whatever the machine has.
             [{ kind: 'wasm', name: `wasm${simd ? '-simd' : ''}`, memoryBytes: Math.min(os.totalmem(), 4 * 1024 ** 3) }]
           : [cpuDevice()];
     current = {
       backend: candidate,
       tfjsBackend: tf.getBackend(),
+      ...(adapter && { adapter }),
       devices,
       simd,
       threads: 1,

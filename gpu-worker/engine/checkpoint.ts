@@ -9,10 +9,11 @@ import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from './config';
 import { CheckpointError } from './errors';
 import { type LoraConfig, adapterWeights, attachLora } from './lora';
-import { GPT, mergedWeights } from './model';
+import { GPT, mergedTensors } from './model';
+import { prefetch } from './reads';
 import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
 import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
-import { type TrainerState } from './trainer-core';
+import { type TrainerCore, type TrainerState } from './trainer-core';
 
 export type CheckpointKind = 'training' | 'sampler' | 'adapter';
 const FORMAT = '1';
@@ -36,13 +37,23 @@ export interface LoadedCheckpoint {
   metadata: Record<string, string>;
 }
 
-function modelTensors(model: GPT, merge: boolean): Map<string, NamedTensor> {
+/** The model's weights (merged with its adapters, or as they are) read to the CPU. */
+async function modelTensors(model: GPT, merge: boolean): Promise<Map<string, NamedTensor>> {
   const out = new Map<string, NamedTensor>();
-  const weights = merge ? mergedWeights(model) : null;
-  for (const [name, v] of model.params) {
-    out.set(`model.${name}`, weights ? weights.get(name)! : { shape: v.shape, data: v.dataSync() as Float32Array });
+  const weights = merge ? mergedTensors(model) : model.params;
+  try {
+    await prefetch(weights.values());
+    for (const [name, t] of weights) out.set(`model.${name}`, { shape: t.shape, data: t.dataSync() as Float32Array });
+  } finally {
+    if (merge) weights.forEach((t) => t.dispose());
   }
   return out;
+}
+
+/** The adapters' tensors read to the CPU. */
+async function adapterTensors(model: GPT): Promise<Map<string, NamedTensor>> {
+  await prefetch([...model.adapters.values()].flatMap((ad) => [ad.a, ad.b]));
+  return adapterWeights(model);
 }
 
 function baseMetadata(kind: CheckpointKind, model: GPT, tokenizer: Tokenizer, lora: LoraConfig | null, note?: string): Record<string, string> {
@@ -66,8 +77,8 @@ export async function saveSamplerCheckpoint(
   opts: SaveOptions = {},
 ): Promise<number> {
   const merge = opts.mergeLora ?? true;
-  const tensors = modelTensors(model, merge && model.adapters.size > 0);
-  if (!merge) for (const [k, t] of adapterWeights(model)) tensors.set(k, t);
+  const tensors = await modelTensors(model, merge && model.adapters.size > 0);
+  if (!merge) for (const [k, t] of await adapterTensors(model)) tensors.set(k, t);
   return writeSafetensors(file, tensors, baseMetadata('sampler', model, tokenizer, merge ? null : lora, opts.note));
 }
 
@@ -76,13 +87,15 @@ export async function saveTrainingCheckpoint(
   file: string,
   model: GPT,
   tokenizer: Tokenizer,
-  trainer: { exportState(): TrainerState; core: { lastCheckpoint: string | null }; reference?: GPT | null },
+  trainer: { exportState(): TrainerState; core: Pick<TrainerCore, 'lastCheckpoint' | 'momentTensors'>; reference?: GPT | null },
   lora: LoraConfig | null = null,
   opts: SaveOptions = {},
 ): Promise<number> {
+  await prefetch(trainer.core.momentTensors());
+  if (trainer.reference) await prefetch(trainer.reference.params.values());
   const state = trainer.exportState();
-  const tensors = modelTensors(model, false);
-  for (const [k, t] of adapterWeights(model)) tensors.set(k, t);
+  const tensors = await modelTensors(model, false);
+  for (const [k, t] of await adapterTensors(model)) tensors.set(k, t);
   const shapes = model.trainableVariables();
   for (const [kind, moments] of [
     ['m', state.moments.m],
@@ -110,7 +123,7 @@ export async function saveTrainingCheckpoint(
 /** Only the LoRA adapters. */
 export async function saveAdapterCheckpoint(file: string, model: GPT, tokenizer: Tokenizer, lora: LoraConfig, opts: SaveOptions = {}): Promise<number> {
   if (model.adapters.size === 0) throw new CheckpointError(file, 'the model has no LoRA adapters to save');
-  const tensors = new Map(adapterWeights(model));
+  const tensors = await adapterTensors(model);
   return writeSafetensors(file, tensors, baseMetadata('adapter', model, tokenizer, lora, opts.note));
 }
 

@@ -13,6 +13,7 @@ import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
 import { aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
 import { type GPT, frozenCopy } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
+import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
 
 /** GRPO's options: names, defaults and their sources are in sdk/training-config.ts (grpoOptionsSchema). */
@@ -42,7 +43,17 @@ export class GRPOTrainer {
     this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
   }
 
+  /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */
   step(batch: readonly Sequence[]): StepMetrics {
+    return readSync(this.steps(batch));
+  }
+
+  /** One trainer step on `batch`, reading values without blocking (WebGPU needs this). */
+  stepAsync(batch: readonly Sequence[]): Promise<StepMetrics> {
+    return readAsync(this.steps(batch));
+  }
+
+  private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
     const c = this.config;
     const { contextLength, vocabSize } = this.model.config;
     validateBatch(batch, { contextLength, vocabSize, needRewards: true, needGroups: true });
@@ -62,8 +73,8 @@ export class GRPOTrainer {
     const b = prepareBatch(keep.map((i) => batch[i]), 0);
     const tokenAdv = new Float32Array(b.rows * b.cols);
     keep.forEach((i, r) => tokenAdv.fill(advantages[i], r * b.cols, (r + 1) * b.cols));
-    const oldLogp = this.logProbs(this.model, b.inputs, b.targets);
-    const refLogp = this.reference ? this.logProbs(this.reference, b.inputs, b.targets) : new Float32Array(b.rows * b.cols);
+    const oldLogp = yield* this.logProbs(this.model, b.inputs, b.targets);
+    const refLogp = this.reference ? yield* this.logProbs(this.reference, b.inputs, b.targets) : new Float32Array(b.rows * b.cols);
 
     // 3. Epochs × minibatches of clipped policy-gradient updates.
     const normConstant = c.normConstant > 0 ? c.normConstant : contextLength;
@@ -73,7 +84,7 @@ export class GRPOTrainer {
       for (const rows of minibatches(b.rows, c.miniBatches, this.core.rng)) {
         const mb = selectRows(b, rows, { adv: tokenAdv, old: oldLogp, ref: refLogp });
         let kept: tf.Tensor[] = [];
-        const r = this.core.applyLoss(() => {
+        const r = yield* this.core.applyLoss(() => {
           const logits = this.model.forward(mb.inputs, { training: true, rng: this.core.rng }).logits.div(c.temperature) as tf.Tensor2D;
           const mask = tf.tensor1d(mb.mask);
           const logp = targetLogProbs(logits, tf.tensor1d(mb.targets, 'int32'));
@@ -87,9 +98,9 @@ export class GRPOTrainer {
           if (this.reference) loss = loss.add(kl.mul(c.klCoef));
           if (c.entropyCoef !== 0) loss = loss.sub(entropy.mul(c.entropyCoef));
           return loss;
-        });
-        const [policyLoss, kl, entropy, clipFraction] = kept.map((t) => t.dataSync()[0]);
+        }, () => kept);
         kept.forEach((t) => t.dispose());
+        const [policyLoss, kl, entropy, clipFraction] = r.extras;
         sums.loss += r.loss;
         sums.policyLoss += policyLoss;
         sums.kl += kl;
@@ -105,13 +116,11 @@ export class GRPOTrainer {
   }
 
   /** Per-token log-probabilities [B·cols] under `policy`, without gradients. */
-  private logProbs(policy: GPT, inputs: number[][], targets: number[]): Float32Array {
+  private *logProbs(policy: GPT, inputs: number[][], targets: number[]): Reads<Float32Array> {
     const t = tf.tidy(() =>
       targetLogProbs(policy.forward(inputs).logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32')),
     );
-    const out = t.dataSync() as Float32Array;
-    t.dispose();
-    return out;
+    return (yield* readAndDispose(t)) as Float32Array;
   }
 
   private finish(

@@ -1,11 +1,11 @@
 /**
  * LoRA: low-rank adapters on the linear layers of a frozen base model, y = x W + (alpha/r)·(x A) B.
  * B starts at zero so the adapted model starts equal to the base. Trainers update only the
- * adapters (GPT.trainableVariables), and `mergedWeights` folds them into W for export.
+ * adapters (GPT.trainableVariables), and `mergedTensors` folds them into W for export.
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { type GPT, LINEAR_TARGETS, type LinearTarget, mergedWeights } from './model';
+import { type GPT, LINEAR_TARGETS, type LinearTarget, mergedTensors } from './model';
 import { Rng } from './rng';
 
 export interface LoraConfig {
@@ -94,10 +94,8 @@ export function adapterWeights(model: GPT): Map<string, { shape: number[]; data:
 
 /** Fold the adapters into the base weights in place and remove them. */
 export function mergeLora(model: GPT): void {
-  const merged = mergedWeights(model);
-  for (const [name, v] of model.params) {
-    const t = tf.tensor(merged.get(name)!.data, v.shape);
-    v.assign(t);
+  for (const [name, t] of mergedTensors(model)) {
+    model.params.get(name)!.assign(t);
     t.dispose();
   }
   for (const ad of model.adapters.values()) {

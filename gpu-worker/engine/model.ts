@@ -254,25 +254,26 @@ export class GPT {
   }
 }
 
-// mergedWeights and frozenCopy read only the model's own parameters and adapters. They live here,
+// mergedTensors and frozenCopy read only the model's own parameters and adapters. They live here,
 // not in lora.ts or a trainer, so that checkpoints and every trainer share them without an import
 // circle (lora.ts imports this module).
 
-/** Base weights with every adapter folded in: W + scale · A B. The model is not changed. */
-export function mergedWeights(model: GPT): Map<string, { shape: number[]; data: Float32Array }> {
-  const out = new Map<string, { shape: number[]; data: Float32Array }>();
+/**
+ * Base weights with every adapter folded in, W + scale · A B, as new tensors on the device (the
+ * caller disposes them). The model is not changed.
+ */
+export function mergedTensors(model: GPT): Map<string, tf.Tensor> {
+  const out = new Map<string, tf.Tensor>();
   for (const [name, v] of model.params) {
     const ad = name.endsWith('.w') ? model.adapters.get(name.slice(0, -2)) : undefined;
-    const t = ad ? tf.tidy(() => v.add(tf.matMul(ad.a, ad.b).mul(ad.scale))) : v;
-    out.set(name, { shape: v.shape, data: t.dataSync() as Float32Array });
-    if (ad) t.dispose();
+    out.set(name, ad ? tf.tidy(() => v.add(tf.matMul(ad.a, ad.b).mul(ad.scale))) : v.clone());
   }
   return out;
 }
 
 /** A copy of the policy's current weights (LoRA merged) that no optimiser touches. */
 export function frozenCopy(model: GPT): GPT {
-  const weights = new Map([...mergedWeights(model)].map(([k, t]) => [k, tf.tensor(t.data, t.shape)]));
+  const weights = mergedTensors(model);
   const copy = new GPT(model.config, weights);
   weights.forEach((t) => t.dispose());
   return copy;

@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { type SFTOptions } from '../../sdk/training-config';
 import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
+import { webgpuAdam } from './webgpu-adam';
 import { ADAM_WASM } from './wasm/adam.wasm';
 
 /** The optimiser's options (documented with their defaults in sdk/training-config.ts). */
@@ -44,12 +45,23 @@ export class Adam {
    * before clipping. Disposes the gradients.
    */
   update(grads: Map<string, tf.Tensor>, lr: number): number {
+    const sq = sumOfSquares([...grads.values()]);
+    const gradNorm = Math.sqrt(sq.dataSync()[0]);
+    sq.dispose();
+    this.apply(grads, lr, gradNorm);
+    return gradNorm;
+  }
+
+  /**
+   * Clip and apply `grads` given their global norm (`sumOfSquares`, read by the caller: one read
+   * per step with the loss). Disposes the gradients; applies nothing when the norm is not finite.
+   */
+  apply(grads: Map<string, tf.Tensor>, lr: number, gradNorm: number): void {
     const c = this.config;
     const fused = hasJsKernels();
-    const gradNorm = fused ? jsGlobalNorm([...grads.values()]) : globalNorm([...grads.values()]);
     if (!Number.isFinite(gradNorm)) {
       grads.forEach((g) => g.dispose());
-      return gradNorm;
+      return;
     }
     const scale = c.gradClip > 0 && gradNorm > c.gradClip ? c.gradClip / gradNorm : 1;
     this.t += 1;
@@ -71,6 +83,14 @@ export class Adam {
           v.assign(nv);
           continue;
         }
+        if (tf.getBackend() === 'webgpu') {
+          const attrs = { scale, lr, beta1: c.beta1, beta2: c.beta2, bc1, bc2, epsilon: c.epsilon, decay: decays(name, p) ? lr * c.weightDecay : 0 };
+          const [np, nm, nv] = webgpuAdam(p, g0, m, v, attrs);
+          p.assign(np);
+          m.assign(nm);
+          v.assign(nv);
+          continue;
+        }
         const g = scale === 1 ? g0 : g0.mul(scale);
         m.assign(m.mul(c.beta1).add(g.mul(1 - c.beta1)));
         v.assign(v.mul(c.beta2).add(g.square().mul(1 - c.beta2)));
@@ -80,7 +100,6 @@ export class Adam {
       }
     });
     grads.forEach((g) => g.dispose());
-    return gradNorm;
   }
 
   dispose(): void {
@@ -106,12 +125,14 @@ export function gradients(
   return { value, grads: byName };
 }
 
-/** √(Σ g²) over every gradient, with tensor ops (native backends). */
-function globalNorm(grads: tf.Tensor[]): number {
-  const norm = tf.tidy(() => tf.addN(grads.map((g) => g.square().sum())).sqrt());
-  const value = norm.dataSync()[0];
-  norm.dispose();
-  return value;
+/**
+ * Σ g² over every gradient → [1]: one JavaScript pass in double precision where the tensors live
+ * in this process (wasm, cpu), tensor ops on the others (WebGPU, tfjs-node).
+ */
+export function sumOfSquares(grads: tf.Tensor[]): tf.Tensor1D {
+  if (hasJsKernels()) return runJsKernel(SUM_SQUARES_KERNEL, grads)[0] as tf.Tensor1D;
+  // Added in turn, not by addN: WebGPU's AddN binds every input at once, past the adapter's limit.
+  return tf.tidy(() => grads.map((g) => g.square().sum()).reduce((a, b) => a.add(b)).reshape([1]));
 }
 
 /** Σ g² over all inputs, accumulated in double precision → [1]. */
@@ -125,12 +146,6 @@ const SUM_SQUARES_KERNEL = defineJsKernel({
   },
 });
 
-function jsGlobalNorm(grads: tf.Tensor[]): number {
-  const [sq] = runJsKernel(SUM_SQUARES_KERNEL, grads);
-  const value = Math.sqrt(sq.dataSync()[0]);
-  sq.dispose();
-  return value;
-}
 
 interface AdamWasm {
   adam(p: number, g: number, m: number, v: number, po: number, mo: number, vo: number, n: number,

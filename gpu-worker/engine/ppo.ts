@@ -12,6 +12,7 @@ import { ConfigError, parseEngineConfig } from './errors';
 import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
 import { type GPT, frozenCopy } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
+import { type Reads, readAsync, readSync } from './reads';
 import { type PPOOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
 
@@ -64,7 +65,17 @@ export class PPOTrainer {
     this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
   }
 
+  /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */
   step(batch: readonly Sequence[]): StepMetrics {
+    return readSync(this.steps(batch));
+  }
+
+  /** One trainer step on `batch`, reading values without blocking (WebGPU needs this). */
+  stepAsync(batch: readonly Sequence[]): Promise<StepMetrics> {
+    return readAsync(this.steps(batch));
+  }
+
+  private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
     const c = this.config;
     const { contextLength, vocabSize } = this.model.config;
     validateBatch(batch, { contextLength, vocabSize, needRewards: true });
@@ -72,8 +83,8 @@ export class PPOTrainer {
 
     // 1. Old log-probs and values, reading the full sequences so V(after last token) exists.
     const b = prepareBatch(batch, 0, true);
-    const { logp: oldLogp, values: oldValues } = this.evaluate(this.model, b.inputs, b.targets);
-    const refLogp = this.reference ? this.evaluate(this.reference, b.inputs, b.targets).logp : new Float32Array(b.rows * b.cols);
+    const { logp: oldLogp, values: oldValues } = yield* this.evaluate(this.model, b.inputs, b.targets);
+    const refLogp = this.reference ? (yield* this.evaluate(this.reference, b.inputs, b.targets)).logp : new Float32Array(b.rows * b.cols);
 
     // 2. GAE per sequence over its actions; bootstrap only when truncated.
     const tokenAdv = new Float32Array(b.rows * b.cols);
@@ -103,7 +114,7 @@ export class PPOTrainer {
       for (const rows of minibatches(b.rows, c.miniBatches, this.core.rng)) {
         const mb = selectRows(b, rows, { adv: tokenAdv, ret: tokenRet, old: oldLogp, oldV: oldValues, ref: refLogp });
         let kept: tf.Tensor[] = [];
-        const r = this.core.applyLoss(() => {
+        const r = yield* this.core.applyLoss(() => {
           const out = this.model.forward(mb.inputs, { training: true, rng: this.core.rng });
           const logits = out.logits.div(c.temperature) as tf.Tensor2D;
           const mask = tf.tensor1d(mb.mask);
@@ -120,9 +131,9 @@ export class PPOTrainer {
           if (this.reference) loss = loss.add(kl.mul(c.klCoef));
           if (c.entropyCoef !== 0) loss = loss.sub(entropy.mul(c.entropyCoef));
           return loss as tf.Scalar;
-        });
-        const [policyLoss, valueLoss, kl, entropy, clipFraction] = kept.map((t) => t.dataSync()[0]);
+        }, () => kept);
         kept.forEach((t) => t.dispose());
+        const [policyLoss, valueLoss, kl, entropy, clipFraction] = r.extras;
         sums.loss += r.loss;
         sums.policyLoss += policyLoss;
         sums.valueLoss += valueLoss;
@@ -157,16 +168,18 @@ export class PPOTrainer {
   }
 
   /** Log-probs and values [B·cols] without gradients. */
-  private evaluate(policy: GPT, inputs: number[][], targets: number[]): { logp: Float32Array; values: Float32Array } {
+  private *evaluate(policy: GPT, inputs: number[][], targets: number[]): Reads<{ logp: Float32Array; values: Float32Array }> {
     const [lp, v] = tf.tidy(() => {
       const out = policy.forward(inputs);
       const logp = targetLogProbs(out.logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32'));
       return [logp, out.values ? out.values.reshape([-1]) : tf.zerosLike(logp)];
     });
-    const result = { logp: lp.dataSync() as Float32Array, values: v.dataSync() as Float32Array };
-    lp.dispose();
-    v.dispose();
-    return result;
+    try {
+      return { logp: (yield lp) as Float32Array, values: (yield v) as Float32Array };
+    } finally {
+      lp.dispose();
+      v.dispose();
+    }
   }
 
   exportState(): TrainerState {

@@ -8,6 +8,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
 import { type GPT, type KvCache } from './model';
+import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { Rng } from './rng';
 import { type Tokenizer } from './tokenizer';
 
@@ -67,7 +68,10 @@ export function resolveSampleOptions(partial: Partial<SampleOptions> = {}): Samp
   return o;
 }
 
-/** Generate a completion for every prompt. Runs without gradients and disposes every tensor it makes. */
+/**
+ * Generate a completion for every prompt. Runs without gradients and disposes every tensor it
+ * makes. Synchronous: wasm and cpu only; `sampleAsync` runs on every backend.
+ */
 export function sample(
   model: GPT,
   tokenizer: Tokenizer,
@@ -75,6 +79,27 @@ export function sample(
   options: Partial<SampleOptions> = {},
   rng?: Rng,
 ): SampleResult[] {
+  return readSync(sampling(model, tokenizer, prompts, options, rng));
+}
+
+/** `sample`, reading each step's logits without blocking (WebGPU needs this). */
+export function sampleAsync(
+  model: GPT,
+  tokenizer: Tokenizer,
+  prompts: readonly (readonly number[])[],
+  options: Partial<SampleOptions> = {},
+  rng?: Rng,
+): Promise<SampleResult[]> {
+  return readAsync(sampling(model, tokenizer, prompts, options, rng));
+}
+
+function* sampling(
+  model: GPT,
+  tokenizer: Tokenizer,
+  prompts: readonly (readonly number[])[],
+  options: Partial<SampleOptions> = {},
+  rng?: Rng,
+): Reads<SampleResult[]> {
   const o = resolveSampleOptions(options);
   if (prompts.length === 0) throw new ConfigError('prompts', 'must not be empty');
   prompts.forEach((p, i) => {
@@ -128,13 +153,11 @@ export function sample(
         });
         if (prev) disposeCache(prev, out);
         cache = { keys: out.keys, values: out.values, length: seqs[0].length };
-        logits = out.logits.dataSync() as Float32Array;
-        out.logits.dispose();
+        logits = (yield* readAndDispose(out.logits)) as Float32Array;
       } else {
         const positions = seqs.map((row, b) => row.map((_, j) => positionOf(b, j)));
         const t = tf.tidy(() => model.forward(seqs, { positions, keyMask, head, lastOnly: true }).logits);
-        logits = t.dataSync() as Float32Array;
-        t.dispose();
+        logits = (yield* readAndDispose(t)) as Float32Array;
       }
 
       const V = logits.length / B;

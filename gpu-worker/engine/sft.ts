@@ -9,6 +9,7 @@ import { type SFTOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { maskedNll } from './losses';
 import { type GPT } from './model';
 import { targetLogProbs } from './ops';
+import { type Reads, readAsync, readSync } from './reads';
 import { type StepMetrics, TrainerCore, type TrainerState } from './trainer-core';
 
 /** SFT's options: names, defaults and their sources are in sdk/training-config.ts (sftOptionsSchema). */
@@ -31,14 +32,23 @@ export class SFTTrainer {
     this.core = new TrainerCore(model, this.config, this.config.seed);
   }
 
-  /** One optimiser step on `batch`. */
+  /** One optimiser step on `batch` (wasm and cpu; `stepAsync` on every backend). */
   step(batch: readonly Sequence[]): StepMetrics {
+    return readSync(this.steps(batch));
+  }
+
+  /** One optimiser step on `batch`, reading values without blocking (WebGPU needs this). */
+  stepAsync(batch: readonly Sequence[]): Promise<StepMetrics> {
+    return readAsync(this.steps(batch));
+  }
+
+  private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
     const { contextLength, vocabSize } = this.model.config;
     validateBatch(batch, { contextLength, vocabSize, needRewards: false });
     const t0 = performance.now();
     const b = prepareBatch(batch, 0);
 
-    const result = this.core.applyLoss(() => {
+    const result = yield* this.core.applyLoss(() => {
       const logits = this.model.forward(b.inputs, { training: true, rng: this.core.rng }).logits;
       const logp = targetLogProbs(logits, tf.tensor1d(b.targets, 'int32'));
       // Mean negative log-likelihood over the trainable tokens only.

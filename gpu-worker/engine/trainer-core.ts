@@ -6,7 +6,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { NonFiniteLossError } from './errors';
 import { type GPT } from './model';
-import { Adam, type OptimConfig, gradients, learningRateAt } from './optim';
+import { Adam, type OptimConfig, gradients, learningRateAt, sumOfSquares } from './optim';
+import { type Reads, type Values } from './reads';
 import { Rng, type RngState } from './rng';
 
 /** One row of metrics per trainer step; fields that do not apply to an algorithm are null. */
@@ -68,20 +69,41 @@ export class TrainerCore {
 
   /**
    * Differentiate `loss`, stop on a non-finite loss or gradient, else clip and apply Adam.
-   * Tensors that `loss` keeps (tf.keep) are the caller's to dispose.
+   * Tensors that `loss` keeps (tf.keep) are the caller's to dispose; `extra` (scalars, such as
+   * those kept metrics) are read in the same read as the loss and the gradient norm (one wait for
+   * the device per update on WebGPU), and their values returned in `extras`.
    */
-  applyLoss(loss: () => tf.Scalar): { loss: number; gradNorm: number; learningRate: number } {
+  *applyLoss(loss: () => tf.Scalar, extra: () => tf.Tensor[] = () => []): Reads<{ loss: number; gradNorm: number; learningRate: number; extras: number[] }> {
     const lr = this.learningRate();
     const { value, grads } = gradients(loss, this.vars);
-    const lossValue = value.dataSync()[0];
+    const list = [...grads.values()];
+    const sq = sumOfSquares(list);
+    const packed = tf.tidy(() => tf.concat([value.reshape([1]), sq, ...extra().map((t) => t.reshape([1]))]));
     value.dispose();
+    sq.dispose();
+    let read: Values;
+    try {
+      read = yield packed;
+    } catch (e) {
+      list.forEach((g) => g.dispose());
+      throw e;
+    } finally {
+      packed.dispose();
+    }
+    const [lossValue, sumSquares, ...extras] = read;
     if (!Number.isFinite(lossValue)) {
-      grads.forEach((g) => g.dispose());
+      list.forEach((g) => g.dispose());
       throw new NonFiniteLossError(this.step, this.lastCheckpoint);
     }
-    const gradNorm = this.adam.update(grads, lr);
+    const gradNorm = Math.sqrt(sumSquares);
+    this.adam.apply(grads, lr, gradNorm);
     if (!Number.isFinite(gradNorm)) throw new NonFiniteLossError(this.step, this.lastCheckpoint, 'gradient norm');
-    return { loss: lossValue, gradNorm, learningRate: lr };
+    return { loss: lossValue, gradNorm, learningRate: lr, extras };
+  }
+
+  /** Adam's moments (checkpoints read them: `prefetch` before `exportState` on WebGPU). */
+  momentTensors(): tf.Tensor[] {
+    return [...this.adam.m.values(), ...this.adam.v.values()];
   }
 
   exportState(algorithm: string, config: unknown): TrainerState {

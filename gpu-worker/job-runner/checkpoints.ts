@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint, type LoadedCheckpoint } from '../engine/checkpoint';
 import { type GPT } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
-import { type TrainerState } from '../engine/trainer-core';
+import { type TrainerCore, type TrainerState } from '../engine/trainer-core';
 import { type TrainingConfig } from '../../sdk/training-config';
 import { type JobSink, type UploadedCheckpoint } from './sink';
 
@@ -30,7 +30,7 @@ export interface RunnerNote {
 
 interface Savable {
   exportState(): TrainerState;
-  core: { lastCheckpoint: string | null };
+  core: Pick<TrainerCore, 'lastCheckpoint' | 'momentTensors'>;
 }
 
 export class CheckpointStore {

@@ -8,6 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import { inferenceJobConfigSchema, type InferenceJobConfig } from '../../sdk/job-config';
 import { type Assignment, type SampleDone, type SampleRequest } from '../../sdk/worker-protocol';
 import { type GPT, type KvCache } from '../engine/model';
+import { readAndDispose, readAsync } from '../engine/reads';
 import { Rng } from '../engine/rng';
 import { chooseToken, resolveSampleOptions } from '../engine/sampler';
 import { type Tokenizer } from '../engine/tokenizer';
@@ -84,8 +85,7 @@ async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: Infe
       });
       if (prev) disposeCache(prev);
       cache = { keys: out.keys, values: out.values, length: start + input[0].length };
-      const logits = out.logits.dataSync() as Float32Array;
-      out.logits.dispose();
+      const logits = (await readAsync(readAndDispose(out.logits))) as Float32Array;
       const { token, logprob } = chooseToken(logits, o, banned, rng);
       if (token === tok.eos) return void (await done('eos'));
       generated.push(token);

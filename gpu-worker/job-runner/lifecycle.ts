@@ -9,6 +9,7 @@ import type { Emitter } from './emit';
 import type { JobControl } from './sink';
 import { JobFailure, type JobResult } from './types';
 import { stepNumber } from '../../sdk/live';
+import { DeviceFaultError } from '../engine/webgpu';
 
 /** The reason a thrown error gives the user: a JobFailure's or a config issue's own words. */
 export function failureReason(e: unknown): string {
@@ -26,6 +27,8 @@ export async function failed(emit: Emitter, e: unknown): Promise<JobResult> {
   const reason = failureReason(e);
   emit.log('error', reason);
   await emit.flushLogs().catch(() => undefined);
+  // A lost GPU is the machine's fault: requeued. Out of memory is the job's size: it fails.
+  if (e instanceof DeviceFaultError && e.requeue) return { outcome: 'lost', reason };
   return { outcome: 'failed', reason };
 }
 

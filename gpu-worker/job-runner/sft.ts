@@ -54,7 +54,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       const interrupted = await stopBeforeStep(emit, control, step, checkpoint);
       if (interrupted) return interrupted;
       const batch = batchIndexes(sequences.length, training.batchSize, training.seed, step).map((i) => sequences[i]);
-      const metrics = trainer.step(batch);
+      const metrics = await trainer.stepAsync(batch);
       const number = stepNumber(step);
       await emit.metrics(number, { ...trainerMetrics(metrics), 'data/epoch': Math.floor((step * training.batchSize) / sequences.length) });
       if (number === 1 || number % 10 === 0 || number === training.steps) emit.log('info', `step ${number} of ${training.steps}: loss ${metrics.loss.toFixed(4)}`);

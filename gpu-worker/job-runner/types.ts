@@ -1,7 +1,8 @@
 /** What every kind of job returns, and the options the runner takes. */
 import type { InferenceChannel } from './inference-channel';
 
-export type JobOutcome = 'succeeded' | 'failed' | 'preempted' | 'cancelled';
+/** `lost`: the device failed under the job (see finishRequestSchema); it is requeued. */
+export type JobOutcome = 'succeeded' | 'failed' | 'preempted' | 'cancelled' | 'lost';
 
 export interface JobResult {
   outcome: JobOutcome;

@@ -92,7 +92,7 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
     for (let step = w.resume?.step ?? 0; step < ws.steps; step++) {
       const interrupted = await stopBeforeStep(w.emit, w.control, step, checkpoint, 'warm-start step');
       if (interrupted) return interrupted;
-      const metrics = trainer.step(batchIndexes(sequences.length, ws.batchSize, w.seed, step).map((i) => sequences[i]));
+      const metrics = await trainer.stepAsync(batchIndexes(sequences.length, ws.batchSize, w.seed, step).map((i) => sequences[i]));
       const epoch = Math.floor((step * ws.batchSize) / sequences.length);
       await w.emit.metrics(step, { ...warmStartMetrics(metrics, epoch), ...(step === 0 ? { 'warmstart/demonstrations': sequences.length } : {}) });
       if (step % 50 === 0 || step === ws.steps - 1) w.emit.log('info', `warm-start step ${step}: loss ${metrics.loss.toFixed(4)}`);

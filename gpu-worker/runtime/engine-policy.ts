@@ -4,23 +4,23 @@
  */
 import { type GPT } from '../engine/model';
 import { Rng } from '../engine/rng';
-import { sample } from '../engine/sampler';
+import { sampleAsync } from '../engine/sampler';
 import { type StepMetrics } from '../engine/trainer-core';
 import { type Policy, type Sequence, type Tokenizer, type Trainer } from './policy';
 
 export function modelPolicy(model: GPT, tokenizer: Tokenizer): Policy {
   return {
     async generate(prompts, options) {
-      return sample(model, tokenizer, prompts, { maxTokens: options.maxTokens, temperature: options.temperature, stop: options.stop }, new Rng(options.seed));
+      return sampleAsync(model, tokenizer, prompts, { maxTokens: options.maxTokens, temperature: options.temperature, stop: options.stop }, new Rng(options.seed));
     },
   };
 }
 
-/** Wraps any engine trainer (SFT, GRPO, PPO: `step(batch) -> StepMetrics`). */
-export function engineTrainer(trainer: { step(batch: readonly Sequence[]): StepMetrics }): Trainer {
+/** Wraps any engine trainer (SFT, GRPO, PPO: `stepAsync(batch) -> StepMetrics`, which runs on every backend). */
+export function engineTrainer(trainer: { stepAsync(batch: readonly Sequence[]): Promise<StepMetrics> }): Trainer {
   return {
     async train(batch) {
-      const metrics = trainer.step(batch);
+      const metrics = await trainer.stepAsync(batch);
       const numeric: Record<string, number> = {};
       for (const [key, value] of Object.entries(metrics)) if (typeof value === 'number') numeric[key] = value;
       return numeric;

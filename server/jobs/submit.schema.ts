@@ -9,7 +9,7 @@ export const submitInput = z.object({
   experimentId: z.string().min(1).max(64).optional(),
   priority: z.number().int().min(0).max(PRIORITY_CAP).default(0),
   deviceCount: z.number().int().min(1).max(64).default(1),
-  deviceKind: z.enum(['CUDA', 'CPU', 'WASM']).optional(),
+  deviceKind: z.enum(['CUDA', 'WEBGPU', 'CPU', 'WASM']).optional(),
   memoryBytes: z.number().int().min(0).max(2 ** 50).default(0),
   timeLimitSeconds: z.number().int().min(1).max(30 * 86400).optional(),
   maxAttempts: z.number().int().min(1).max(20).default(3),

@@ -29,7 +29,7 @@
  *    workers or the shared pool), are all of one kind (the requested one, or any one kind when
  *    none is requested), and each has at least the requested memory. Among workers that fit: the
  *    team's own workers first, then the tightest fit (fewest free matching devices left, to keep
- *    large holes for large gangs), then CUDA, CPU, WASM, then the worker id.
+ *    large holes for large gangs), then CUDA, WEBGPU, CPU, WASM, then the worker id.
  *
  * 5. Reservations and backfill. A job that cannot be placed for lack of devices (and cannot
  *    preempt) reserves one worker: the soonest expected start, then the fewest devices held by
@@ -88,7 +88,7 @@ import {
 } from './reasons';
 
 const NONE: ReadonlySet<never> = new Set();
-const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'CPU', 'WASM'];
+const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'WEBGPU', 'CPU', 'WASM'];
 
 // ───────────────────────────── working state ─────────────────────────────
 
@@ -165,7 +165,7 @@ interface State {
   holders: number;
 }
 
-const zero = (): KindCount => ({ CUDA: 0, CPU: 0, WASM: 0 });
+const zero = (): KindCount => ({ CUDA: 0, WEBGPU: 0, CPU: 0, WASM: 0 });
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const userKey = (teamId: string, ownerId: string): string => `${teamId}\u0000${ownerId}`;
 

@@ -4,7 +4,7 @@
 // bytes as a number (Prisma's BigInt converted with Number(), exact below 8 PiB).
 
 /** Mirrors Prisma's `DeviceKind`. */
-export type DeviceKind = 'CUDA' | 'CPU' | 'WASM';
+export type DeviceKind = 'CUDA' | 'WEBGPU' | 'CPU' | 'WASM';
 
 /** Mirrors Prisma's `WorkerState`. Only ONLINE workers take new work. */
 export type WorkerState = 'ONLINE' | 'DRAINING' | 'OFFLINE' | 'REVOKED';

@@ -43,6 +43,25 @@ describe('attempt calls', () => {
     }
   });
 
+  it('requeues a job whose attempt ended lost (its device failed), with backoff, and fails it once its attempts are used', async () => {
+    const job = await t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {}, maxAttempts: 2 } });
+    const calls = createAttemptCalls(t.db, () => {});
+    const ref = { workerId };
+    const lose = async () => {
+      const [{ assignment: a }] = await placeBatch(t.db, [{ jobId: job.id, workerId, deviceIndexes: [0], backfill: false, reason: 'test' }], new Date());
+      const fence = { attemptId: a.attemptId, fencingToken: a.fencingToken };
+      await calls.start(ref, fence);
+      return calls.finish(ref, { ...fence, outcome: 'lost', reason: 'DeviceFaultError: WebGPU device lost: unknown', exitCode: 1 });
+    };
+    expect(await lose()).toEqual({ state: 'QUEUED' });
+    const queued = await t.db.job.findUniqueOrThrow({ where: { id: job.id } });
+    expect(queued.waitingReason).toMatch(/retrying after: lost: DeviceFaultError: WebGPU device lost/);
+    expect(queued.notBefore!.getTime()).toBeGreaterThan(queued.queuedAt.getTime());
+    await t.db.job.update({ where: { id: job.id }, data: { notBefore: null } });
+    expect(await lose()).toEqual({ state: 'FAILED' });
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: job.id } })).failureReason).toMatch(/WebGPU device lost.*gave up after 2 lost attempts/);
+  });
+
   it("answers each call of a batch for itself: a wrong token or another worker's call for an attempt is refused while its own starts and finishes it", async () => {
     const jobs = await Promise.all(Array.from({ length: 2 }, () => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', config: {} } })));
     const placed = await placeBatch(t.db, jobs.map((j, i) => ({ jobId: j.id, workerId, deviceIndexes: [i], backfill: false, reason: 'test' })), new Date());

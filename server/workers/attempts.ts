@@ -10,7 +10,7 @@ import { Prisma } from '../db/generated/prisma/client';
 import { groupCommit } from '../db/group-commit';
 import type { JobChanged } from '../scheduler/job-changes';
 import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/notify';
-import { recordEvent, stoppedState } from '../scheduler/transitions';
+import { endAttemptAndRequeue, recordEvent, stoppedState } from '../scheduler/transitions';
 import { attemptFenced, fencingTokenOf, notYourAttempt, Refusal } from './refusal';
 
 /** Who calls: a worker known by its connection (socket.io), or by its credential's hash (HTTP). */
@@ -204,6 +204,12 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
     const now = new Date();
     const actor = { type: 'WORKER' as const, id: worker.id };
     const from = attempt.job.state;
+    if (input.outcome === 'lost') {
+      const requeued = await db.$transaction((tx) => endAttemptAndRequeue(tx, attempt, `lost: ${input.reason || 'the device failed'}`, actor, now));
+      jobChanged(attempt.job.teamId, attempt.jobId);
+      await notifyScheduler(db, `job ${attempt.jobId} ${requeued}`);
+      return { state: requeued };
+    }
     const state = await db.$transaction(async (tx) => {
       await tx.jobAttempt.update({
         where: { id: attempt.id },

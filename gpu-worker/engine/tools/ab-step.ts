@@ -24,7 +24,7 @@ const arms = [true, false].map((on) => {
   };
   return { on, step };
 });
-const times = timeSteps(arms.map((arm) => arm.step), steps, 2);
+const times = await timeSteps(arms.map((arm) => arm.step), steps, 2);
 arms.forEach((arm, i) => {
   const wall = minMedian(times[i].wall);
   const cpu = minMedian(times[i].cpu);

@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../backend';
 import { GPT } from '../model';
-import { sample } from '../sampler';
+import { sampleAsync } from '../sampler';
 import { CharTokenizer } from '../tokenizer';
 
 const report = await initBackend();
@@ -14,9 +14,9 @@ const tok = new CharTokenizer();
 const model = new GPT({ vocabSize: tok.vocabSize, layers: 2, width: 64, heads: 4, contextLength: 96 });
 const prompts = Array.from({ length: 64 }, (_, i) => [tok.bos, ...tok.encode(`${i}+${(i * 7) % 50}=`)]);
 const useCache = process.argv[3] !== 'recompute';
-const run = () => sample(model, tok, prompts, { maxTokens: 64, temperature: 1, stopAtEos: false, seed: 1, useCache });
-run();
-run();
+const run = () => sampleAsync(model, tok, prompts, { maxTokens: 64, temperature: 1, stopAtEos: false, seed: 1, useCache });
+await run();
+await run();
 const stats = new Map<string, { n: number; ms: number; min: number }>();
 let on = false;
 for (const k of tf.getKernelsForBackend(report.backend)) {
@@ -39,7 +39,7 @@ const steps = 64 * runs;
 on = true;
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-for (let i = 0; i < runs; i++) run();
+for (let i = 0; i < runs; i++) await run();
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
 on = false;

@@ -1,6 +1,8 @@
 /**
  * Kernel profile of one small SFT step: count and wall time per kernel name, by wrapping every
  * registered kernel of the current backend. `npx tsx gpu-worker/engine/tools/profile-step.ts`
+ * On WebGPU a kernel's time is its dispatch (recording the GPU's work), not the GPU's work: a step's
+ * wall time against its CPU time tells whether the CPU (dispatch) or the GPU bounds it.
  */
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../backend';
@@ -20,7 +22,7 @@ const { layers, width, heads, ctx, batch } = stepShape(process.argv[2]);
 const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextLength: ctx });
 const trainer = new SFTTrainer(model, { warmupSteps: 0 });
 const data = randomBatch(tok, rng, batch, ctx);
-for (let i = 0; i < 3; i++) trainer.step(data);
+for (let i = 0; i < 3; i++) await trainer.stepAsync(data);
 // Wrapped after the warm-up steps, so that kernels registered on first use are included.
 for (const k of tf.getKernelsForBackend(report.backend)) {
   const f = k.kernelFunc;
@@ -44,7 +46,7 @@ const steps = Number(process.argv[3] ?? 10);
 on = true;
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-for (let i = 0; i < steps; i++) trainer.step(data);
+for (let i = 0; i < steps; i++) await trainer.stepAsync(data);
 const wall = (performance.now() - t0) / steps;
 const cpu = process.cpuUsage(c0);
 on = false;

@@ -30,19 +30,19 @@ export function randomBatch(tok: CharTokenizer, rng: Rng, batch: number, ctx: nu
  * Wall and CPU milliseconds of each step of each arm: `warmup` untimed rounds, then `steps` timed
  * ones, every round running the arms in turn (so that alternated arms see the same machine load).
  */
-export function timeSteps(arms: Array<() => void>, steps: number, warmup: number): Array<{ wall: number[]; cpu: number[] }> {
+export async function timeSteps(arms: Array<() => unknown>, steps: number, warmup: number): Promise<Array<{ wall: number[]; cpu: number[] }>> {
   const times = arms.map(() => ({ wall: [] as number[], cpu: [] as number[] }));
   for (let i = 0; i < warmup + steps; i++) {
-    arms.forEach((step, a) => {
+    for (const [a, step] of arms.entries()) {
       const c0 = process.cpuUsage();
       const t0 = performance.now();
-      step();
+      await step();
       const wall = performance.now() - t0;
       const c = process.cpuUsage(c0);
-      if (i < warmup) return;
+      if (i < warmup) continue;
       times[a].wall.push(wall);
       times[a].cpu.push((c.user + c.system) / 1000);
-    });
+    }
   }
   return times;
 }

@@ -19,8 +19,8 @@ const model = new GPT({ vocabSize: tok.vocabSize, layers, width, heads, contextL
 const trainer = new SFTTrainer(model, { warmupSteps: 0 });
 const data = randomBatch(tok, rng, batch, ctx);
 let loss = 0;
-const step = () => {
-  loss = trainer.step(data).loss;
+const step = async () => {
+  loss = (await trainer.stepAsync(data)).loss;
 };
-const [{ wall, cpu }] = timeSteps([step], steps, 3);
+const [{ wall, cpu }] = await timeSteps([step], steps, 3);
 console.log(JSON.stringify({ wall: minMedian(wall), cpu: minMedian(cpu), loss: Number(loss.toFixed(5)) }));

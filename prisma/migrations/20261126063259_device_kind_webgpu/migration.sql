@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "DeviceKind" ADD VALUE 'WEBGPU';
