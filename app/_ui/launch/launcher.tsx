@@ -3,21 +3,12 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { CheckCircle2, Clock, Copy, Rocket, RotateCcw } from 'lucide-react';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useDeferredValue, useEffect, useMemo, useState } from 'react';
-import { ALGORITHMS, describeOptions, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
+import { ALGORITHMS, describeOptions, OPTION_GROUP_TITLES, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
 import { cliCommand, flattenOverrides, nestOverrides, parseField } from './config-text';
 
-const GROUPS: { id: OptionGroup; title: string }[] = [
-  { id: 'run', title: 'Run' },
-  { id: 'optimiser', title: 'Optimiser' },
-  { id: 'sampling', title: 'Sampling' },
-  { id: 'grpo', title: 'GRPO' },
-  { id: 'ppo', title: 'PPO' },
-  { id: 'multi-agent', title: 'Multi-agent' },
-  { id: 'warm-start', title: 'Warm start (imitation before RL)' },
-  { id: 'model', title: 'Model (a new policy)' },
-];
+const GROUPS = Object.entries(OPTION_GROUP_TITLES).map(([id, title]) => ({ id: id as OptionGroup, title }));
 
 /** Model size presets for a new policy (the model group's options, filled in). */
 const PRESETS: { id: string; label: string; model: Record<string, number> }[] = [
