@@ -37,6 +37,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 /** `server/main.ts` as `npm start` runs it, on a free port, in a home of its own. */
 async function startServer() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-ui-'));
+  fs.chmodSync(home, 0o755); // as root, the embedded PostgreSQL runs as "postgres", which must enter it
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
     cwd: repoRoot,
     env: { ...process.env, PORT: '0', WHETSTONE_HOME: home, DATABASE_URL: '' },
