@@ -184,7 +184,9 @@ test('second journey: a dataset with one bad line is refused at that line, fixed
   // The launcher: SFT on that dataset (the demonstrations), a short run.
   await page.goto(`${whetstone.url}/teams/${teamId}/launch`);
   await expect(page.getByRole('heading', { level: 1, name: 'Launch a run' })).toBeVisible();
-  await page.getByRole('radio', { name: 'SFT' }).check();
+  const sft = page.getByRole('radio', { name: 'SFT' });
+  await sft.click();
+  await expect(sft).toBeChecked();
   await expect(page.getByText('This run needs a dataset')).toBeVisible();
   const dataset = page.getByLabel('Demonstrations (dataset)');
   await dataset.selectOption({ label: 'sft-sums.jsonl · v1 · 13 rows' });
@@ -237,14 +239,11 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   const teamId = teamIdOf(page);
   await expect(page.getByRole('button', { name: /Jump to or run/ })).toBeVisible();
 
-  // The palette: New environment from template…
-  const palette = page.getByRole('dialog', { name: 'Command palette' });
-  await expect(async () => {
-    await page.keyboard.press('Control+k');
-    await expect(palette).toBeVisible({ timeout: 1_000 });
-  }).toPass({ timeout: 30_000 });
-  await page.keyboard.type('new environment');
-  await expect(palette.getByRole('option', { name: /New environment from template/ })).toBeVisible();
+  // The rail's Environments, then New environment (the palette's keys have a test of their own).
+  await tabTo(page, page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Environments' }));
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`${whetstone.url}/teams/${teamId}/environments`);
+  await tabTo(page, page.getByRole('link', { name: 'New environment' }));
   await page.keyboard.press('Enter');
   await page.waitForURL(`${whetstone.url}/teams/${teamId}/environments/new`);
 
@@ -253,7 +252,7 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   await expect(name).toBeFocused();
   await tabTo(page, page.getByRole('radio', { name: /^Bandit/ }), { back: true });
   await page.keyboard.press('ArrowDown');
-  await expect(page.getByRole('radio', { name: /^Math\b/ })).toBeChecked();
+  await expect(page.getByRole('radio', { name: /^Math Single-turn/ })).toBeChecked();
   await page.keyboard.press('ArrowUp');
   await expect(page.getByRole('radio', { name: /^Bandit/ })).toBeChecked();
   await tabTo(page, name);
@@ -280,7 +279,7 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   await expect(playTab).toHaveAttribute('aria-selected', 'true');
   await tabTo(page, page.getByRole('button', { name: 'Play an episode' }));
   await page.keyboard.press('Enter');
-  const action = page.getByLabel('Your action');
+  const action = page.getByRole('textbox', { name: 'Your action' });
   await tabTo(page, action);
   await page.keyboard.type('C');
   await page.keyboard.press('Enter');

@@ -162,7 +162,7 @@ test('planted markup in every kind of untrusted text shows as text and never run
     files: { 'env.ts': PLANTED_ENV, 'README.md': PLANTED_README },
     manifest: {
       name: 'planted', version: '0.1.0', description: `manifest ${PLANT}`, kind: 'single-turn', entry: 'env.ts', agents: ['agent'],
-      limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 4 }, training: { algorithm: 'grpo', steps: 1, batchSize: 2, groupSize: 2, evalEvery: 0 },
+      limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 4 }, training: { algorithm: 'grpo', steps: 1, batchSize: 2, groupSize: 2 },
     },
   });
   const dataset = await trpc<{ datasetId: string }>(page, url, 'datasets.upload', 'mutation', {
@@ -200,7 +200,7 @@ test('planted markup in every kind of untrusted text shows as text and never run
   // The play console: the observation, the user's completion (the plant, typed) and the info.
   await page.getByRole('tab', { name: 'Play' }).click();
   await page.getByRole('button', { name: 'Play an episode' }).click();
-  const action = page.getByLabel('Your action');
+  const action = page.getByRole('textbox', { name: 'Your action' });
   await expect(action).toBeVisible({ timeout: 60_000 });
   await expect(page.locator('.play-log')).toContainText(`observation ${PLANT}`);
   await action.fill(PLANT);

@@ -302,7 +302,7 @@ export function PlayPanel({
       {session && !state.done ? (
         <form
           className="play-input"
-          aria-label="Your action"
+          aria-label="Send an action"
           onSubmit={(e) => {
             e.preventDefault();
             send();

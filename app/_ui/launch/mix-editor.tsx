@@ -2,7 +2,7 @@
 import { Plus, RotateCcw, X } from 'lucide-react';
 
 /** What plays the seats a learner does not: a bot of the environment, or the learner itself. */
-export const SELF_PLAY = 'frozen:policy';
+const SELF_PLAY = 'frozen:policy';
 
 function opponentLabel(key: string): string {
   return key === SELF_PLAY ? 'self-play (a frozen copy of the learning policy)' : `bot ${key}`;
