@@ -172,7 +172,11 @@ export function PlayPanel({
       },
     }),
   );
-  useEffect(() => endRef.current?.scrollIntoView({ block: 'nearest' }), [turns.length, autoplayed]);
+  // A block, not an expression: Chromium's scrollIntoView now returns a promise, which React would
+  // take for the effect's cleanup and call (a crash of the page at the next turn).
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [turns.length, autoplayed]);
   // Leaving the page or the tab ends the session rather than waiting for the idle timeout.
   const sessionId = session?.sessionId;
   const closeSession = close.mutate;
