@@ -52,7 +52,7 @@ function SplitRows({ teamId, versionId, rowCount, label }: { teamId: string; ver
   if (rows.isError) return <ErrorNote error={rows.error} />;
   return (
     <>
-      <RowList rows={rows.data.rows} offset={offset} />
+      <RowList rows={rows.data.rows} offset={offset} compact />
       <Pager page={page} pageSize={PAGE_SIZE} total={rowCount} onPage={setPage} label={`Pages of ${label} rows`} />
     </>
   );
