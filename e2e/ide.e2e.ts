@@ -89,8 +89,8 @@ test('IDE journey: a new environment from the bandit template, a type error and 
   await page.getByRole('link', { name: 'Launch…' }).click();
   await page.waitForURL(/\/launch\?/);
   await expect(page.getByRole('heading', { level: 1, name: 'Launch a run' })).toBeVisible();
-  await page.getByLabel('learningRate').fill('0.002');
-  await expect(page.getByLabel('learningRate')).toHaveValue('0.002');
+  await page.getByLabel('learningRate', { exact: true }).fill('0.002');
+  await expect(page.getByLabel('learningRate', { exact: true })).toHaveValue('0.002');
   await page.getByLabel('steps', { exact: true }).fill('oops');
   await expect(page.getByText('write a number')).toBeVisible();
   await page.getByLabel('steps', { exact: true }).fill('40');

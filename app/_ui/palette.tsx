@@ -3,23 +3,39 @@ import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
 import { FilePlus2, Moon, Rocket, Search } from 'lucide-react';
 import { useRouter } from 'next/navigation';
-import { useEffect, useState } from 'react';
+import { createContext, type ReactNode, useContext, useEffect, useMemo, useState } from 'react';
 import { useTRPC } from '../trpc';
 import { TEAM_PAGES, teamSections } from './rail';
 import { useThemeChoice } from './theme';
 
-/** Opens with Ctrl/Cmd-K anywhere; the top bar's search button opens it too. */
-export function usePaletteShortcut(open: () => void) {
+/**
+ * Whether the palette is open, kept above the pages: a navigation (the home page handing over to
+ * the team's page, a link followed) keeps it open rather than dropping what the user started.
+ * Ctrl/Cmd-K anywhere opens it.
+ */
+const PaletteContext = createContext<{ open: boolean; setOpen: (open: boolean) => void }>({ open: false, setOpen: () => {} });
+
+export function PaletteProvider({ children }: { children: ReactNode }) {
+  const [open, setOpen] = useState(false);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
         e.preventDefault();
-        open();
+        // The editor takes Ctrl-K as the start of a chord and keeps the key to itself: the
+        // palette listens in the capture phase, before it, and the editor never sees this key.
+        e.stopPropagation();
+        setOpen(true);
       }
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [open]);
+    window.addEventListener('keydown', onKey, { capture: true });
+    return () => window.removeEventListener('keydown', onKey, { capture: true });
+  }, []);
+  const value = useMemo(() => ({ open, setOpen }), [open]);
+  return <PaletteContext.Provider value={value}>{children}</PaletteContext.Provider>;
+}
+
+export function usePalette() {
+  return useContext(PaletteContext);
 }
 
 export function PaletteButton({ onOpen }: { onOpen: () => void }) {
@@ -58,7 +74,7 @@ export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string
   const base = teamId ? `/teams/${teamId}` : '';
 
   return (
-    <Command.Dialog open={open} onOpenChange={onOpenChange} label="Command palette" className="palette" overlayClassName="palette-overlay">
+    <Command.Dialog open={open} onOpenChange={onOpenChange} label="Command palette" contentClassName="palette" overlayClassName="palette-overlay">
       <div className="palette-input">
         <Search size={16} aria-hidden="true" />
         <Command.Input value={search} onValueChange={setSearch} placeholder="Jump to a page, environment or run, or type an action…" />
@@ -76,7 +92,8 @@ export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string
                 <Rocket size={15} aria-hidden="true" /> Launch run…
               </Command.Item>
               <Command.Item
-                value="action toggle theme dark light"
+                value={`action switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}
+                keywords={['toggle', 'theme', 'dark', 'light', 'colours']}
                 onSelect={() => {
                   setTheme(theme === 'dark' ? 'light' : 'dark');
                   onOpenChange(false);

@@ -172,8 +172,7 @@ export function PlayPanel({
       },
     }),
   );
-  // A block, not an expression: Chromium's scrollIntoView now returns a promise, which React would
-  // take for the effect's cleanup and call (a crash of the page at the next turn).
+  // In braces: scrollIntoView returns a promise in current browsers, and an effect may return only its clean-up.
   useEffect(() => {
     endRef.current?.scrollIntoView({ block: 'nearest' });
   }, [turns.length, autoplayed]);
@@ -306,7 +305,7 @@ export function PlayPanel({
       {session && !state.done ? (
         <form
           className="play-input"
-          aria-label="Send an action"
+          aria-label="Act as the agent"
           onSubmit={(e) => {
             e.preventDefault();
             send();
