@@ -289,7 +289,7 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   await tabTo(page, page.getByRole('link', { name: 'Launch…' }), { back: true });
   await page.keyboard.press('Enter');
   await page.waitForURL(/\/launch\?/);
-  const learningRate = page.getByLabel('learningRate');
+  const learningRate = page.getByLabel('learningRate', { exact: true });
   await tabTo(page, learningRate);
   await page.keyboard.type('0.003');
   await expect(page.getByText(/starts now|waits/)).toBeVisible({ timeout: 60_000 });
