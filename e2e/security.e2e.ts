@@ -154,7 +154,8 @@ test('planted markup in every kind of untrusted text shows as text and never run
   const base = `${url}/teams/${teamId}`;
 
   // Plant: the environment (code, README, manifest description), a dataset (name, description,
-  // rows), and a one-step run on the environment (its logs, rollouts, metrics).
+  // rows), and a one-step run on the environment (its logs, rollouts, metrics; a context long
+  // enough for the planted prompt, so that episodes reach the reward and its info's metric).
   const saved = await trpc<{ environmentId: string; versionId: string }>(page, url, 'environments.saveVersion', 'mutation', {
     teamId,
     name: 'planted',
@@ -162,7 +163,7 @@ test('planted markup in every kind of untrusted text shows as text and never run
     files: { 'env.ts': PLANTED_ENV, 'README.md': PLANTED_README },
     manifest: {
       name: 'planted', version: '0.1.0', description: `manifest ${PLANT}`, kind: 'single-turn', entry: 'env.ts', agents: ['agent'],
-      limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 4 }, training: { algorithm: 'grpo', steps: 1, batchSize: 2, groupSize: 2 },
+      limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 4 }, training: { algorithm: 'grpo', steps: 1, batchSize: 2, groupSize: 2, model: { contextLength: 1024 } },
     },
   });
   const dataset = await trpc<{ datasetId: string }>(page, url, 'datasets.upload', 'mutation', {
