@@ -1,5 +1,6 @@
 import type { Page } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
+import { trpc } from './helpers';
 
 // The app's own scripts run under the Content-Security-Policy, every script of a page carries
 // the answer's nonce, and the installable app: manifest, icons, service worker, and its page for
@@ -114,16 +115,6 @@ export default defineSingleTurn<{ n: number }>({
 `;
 
 const PLANTED_README = `# Planted\n\nraw ${PLANT}\n\n[md-js-link](javascript:window.__pwned=1) and <a href="javascript:alert(1)">raw-link</a>\n`;
-
-/** A tRPC call with the page's session. */
-async function trpc<T>(page: Page, url: string, path: string, kind: 'query' | 'mutation', input: unknown): Promise<T> {
-  const response =
-    kind === 'query'
-      ? await page.request.get(`${url}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await page.request.post(`${url}/api/trpc/${path}`, { data: { json: input }, headers: { origin: url } });
-  expect(response.ok(), `${path}: ${await response.text()}`).toBe(true);
-  return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
-}
 
 /** Nothing planted became markup or ran: no flag, no dialog, no element made from the plant, no CSP refusal. */
 async function expectNothingRan(page: Page, dialogs: string[], where: string) {
