@@ -170,7 +170,7 @@ test('second journey: a dataset with one bad line is refused at that line, fixed
   await upload.getByLabel('Choose file').setInputFiles({ name: 'sft-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(broken.join('\n')) });
   await upload.getByRole('button', { name: 'Upload' }).click();
   const refused = upload.getByRole('alert');
-  await expect(refused).toContainText('1 line has a problem');
+  await expect(refused).toContainText('1 line has a problem', { timeout: 60_000 });
   await expect(refused.getByRole('list', { name: 'Problems by line' }).getByRole('listitem')).toHaveText([/^line 3\s*not JSON/]);
   await expect(upload.getByLabel('Name', { exact: true })).toHaveValue('sft-sums.jsonl');
   await screenshots(page, 'dataset-refused');
@@ -179,7 +179,7 @@ test('second journey: a dataset with one bad line is refused at that line, fixed
   const fixed = [...rows.slice(0, 2), '{"prompt": "9+1=", "completion": "10"}', ...rows.slice(2)];
   await upload.getByLabel('Choose file').setInputFiles({ name: 'sft-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(fixed.join('\n')) });
   await upload.getByRole('button', { name: 'Upload' }).click();
-  await expect(upload.getByText(/Stored sft-sums\.jsonl version 1: 13 rows/)).toBeVisible();
+  await expect(upload.getByText(/Stored sft-sums\.jsonl version 1: 13 rows/)).toBeVisible({ timeout: 60_000 });
 
   // The launcher: SFT on that dataset (the demonstrations), a short run.
   await page.goto(`${whetstone.url}/teams/${teamId}/launch`);
@@ -187,7 +187,7 @@ test('second journey: a dataset with one bad line is refused at that line, fixed
   const sft = page.getByRole('radio', { name: 'SFT' });
   await sft.click();
   await expect(sft).toBeChecked();
-  await expect(page.getByText('This run needs a dataset')).toBeVisible();
+  await expect(page.getByText('This run needs a dataset')).toBeVisible({ timeout: 30_000 });
   const dataset = page.getByLabel('Demonstrations (dataset)');
   await dataset.selectOption({ label: 'sft-sums.jsonl · v1 · 13 rows' });
   const datasetVersionId = await dataset.inputValue();
@@ -208,7 +208,7 @@ test('second journey: a dataset with one bad line is refused at that line, fixed
     }, { timeout: 180_000 })
     .toMatch(new RegExp(`^SFT (RUNNING|SUCCEEDED) ${datasetVersionId}$`));
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Runs' }).click();
-  await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(jobId) })).toBeVisible();
+  await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(jobId) })).toBeVisible({ timeout: 30_000 });
   watch.expectClean();
   await context.close();
 });
