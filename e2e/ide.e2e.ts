@@ -279,7 +279,7 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   const playTab = page.getByRole('tab', { name: 'Play' });
   await tabTo(page, playTab);
   await page.keyboard.press('Enter');
-  await expect(playTab).toHaveAttribute('aria-selected', 'true');
+  await expect(playTab).toHaveAttribute('aria-selected', 'true', { timeout: 30_000 });
   await tabTo(page, page.getByRole('button', { name: 'Play an episode' }));
   await page.keyboard.press('Enter');
   const action = page.getByRole('textbox', { name: 'Your action' });

@@ -167,7 +167,7 @@ test('planted markup in every kind of untrusted text shows as text and never run
 
   // The environments list: the description.
   await page.goto(`${base}/environments`);
-  await expect(page.getByRole('link', { name: 'planted', exact: true })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'planted', exact: true })).toBeVisible({ timeout: 30_000 });
   await expect(page.getByText('js-link').first()).toBeVisible();
   await expectNothingRan(page, dialogs, 'environments');
 
@@ -184,7 +184,7 @@ test('planted markup in every kind of untrusted text shows as text and never run
   // The README, rendered as safe Markdown: raw HTML stays text, the javascript: link is no link.
   await page.getByRole('navigation', { name: 'Files' }).getByRole('button', { name: /README\.md/ }).click();
   const preview = page.getByRole('region', { name: 'Preview' });
-  await expect(preview.getByRole('heading', { name: 'Planted' })).toBeVisible();
+  await expect(preview.getByRole('heading', { name: 'Planted' })).toBeVisible({ timeout: 30_000 });
   await expect(preview).toContainText('md-js-link');
   await expect(preview.getByRole('link')).toHaveCount(0);
   await expectNothingRan(page, dialogs, 'editor, README');
@@ -206,23 +206,23 @@ test('planted markup in every kind of untrusted text shows as text and never run
 
   // Datasets: the list (name, description) and the rows.
   await page.goto(`${base}/datasets`);
-  await expect(page.getByRole('table', { name: 'Datasets' })).toContainText(`description ${PLANT}`);
+  await expect(page.getByRole('table', { name: 'Datasets' })).toContainText(`description ${PLANT}`, { timeout: 30_000 });
   await expectNothingRan(page, dialogs, 'datasets');
   await page.goto(`${base}/datasets/${dataset.datasetId}`);
-  await expect(page.getByRole('list', { name: 'Rows 1 to 2' })).toContainText('</textarea><script>');
+  await expect(page.getByRole('list', { name: 'Rows 1 to 2' })).toContainText('</textarea><script>', { timeout: 30_000 });
   await expectNothingRan(page, dialogs, 'dataset rows');
 
   // The run: its state, logs and metrics (one named by the planted info key).
   await page.goto(`${base}/runs/${job.id}`);
   await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 240_000 });
   // The metric named by the planted info key is listed by its name, as text.
-  await expect(page.getByRole('option', { name: 'env/<img_src=x_onerror=alert(1)>' })).toHaveCount(1);
+  await expect(page.getByRole('option', { name: 'env/<img_src=x_onerror=alert(1)>' })).toHaveCount(1, { timeout: 30_000 });
   await expectNothingRan(page, dialogs, 'run');
   for (const tab of ['Logs', 'Config', 'Matches', 'Checkpoints']) {
     const t = page.getByRole('tab', { name: tab });
     if ((await t.count()) === 0) continue;
     await t.click();
-    await expect(page.getByRole('tabpanel')).toBeVisible();
+    await expect(page.getByRole('tabpanel')).toBeVisible({ timeout: 30_000 });
     await expectNothingRan(page, dialogs, `run, ${tab}`);
   }
   csp.expectNoneRefused();
