@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from './test-support/test-database';
+import { ensureNextBuild } from './next-app';
 import { repoRoot } from './paths';
 import { waitUntil } from './test-support/reliability/harness';
 
@@ -80,6 +81,12 @@ async function stop(s: Started, group = false): Promise<{ code: number | null; m
 }
 
 describe('npm start', () => {
+  // The web app is built once, before these tests, with a bound that a loaded machine's first
+  // `next build` fits (minutes on a fresh clone): the tests below time `npm start`, not the build.
+  beforeAll(async () => {
+    await ensureNextBuild(() => {});
+  }, 1_800_000);
+
   it('starts on the embedded PostgreSQL, serves health and the web app, stops on Ctrl-C, and keeps its data', async () => {
     const home = tempHome();
     const first = start({ WHETSTONE_HOME: home });

@@ -3,20 +3,31 @@ import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
 import { FilePlus2, Moon, Rocket, Search } from 'lucide-react';
 import { useRouter } from 'next/navigation';
-import { createContext, type ReactNode, useContext, useEffect, useMemo, useState } from 'react';
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { useTRPC } from '../trpc';
 import { TEAM_PAGES, teamSections } from './rail';
 import { useThemeChoice } from './theme';
 
 /**
- * Whether the palette is open, kept above the pages: a navigation (the home page handing over to
- * the team's page, a link followed) keeps it open rather than dropping what the user started.
- * Ctrl/Cmd-K anywhere opens it.
+ * Whether the palette is open and what is typed in it, kept above the pages: a navigation (the
+ * home page handing over to the team's page, a page's shell rendered anew once its data loads)
+ * keeps both rather than dropping what the user started. Ctrl/Cmd-K anywhere opens it.
  */
-const PaletteContext = createContext<{ open: boolean; setOpen: (open: boolean) => void }>({ open: false, setOpen: () => {} });
+interface PaletteState {
+  open: boolean;
+  setOpen: (open: boolean) => void;
+  search: string;
+  setSearch: (search: string) => void;
+}
+const PaletteContext = createContext<PaletteState>({ open: false, setOpen: () => {}, search: '', setSearch: () => {} });
 
 export function PaletteProvider({ children }: { children: ReactNode }) {
-  const [open, setOpen] = useState(false);
+  const [open, setOpenState] = useState(false);
+  const [search, setSearch] = useState('');
+  const setOpen = useCallback((next: boolean) => {
+    setOpenState(next);
+    if (!next) setSearch('');
+  }, []);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
@@ -24,13 +35,13 @@ export function PaletteProvider({ children }: { children: ReactNode }) {
         // The editor takes Ctrl-K as the start of a chord and keeps the key to itself: the
         // palette listens in the capture phase, before it, and the editor never sees this key.
         e.stopPropagation();
-        setOpen(true);
+        setOpenState(true);
       }
     };
     window.addEventListener('keydown', onKey, { capture: true });
     return () => window.removeEventListener('keydown', onKey, { capture: true });
   }, []);
-  const value = useMemo(() => ({ open, setOpen }), [open]);
+  const value = useMemo(() => ({ open, setOpen, search, setSearch }), [open, setOpen, search]);
   return <PaletteContext.Provider value={value}>{children}</PaletteContext.Provider>;
 }
 
@@ -53,19 +64,15 @@ export function PaletteButton({ onOpen }: { onOpen: () => void }) {
  * main actions. Items are links the router follows; what is searched is each item's label
  * plus keywords (cmdk's fuzzy match).
  */
-export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string; open: boolean; onOpenChange: (open: boolean) => void }) {
+export function CommandPalette({ teamId }: { teamId?: string }) {
   const router = useRouter();
   const trpc = useTRPC();
   const [theme, setTheme] = useThemeChoice();
-  const [search, setSearch] = useState('');
+  const { open, setOpen: onOpenChange, search, setSearch } = usePalette();
   const enabled = open && !!teamId;
   const envs = useQuery({ ...trpc.environments.list.queryOptions({ teamId: teamId ?? '', includeArchived: false }), enabled });
   const runs = useQuery({ ...trpc.jobs.list.queryOptions({ teamId: teamId ?? '', limit: 50 }), enabled });
   const datasets = useQuery({ ...trpc.datasets.list.queryOptions({ teamId: teamId ?? '' }), enabled });
-
-  useEffect(() => {
-    if (!open) setSearch('');
-  }, [open]);
 
   const go = (href: string) => {
     onOpenChange(false);

@@ -157,8 +157,8 @@ function AccountArea() {
  * the left rail of its sections. Ctrl/Cmd-K opens the palette from anywhere.
  */
 export function AppShell({ teamId, children, narrow }: { teamId?: string; children: ReactNode; narrow?: boolean }) {
-  const palette = usePalette();
-  const openPalette = useCallback(() => palette.setOpen(true), [palette]);
+  const { setOpen: setPaletteOpen } = usePalette();
+  const openPalette = useCallback(() => setPaletteOpen(true), [setPaletteOpen]);
   const me = useMe();
   return (
     <>
@@ -184,7 +184,7 @@ export function AppShell({ teamId, children, narrow }: { teamId?: string; childr
           {children}
         </main>
       </div>
-      {me.data ? <CommandPalette teamId={teamId} open={palette.open} onOpenChange={palette.setOpen} /> : null}
+      {me.data ? <CommandPalette teamId={teamId} /> : null}
     </>
   );
 }
