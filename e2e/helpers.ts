@@ -45,3 +45,13 @@ export async function createInvitation(page: Page, baseUrl: string, teamId: stri
 export function errorNote(page: Page) {
   return page.locator('.notice-error[role="alert"]');
 }
+
+/** A tRPC call with the page's session, as the CLI or a script makes it; fails the test on a refusal. */
+export async function trpc<T>(page: Page, url: string, path: string, kind: 'query' | 'mutation', input: unknown): Promise<T> {
+  const response =
+    kind === 'query'
+      ? await page.request.get(`${url}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+      : await page.request.post(`${url}/api/trpc/${path}`, { data: { json: input }, headers: { origin: url } });
+  expect(response.ok(), `${path}: ${await response.text()}`).toBe(true);
+  return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
+}

@@ -1,5 +1,5 @@
 import AxeBuilder from '@axe-core/playwright';
-import type { Page } from '@playwright/test';
+import type { Locator, Page } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
 import { teamIdOf } from './helpers';
 
@@ -147,6 +147,171 @@ test('the command palette jumps to an environment by keyboard alone, and the the
   await expect(palette.getByRole('option', { selected: true })).toHaveText(/dark theme/);
   await page.keyboard.press('Enter');
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
+  watch.expectClean();
+  await context.close();
+});
+
+/** The run's state and config as the API reports it (what the run page shows). */
+async function jobOf(page: Page, url: string, teamId: string, jobId: string) {
+  const r = await page.request.get(`${url}/api/trpc/jobs.get?input=${encodeURIComponent(JSON.stringify({ json: { teamId, jobId } }))}`);
+  const body = (await r.json()) as { result?: { data?: { json?: { state: string; kind: string; config: { datasetVersionId?: string; training: { learningRate?: number } } } } } };
+  return body.result?.data?.json ?? null;
+}
+
+test('second journey: a dataset with one bad line is refused at that line, fixed, and SFT launched on it from the launcher', async ({ browser, ownerState, whetstone }) => {
+  test.setTimeout(420_000);
+  const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  // The refused upload is a 400 on purpose (Chromium logs it).
+  const watch = watchPage(page, { expectedStatuses: [400] });
+  await page.goto(whetstone.url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+
+  // Upload: line 3 is cut short; the page names it and keeps the form.
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Datasets' }).click();
+  const upload = page.getByRole('form', { name: 'Upload a dataset' });
+  const rows = Array.from({ length: 12 }, (_, i) => JSON.stringify({ prompt: `${i}+${i}=`, completion: String(2 * i) }));
+  const broken = [...rows.slice(0, 2), '{"prompt": "9+1=", "completion": ', ...rows.slice(2)];
+  await upload.getByLabel('Choose file').setInputFiles({ name: 'sft-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(broken.join('\n')) });
+  await upload.getByRole('button', { name: 'Upload' }).click();
+  const refused = upload.getByRole('alert');
+  await expect(refused).toContainText('1 line has a problem', { timeout: 60_000 });
+  await expect(refused.getByRole('list', { name: 'Problems by line' }).getByRole('listitem')).toHaveText([/^line 3\s*not JSON/]);
+  await expect(upload.getByLabel('Name', { exact: true })).toHaveValue('sft-sums.jsonl');
+  await screenshots(page, 'dataset-refused');
+
+  // Fixed: the same name, now stored as version 1.
+  const fixed = [...rows.slice(0, 2), '{"prompt": "9+1=", "completion": "10"}', ...rows.slice(2)];
+  await upload.getByLabel('Choose file').setInputFiles({ name: 'sft-sums.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(fixed.join('\n')) });
+  await upload.getByRole('button', { name: 'Upload' }).click();
+  await expect(upload.getByText(/Stored sft-sums\.jsonl version 1: 13 rows/)).toBeVisible({ timeout: 60_000 });
+
+  // The launcher: SFT on that dataset (the demonstrations), a short run.
+  await page.goto(`${whetstone.url}/teams/${teamId}/launch`);
+  await expect(page.getByRole('heading', { level: 1, name: 'Launch a run' })).toBeVisible();
+  const sft = page.getByRole('radio', { name: 'SFT' });
+  await sft.click();
+  await expect(sft).toBeChecked();
+  await expect(page.getByText('This run needs a dataset')).toBeVisible({ timeout: 30_000 });
+  const dataset = page.getByLabel('Demonstrations (dataset)');
+  await dataset.selectOption({ label: 'sft-sums.jsonl · v1 · 13 rows' });
+  const datasetVersionId = await dataset.inputValue();
+  await page.getByLabel('steps', { exact: true }).fill('30');
+  await expect(page.getByText(/starts now|waits/)).toBeVisible({ timeout: 60_000 });
+  await expect(page.locator('.copy-block').nth(1)).toContainText(`"datasetVersionId": "${datasetVersionId}"`);
+  await expectAccessible(page, 'launcher, SFT');
+  await screenshots(page, 'launcher-sft');
+  await page.getByRole('button', { name: 'Launch SFT' }).click();
+  await page.waitForURL(new RegExp(`/teams/${teamId}/runs/[^/?]+`), { timeout: 60_000 });
+  const jobId = /\/runs\/([^/?]+)/.exec(page.url())![1];
+
+  // It appears in the runs list, on that dataset, and reaches RUNNING on the local worker.
+  await expect
+    .poll(async () => {
+      const job = await jobOf(page, whetstone.url, teamId, jobId);
+      return job ? `${job.kind} ${job.state} ${job.config.datasetVersionId}` : 'none';
+    }, { timeout: 180_000 })
+    .toMatch(new RegExp(`^SFT (RUNNING|SUCCEEDED) ${datasetVersionId}$`));
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Runs' }).click();
+  await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(jobId) })).toBeVisible({ timeout: 30_000 });
+  watch.expectClean();
+  await context.close();
+});
+
+/** Presses Tab (Shift-Tab with `back`) until `target` has the focus: the keyboard reaches it. */
+async function tabTo(page: Page, target: Locator, { back = false, max = 150 } = {}) {
+  await target.waitFor();
+  for (let i = 0; i < max; i++) {
+    if (await target.evaluate((el) => el === document.activeElement)) return;
+    await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+  }
+  throw new Error(`${max} presses of ${back ? 'Shift-Tab' : 'Tab'} never reached ${target.toString()}`);
+}
+
+test('keyboard only: new environment, edit, save, play a turn and launch, without the mouse', async ({ browser, ownerState, whetstone }) => {
+  test.setTimeout(600_000);
+  const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const watch = watchPage(page);
+  // Nothing below uses the mouse: every mouse press in the page is counted, and none may happen.
+  let clicks = 0;
+  await page.exposeBinding('__countClick', () => void clicks++);
+  await page.addInitScript(() => {
+    window.addEventListener('mousedown', () => (window as unknown as { __countClick: () => void }).__countClick(), true);
+  });
+  await page.goto(whetstone.url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+  await expect(page.getByRole('button', { name: /Jump to or run/ })).toBeVisible();
+
+  // The rail's Environments, then New environment (the palette's keys have a test of their own).
+  await tabTo(page, page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Environments' }));
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`${whetstone.url}/teams/${teamId}/environments`);
+  await tabTo(page, page.getByRole('link', { name: 'New environment' }));
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`${whetstone.url}/teams/${teamId}/environments/new`);
+
+  // The name has the focus; the template is a radio group reached with Shift-Tab, moved with arrows.
+  const name = page.getByLabel('Name');
+  await expect(name).toBeFocused();
+  await tabTo(page, page.getByRole('radio', { name: /^Bandit/ }), { back: true });
+  await page.keyboard.press('ArrowDown');
+  await expect(page.getByRole('radio', { name: /^Math Single-turn/ })).toBeChecked();
+  await page.keyboard.press('ArrowUp');
+  await expect(page.getByRole('radio', { name: /^Bandit/ })).toBeChecked();
+  await tabTo(page, name);
+  await page.keyboard.type('keys-bandit');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(new RegExp(`/teams/${teamId}/environments/[^/?]+`), { timeout: 120_000 });
+
+  // The editor takes the focus when it opens: edit, then Ctrl-S.
+  await expect(page.locator('.monaco-editor.focused')).toBeVisible({ timeout: 120_000 });
+  await expect(page.getByText('Dry run passed')).toBeVisible({ timeout: 120_000 });
+  // The text goes in as one keyboard insertion (as an IME sends it): typed key by key, the
+  // editor's suggestions would take some of the keys.
+  await page.keyboard.press('Control+End');
+  await page.keyboard.insertText('\n// edited without a mouse\n');
+  await expect(page.getByText('● unsaved')).toBeVisible();
+  await page.keyboard.press('Control+s');
+  await expect(page.locator('#version-select')).toHaveValue('2', { timeout: 120_000 });
+  await expect(page.getByText('Dry run passed')).toBeVisible({ timeout: 120_000 });
+
+  // Out of the editor: Ctrl-M makes Tab move the focus (as in VS Code), then the Play tab.
+  await expect(page.locator('.monaco-editor.focused')).toBeVisible();
+  await page.keyboard.press('Control+m');
+  const playTab = page.getByRole('tab', { name: 'Play' });
+  await tabTo(page, playTab);
+  await page.keyboard.press('Enter');
+  await expect(playTab).toHaveAttribute('aria-selected', 'true', { timeout: 30_000 });
+  await tabTo(page, page.getByRole('button', { name: 'Play an episode' }));
+  await page.keyboard.press('Enter');
+  const action = page.getByRole('textbox', { name: 'Your action' });
+  await tabTo(page, action);
+  await page.keyboard.type('C');
+  await page.keyboard.press('Enter');
+  await expect(page.getByText(/Episode over \(terminated\)\. Return: [01]/)).toBeVisible({ timeout: 60_000 });
+
+  // Back to the bar's Launch…, then the launcher: a changed learning rate, and Launch.
+  await tabTo(page, page.getByRole('link', { name: 'Launch…' }), { back: true });
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/launch\?/);
+  const learningRate = page.getByLabel('learningRate', { exact: true });
+  await tabTo(page, learningRate);
+  await page.keyboard.type('0.003');
+  await expect(page.getByText(/starts now|waits/)).toBeVisible({ timeout: 60_000 });
+  await tabTo(page, page.getByRole('button', { name: 'Launch GRPO' }));
+  await page.keyboard.press('Enter');
+  await page.waitForURL(new RegExp(`/teams/${teamId}/runs/[^/?]+`), { timeout: 60_000 });
+  const jobId = /\/runs\/([^/?]+)/.exec(page.url())![1];
+  await expect
+    .poll(async () => {
+      const job = await jobOf(page, whetstone.url, teamId, jobId);
+      return job ? `${job.state} ${job.config.training.learningRate}` : 'none';
+    }, { timeout: 180_000 })
+    .toMatch(/^(RUNNING|SUCCEEDED) 0\.003$/);
+  expect(clicks, 'mouse presses').toBe(0);
   watch.expectClean();
   await context.close();
 });

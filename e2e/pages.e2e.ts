@@ -1,7 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import type { Page, TestInfo } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
-import { teamIdOf } from './helpers';
+import { teamIdOf, trpc } from './helpers';
 
 // The team's sections with real data: a dataset uploaded through the page (first with a bad line,
 // which the page names, then fixed), a short gomoku training run (so there are a run, checkpoints
@@ -22,16 +22,6 @@ async function shoot(page: Page, testInfo: TestInfo, name: string) {
     await page.screenshot({ path: testInfo.outputPath(`${name}-${colorScheme}.png`), fullPage: true });
   }
   await page.emulateMedia({ colorScheme: null });
-}
-
-/** A tRPC call with the page's session, as the CLI or a script makes it. */
-async function trpc<T>(page: Page, url: string, path: string, kind: 'query' | 'mutation', input: unknown): Promise<T> {
-  const response =
-    kind === 'query'
-      ? await page.request.get(`${url}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await page.request.post(`${url}/api/trpc/${path}`, { data: { json: input }, headers: { origin: url } });
-  expect(response.ok(), `${path}: ${await response.text()}`).toBe(true);
-  return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
 }
 
 test('the team’s sections: datasets with a bad line then fixed, runs, a run’s status, cluster, checkpoints, matches', async ({ browser, ownerState, whetstone }, testInfo) => {

@@ -10,6 +10,9 @@ import { type Json, type ObjectSchema } from '../sdk/environment/schema';
 import { type Manifest, parseManifest } from '../sdk/manifest';
 import type { EnvironmentSource } from '../sdk/environment-source';
 
+/** An environment's README: Markdown kept with its code (a version may carry it; it is never compiled). */
+export const README_FILE = 'README.md';
+
 export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];
 /**
@@ -45,7 +48,7 @@ export function loadTemplate(name: TemplateName | typeof BLANK_TEMPLATE): Loaded
     if (rel.endsWith('.ts')) files[rel] = readFileSync(path, 'utf8');
     else if (rel.endsWith('.jsonl')) datasetFiles[rel] = readFileSync(path, 'utf8');
   }
-  const readmePath = join(dir, 'README.md');
+  const readmePath = join(dir, README_FILE);
   return {
     manifest: parsed.manifest,
     rawManifest,

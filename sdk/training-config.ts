@@ -14,6 +14,18 @@ import { z } from 'zod';
 /** The form groups options by this, and `whetstone jobs <id> --config` prints them by it. */
 export type OptionGroup = 'run' | 'model' | 'optimiser' | 'sampling' | 'grpo' | 'ppo' | 'multi-agent' | 'warm-start';
 
+/** Each group's title, in the order the launcher's form lists them (the run page's config too). */
+export const OPTION_GROUP_TITLES: Record<OptionGroup, string> = {
+  run: 'Run',
+  optimiser: 'Optimiser',
+  sampling: 'Sampling',
+  grpo: 'GRPO',
+  ppo: 'PPO',
+  'multi-agent': 'Multi-agent',
+  'warm-start': 'Warm start (imitation before RL)',
+  model: 'Model',
+};
+
 function option<T extends z.ZodType>(schema: T, group: OptionGroup, description: string): T {
   return schema.meta({ group, description }) as T;
 }

@@ -29,13 +29,15 @@ describe('environments for the editor', () => {
     expect(fromBandit).toMatchObject({ ok: true, version: 1, created: true, validation: { ok: true }, conflict: null });
     const version = await api.environments.version.query({ teamId, versionId: fromBandit.versionId });
     expect(version).toMatchObject({ validationStatus: 'VALID', entry: 'env.ts', manifest: { name: 'my-bandit', kind: 'single-turn' }, createdBy: { id: owner.user.id } });
-    expect(Object.keys(version.files as object)).toEqual(['env.ts', 'tests.ts']);
+    // The template's README comes along with its code, to be edited in the editor.
+    expect(Object.keys(version.files as object).sort()).toEqual(['README.md', 'env.ts', 'tests.ts']);
+    expect((version.files as Record<string, string>)['README.md']).toBe(loadTemplate('bandit').readme);
 
     const blank = await api.environments.create.mutate({ teamId, name: 'scratch', description: 'mine', from: { blank: true } });
     expect(blank).toMatchObject({ ok: true, version: 1, validation: { ok: true } });
     const env = await api.environments.get.query({ teamId, environmentId: blank.environmentId });
     expect(env).toMatchObject({ name: 'scratch', description: 'mine', versions: [{ version: 1, validationStatus: 'VALID', createdBy: { id: owner.user.id } }] });
-    expect((await api.environments.version.query({ teamId, versionId: blank.versionId })).files).toEqual(loadTemplate('blank').source.files);
+    expect((await api.environments.version.query({ teamId, versionId: blank.versionId })).files).toEqual({ ...loadTemplate('blank').source.files, 'README.md': loadTemplate('blank').readme });
 
     // A name is the team's once.
     await expect(api.environments.create.mutate({ teamId, name: 'scratch', from: { template: 'bandit' } })).rejects.toMatchObject({
@@ -100,5 +102,13 @@ describe('environments for the editor', () => {
     const error = await api.environments.create.mutate({ teamId, name: 'Bad Name', from: { blank: true } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TRPCClientError);
     expect((error as TRPCClientError<AppRouter>).data?.issues?.[0]).toMatchObject({ path: ['name'], message: 'lower-case letters, digits and dashes' });
+
+    // Files are code (.ts) or Markdown (.md); the entry is code.
+    const save = (entry: string, files: Record<string, string>) =>
+      api.environments.saveVersion.mutate({ teamId, name: 'files', entry, files, manifest: { ...loadTemplate('bandit').rawManifest, name: 'files' } }).catch((e: unknown) => e as TRPCClientError<AppRouter>);
+    const bandit = loadTemplate('bandit').source.files;
+    expect(((await save('env.ts', { ...bandit, 'notes.txt': 'x' })) as TRPCClientError<AppRouter>).data?.code).toBe('BAD_REQUEST');
+    expect(((await save('README.md', { ...bandit, 'README.md': '# x' })) as TRPCClientError<AppRouter>).message).toContain('a relative path ending in .ts');
+    expect(await save('env.ts', { ...bandit, 'README.md': '# Mine\n\n<script>kept as text</script>' })).toMatchObject({ ok: true, version: 1, validation: { ok: true } });
   });
 });

@@ -4,10 +4,14 @@ import { z } from 'zod';
 // (environments.saveVersion), or played unsaved from the editor (play.open's draft).
 
 const MAX_FILE_CHARS = 200_000;
-const filePath = z.string().regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}\.ts$/, 'a relative path ending in .ts');
+const relativePath = (ending: string, what: string) => z.string().regex(new RegExp(`^(?!/)(?!.*\\.\\.)[A-Za-z0-9_./-]{1,200}\\.(${ending})$`), `a relative path ending in ${what}`);
+/** Code: the files the sandbox compiles. */
+const codePath = relativePath('ts', '.ts');
+/** Code, or Markdown beside it (a README): documents are kept with the version, never compiled. */
+const filePath = relativePath('ts|md', '.ts or .md');
 
 export const environmentSourceInput = {
-  entry: filePath,
+  entry: codePath,
   files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
   manifest: z.record(z.string(), z.unknown()),
 };

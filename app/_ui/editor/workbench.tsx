@@ -2,10 +2,10 @@
 import { DiffEditor } from '@monaco-editor/react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Command } from 'cmdk';
-import { FileCode2, FileJson, Rocket, Save } from 'lucide-react';
+import { FileCode2, FileJson, FileText, Rocket, Save } from 'lucide-react';
 import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { Group, Panel, Separator } from 'react-resizable-panels';
 import type { DryRunReport } from '../../../sdk/dry-run-report';
 import { useTRPC } from '../../trpc';
@@ -14,22 +14,25 @@ import { errorMessage } from '../errors';
 import { useEffectiveTheme } from '../theme';
 import { CodePane } from './code-pane';
 import { clearDraft, loadDraft, sameFiles, saveDraft, versionFiles } from './drafts';
+import { UntrustedMarkdown } from '../markdown';
+import { DataPanel } from './data-panel';
 import { DryRunPanel } from './dry-run-panel';
 import { HistoryPanel } from './history-panel';
 import { reportProblems, type EditorProblem } from './markers';
 import { setupMonaco, type Monaco } from './monaco-setup';
 import { PlayPanel } from './play-panel';
 
-type Tab = 'dry-run' | 'play' | 'history';
+type Tab = 'dry-run' | 'play' | 'data' | 'history';
 const TABS: { id: Tab; label: string }[] = [
   { id: 'dry-run', label: 'Dry run' },
   { id: 'play', label: 'Play' },
+  { id: 'data', label: 'Data' },
   { id: 'history', label: 'History' },
 ];
 
-/** Files in the order a reader wants them: the entry, other code, the manifest. */
+/** Files in the order a reader wants them: the entry, other code, the manifest, the README. */
 function fileOrder(files: string[], entry: string): string[] {
-  const rank = (f: string) => (f === entry ? 0 : f.endsWith('.ts') ? 1 : 2);
+  const rank = (f: string) => (f === entry ? 0 : f.endsWith('.ts') ? 1 : f.endsWith('.json') ? 2 : 3);
   return [...files].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
@@ -130,7 +133,10 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
   const entry = version.data?.entry ?? 'env.ts';
   const fileNames = useMemo(() => (files ? fileOrder(Object.keys(files), entry) : []), [files, entry]);
   const file = params.get('file') && files && params.get('file')! in files ? params.get('file')! : entry;
-  const tab = (TABS.find((t) => t.id === params.get('tab'))?.id ?? 'dry-run') as Tab;
+  // The Data tab only for an environment that reads rows (its manifest names a dataset).
+  const readsData = !!(version.data?.manifest as { dataset?: unknown } | undefined)?.dataset;
+  const tabs = TABS.filter((t) => t.id !== 'data' || readsData);
+  const tab = (tabs.find((t) => t.id === params.get('tab'))?.id ?? 'dry-run') as Tab;
 
   // Saving: a new immutable version, dry-run by the server; its report becomes the markers.
   const [saveReport, setSaveReport] = useState<{ versionId: string; report: DryRunReport } | null>(null);
@@ -280,7 +286,7 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
                 return (
                   <li key={f}>
                     <button type="button" aria-current={f === file ? 'true' : undefined} onClick={() => setParams({ file: f, compare: null })}>
-                      {f.endsWith('.json') ? <FileJson size={14} aria-hidden="true" /> : <FileCode2 size={14} aria-hidden="true" />}
+                      {f.endsWith('.json') ? <FileJson size={14} aria-hidden="true" /> : f.endsWith('.md') ? <FileText size={14} aria-hidden="true" /> : <FileCode2 size={14} aria-hidden="true" />}
                       <span className="file-name">{f}</span>
                       {f === entry ? <span className="muted small">entry</span> : null}
                       {count > 0 ? <span className="badge badge-status-failed">{count}</span> : null}
@@ -298,23 +304,25 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
           ) : compare ? (
             <CompareView teamId={teamId} versions={env.data.versions} compare={compare} file={file} onClose={() => setParams({ compare: null })} />
           ) : (
-            <CodePane
-              monaco={monaco}
-              files={files}
-              file={file}
-              problems={problems}
-              readOnly={false}
-              onChange={onChange}
-              onSave={doSave}
-              onQuickOpen={() => setQuickOpen(true)}
-              reveal={reveal}
-            />
+            <MarkdownBeside text={file.endsWith('.md') ? files[file] ?? '' : null}>
+              <CodePane
+                monaco={monaco}
+                files={files}
+                file={file}
+                problems={problems}
+                readOnly={false}
+                onChange={onChange}
+                onSave={doSave}
+                onQuickOpen={() => setQuickOpen(true)}
+                reveal={reveal}
+              />
+            </MarkdownBeside>
           )}
         </Panel>
         <Separator className="separator" />
         <Panel defaultSize="33" minSize="18" className="pane">
           <div className="side-tabs" role="tablist" aria-label="Checks">
-            {TABS.map((t) => (
+            {tabs.map((t) => (
               <button
                 key={t.id}
                 type="button"
@@ -332,6 +340,8 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
           <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="side-panel">
             {tab === 'dry-run' ? (
               <DryRunPanel report={report} problems={problems} saving={save.isPending} onReveal={onReveal} />
+            ) : tab === 'data' ? (
+              <DataPanel teamId={teamId} versionId={versionRow.id} />
             ) : tab === 'play' ? (
               <PlayPanel
                 teamId={teamId}
@@ -424,5 +434,24 @@ function CompareView({
         options={{ readOnly: true, renderSideBySide: true, automaticLayout: true, minimap: { enabled: false }, fontSize: 13 }}
       />
     </div>
+  );
+}
+
+/** A Markdown file (the README) is edited above its rendering; other files take the whole pane. */
+function MarkdownBeside({ text, children }: { text: string | null; children: ReactNode }) {
+  if (text === null) return <>{children}</>;
+  return (
+    <Group orientation="vertical">
+      <Panel defaultSize="55" minSize="20">
+        {children}
+      </Panel>
+      <Separator className="separator separator-horizontal" />
+      <Panel defaultSize="45" minSize="15" className="markdown-preview">
+        <section aria-label="Preview" className="side-body">
+          <p className="pane-title">Preview</p>
+          <UntrustedMarkdown>{text}</UntrustedMarkdown>
+        </section>
+      </Panel>
+    </Group>
   );
 }

@@ -3,21 +3,13 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { CheckCircle2, Clock, Copy, Rocket, RotateCcw } from 'lucide-react';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useDeferredValue, useEffect, useMemo, useState } from 'react';
-import { ALGORITHMS, describeOptions, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
+import { ALGORITHMS, describeOptions, OPTION_GROUP_TITLES, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
 import { cliCommand, flattenOverrides, nestOverrides, parseField } from './config-text';
+import { MixEditor } from './mix-editor';
 
-const GROUPS: { id: OptionGroup; title: string }[] = [
-  { id: 'run', title: 'Run' },
-  { id: 'optimiser', title: 'Optimiser' },
-  { id: 'sampling', title: 'Sampling' },
-  { id: 'grpo', title: 'GRPO' },
-  { id: 'ppo', title: 'PPO' },
-  { id: 'multi-agent', title: 'Multi-agent' },
-  { id: 'warm-start', title: 'Warm start (imitation before RL)' },
-  { id: 'model', title: 'Model (a new policy)' },
-];
+const GROUPS = Object.entries(OPTION_GROUP_TITLES).map(([id, title]) => ({ id: id as OptionGroup, title }));
 
 /** Model size presets for a new policy (the model group's options, filled in). */
 const PRESETS: { id: string; label: string; model: Record<string, number> }[] = [
@@ -67,6 +59,8 @@ export function Launcher({ teamId }: { teamId: string }) {
 
   const manifest = version.data?.manifest as { name?: string; agents?: string[]; training?: Record<string, unknown>; dataset?: { train?: string } } | undefined;
   const manifestTraining = manifest?.training;
+  // The environment's bots, as its last dry run described them: what the opponent mix may name.
+  const bots = (version.data?.validation as { description?: { bots?: string[] } | null } | null | undefined)?.description?.bots ?? [];
   const algorithm = (params.get('algo') as Algorithm | null) ?? (fromJob.data?.kind === 'SFT' ? 'sft' : ((manifestTraining?.algorithm as Algorithm | undefined) ?? 'grpo'));
   const docs = useMemo(() => describeOptions(algorithm), [algorithm]);
 
@@ -234,6 +228,24 @@ export function Launcher({ teamId }: { teamId: string }) {
             const inGroup = docs.filter((d) => d.group === g.id && !(startFrom && d.group === 'model'));
             if (inGroup.length === 0) return null;
             if (g.id === 'multi-agent' && (manifest?.agents?.length ?? 1) < 2) return null;
+            const errorOf = (name: string) => fieldErrors[name] ?? (previewFieldError === name && preview.data && !preview.data.ok ? preview.data.message : undefined);
+            if (g.id === 'multi-agent') {
+              return (
+                <section key={g.id} className="panel" aria-labelledby={`g-${g.id}`}>
+                  <h2 id={`g-${g.id}`}>{g.title}</h2>
+                  <MixEditor
+                    agents={manifest?.agents ?? []}
+                    bots={bots}
+                    learnersText={texts.learners ?? ''}
+                    opponentsText={texts.opponents ?? ''}
+                    manifestLearners={manifestTraining?.learners as string[] | undefined}
+                    manifestOpponents={manifestTraining?.opponents as Record<string, number> | undefined}
+                    errors={{ learners: errorOf('learners'), opponents: errorOf('opponents') }}
+                    onChange={(name, t) => setTexts((c) => ({ ...c, [name]: t }))}
+                  />
+                </section>
+              );
+            }
             return (
               <section key={g.id} className="panel" aria-labelledby={`g-${g.id}`}>
                 <h2 id={`g-${g.id}`}>{g.title}</h2>
@@ -245,7 +257,7 @@ export function Launcher({ teamId }: { teamId: string }) {
                       text={texts[doc.name] ?? ''}
                       effective={effectiveOf(doc.name)}
                       fromManifest={doc.name.startsWith('model.') ? undefined : manifestTraining?.[doc.name]}
-                      error={fieldErrors[doc.name] ?? (previewFieldError === doc.name && preview.data && !preview.data.ok ? preview.data.message : undefined)}
+                      error={errorOf(doc.name)}
                       onChange={(t) => setTexts((c) => ({ ...c, [doc.name]: t }))}
                     />
                   ))}

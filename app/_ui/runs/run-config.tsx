@@ -1,6 +1,6 @@
 'use client';
 import { useMemo } from 'react';
-import { ALGORITHMS, describeOptions, type Algorithm, type OptionGroup } from '../../../sdk/training-config';
+import { ALGORITHMS, describeOptions, type Algorithm, OPTION_GROUP_TITLES, type OptionGroup } from '../../../sdk/training-config';
 import { formatBytes, formatDuration } from '../format';
 
 /** The part of jobs.get this section reads. */
@@ -23,19 +23,7 @@ interface Entry {
   changed?: boolean;
 }
 
-const GROUP_TITLES: Record<OptionGroup | 'job' | 'resources' | 'other', string> = {
-  job: 'Job',
-  resources: 'Resources',
-  run: 'Run',
-  model: 'Model',
-  optimiser: 'Optimiser',
-  sampling: 'Sampling',
-  grpo: 'GRPO',
-  ppo: 'PPO',
-  'multi-agent': 'Multi-agent',
-  'warm-start': 'Warm start',
-  other: 'Other',
-};
+const GROUP_TITLES: Record<OptionGroup | 'job' | 'resources' | 'other', string> = { job: 'Job', resources: 'Resources', ...OPTION_GROUP_TITLES, other: 'Other' };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

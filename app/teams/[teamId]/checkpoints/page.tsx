@@ -2,9 +2,9 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
-import { Pager } from '../../../_ui/pager';
 import { RunStateBadge } from '../../../_ui/runs/run-parts';
 import { useTeam } from '../../../_ui/team-context';
 import { intParam, useUrlState } from '../../../_ui/url-state';
@@ -17,21 +17,62 @@ const KINDS = [
   { id: 'training', label: 'Training', kind: 'TRAINING' as const },
 ];
 
+type Checkpoint = NonNullable<ReturnType<typeof useCheckpoints>['data']>['checkpoints'][number];
+
+const columns = (base: string): Column<Checkpoint>[] => [
+  { header: 'Checkpoint', cell: (c) => c.id, className: 'id-link' },
+  {
+    header: 'Kind',
+    className: 'nowrap',
+    cell: (c) => (
+      <>
+        {c.kind.toLowerCase()}
+        {c.isAdapter ? <span className="badge badge-soft">LoRA</span> : null}
+      </>
+    ),
+  },
+  {
+    header: 'Run',
+    cell: (c) =>
+      c.job ? (
+        <>
+          <Link href={`${base}/runs/${c.job.id}?tab=checkpoints`} className="id-link">
+            {c.job.id}
+          </Link>{' '}
+          <RunStateBadge state={c.job.state} />
+          <span className="cell-sub">
+            {c.job.kind.toLowerCase()}
+            {c.job.environmentName ? ` · ${c.job.environmentName} v${c.job.environmentVersion}` : ''}
+          </span>
+        </>
+      ) : (
+        <span className="muted">its run was deleted</span>
+      ),
+  },
+  { header: 'Step', num: true, cell: (c) => c.step },
+  { header: 'Size', num: true, cell: (c) => formatBytes(c.bytes) },
+  { header: 'Created', className: 'nowrap muted small', title: (c) => formatDateTime(c.createdAt), cell: (c) => formatRelative(c.createdAt) },
+];
+
+function useCheckpoints(teamId: string, kind: 'SAMPLER' | 'TRAINING' | undefined, page: number) {
+  const trpc = useTRPC();
+  return useQuery({
+    ...trpc.runs.teamCheckpoints.queryOptions({ teamId, kind, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
+    placeholderData: keepPreviousData,
+  });
+}
+
 /**
  * Every checkpoint of the team with the run that wrote it: sampler checkpoints (weights, for the
  * playground and evaluations) and training ones (weights and optimiser state, to resume).
  */
 export default function CheckpointsPage() {
   const team = useTeam();
-  const trpc = useTRPC();
   const { params, set } = useUrlState();
   const base = `/teams/${team.id}`;
   const filter = KINDS.find((k) => k.id === (params.get('kind') ?? '')) ?? KINDS[0];
   const page = intParam(params.get('page'), 1);
-  const checkpoints = useQuery({
-    ...trpc.runs.teamCheckpoints.queryOptions({ teamId: team.id, kind: filter.kind, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
-    placeholderData: keepPreviousData,
-  });
+  const checkpoints = useCheckpoints(team.id, filter.kind, page);
 
   return (
     <>
@@ -71,59 +112,14 @@ export default function CheckpointsPage() {
           No {filter.label.toLowerCase()} checkpoints{page > 1 ? ' on this page' : ''}. <Link href={`${base}/checkpoints`}>Show all</Link>
         </p>
       ) : (
-        <div className="panel table-wrap">
-          <table className="table" aria-label="Checkpoints">
-            <thead>
-              <tr>
-                <th scope="col">Checkpoint</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Run</th>
-                <th scope="col" className="num">
-                  Step
-                </th>
-                <th scope="col" className="num">
-                  Size
-                </th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {checkpoints.data.checkpoints.map((c) => (
-                <tr key={c.id}>
-                  <th scope="row" className="id-link">
-                    {c.id}
-                  </th>
-                  <td className="nowrap">
-                    {c.kind.toLowerCase()}
-                    {c.isAdapter ? <span className="badge badge-soft">LoRA</span> : null}
-                  </td>
-                  <td>
-                    {c.job ? (
-                      <>
-                        <Link href={`${base}/runs/${c.job.id}?tab=checkpoints`} className="id-link">
-                          {c.job.id}
-                        </Link>{' '}
-                        <RunStateBadge state={c.job.state} />
-                        <span className="cell-sub">
-                          {c.job.kind.toLowerCase()}
-                          {c.job.environmentName ? ` · ${c.job.environmentName} v${c.job.environmentVersion}` : ''}
-                        </span>
-                      </>
-                    ) : (
-                      <span className="muted">its run was deleted</span>
-                    )}
-                  </td>
-                  <td className="num">{c.step}</td>
-                  <td className="num">{formatBytes(c.bytes)}</td>
-                  <td className="nowrap muted small" title={formatDateTime(c.createdAt)}>
-                    {formatRelative(c.createdAt)}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={page} pageSize={PAGE_SIZE} total={checkpoints.data.total} onPage={(p) => set({ page: p === 1 ? null : p })} label="Pages of checkpoints" />
-        </div>
+        <DataTable
+          panel
+          label="Checkpoints"
+          rows={checkpoints.data.checkpoints}
+          rowKey={(c) => c.id}
+          columns={columns(base)}
+          pager={{ page, pageSize: PAGE_SIZE, total: checkpoints.data.total, onPage: (p) => set({ page: p === 1 ? null : p }), label: 'Pages of checkpoints' }}
+        />
       )}
     </>
   );

@@ -2,6 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
 import { Meter } from '../../../_ui/meter';
@@ -24,10 +25,7 @@ export default function ClusterPage() {
   const team = useTeam();
   const trpc = useTRPC();
   const base = `/teams/${team.id}`;
-  const queue = useQuery({
-    ...trpc.runs.list.queryOptions({ teamId: team.id, states: ['RUNNING', 'ASSIGNED', 'QUEUED', 'PREEMPTED'], kinds: ['TRAIN', 'SFT', 'EVAL', 'INFERENCE'], order: 'queue', limit: QUEUE_LIMIT }),
-    refetchInterval: (q) => ((q.state.data?.total ?? 0) > 0 ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS),
-  });
+  const queue = useQueue(team.id);
   const busy = (queue.data?.total ?? 0) > 0;
   const quota = useQuery({ ...trpc.quotas.get.queryOptions({ teamId: team.id }), refetchInterval: busy ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS });
 
@@ -72,52 +70,13 @@ export default function ClusterPage() {
             Nothing running or waiting. <Link href={`${base}/environments`}>Launch a run from an environment</Link>.
           </p>
         ) : (
-          <div className="table-wrap">
-            <table className="table" aria-label="Queue">
-              <thead>
-                <tr>
-                  <th scope="col" className="num">
-                    #
-                  </th>
-                  <th scope="col">Job</th>
-                  <th scope="col">State and reason</th>
-                  <th scope="col" className="num">
-                    Priority
-                  </th>
-                  <th scope="col" className="num">
-                    Devices
-                  </th>
-                  <th scope="col">Owner</th>
-                  <th scope="col">Queued</th>
-                </tr>
-              </thead>
-              <tbody>
-                {queue.data.runs.map((run, i) => (
-                  <tr key={run.id}>
-                    <td className="num muted">{i + 1}</td>
-                    <th scope="row" className="nowrap">
-                      <KindBadge run={run} />{' '}
-                      <Link href={`${base}/runs/${run.id}`} className="id-link">
-                        {run.id}
-                      </Link>
-                      {run.environment ? <span className="cell-sub">{run.environment.name} v{run.environment.version}</span> : null}
-                    </th>
-                    <td>
-                      <RunStateBadge state={run.state} />
-                      <span className={run.state === 'QUEUED' || run.state === 'PREEMPTED' ? 'reason' : 'cell-sub'}>{stateLine(run)}</span>
-                    </td>
-                    <td className="num">{run.priority}</td>
-                    <td className="num">{run.deviceCount}</td>
-                    <td className="nowrap">{run.owner.name}</td>
-                    <td className="nowrap muted small" title={formatDateTime(run.queuedAt)}>
-                      {formatRelative(run.queuedAt)}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            {queue.data.total > queue.data.runs.length ? <p className="muted small">The first {queue.data.runs.length} of {queue.data.total} are shown.</p> : null}
-          </div>
+          <DataTable
+            label="Queue"
+            rows={queue.data.runs}
+            rowKey={(run) => run.id}
+            columns={queueColumns(base, queue.data.runs)}
+            footer={queue.data.total > queue.data.runs.length ? <p className="muted small">The first {queue.data.runs.length} of {queue.data.total} are shown.</p> : null}
+          />
         )}
       </section>
     </>
@@ -125,11 +84,8 @@ export default function ClusterPage() {
 }
 
 function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: boolean }) {
-  const trpc = useTRPC();
   const team = useTeam();
-  const interval = fast ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS;
-  const workers = useQuery({ ...trpc.workers.list.queryOptions({ teamId }), refetchInterval: interval });
-  const jobs = useQuery({ ...trpc.workers.jobs.queryOptions({ teamId }), refetchInterval: interval });
+  const { workers, jobs } = useWorkers(teamId, fast);
   if (workers.isPending) return <Loading label="Loading workers…" />;
   if (workers.isError) return <ErrorNote error={workers.error} />;
   if (workers.data.length === 0) {
@@ -148,77 +104,112 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
   return (
     <>
       <ErrorNote error={jobs.error} />
-      <div className="table-wrap">
-        <table className="table" aria-label="Workers">
-          <thead>
-            <tr>
-              <th scope="col">Worker</th>
-              <th scope="col">Pool</th>
-              <th scope="col">State</th>
-              <th scope="col">Devices and their jobs</th>
-              <th scope="col">Last seen</th>
-            </tr>
-          </thead>
-          <tbody>
-            {workers.data.map((w) => {
-              const onWorker = (jobs.data ?? []).filter((j) => j.workerId === w.id);
-              const state = w.online || w.state !== 'ONLINE' ? w.state : 'OFFLINE';
-              return (
-                <tr key={w.id}>
-                  <th scope="row">
-                    {w.name}
-                    <span className="cell-sub">
-                      {w.hostname} · {w.backend} v{w.version}
-                    </span>
-                  </th>
-                  <td>{w.pool === 'team' ? team.name : 'Shared'}</td>
-                  <td>
-                    <StatusBadge status={state} />
-                  </td>
-                  <td>
-                    {w.devices.length === 0 ? (
-                      <span className="muted">no devices</span>
-                    ) : (
-                      <ul className="devices">
-                        {w.devices.map((d) => {
-                          const held = onWorker.filter((j) => j.deviceIndexes.includes(d.index));
-                          return (
-                            <li key={d.index} className={`device ${held.length ? 'device-busy' : ''}`}>
-                              <span className="device-name">
-                                {d.kind} {d.index}
-                                {Number(d.memoryBytes) > 0 ? <span className="muted"> · {formatBytes(d.memoryBytes)}</span> : null}
-                              </span>
-                              <span className="muted small">{d.name}</span>
-                              {held.length === 0 ? (
-                                <span className="device-job muted">idle</span>
-                              ) : (
-                                held.map((j, i) =>
-                                  j.job ? (
-                                    <Link key={j.job.id} href={`${base}/runs/${j.job.id}`} className="device-job">
-                                      {j.job.kind.toLowerCase()} by {j.job.ownerName}
-                                    </Link>
-                                  ) : (
-                                    <span key={`other-${i}`} className="device-job">
-                                      another team’s job
-                                    </span>
-                                  ),
-                                )
-                              )}
-                            </li>
-                          );
-                        })}
-                      </ul>
-                    )}
-                  </td>
-                  <td className="nowrap" title={formatDateTime(w.lastHeartbeatAt)}>
-                    {formatRelative(w.lastHeartbeatAt)}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Workers" rows={workers.data} rowKey={(w) => w.id} columns={workerColumns(base, team.name, jobs.data ?? [])} />
     </>
+  );
+}
+
+type QueuedRun = NonNullable<ReturnType<typeof useQueue>['data']>['runs'][number];
+type Worker = NonNullable<ReturnType<typeof useWorkers>['workers']['data']>[number];
+type WorkerJob = NonNullable<ReturnType<typeof useWorkers>['jobs']['data']>[number];
+
+function useQueue(teamId: string) {
+  const trpc = useTRPC();
+  return useQuery({
+    ...trpc.runs.list.queryOptions({ teamId, states: ['RUNNING', 'ASSIGNED', 'QUEUED', 'PREEMPTED'], kinds: ['TRAIN', 'SFT', 'EVAL', 'INFERENCE'], order: 'queue', limit: QUEUE_LIMIT }),
+    refetchInterval: (q) => ((q.state.data?.total ?? 0) > 0 ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS),
+  });
+}
+
+function useWorkers(teamId: string, fast: boolean) {
+  const trpc = useTRPC();
+  const interval = fast ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS;
+  const workers = useQuery({ ...trpc.workers.list.queryOptions({ teamId }), refetchInterval: interval });
+  const jobs = useQuery({ ...trpc.workers.jobs.queryOptions({ teamId }), refetchInterval: interval });
+  return { workers, jobs };
+}
+
+const queueColumns = (base: string, runs: QueuedRun[]): Column<QueuedRun>[] => [
+  { header: '#', num: true, className: 'muted', cell: (run) => runs.indexOf(run) + 1 },
+  {
+    header: 'Job',
+    rowHeader: true,
+    className: 'nowrap',
+    cell: (run) => (
+      <>
+        <KindBadge run={run} />{' '}
+        <Link href={`${base}/runs/${run.id}`} className="id-link">
+          {run.id}
+        </Link>
+        {run.environment ? <span className="cell-sub">{run.environment.name} v{run.environment.version}</span> : null}
+      </>
+    ),
+  },
+  {
+    header: 'State and reason',
+    cell: (run) => (
+      <>
+        <RunStateBadge state={run.state} />
+        <span className={run.state === 'QUEUED' || run.state === 'PREEMPTED' ? 'reason' : 'cell-sub'}>{stateLine(run)}</span>
+      </>
+    ),
+  },
+  { header: 'Priority', num: true, cell: (run) => run.priority },
+  { header: 'Devices', num: true, cell: (run) => run.deviceCount },
+  { header: 'Owner', className: 'nowrap', cell: (run) => run.owner.name },
+  { header: 'Queued', className: 'nowrap muted small', title: (run) => formatDateTime(run.queuedAt), cell: (run) => formatRelative(run.queuedAt) },
+];
+
+const workerColumns = (base: string, teamName: string, jobs: WorkerJob[]): Column<Worker>[] => [
+  {
+    header: 'Worker',
+    cell: (w) => (
+      <>
+        {w.name}
+        <span className="cell-sub">
+          {w.hostname} · {w.backend} v{w.version}
+        </span>
+      </>
+    ),
+  },
+  { header: 'Pool', cell: (w) => (w.pool === 'team' ? teamName : 'Shared') },
+  { header: 'State', cell: (w) => <StatusBadge status={w.online || w.state !== 'ONLINE' ? w.state : 'OFFLINE'} /> },
+  { header: 'Devices and their jobs', cell: (w) => <Devices worker={w} jobs={jobs.filter((j) => j.workerId === w.id)} base={base} /> },
+  { header: 'Last seen', className: 'nowrap', title: (w) => formatDateTime(w.lastHeartbeatAt), cell: (w) => formatRelative(w.lastHeartbeatAt) },
+];
+
+/** A worker's devices, each with the job holding it (or idle). */
+function Devices({ worker, jobs, base }: { worker: Worker; jobs: WorkerJob[]; base: string }) {
+  if (worker.devices.length === 0) return <span className="muted">no devices</span>;
+  return (
+    <ul className="devices">
+      {worker.devices.map((d) => {
+        const held = jobs.filter((j) => j.deviceIndexes.includes(d.index));
+        return (
+          <li key={d.index} className={`device ${held.length ? 'device-busy' : ''}`}>
+            <span className="device-name">
+              {d.kind} {d.index}
+              {Number(d.memoryBytes) > 0 ? <span className="muted"> · {formatBytes(d.memoryBytes)}</span> : null}
+            </span>
+            <span className="muted small">{d.name}</span>
+            {held.length === 0 ? (
+              <span className="device-job muted">idle</span>
+            ) : (
+              held.map((j, i) =>
+                j.job ? (
+                  <Link key={j.job.id} href={`${base}/runs/${j.job.id}`} className="device-job">
+                    {j.job.kind.toLowerCase()} by {j.job.ownerName}
+                  </Link>
+                ) : (
+                  <span key={`other-${i}`} className="device-job">
+                    another team’s job
+                  </span>
+                ),
+              )
+            )}
+          </li>
+        );
+      })}
+    </ul>
   );
 }

@@ -4,6 +4,7 @@ import { Search } from 'lucide-react';
 import Link from 'next/link';
 import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
 import { DatasetUpload } from '../../../_ui/datasets/upload';
+import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
@@ -11,12 +12,46 @@ import { useTeam } from '../../../_ui/team-context';
 import { useUrlState } from '../../../_ui/url-state';
 import { useTRPC } from '../../../trpc';
 
+type Dataset = NonNullable<ReturnType<typeof useDatasets>['data']>[number];
+
+function useDatasets(teamId: string) {
+  const trpc = useTRPC();
+  return useQuery(trpc.datasets.list.queryOptions({ teamId }));
+}
+
+const columns = (base: string): Column<Dataset>[] => [
+  {
+    header: 'Name',
+    cell: (d) => (
+      <>
+        <Link href={`${base}/datasets/${d.id}`}>{d.name}</Link>
+        {d.description ? <div className="muted small table-sub">{d.description}</div> : null}
+      </>
+    ),
+  },
+  {
+    header: 'Latest version',
+    className: 'nowrap',
+    cell: (d) =>
+      d.latest ? (
+        <>
+          v{d.latest.version} <span className="hash" title={d.latest.contentHash}>{d.latest.contentHash.slice(0, 10)}</span>
+        </>
+      ) : (
+        '—'
+      ),
+  },
+  { header: 'Rows', num: true, cell: (d) => (d.latest ? d.latest.rowCount.toLocaleString() : '—') },
+  { header: 'Size', num: true, cell: (d) => (d.latest ? formatBytes(d.latest.bytes) : '—') },
+  { header: 'Versions', num: true, cell: (d) => d.versionCount },
+  { header: 'Updated', className: 'muted small nowrap', title: (d) => formatDateTime(d.updatedAt), cell: (d) => formatRelative(d.updatedAt) },
+];
+
 export default function DatasetsPage() {
   const team = useTeam();
-  const trpc = useTRPC();
   const { params, set } = useUrlState();
   const q = params.get('q') ?? '';
-  const datasets = useQuery(trpc.datasets.list.queryOptions({ teamId: team.id }));
+  const datasets = useDatasets(team.id);
   const base = `/teams/${team.id}`;
   const mayUpload = atLeast(team.role, 'MEMBER');
   const shown = (datasets.data ?? []).filter((d) => !q || `${d.name} ${d.description}`.toLowerCase().includes(q.toLowerCase()));
@@ -52,55 +87,14 @@ export default function DatasetsPage() {
               <input type="search" placeholder="Search by name or description" value={q} onChange={(e) => set({ q: e.target.value }, { replace: true })} />
             </label>
           </div>
-          {shown.length === 0 ? (
-            <p className="muted">No dataset matches “{q}”.</p>
-          ) : (
-            <div className="panel table-wrap">
-              <table className="table" aria-label="Datasets">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Latest version</th>
-                    <th scope="col" className="num">
-                      Rows
-                    </th>
-                    <th scope="col" className="num">
-                      Size
-                    </th>
-                    <th scope="col" className="num">
-                      Versions
-                    </th>
-                    <th scope="col">Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {shown.map((d) => (
-                    <tr key={d.id}>
-                      <th scope="row">
-                        <Link href={`${base}/datasets/${d.id}`}>{d.name}</Link>
-                        {d.description ? <div className="muted small table-sub">{d.description}</div> : null}
-                      </th>
-                      <td className="nowrap">
-                        {d.latest ? (
-                          <>
-                            v{d.latest.version} <span className="hash" title={d.latest.contentHash}>{d.latest.contentHash.slice(0, 10)}</span>
-                          </>
-                        ) : (
-                          '—'
-                        )}
-                      </td>
-                      <td className="num">{d.latest ? d.latest.rowCount.toLocaleString() : '—'}</td>
-                      <td className="num">{d.latest ? formatBytes(d.latest.bytes) : '—'}</td>
-                      <td className="num">{d.versionCount}</td>
-                      <td className="muted small nowrap" title={formatDateTime(d.updatedAt)}>
-                        {formatRelative(d.updatedAt)}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
+          <DataTable
+            panel
+            label="Datasets"
+            rows={shown}
+            rowKey={(d) => d.id}
+            columns={columns(base)}
+            empty={<p className="muted">No dataset matches “{q}”.</p>}
+          />
         </>
       )}
     </>

@@ -6,6 +6,7 @@ import { ConfirmButton, ErrorNote, Loading, PageTitle } from '../../../../_ui/co
 import { DatasetUpload } from '../../../../_ui/datasets/upload';
 import { isNotFound } from '../../../../_ui/errors';
 import { formatBytes, formatDateTime } from '../../../../_ui/format';
+import { RowList } from '../../../../_ui/datasets/row-list';
 import { Pager } from '../../../../_ui/pager';
 import { refetchAfterChange } from '../../../../_ui/refresh';
 import { atLeast } from '../../../../_ui/roles';
@@ -217,15 +218,7 @@ function RowsPreview({
         </p>
       ) : (
         <>
-          {/* Rows are other people's data: shown as text, never as markup. */}
-          <ol className="rows" aria-label={`Rows ${offset + 1} to ${offset + rows.data.rows.length}`}>
-            {rows.data.rows.map((row, i) => (
-              <li key={offset + i}>
-                <span className="row-index">{offset + i + 1}</span>
-                <pre className="row-text">{JSON.stringify(row, null, 2)}</pre>
-              </li>
-            ))}
-          </ol>
+          <RowList rows={rows.data.rows} offset={offset} />
           <Pager page={page} pageSize={pageSize} total={rows.data.rowCount} onPage={(p) => onChange({ page: p === 1 ? null : p })} label="Pages of rows" />
         </>
       )}
