@@ -38,7 +38,13 @@ describe('grid games from matches', () => {
     expect(blunders(game).size).toBe(0);
   });
 
-  it('is not a grid game when no move places a stone, or a move falls off the board', () => {
+  it('a grid game whose only move placed nothing (an invalid first move) still has its board', () => {
+    const m = match(['1,1']);
+    m.moves[0].info = {};
+    expect(gridGameOf(m)).toMatchObject({ size: 5, moves: [{ cell: null }] });
+  });
+
+  it('is not a grid game when no move places a stone and no task names a size, or a move falls off the board', () => {
     expect(gridGameOf({ agents: [{ name: 'a' }], moves: [{ agent: 'a', text: 'hello', info: {} }], result: {} })).toBeNull();
     expect(gridGameOf(match(['1,1', '6,6']))).toBeNull();
   });

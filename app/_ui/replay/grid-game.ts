@@ -65,10 +65,10 @@ export function gridGameOf(match: MatchLike): GridGame | null {
       info,
     };
   });
-  if (agents.length === 0 || !moves.some((m) => m.cell)) return null;
-  const largest = Math.max(...moves.map((m) => (m.cell ? Math.max(m.cell.row, m.cell.col) + 1 : 0)));
-  const size = smallInt(task.size, 3, 64) ?? largest;
-  if (largest > size) return null;
+  // A grid game: the task names its size, or (a match recorded before tasks were) its moves place stones.
+  const largest = Math.max(0, ...moves.map((m) => (m.cell ? Math.max(m.cell.row, m.cell.col) + 1 : 0)));
+  const size = smallInt(task.size, 3, 64) ?? (largest >= 3 ? largest : null);
+  if (agents.length === 0 || size === null || largest > size) return null;
   const winLength = smallInt(task.winLength, 2, size);
   return { size, winLength, agents, moves };
 }
