@@ -40,8 +40,8 @@ describe('grid games from matches', () => {
 
   it('a grid game whose only move placed nothing (an invalid first move) still has its board', () => {
     const m = match(['1,1']);
-    m.moves[0].info = {};
-    expect(gridGameOf(m)).toMatchObject({ size: 5, moves: [{ cell: null }] });
+    const invalid = { ...m, moves: [{ ...m.moves[0], info: {} }] };
+    expect(gridGameOf(invalid)).toMatchObject({ size: 5, moves: [{ cell: null }] });
   });
 
   it('is not a grid game when no move places a stone and no task names a size, or a move falls off the board', () => {
