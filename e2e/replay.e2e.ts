@@ -22,7 +22,7 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   // One small step: two games, with a context the board's observation fits in.
   const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
     teamId, kind: 'TRAIN',
-    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, model: { contextLength: 1024 } } },
+    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
   });
   // A game of at least one move (an untrained policy's game may end at its first, invalid, move).
   let match: { id: string; moves: number } | undefined;

@@ -198,7 +198,7 @@ export default function MatchReplayPage() {
           <p className="run-head-line">
             {m.winner ? `${m.winner} won` : 'No winner'}
             {typeof result.info?.reason === 'string' ? ` — ${result.info.reason}` : ''}
-            {result.endReason && result.endReason !== 'terminated' ? ` (${result.endReason})` : ''} · {total} moves
+            {result.endReason && result.endReason !== 'terminated' ? ` (${result.endReason})` : ''} · {total} {total === 1 ? 'move' : 'moves'}
             {m.step !== null ? ` · training step ${m.step}` : ''}
             {result.error ? ` · error: ${result.error}` : ''}
           </p>
