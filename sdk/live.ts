@@ -224,6 +224,8 @@ export const METRICS = {
   'eval/loss_rate': { description: 'multi-agent: losses over games scored' },
   'eval/mean_return_low': { description: 'the 95% interval of the mean return (normal approximation), lower end' },
   'eval/mean_return_high': { description: 'the 95% interval of the mean return (normal approximation), upper end' },
+  'eval/mean_length': { description: 'mean episode length in moves, every player’s (a game’s length)', unit: 'moves' },
+  'eval/legal_move_rate': { description: "share of the evaluated policy's moves that were among the legal actions the environment offered (environments that offer them)" },
   'eval/success_rate': { description: 'single-agent: episodes with a positive return over episodes scored' },
   'eval/success_rate_low': { description: 'single-agent: the Wilson 95% interval of the success rate, lower end' },
   'eval/success_rate_high': { description: 'single-agent: the Wilson 95% interval of the success rate, upper end' },

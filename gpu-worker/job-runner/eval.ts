@@ -93,7 +93,8 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
         maxTurns: manifest.limits.maxTurns,
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
-        temperature: 'temperature' in training ? training.temperature : 1,
+        temperature: config.temperature ?? ('temperature' in training ? training.temperature : 1),
+        maskActions: config.maskActions,
         contextLength: model.config.contextLength,
         seed: config.seed * 7919 + i,
       });

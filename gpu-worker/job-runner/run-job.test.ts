@@ -208,7 +208,7 @@ describe('job runner: SFT and EVAL', () => {
     // A policy to evaluate: the sampler checkpoint of a 1-step run (it plays badly, which is fine).
     const trained = new MemorySink();
     await runJob(
-      assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 512 } } }, environment: environment('gomoku') }),
+      assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, warmStart: null, model: { layers: 1, width: 16, heads: 2, contextLength: 512 } } }, environment: environment('gomoku') }),
       trained,
       new JobControl(),
     );
@@ -234,6 +234,11 @@ describe('job runner: SFT and EVAL', () => {
     expect(metrics['eval/score']).toBe(metrics['eval/win_rate']);
     expect(Object.keys(metrics)).toEqual(expect.arrayContaining(['eval/win_rate/black', 'eval/win_rate/white']));
     expect(Object.keys(metrics).filter((k) => !describeMetric(k))).toEqual([]);
+    // Wins, draws and losses add up; the template offers its legal moves and the policy is held to them.
+    expect(metrics['eval/wins'] + metrics['eval/draws'] + metrics['eval/losses']).toBe(metrics['eval/games']);
+    expect(metrics['eval/legal_move_rate']).toBe(1);
+    expect(metrics['eval/mean_length']).toBeGreaterThanOrEqual(1);
+    expect(matches.every((m) => !/invalid move/.test(String(m.result?.reason ?? '')))).toBe(true);
   });
 });
 

@@ -83,7 +83,10 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const evaluation = (seed: number) =>
       evaluatePolicy({
         env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
-        rollout: { maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens, contextLength: model.config.contextLength },
+        rollout: {
+          maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens,
+          contextLength: model.config.contextLength, maskActions: training.maskActions,
+        },
       });
 
     // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
@@ -97,7 +100,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     if (warmStarting) {
       const interrupted = await runWarmStart({
         assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
-        agents: learnerAgents, note: note(0),
+        agents: training.switchSeats ? agents : learnerAgents, note: note(0),
         resume: midWarmStart !== undefined && policy.trainerState ? { step: midWarmStart, trainerState: policy.trainerState } : null,
         evaluate: noEvaluation ? null : () => evaluation(training.seed * 31 + 999_983),
       });
@@ -133,12 +136,14 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       policies: { [POLICY]: slot },
       learners: Object.fromEntries(learnerAgents.map((a) => [a, POLICY])),
       opponents: multiAgent ? training.opponents : undefined,
+      switchSeats: multiAgent && training.switchSeats,
       rollout: {
         maxTurns: manifest.limits.maxTurns,
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
         temperature: training.temperature,
         contextLength: model.config.contextLength,
+        maskActions: training.maskActions,
         seed: training.seed,
       },
       tasksPerStep: training.batchSize,
