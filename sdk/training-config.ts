@@ -218,7 +218,14 @@ const rlOptions = {
       .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
       .optional(),
     'multi-agent',
-    'Multi-agent: what plays the other seats, as shares of episodes ("random", "scripted", "self", a bot name).',
+    'Multi-agent: what plays the other seats, as shares of episodes: a bot name ("random", "scripted"), "frozen:policy" (a copy of the learner refreshed every 10 steps) or "pool:policy" (one of its past snapshots: poolEvery, poolSize, poolSampling).',
+  ),
+  poolEvery: option(int(1, 1_000_000).default(10), 'multi-agent', 'Steps between snapshots of the learner for "pool:policy" opponents; the first is taken before the first step. Default 10.'),
+  poolSize: option(int(1, 64).default(8), 'multi-agent', 'Snapshots a "pool:policy" opponent draws from; the oldest is dropped beyond it. Default 8 (each is a copy of the model in memory).'),
+  poolSampling: option(
+    z.enum(['uniform', 'recency']).default('uniform'),
+    'multi-agent',
+    'How an episode draws its pool snapshot: uniform, or recency (the k-th oldest of n with weight k). Default uniform: the whole league of past selves.',
   ),
 };
 

@@ -82,6 +82,14 @@ function cellValue(board: Board, row: number, col: number, stone: Stone): number
   return value;
 }
 
+/** Whether a stone lies within two cells of (row, col) in any direction. */
+function nearStone(board: Board, row: number, col: number): boolean {
+  for (let dr = -2; dr <= 2; dr++) {
+    for (let dc = -2; dc <= 2; dc++) if ((dr || dc) && inside(board, row + dr, col + dc) && at(board, row + dr, col + dc) !== EMPTY) return true;
+  }
+  return false;
+}
+
 /**
  * A stronger opponent and a teacher for warm starts: every empty cell scored by the lines it makes
  * for itself (attack, weighted a little higher so that a win beats a block) and the lines it breaks
@@ -91,7 +99,9 @@ export function expertMove(board: Board, me: Stone, rng: Rng): { row: number; co
   const them: Stone = me === 1 ? 2 : 1;
   let best = -Infinity;
   let choices: number[] = [];
-  for (const cell of emptyCells(board)) {
+  // Only cells near a stone can matter (and scoring every cell is slow in the sandbox's interpreter).
+  const near = emptyCells(board).filter((cell) => nearStone(board, Math.floor(cell / board.size), cell % board.size));
+  for (const cell of near.length > 0 ? near : emptyCells(board)) {
     const row = Math.floor(cell / board.size);
     const col = cell % board.size;
     const score = 1.1 * cellValue(board, row, col, me) + cellValue(board, row, col, them);
