@@ -29,7 +29,7 @@ export interface Scores {
 }
 
 /** `seats[k]` is the agent the evaluated policy played in `rollouts[k]`. */
-export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readonly string[], multiAgent: boolean): Scores {
+export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readonly string[], multiAgent: boolean, opts: { tools?: boolean } = {}): Scores {
   const count = (ks: number[]) => {
     const returns = ks.filter((k) => rollouts[k].endReason !== 'error').map((k) => rollouts[k].agents[seats[k]].totalReward);
     return {
@@ -51,10 +51,13 @@ export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readon
   const judged = scored.flatMap(({ r, seat }) => r.moves.filter((m) => m.agent === seat && !m.byBot && m.legal !== null));
   const meanLength = scored.length === 0 ? 0 : scored.reduce((a, { r }) => a + r.moves.length, 0) / scored.length;
   const legalRate = judged.length === 0 ? null : judged.filter((m) => m.legal).length / judged.length;
+  // With tools: the share of episodes in which the policy made a call that ran.
+  const toolUse = !opts.tools || scored.length === 0 ? null : scored.filter(({ r, seat }) => r.moves.some((m) => m.agent === seat && !m.byBot && m.tool?.ok)).length / scored.length;
   const common = {
     'eval/score': multiAgent ? rate : mean,
     'eval/mean_length': meanLength,
     ...(legalRate === null ? {} : { 'eval/legal_move_rate': legalRate }),
+    ...(toolUse === null ? {} : { 'eval/tool_use_rate': toolUse }),
     'eval/games': n,
     'eval/errors': all.errors,
     'eval/mean_return': mean,
@@ -62,7 +65,7 @@ export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readon
     'eval/mean_return_high': mean + half,
   } satisfies Partial<Record<CatalogueKey, number>>;
   const f = (x: number) => x.toFixed(3);
-  const shape = `, mean length ${meanLength.toFixed(1)} moves${legalRate === null ? '' : `, legal moves ${f(legalRate)}`}`;
+  const shape = `, mean length ${meanLength.toFixed(1)} moves${legalRate === null ? '' : `, legal moves ${f(legalRate)}`}${toolUse === null ? '' : `, tool use ${f(toolUse)}`}`;
   if (!multiAgent) {
     return {
       metrics: { ...common, 'eval/success_rate': rate, 'eval/success_rate_low': low, 'eval/success_rate_high': high } satisfies Partial<Record<CatalogueKey, number>>,
