@@ -19,6 +19,8 @@ beforeAll(async () => {
 
 /** Warm-start steps of the math-tools test (the template's are 500). */
 const WARM_STEPS = 150;
+/** The gomoku test's warm start (the template's: 400 games, 800 steps). */
+const GOMOKU_WARM = { episodes: 100, steps: 300 };
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const values = (sink: MemorySink, key: string) => sink.items('metrics').filter((m) => m.key === key);
 
@@ -174,5 +176,24 @@ describe('other sources, and what cannot run', () => {
     expect(sink.items('logs').filter((l) => l.level === 'warn').map((l) => l.message)).toContainEqual(
       expect.stringMatching(/^warm start: \d+ of \d+ actions of bot "scripted" are longer than limits.maxTokensPerTurn \(3 tokens; the longest is \d+\)/),
     );
+  });
+});
+
+describe('warm start on gomoku 9 × 9', () => {
+  test('after the default warm start (shortened) alone, the policy\'s own moves are legal: unmasked, fixed seeds', { timeout: 600_000 }, async () => {
+    // The template's defaults (compact board, expert teacher, both colours), the warm start cut to
+    // GOMOKU_WARM.steps; its evaluation (greedy, against the scripted bot, colours alternated) runs
+    // unmasked, so the legal-move rate is the policy's own. One GRPO step follows, masked again.
+    const sink = new MemorySink();
+    const config = {
+      environmentVersionId: 'gomoku-v1',
+      training: { steps: 1, batchSize: 1, groupSize: 4, evalEvery: 1, evalEpisodes: 16, maskActions: false, warmStart: { episodes: GOMOKU_WARM.episodes, steps: GOMOKU_WARM.steps } },
+    };
+    const result = await runJob(testAssignment({ config, environment: templateEnvironment('gomoku') }), sink, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const legal = values(sink, 'warmstart/eval_legal_move_rate');
+    expect(legal).toHaveLength(1);
+    console.log(`gomoku after ${GOMOKU_WARM.steps} warm-start steps: legal-move rate unmasked ${legal[0].value.toFixed(3)}, win rate vs scripted ${values(sink, 'warmstart/eval_score')[0].value.toFixed(3)}`);
+    expect(legal[0].value).toBeGreaterThanOrEqual(0.9);
   });
 });
