@@ -49,7 +49,8 @@ async function cli(argv: string[], env: Record<string, string>): Promise<CliDocu
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
-  const doc = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as CliDocument;
+  // With --json the CLI's stdout is its one document (indented).
+  const doc = (stdout.includes('{') ? JSON.parse(stdout.slice(stdout.indexOf('{'))) : {}) as CliDocument;
   if (code !== 0 && !doc.final) throw new Error(`whetstone ${argv.join(' ')} exited ${code}: ${stderr || stdout}`);
   return doc;
 }
@@ -108,7 +109,9 @@ async function main(): Promise<void> {
   for (const a of asked) if (!(TEMPLATE_NAMES as readonly string[]).includes(a) && a !== 'selfplay') throw new Error(`unknown template ${a}: name some of ${TEMPLATES.join(', ')}, selfplay`);
   const names = asked.length > 0 ? TEMPLATES.filter((t) => asked.includes(t)) : TEMPLATES;
   const started = performance.now();
-  const home = tempDir('whetstone-bench-agents-');
+  // Its own folder, not the harness's (killAll removes those, and PostgreSQL's data lives here).
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-agents-'));
+  fs.chmodSync(home, 0o755); // run as root, the embedded PostgreSQL is another user who must enter it
   const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home);
   const serverUrl = process.env.DATABASE_URL ?? embedded!.url;
   const name = `whetstone_bench_${randomBytes(4).toString('hex')}`;
@@ -124,7 +127,8 @@ async function main(): Promise<void> {
       const db = createDb(databaseUrl, 2);
       const team = await seedTeam(db);
       await db.$disconnect();
-      const server = await startServer({ databaseUrl, name: 'bench-agents-server', leaseSeconds: 300 });
+      // Generous: at nice 19 on a loaded machine the control plane may take minutes to start.
+      const server = await startServer({ databaseUrl, name: 'bench-agents-server', leaseSeconds: 300, startTimeoutMs: 600_000 });
       const worker = startWorker({ url: server.url, token: team.workerToken, name: 'bench-agents-worker', home: tempDir('whetstone-bench-worker-'), backend: 'wasm' });
       const cliHome = tempDir('whetstone-bench-cli-');
       fs.chmodSync(cliHome, 0o700);
@@ -144,9 +148,10 @@ async function main(): Promise<void> {
     emit('bench_agents_seconds', (performance.now() - started) / 1000, 's', { target: 3600, templates: names, load: load() });
   } finally {
     await killAll();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((e: unknown) => progress(`could not drop ${name}: ${(e as Error).message}`));
     await admin.end();
     await embedded?.stop();
+    fs.rmSync(home, { recursive: true, force: true });
   }
 }
 

@@ -94,8 +94,11 @@ function nearStone(board: Board, row: number, col: number): boolean {
  * A stronger opponent and a teacher for warm starts: every empty cell scored by the lines it makes
  * for itself (attack, weighted a little higher so that a win beats a block) and the lines it breaks
  * for the opponent (defence), open ends counted; ties broken at random, so that its games differ.
+ * With probability `explore`, when nothing is urgent (no four and no open three on the board), a
+ * random cell near the stones instead: a teacher whose games cover more positions than its own
+ * best line, so that an imitating policy has seen boards it will meet against other players.
  */
-export function expertMove(board: Board, me: Stone, rng: Rng): { row: number; col: number } {
+export function expertMove(board: Board, me: Stone, rng: Rng, explore = 0): { row: number; col: number } {
   const them: Stone = me === 1 ? 2 : 1;
   let best = -Infinity;
   let choices: number[] = [];
@@ -110,6 +113,8 @@ export function expertMove(board: Board, me: Stone, rng: Rng): { row: number; co
       choices = [cell];
     } else if (Math.abs(score - best) <= 1e-9) choices.push(cell);
   }
-  const cell = rng.pick(choices);
+  const urgent = best >= 1_000;
+  const pool = near.length > 0 ? near : emptyCells(board);
+  const cell = !urgent && explore > 0 && rng.bool(explore) ? rng.pick(pool) : rng.pick(choices);
   return { row: Math.floor(cell / board.size), col: cell % board.size };
 }

@@ -16,6 +16,8 @@ export interface GomokuOptions {
   rewards: { win: number; loss: number; draw: number; invalid: number };
   /** Share of random moves of the scripted bot (OpenTinker: 0.3). */
   botRandomness: number;
+  /** Share of the expert bot's quiet moves (nothing urgent on the board) played at random near the stones. */
+  expertExplore: number;
   /**
    * The system prompt: `full` explains the rules in words (for pretrained models); `brief` is one
    * short line with the size, the win length and the move syntax, for small models trained from
@@ -42,6 +44,7 @@ export const DEFAULT_OPTIONS: GomokuOptions = {
   winLength: 5,
   rewards: { win: 1, loss: -1, draw: 0, invalid: -1 },
   botRandomness: 0.3,
+  expertExplore: 0.2,
   instructions: 'brief',
   observation: 'compact',
   legalMoves: true,
@@ -137,7 +140,7 @@ export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
         return formatMove(m.row, m.col);
       },
       expert: (_observation, ctx, agent) => {
-        const m = expertMove(ctx.state.board, STONE[agent], ctx.rng);
+        const m = expertMove(ctx.state.board, STONE[agent], ctx.rng, options.expertExplore);
         return formatMove(m.row, m.col);
       },
       random: (_observation, ctx) => {
