@@ -101,7 +101,7 @@ describe('play sessions through the API', () => {
     expect(step).toMatchObject({ turn: { agent: 'white', by: { user: true }, info: { player: 'white', move: free.split(',').map(Number), moveNumber: 2 } }, done: false, error: null });
     expect(step.botTurns).toHaveLength(1);
     expect(step.botTurns[0]).toMatchObject({ agent: 'black', by: { bot: 'scripted' }, info: { moveNumber: 3 } });
-    expect(step.observation.split('\n')[0]).toMatch(/^O \d,\d$/); // the bot's reply, the last move
+    expect(step.observation?.split('\n')[0]).toMatch(/^O \d,\d$/); // the bot's reply, the last move
 
     const lost = await must(call<PlayStepResult>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: 'I pass' }));
     expect(lost).toMatchObject({ turn: { rewards: { white: -1, black: 1 }, terminated: true, info: { result: 'black' } }, botTurns: [], done: true, endReason: 'terminated', returns: { white: -1, black: 1 } });
