@@ -242,6 +242,26 @@ describe('job runner: SFT and EVAL', () => {
   });
 });
 
+test('a pool:policy opponent plays past snapshots of the learner, both colours, every move legal', { timeout: 300_000 }, async () => {
+  const sink = new MemorySink();
+  const training = {
+    steps: 3, batchSize: 2, groupSize: 2, evalEpisodes: 0, warmStart: null, opponents: { 'pool:policy': 1 }, poolEvery: 1, poolSize: 2,
+    model: { layers: 1, width: 16, heads: 2, contextLength: 192 },
+  };
+  const result = await runJob(assignment({ config: { environmentVersionId: 'g', training }, environment: environment('gomoku') }), sink, new JobControl(), { matchesPerStep: 4 });
+  expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+  const matches = sink.items('matches');
+  expect(matches.length).toBeGreaterThan(0);
+  const opponents = matches.flatMap((m) => m.agents.map((a) => a.policy)).filter((p) => p !== 'policy');
+  expect(opponents).toHaveLength(matches.length);
+  // A snapshot before each step (0, 1, 2), at most 2 kept: the last step no longer plays step 0's.
+  expect(opponents.every((p) => /^pool:policy@[0-2]$/.test(p))).toBe(true);
+  expect(matches.filter((m) => m.step === 3).flatMap((m) => m.agents.map((a) => a.policy))).not.toContain('pool:policy@0');
+  // switchSeats is the template's default: the learner played both colours.
+  expect(new Set(matches.flatMap((m) => m.agents.filter((a) => a.policy === 'policy').map((a) => a.name)))).toEqual(new Set(['black', 'white']));
+  expect(matches.every((m) => !/invalid move/.test(String(m.result.info.reason ?? '')))).toBe(true);
+});
+
 /** A single-turn environment whose reward is `reward` (source text), on a 1-layer policy. */
 function customEnvironment(name: string, reward: string) {
   const code = `import { defineSingleTurn } from 'whetstone';
