@@ -238,7 +238,7 @@ describe('job runner: SFT and EVAL', () => {
     expect(metrics['eval/wins'] + metrics['eval/draws'] + metrics['eval/losses']).toBe(metrics['eval/games']);
     expect(metrics['eval/legal_move_rate']).toBe(1);
     expect(metrics['eval/mean_length']).toBeGreaterThanOrEqual(1);
-    expect(matches.every((m) => !/invalid move/.test(String(m.result?.reason ?? '')))).toBe(true);
+    expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
   });
 });
 
@@ -259,8 +259,15 @@ test('a pool:policy opponent plays past snapshots of the learner, both colours, 
   expect(matches.filter((m) => m.step === 3).flatMap((m) => m.agents.map((a) => a.policy))).not.toContain('pool:policy@0');
   // switchSeats is the template's default: the learner played both colours.
   expect(new Set(matches.flatMap((m) => m.agents.filter((a) => a.policy === 'policy').map((a) => a.name)))).toEqual(new Set(['black', 'white']));
-  expect(matches.every((m) => !/invalid move/.test(String(m.result.info.reason ?? '')))).toBe(true);
+  expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
 });
+
+/** Why a match ended, as the environment's final info says (gomoku: "5 in a row", "invalid move by …"). */
+function endReasonOf(m: { result: Record<string, unknown> }): string {
+  const reason = (m.result.info as Record<string, unknown> | null)?.reason;
+  expect(typeof reason).toBe('string');
+  return reason as string;
+}
 
 /** A single-turn environment whose reward is `reward` (source text), on a 1-layer policy. */
 function customEnvironment(name: string, reward: string) {
