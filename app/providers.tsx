@@ -5,6 +5,7 @@ import { useState, type ReactNode } from 'react';
 import { transformer } from '../sdk/transformer';
 import type { AppRouter } from '../server/api/root';
 import { httpStatusOf } from './_ui/errors';
+import { PaletteProvider } from './_ui/palette';
 import { TRPCProvider } from './trpc';
 
 export function Providers({ children }: { children: ReactNode }) {
@@ -31,7 +32,7 @@ export function Providers({ children }: { children: ReactNode }) {
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
-        {children}
+        <PaletteProvider>{children}</PaletteProvider>
       </TRPCProvider>
     </QueryClientProvider>
   );

@@ -89,8 +89,8 @@ test('IDE journey: a new environment from the bandit template, a type error and 
   await page.getByRole('link', { name: 'Launch…' }).click();
   await page.waitForURL(/\/launch\?/);
   await expect(page.getByRole('heading', { level: 1, name: 'Launch a run' })).toBeVisible();
-  await page.getByLabel('learningRate').fill('0.002');
-  await expect(page.getByLabel('learningRate')).toHaveValue('0.002');
+  await page.getByLabel('learningRate', { exact: true }).fill('0.002');
+  await expect(page.getByLabel('learningRate', { exact: true })).toHaveValue('0.002');
   await page.getByLabel('steps', { exact: true }).fill('oops');
   await expect(page.getByText('write a number')).toBeVisible();
   await page.getByLabel('steps', { exact: true }).fill('40');
@@ -132,13 +132,19 @@ test('the command palette jumps to an environment by keyboard alone, and the the
     await page.keyboard.press('Control+k');
     await expect(palette).toBeVisible({ timeout: 1_000 });
   }).toPass({ timeout: 30_000 });
+  // Keys go where the focus is: the palette's search box once the dialog has taken it.
+  const search = palette.getByRole('combobox');
+  await expect(search).toBeFocused();
   await page.keyboard.type('gomoku');
-  await expect(palette.getByRole('option', { name: /gomoku/ }).first()).toBeVisible({ timeout: 30_000 });
+  await expect(search).toHaveValue('gomoku');
+  await expect(palette.getByRole('option', { selected: true })).toHaveText(/gomoku/, { timeout: 30_000 });
   await page.keyboard.press('Enter');
   await page.waitForURL(/\/environments\/[^/?]+/);
   await expect(page.locator('.monaco-editor .view-lines').first()).toBeVisible({ timeout: 120_000 });
   await page.keyboard.press('Control+k');
+  await expect(search).toBeFocused();
   await page.keyboard.type('dark theme');
+  await expect(palette.getByRole('option', { selected: true })).toHaveText(/dark theme/);
   await page.keyboard.press('Enter');
   await expect(page.locator('html')).toHaveAttribute('data-theme', 'dark');
   watch.expectClean();

@@ -3,23 +3,50 @@ import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
 import { FilePlus2, Moon, Rocket, Search } from 'lucide-react';
 import { useRouter } from 'next/navigation';
-import { useEffect, useState } from 'react';
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { useTRPC } from '../trpc';
 import { TEAM_PAGES, teamSections } from './rail';
 import { useThemeChoice } from './theme';
 
-/** Opens with Ctrl/Cmd-K anywhere; the top bar's search button opens it too. */
-export function usePaletteShortcut(open: () => void) {
+/**
+ * Whether the palette is open and what is typed in it, kept above the pages: a navigation (the
+ * home page handing over to the team's page, a page's shell rendered anew once its data loads)
+ * keeps both rather than dropping what the user started. Ctrl/Cmd-K anywhere opens it.
+ */
+interface PaletteState {
+  open: boolean;
+  setOpen: (open: boolean) => void;
+  search: string;
+  setSearch: (search: string) => void;
+}
+const PaletteContext = createContext<PaletteState>({ open: false, setOpen: () => {}, search: '', setSearch: () => {} });
+
+export function PaletteProvider({ children }: { children: ReactNode }) {
+  const [open, setOpenState] = useState(false);
+  const [search, setSearch] = useState('');
+  const setOpen = useCallback((next: boolean) => {
+    setOpenState(next);
+    if (!next) setSearch('');
+  }, []);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
         e.preventDefault();
-        open();
+        // The editor takes Ctrl-K as the start of a chord and keeps the key to itself: the
+        // palette listens in the capture phase, before it, and the editor never sees this key.
+        e.stopPropagation();
+        setOpenState(true);
       }
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [open]);
+    window.addEventListener('keydown', onKey, { capture: true });
+    return () => window.removeEventListener('keydown', onKey, { capture: true });
+  }, []);
+  const value = useMemo(() => ({ open, setOpen, search, setSearch }), [open, setOpen, search]);
+  return <PaletteContext.Provider value={value}>{children}</PaletteContext.Provider>;
+}
+
+export function usePalette() {
+  return useContext(PaletteContext);
 }
 
 export function PaletteButton({ onOpen }: { onOpen: () => void }) {
@@ -37,19 +64,15 @@ export function PaletteButton({ onOpen }: { onOpen: () => void }) {
  * main actions. Items are links the router follows; what is searched is each item's label
  * plus keywords (cmdk's fuzzy match).
  */
-export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string; open: boolean; onOpenChange: (open: boolean) => void }) {
+export function CommandPalette({ teamId }: { teamId?: string }) {
   const router = useRouter();
   const trpc = useTRPC();
   const [theme, setTheme] = useThemeChoice();
-  const [search, setSearch] = useState('');
+  const { open, setOpen: onOpenChange, search, setSearch } = usePalette();
   const enabled = open && !!teamId;
   const envs = useQuery({ ...trpc.environments.list.queryOptions({ teamId: teamId ?? '', includeArchived: false }), enabled });
   const runs = useQuery({ ...trpc.jobs.list.queryOptions({ teamId: teamId ?? '', limit: 50 }), enabled });
   const datasets = useQuery({ ...trpc.datasets.list.queryOptions({ teamId: teamId ?? '' }), enabled });
-
-  useEffect(() => {
-    if (!open) setSearch('');
-  }, [open]);
 
   const go = (href: string) => {
     onOpenChange(false);
@@ -58,7 +81,7 @@ export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string
   const base = teamId ? `/teams/${teamId}` : '';
 
   return (
-    <Command.Dialog open={open} onOpenChange={onOpenChange} label="Command palette" className="palette" overlayClassName="palette-overlay">
+    <Command.Dialog open={open} onOpenChange={onOpenChange} label="Command palette" contentClassName="palette" overlayClassName="palette-overlay">
       <div className="palette-input">
         <Search size={16} aria-hidden="true" />
         <Command.Input value={search} onValueChange={setSearch} placeholder="Jump to a page, environment or run, or type an action…" />
@@ -76,7 +99,8 @@ export function CommandPalette({ teamId, open, onOpenChange }: { teamId?: string
                 <Rocket size={15} aria-hidden="true" /> Launch run…
               </Command.Item>
               <Command.Item
-                value="action toggle theme dark light"
+                value={`action switch to ${theme === 'dark' ? 'light' : 'dark'} theme`}
+                keywords={['toggle', 'theme', 'dark', 'light', 'colours']}
                 onSelect={() => {
                   setTheme(theme === 'dark' ? 'light' : 'dark');
                   onOpenChange(false);

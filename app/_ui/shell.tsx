@@ -6,7 +6,7 @@ import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 
 import { authClient } from '../auth-client';
 import { useTRPC } from '../trpc';
 import { lastTeam } from './last-team';
-import { CommandPalette, PaletteButton, usePaletteShortcut } from './palette';
+import { CommandPalette, PaletteButton, usePalette } from './palette';
 import { Rail } from './rail';
 import { ThemeToggle } from './theme';
 import { roleLabel, type Role } from './roles';
@@ -157,9 +157,8 @@ function AccountArea() {
  * the left rail of its sections. Ctrl/Cmd-K opens the palette from anywhere.
  */
 export function AppShell({ teamId, children, narrow }: { teamId?: string; children: ReactNode; narrow?: boolean }) {
-  const [paletteOpen, setPaletteOpen] = useState(false);
-  const openPalette = useCallback(() => setPaletteOpen(true), []);
-  usePaletteShortcut(openPalette);
+  const { setOpen: setPaletteOpen } = usePalette();
+  const openPalette = useCallback(() => setPaletteOpen(true), [setPaletteOpen]);
   const me = useMe();
   return (
     <>
@@ -185,7 +184,7 @@ export function AppShell({ teamId, children, narrow }: { teamId?: string; childr
           {children}
         </main>
       </div>
-      {me.data ? <CommandPalette teamId={teamId} open={paletteOpen} onOpenChange={setPaletteOpen} /> : null}
+      {me.data ? <CommandPalette teamId={teamId} /> : null}
     </>
   );
 }

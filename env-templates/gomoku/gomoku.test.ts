@@ -203,6 +203,5 @@ describe('configurable size and win length', () => {
     expect(report.ok).toBe(true);
     expect(report.warnings).toEqual([]);
     expect(report.rewards.black.mean + report.rewards.white.mean).toBeCloseTo(0);
-    expect(report.durationMs).toBeLessThan(5000);
   });
 });

@@ -93,6 +93,7 @@ export default defineEnvironment({
     const report = await dryRun({ source: { entry: 'env.ts', files: { 'env.ts': code } }, episodes: 100, timeBudgetMs: 600 });
     expect(report.episodes).toBeLessThan(10);
     expect(report.episodes).toBeGreaterThan(0);
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Stopped near its budget, not after all 100 episodes (15 s); a bound, not a speed figure.
+    expect(Date.now() - started).toBeLessThan(12_000);
   });
 });

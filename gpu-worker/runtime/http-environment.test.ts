@@ -135,6 +135,7 @@ describe('HTTP environments', () => {
     const started = Date.now();
     const e = await HttpEnvironment.connect({ baseUrl: `http://127.0.0.1:${port}`, retries: 2, retryDelayMs: 20 }).catch((x: unknown) => x);
     expect(e).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(new RegExp(`127.0.0.1:${port}/health is unavailable: cannot connect \\(ECONNREFUSED\\) \\(tried up to 3 times\\)`)) });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Gave up after its retries rather than waiting for ever (a bound, not a speed figure).
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 });

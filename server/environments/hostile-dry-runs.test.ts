@@ -21,8 +21,11 @@ export default defineEnvironment<undefined, { n: number }>({
 });
 `;
 
+/** Each dry run's budget: a server that ran user code on its own loop would stall this long per save. */
+const BUDGET_MS = 5_000;
+
 describe('hostile dry runs through the API', () => {
-  const ctx = useTestServer({ dryRuns: { budgetMs: 2_000, graceMs: 1_000 } });
+  const ctx = useTestServer({ dryRuns: { budgetMs: BUDGET_MS, graceMs: 1_000 } });
 
   it('five slow, huge environments saved at once: all INVALID, and health answers throughout', async () => {
     const teams = await Promise.all(Array.from({ length: 5 }, () => seedTeam(ctx.t.db)));
@@ -51,12 +54,13 @@ describe('hostile dry runs through the API', () => {
     await poll;
     for (const saved of saves) {
       expect(saved.validation.ok).toBe(false);
-      expect(saved.validation.errors[0].message).toMatch(/^the dry run took too long: 0 of 8 episodes in 2 s/);
+      expect(saved.validation.errors[0].message).toMatch(/^the dry run took too long: 0 of 8 episodes in 5 s/);
     }
-    // Health kept answering while five saves waited on the pool (two processes at a time). The
-    // bound is generous on purpose: the point is that nothing blocks for a dry run's length.
+    // Health kept answering while five saves waited on the pool (two processes at a time). This is
+    // not a latency target (bench figures are for that): a server running user code on its loop
+    // would hold one request for a whole dry run's budget, and no loaded machine comes near that.
     console.log(`[hostile-dry-runs] health answered ${answered} times, slowest ${slowest.toFixed(0)} ms`);
     expect(answered).toBeGreaterThan(10);
-    expect(slowest).toBeLessThan(1_500);
+    expect(slowest).toBeLessThan(BUDGET_MS);
   });
 });

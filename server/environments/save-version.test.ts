@@ -79,9 +79,9 @@ export default defineEnvironment<undefined, { n: number }>({
       if (!saved.ok) throw new Error('expected a saved, invalid version');
       expect(saved.validation).toMatchObject({ ok: false, episodes: 0, errors: [{ kind: 'timeout', message: expect.stringMatching(/^the dry run took too long: 0 of 8 episodes in 2 s/) }] });
       expect(await t.db.environmentVersion.findUniqueOrThrow({ where: { id: saved.versionId } })).toMatchObject({ validationStatus: 'INVALID' });
-      // The user's loop ran in the pool's process: this one kept its timers (a generous bound; the
-      // in-process dry run blocked for the whole run).
-      expect(worstLagMs).toBeLessThan(1_000);
+      // The user's loop ran in the pool's process: this one kept its timers. Not a latency figure:
+      // the in-process dry run blocked for its whole budget, and only that is ruled out here.
+      expect(worstLagMs).toBeLessThan(2_000);
       // The stopped process was replaced: the next dry run plays normally (with a budget a loaded
       // machine cannot miss: this checks the replacement, not the speed).
       const fine = environment('fine', '');

@@ -80,11 +80,9 @@ describe('scheduler loop and worker protocol', () => {
     // Pushes arrive over socket.io; heartbeats are the fallback, and both must carry the assignment.
     const socket = connect(`${server.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: worker.credential } });
     const pushed = new Promise<any>((resolve) => socket.on('assignment', resolve));
-    const submittedAt = Date.now();
     const job = await submit();
+    // Only a push resolves this (this worker has not heartbeated yet): placing notified the worker.
     const assignment = await pushed;
-    const placedMs = Date.now() - submittedAt;
-    expect(placedMs).toBeLessThan(2_000);
     socket.close();
     expect(assignment).toMatchObject({ jobId: job.id, attempt: 1, kind: 'TRAIN', environment: { versionId: envVersionId, entry: 'env.ts' }, resumeFrom: null });
     const hb = await heartbeat(worker);

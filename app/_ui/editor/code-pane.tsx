@@ -107,6 +107,8 @@ export function CodePane({
         fontSize: 13.5,
         minimap: { enabled: false },
         scrollBeyondLastLine: false,
+        // 'dimmed' draws the last line's number at reduced opacity, below WCAG contrast.
+        renderFinalNewline: 'on',
         tabSize: 2,
         renderWhitespace: 'selection',
         fixedOverflowWidgets: true,

@@ -172,7 +172,10 @@ export function PlayPanel({
       },
     }),
   );
-  useEffect(() => endRef.current?.scrollIntoView({ block: 'nearest' }), [turns.length, autoplayed]);
+  // In braces: scrollIntoView returns a promise in current browsers, and an effect may return only its clean-up.
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: 'nearest' });
+  }, [turns.length, autoplayed]);
   // Leaving the page or the tab ends the session rather than waiting for the idle timeout.
   const sessionId = session?.sessionId;
   const closeSession = close.mutate;
@@ -302,7 +305,7 @@ export function PlayPanel({
       {session && !state.done ? (
         <form
           className="play-input"
-          aria-label="Your action"
+          aria-label="Act as the agent"
           onSubmit={(e) => {
             e.preventDefault();
             send();

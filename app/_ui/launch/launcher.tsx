@@ -393,7 +393,10 @@ function CopyBlock({ label, text }: { label: string; text: string }) {
           <Copy size={13} aria-hidden="true" /> {copied ? 'Copied' : 'Copy'}
         </button>
       </div>
-      <pre className="code-sample">{text}</pre>
+      {/* Focusable: a long command or JSON scrolls, and the keyboard must reach it to scroll it. */}
+      <pre className="code-sample" tabIndex={0} aria-label={label}>
+        {text}
+      </pre>
     </div>
   );
 }

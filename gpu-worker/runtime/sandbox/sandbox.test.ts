@@ -125,7 +125,8 @@ describe('sandbox battery', () => {
     expect(e.location?.file).toBe('env.ts');
     expect(lines).toContain(e.location?.line);
     expect(e.during).toBe('step');
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Stopped at its deadline rather than left to run (a bound no loaded machine reaches; not a speed figure).
+    expect(Date.now() - started).toBeLessThan(20_000);
     await expectHealthy();
   });
 
