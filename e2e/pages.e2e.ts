@@ -40,7 +40,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
   const gomoku = environments.find((e) => e.name === 'gomoku')!;
   const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN', config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 2, checkpointEvery: 1, evalEvery: 1 } },
+    teamId, kind: 'TRAIN', config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 2, checkpointEvery: 1, evalEvery: 1, evalEpisodes: 8, warmStart: null } },
   });
 
   // Datasets: a file with a bad line is refused line by line, and nothing is lost.

@@ -210,6 +210,12 @@ declare module 'whetstone' {
   export interface AgentTurn<Agent extends string = string> {
       agent: Agent;
       observation: string;
+      /**
+       * The actions this agent may take now, when they are a closed set (a board game's legal moves):
+       * the policy is then constrained to write exactly one of them (legal-move masking), so it never
+       * loses a game to a malformed or illegal move. Leave it out for free text.
+       */
+      actions?: string[];
   }
   /** What a multi-agent `step` returns. Rewards go to the agents named; missing ones get 0. */
   export interface MultiAgentStepResult<Agent extends string = string> {

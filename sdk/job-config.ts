@@ -62,6 +62,10 @@ export const evalJobConfigSchema = strictConfig({
   against: z.union([z.literal('bot'), z.literal('random'), z.object({ checkpointId: id })]).default('bot'),
   games: z.number().int().min(1).max(10_000).default(20),
   seed: z.number().int().min(0).default(0),
+  /** Sampling temperature of the evaluated policy; 0 is greedy. Default: the manifest's training temperature. */
+  temperature: z.number().min(0).max(5).optional(),
+  /** Constrain the policy to the legal actions the environment offers (legal-move masking). Default true. */
+  maskActions: z.boolean().default(true),
 });
 
 export const inferenceJobConfigSchema = strictConfig({

@@ -224,6 +224,9 @@ export const METRICS = {
   'eval/loss_rate': { description: 'multi-agent: losses over games scored' },
   'eval/mean_return_low': { description: 'the 95% interval of the mean return (normal approximation), lower end' },
   'eval/mean_return_high': { description: 'the 95% interval of the mean return (normal approximation), upper end' },
+  'eval/mean_length': { description: 'mean episode length in moves, every player’s (a game’s length)', unit: 'moves' },
+  'eval/legal_move_rate': { description: "share of the evaluated policy's moves that were among the legal actions the environment offered (environments that offer them)" },
+  'eval/tool_use_rate': { description: 'environments with tools: share of episodes in which the policy made a tool call that ran' },
   'eval/success_rate': { description: 'single-agent: episodes with a positive return over episodes scored' },
   'eval/success_rate_low': { description: 'single-agent: the Wilson 95% interval of the success rate, lower end' },
   'eval/success_rate_high': { description: 'single-agent: the Wilson 95% interval of the success rate, upper end' },
@@ -233,6 +236,7 @@ export const METRICS = {
   'warmstart/tokens': { description: "warm start: trainable (action) tokens in the step's batch", unit: 'tokens' },
   'warmstart/epoch': { description: 'warm start: passes over the demonstrations completed before this step', unit: 'epochs' },
   'warmstart/demonstrations': { description: 'warm start: demonstration sequences that fit the context (at its first step)', unit: 'sequences' },
+  'warmstart/eval_legal_move_rate': { description: "warm start: the evaluation's legal-move rate (as eval/legal_move_rate) after the warm start's last step" },
   'warmstart/eval_score': { description: "warm start: the evaluation score (as eval/score) of the policy after the warm start's last step" },
 } as const satisfies Record<`${MetricGroup}/${string}`, MetricInfo>;
 export type CatalogueKey = keyof typeof METRICS;

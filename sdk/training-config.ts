@@ -200,6 +200,11 @@ const rlOptions = {
     'warm-start',
     'Supervised steps on demonstrations (a bot of the environment, or a dataset) before the RL phase, laid out as the rollout prompts the policy: for a task a new model cannot hit by chance (exact answers, tool calls, move syntax), where GRPO alone sees reward 0 in every group. null turns off a manifest’s warm start. Default none.',
   ),
+  maskActions: option(
+    z.boolean().default(true),
+    'sampling',
+    'Where the environment offers a turn’s legal actions (a board game’s empty cells), the policy writes only one of them (legal-move masking), in training and in its evaluations. Default true; false lets it write freely, and an illegal move costs what the environment says (Gomoku: the game).',
+  ),
   groupSize: option(int(1, 1024).default(8), 'run', 'Episodes per task; GRPO compares them to form advantages. Default 8 (DeepSeekMath uses 64; 8 fits a CPU).'),
   evalEvery: option(int(1, 1_000_000).default(10), 'run', 'Evaluate the policy every this many steps, and after the last (greedy, on held-out rows where the environment reads data).'),
   evalEpisodes: option(int(0, 10_000).default(32), 'run', 'Episodes of each evaluation during training; 0 turns it off. Default 32: a Wilson interval of about ±0.15 at a rate of 0.5.'),
@@ -214,13 +219,25 @@ const rlOptions = {
     'Warn when every group had equal rewards in each of the first this many steps: GRPO then has no signal to learn from. Default 10; 0 never warns.',
   ),
   learners: option(z.array(z.string()).optional(), 'multi-agent', 'Multi-agent: the agents that learn. Default: the first agent.'),
+  switchSeats: option(
+    z.boolean().default(false),
+    'multi-agent',
+    'Multi-agent, one learner: the learner plays every seat in turn (a GRPO group keeps one seat) and its warm start imitates every seat. For games where a side has the advantage (black in Gomoku), so that the policy learns both sides. Default false.',
+  ),
   opponents: option(
     z
       .record(z.string(), z.number().min(0))
       .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
       .optional(),
     'multi-agent',
-    'Multi-agent: what plays the other seats, as shares of episodes ("random", "scripted", "self", a bot name).',
+    'Multi-agent: what plays the other seats, as shares of episodes: a bot name ("random", "scripted"), "frozen:policy" (a copy of the learner refreshed every 10 steps) or "pool:policy" (one of its past snapshots: poolEvery, poolSize, poolSampling).',
+  ),
+  poolEvery: option(int(1, 1_000_000).default(10), 'multi-agent', 'Steps between snapshots of the learner for "pool:policy" opponents; the first is taken before the first step. Default 10.'),
+  poolSize: option(int(1, 64).default(8), 'multi-agent', 'Snapshots a "pool:policy" opponent draws from; the oldest is dropped beyond it. Default 8 (each is a copy of the model in memory).'),
+  poolSampling: option(
+    z.enum(['uniform', 'recency']).default('uniform'),
+    'multi-agent',
+    'How an episode draws its pool snapshot: uniform, or recency (the k-th oldest of n with weight k). Default uniform: the whole league of past selves.',
   ),
 };
 

@@ -74,6 +74,18 @@ export function renderBoard(board: Board): string {
   return out;
 }
 
+/** One line per row: its number, then its cells (`.`, `X`, `O`), with no spaces. */
+export function renderCompact(board: Board): string {
+  const w = String(board.size).length;
+  let out = '';
+  for (let r = 0; r < board.size; r++) {
+    const label = String(r + 1);
+    out += `${r === 0 ? '' : '\n'}${' '.repeat(w - label.length)}${label}`;
+    for (let c = 0; c < board.size; c++) out += SYMBOLS[board.cells[r * board.size + c]];
+  }
+  return out;
+}
+
 /** The move syntax: `<move>row,col</move>`, 1-based. Returns 0-based coordinates, or the problem. */
 export function parseMove(text: string): { row: number; col: number } | { problem: string } {
   const m = /<move>\s*(\d+)\s*,\s*(\d+)\s*<\/move>/.exec(text);

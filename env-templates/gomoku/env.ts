@@ -4,8 +4,8 @@
  * five or more in a row wins.
  */
 import { defineMultiAgentEnvironment } from 'whetstone';
-import { BLACK, type Board, WHITE, formatMove, isFull, newBoard, parseMove, place, renderBoard, at, inside } from './board';
-import { randomMove, scriptedMove } from './bots';
+import { BLACK, type Board, WHITE, formatMove, isFull, newBoard, parseMove, place, renderBoard, renderCompact, at, inside } from './board';
+import { expertMove, randomMove, scriptedMove } from './bots';
 
 export type Player = 'black' | 'white';
 
@@ -16,12 +16,27 @@ export interface GomokuOptions {
   rewards: { win: number; loss: number; draw: number; invalid: number };
   /** Share of random moves of the scripted bot (OpenTinker: 0.3). */
   botRandomness: number;
+  /** Share of the expert bot's quiet moves (nothing urgent on the board) played at random near the stones. */
+  expertExplore: number;
   /**
    * The system prompt: `full` explains the rules in words (for pretrained models); `brief` is one
    * short line with the size, the win length and the move syntax, for small models trained from
    * scratch, whose every step pays for each prompt token.
    */
   instructions: 'full' | 'brief';
+  /**
+   * How the board reads: `grid` spaces the cells and numbers the columns (easy for people and
+   * pretrained models); `compact` is one line per row, its number then its cells (`5....X....`),
+   * under a line with the reader's stone and the opponent's last move (`O 5,5`, `X -,-` before the
+   * first move). Every compact observation of a size has the same length, so each cell sits at the
+   * same position in every prompt: about 100 characters on 9 × 9 against about 260.
+   */
+  observation: 'grid' | 'compact';
+  /**
+   * Offer the empty cells as the turn's `actions`: the policy is then constrained to write a legal
+   * move (legal-move masking) and never forfeits. Off, an illegal move forfeits the game.
+   */
+  legalMoves: boolean;
 }
 
 export const DEFAULT_OPTIONS: GomokuOptions = {
@@ -29,7 +44,10 @@ export const DEFAULT_OPTIONS: GomokuOptions = {
   winLength: 5,
   rewards: { win: 1, loss: -1, draw: 0, invalid: -1 },
   botRandomness: 0.3,
-  instructions: 'full',
+  expertExplore: 0.2,
+  instructions: 'brief',
+  observation: 'compact',
+  legalMoves: true,
 };
 
 interface State {
@@ -41,15 +59,32 @@ interface State {
 const STONE = { black: BLACK, white: WHITE } as const;
 const OTHER: Record<Player, Player> = { black: 'white', white: 'black' };
 
-function observe(state: State, agent: Player): string {
+function observeGrid(state: State, agent: Player): string {
   const last = state.lastMove ? `${OTHER[agent]} played ${state.lastMove}.\n` : '';
   return `${renderBoard(state.board)}\n${last}You are ${agent} (${agent === 'black' ? 'X' : 'O'}). Your move:`;
+}
+
+function observeCompact(state: State, agent: Player): string {
+  return `${agent === 'black' ? 'X' : 'O'} ${state.lastMove ?? '-,-'}\n${renderCompact(state.board)}`;
+}
+
+/** Every empty cell as a move, in reading order. */
+function legalMoves(board: Board): string[] {
+  const moves: string[] = [];
+  for (let r = 0; r < board.size; r++) for (let c = 0; c < board.size; c++) if (at(board, r, c) === 0) moves.push(formatMove(r, c));
+  return moves;
 }
 
 export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
   const options: GomokuOptions = { ...DEFAULT_OPTIONS, ...overrides, rewards: { ...DEFAULT_OPTIONS.rewards, ...overrides.rewards } };
   const { size, winLength, rewards } = options;
   newBoard(size, winLength); // validates the options at definition time
+  const observe = options.observation === 'compact' ? observeCompact : observeGrid;
+  const turn = (state: State, agent: Player) => ({
+    agent,
+    observation: observe(state, agent),
+    ...(options.legalMoves ? { actions: legalMoves(state.board) } : {}),
+  });
 
   return defineMultiAgentEnvironment<{ size: number; winLength: number }, State, Player>({
     name: 'gomoku',
@@ -65,7 +100,7 @@ export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
     sample: () => ({ size, winLength }),
     reset: (ctx) => {
       ctx.state = { board: newBoard(ctx.task.size, ctx.task.winLength), toMove: 'black', lastMove: null };
-      return { agent: 'black', observation: observe(ctx.state, 'black') };
+      return turn(ctx.state, 'black');
     },
     step: (action, ctx) => {
       const state = ctx.state;
@@ -97,11 +132,15 @@ export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
       }
       state.toMove = opponent;
       state.lastMove = `${move.row + 1},${move.col + 1}`;
-      return { rewards: {}, terminated: false, info: moveInfo, next: { agent: opponent, observation: observe(state, opponent) } };
+      return { rewards: {}, terminated: false, info: moveInfo, next: turn(state, opponent) };
     },
     bots: {
       scripted: (_observation, ctx, agent) => {
         const m = scriptedMove(ctx.state.board, STONE[agent], ctx.rng, options.botRandomness);
+        return formatMove(m.row, m.col);
+      },
+      expert: (_observation, ctx, agent) => {
+        const m = expertMove(ctx.state.board, STONE[agent], ctx.rng, options.expertExplore);
         return formatMove(m.row, m.col);
       },
       random: (_observation, ctx) => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Rng } from '../../sdk/environment/rng';
-import { BLACK, WHITE, newBoard, parseMove, place, renderBoard } from './board';
-import { scriptedMove } from './bots';
+import { BLACK, WHITE, newBoard, parseMove, place, renderBoard, renderCompact } from './board';
+import { expertMove, scriptedMove } from './bots';
 import { loadTemplate } from '../load-template';
 import { openInSandbox, playWith } from '../test-support/template-harness';
 import { type SandboxEnvironment } from '../../gpu-worker/runtime/sandbox/sandbox-environment';
@@ -59,6 +59,36 @@ describe('gomoku rules', () => {
     expect([0, 5]).toContain(block.col);
     expect(scriptedMove(newBoard(9, 5), BLACK, rng(1), 0)).toEqual({ row: 4, col: 4 }); // centre bias
   });
+
+  test('the expert wins when it can, blocks a four, and blocks an open three before it grows', () => {
+    const board = newBoard(9, 5);
+    for (const c of [1, 2, 3, 4]) place(board, 2, c, WHITE);
+    for (const c of [1, 2, 3, 4]) place(board, 6, c, BLACK);
+    const win = expertMove(board, BLACK, rng(1));
+    expect(win.row).toBe(6);
+    expect([0, 5]).toContain(win.col);
+    const four = newBoard(9, 5);
+    for (const c of [1, 2, 3, 4]) place(four, 2, c, WHITE);
+    place(four, 7, 7, BLACK);
+    const block = expertMove(four, BLACK, rng(1));
+    expect(block.row).toBe(2);
+    expect([0, 5]).toContain(block.col);
+    // White has an open three on row 5 (columns 4-6); black, with no line of its own, closes an end.
+    const three = newBoard(9, 5);
+    for (const c of [3, 4, 5]) place(three, 4, c, WHITE);
+    place(three, 0, 0, BLACK);
+    const closed = expertMove(three, BLACK, rng(2));
+    expect(closed.row).toBe(4);
+    expect([2, 6]).toContain(closed.col);
+  });
+
+  test('compact rendering: one line per row, its number then its cells', () => {
+    const board = newBoard(3, 3);
+    place(board, 0, 0, BLACK);
+    place(board, 1, 2, WHITE);
+    expect(renderCompact(board)).toBe('1X..\n2..O\n3...');
+    expect(renderCompact(newBoard(10, 5)).split('\n').slice(8)).toEqual([' 9..........', '10..........']);
+  });
 });
 
 describe('gomoku template in the sandbox', () => {
@@ -68,8 +98,8 @@ describe('gomoku template in the sandbox', () => {
   });
   afterAll(() => env.dispose());
 
-  test('two agents, latest-observation context, both bots', () => {
-    expect(env.description).toMatchObject({ kind: 'multi-agent', agents: ['black', 'white'], context: 'latest', bots: ['scripted', 'random'] });
+  test('two agents, latest-observation context, three bots', () => {
+    expect(env.description).toMatchObject({ kind: 'multi-agent', agents: ['black', 'white'], context: 'latest', bots: ['scripted', 'expert', 'random'] });
   });
 
   test('a game is a zero-sum match record: moves, players, raw text, result', async () => {
@@ -78,8 +108,34 @@ describe('gomoku template in the sandbox', () => {
     expect(t.totalRewards.black + t.totalRewards.white).toBe(0);
     expect(t.turns[0]).toMatchObject({ agent: 'black', action: expect.stringMatching(/^<move>\d,\d<\/move>$/), info: { player: 'black', moveNumber: 1 } });
     expect(t.turns[1].agent).toBe('white');
-    expect(t.turns[1].observation).toMatch(/black played \d,\d\.\nYou are white \(O\)\. Your move:$/);
+    // The default observation is compact: the reader's stone and the last move, then the rows.
+    expect(t.turns[0].observation).toBe(`X -,-\n${renderCompact(newBoard(9, 5))}`);
+    const { row, col } = parseMove(t.turns[0].action) as { row: number; col: number };
+    expect(t.turns[1].observation.split('\n')[0]).toBe(`O ${row + 1},${col + 1}`);
+    expect(t.turns[1].observation.split('\n')[row + 1][col + 1]).toBe('X');
+    expect(t.turns.every((turn) => turn.observation.length === t.turns[1].observation.length)).toBe(true);
     expect(['black', 'white', 'draw']).toContain(t.finalInfo.result);
+  });
+
+  test('each turn offers the empty cells as its legal actions', async () => {
+    const reset = await env.reset({ episodeId: 'legal', seed: 1, taskSeed: 1 });
+    expect(reset.turn.actions).toHaveLength(81);
+    expect(reset.turn.actions).toContain('<move>5,5</move>');
+    const step = await env.step({ episodeId: 'legal', action: '<move>5,5</move>' });
+    expect(step.next?.actions).toHaveLength(80);
+    expect(step.next?.actions).not.toContain('<move>5,5</move>');
+    await env.close('legal');
+  });
+
+  test('the expert bot beats the scripted one', async () => {
+    let wins = 0;
+    const games = 16;
+    for (let seed = 0; seed < games; seed++) {
+      const expert = seed % 2 === 0 ? 'black' : 'white';
+      const t = await playWith(env, { [expert]: 'expert', [expert === 'black' ? 'white' : 'black']: 'scripted' }, { seed });
+      if (t.finalInfo.result === expert) wins++;
+    }
+    expect(wins).toBeGreaterThanOrEqual(12);
   });
 
   test('the scripted bot beats the random one', async () => {
@@ -116,20 +172,21 @@ describe('configurable size and win length', () => {
       black: ['<move>1,1</move>', '<move>1,2</move>', '<move>1,3</move>', '<move>1,4</move>'],
       white: ['<move>5,1</move>', '<move>5,2</move>', '<move>5,3</move>'],
     });
-    expect(t.turns[0].observation.split('\n')[0]).toBe('  1 2 3 4 5');
+    expect(t.turns[0].observation.split('\n')[1]).toBe('1.....');
     expect(t.finalInfo).toMatchObject({ result: 'black', reason: '4 in a row' });
     expect(t.totalRewards).toEqual({ black: 1, white: -1 });
     await env.dispose();
   });
 
   test('brief instructions: one short line with the size, the win length and the move syntax', async () => {
-    const env = await openInSandbox(template, { 'brief.ts': "import { createGomoku } from './env';\nexport default createGomoku({ size: 5, winLength: 3, instructions: 'brief' });\n" }, 'brief.ts');
+    const env = await openInSandbox(template, { 'brief.ts': "import { createGomoku } from './env';\nexport default createGomoku({ size: 5, winLength: 3, instructions: 'brief', observation: 'grid' });\n" }, 'brief.ts');
     const t = await playWith(env, { black: 'scripted', white: 'random' }, { seed: 3 });
     expect(t.systemPrompts).toEqual({ black: 'Gomoku 5x5, 3 in a row wins. Reply <move>row,col</move>.', white: 'Gomoku 5x5, 3 in a row wins. Reply <move>row,col</move>.' });
-    // The observation still says which side the agent plays.
-    expect(t.turns[1].observation).toMatch(/You are white \(O\)\. Your move:$/);
+    // The grid observation says which side the agent plays and the opponent's last move in words.
+    expect(t.turns[0].observation.split('\n')[0]).toBe('  1 2 3 4 5');
+    expect(t.turns[1].observation).toMatch(/black played \d,\d\.\nYou are white \(O\)\. Your move:$/);
     await env.dispose();
-    const fullEnv = await openInSandbox(template);
+    const fullEnv = await openInSandbox(template, { 'full.ts': "import { createGomoku } from './env';\nexport default createGomoku({ instructions: 'full' });\n" }, 'full.ts');
     const full = await playWith(fullEnv, { black: 'scripted', white: 'random' }, { seed: 3, maxTurns: 1 });
     expect(full.systemPrompts.black).toMatch(/^You play Gomoku on a 9x9 board as black \(X\)\./);
     await fullEnv.dispose();

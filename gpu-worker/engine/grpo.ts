@@ -24,6 +24,9 @@ export function resolveGRPOConfig(partial: Partial<GRPOConfig> = {}): GRPOConfig
   return parseEngineConfig(grpoOptionsSchema, partial, 'grpo');
 }
 
+/** Tokens per forward pass when computing log-probabilities without gradients (memory, not speed). */
+const LOGPROB_CHUNK_TOKENS = 16_384;
+
 export class GRPOTrainer {
   readonly config: GRPOConfig;
   readonly core: TrainerCore;
@@ -115,12 +118,26 @@ export class GRPOTrainer {
     return this.finish(t0, stats, mean, b.trainableTokens * c.epochs, updates, b.trainableTokens);
   }
 
-  /** Per-token log-probabilities [B·cols] under `policy`, without gradients. */
+  /**
+   * Per-token log-probabilities [B·cols] under `policy`, without gradients. In chunks of rows: a
+   * multi-turn batch (a Gomoku step: hundreds of turn sequences) in one forward pass needs more
+   * than the wasm backend's 4 GiB for its attention scores.
+   */
   private *logProbs(policy: GPT, inputs: number[][], targets: number[]): Reads<Float32Array> {
-    const t = tf.tidy(() =>
-      targetLogProbs(policy.forward(inputs).logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32')),
-    );
-    return (yield* readAndDispose(t)) as Float32Array;
+    const cols = inputs[0]?.length ?? 0;
+    const out = new Float32Array(inputs.length * cols);
+    const rowsPerChunk = Math.max(1, Math.floor(LOGPROB_CHUNK_TOKENS / Math.max(1, cols)));
+    for (let start = 0; start < inputs.length; start += rowsPerChunk) {
+      const end = Math.min(inputs.length, start + rowsPerChunk);
+      const t = tf.tidy(() =>
+        targetLogProbs(
+          policy.forward(inputs.slice(start, end)).logits.div(this.config.temperature) as tf.Tensor2D,
+          tf.tensor1d(targets.slice(start * cols, end * cols), 'int32'),
+        ),
+      );
+      out.set((yield* readAndDispose(t)) as Float32Array, start * cols);
+    }
+    return out;
   }
 
   private finish(

@@ -122,6 +122,30 @@ describe('sampler', () => {
     m.dispose();
   });
 
+  it('constrained rows write exactly one of their allowed sequences, with the unconstrained log-probabilities', () => {
+    const m = model();
+    const allowedTexts = ['12=3', '12=4', '7 a', 'c'];
+    const allowed = [allowedTexts.map((t) => tok.encode(t)), null, [tok.encode('abc')]];
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const out = sample(m, tok, prompts, { temperature: 1, seed, maxTokens: 12, stopAtEos: false, allowed });
+      expect(allowedTexts).toContain(out[0].text);
+      expect(out[0].finishReason).toBe('stop');
+      expect(out[2].text).toBe('abc');
+      // The free row writes freely, to its length limit.
+      expect(out[1]).toMatchObject({ finishReason: 'length' });
+      expect(out[1].tokens).toHaveLength(12);
+    }
+    // Greedy: each log-probability is the unconstrained policy's (what a full decode of that prefix gives).
+    const greedy = sample(m, tok, [prompts[0]], { temperature: 0, maxTokens: 12, stopAtEos: false, allowed: [allowed[0]] })[0];
+    expect(allowedTexts).toContain(greedy.text);
+    const probe = sample(m, tok, [[...prompts[0], ...greedy.tokens.slice(0, 1)]], { temperature: 0, maxTokens: 1, stopAtEos: false, allowed: [[greedy.tokens.slice(1, 2)]] })[0];
+    expect(probe.logprobs[0]).toBeCloseTo(greedy.logprobs[1], 4);
+    expect(greedy.logprobs.every((lp) => lp <= 0 && Number.isFinite(lp))).toBe(true);
+    expect(() => sample(m, tok, prompts, { allowed: [null] })).toThrow(/sample\.allowed/);
+    expect(() => sample(m, tok, [prompts[0]], { allowed: [[]] })).toThrow(/sample\.allowed/);
+    m.dispose();
+  });
+
   it('rejects empty batches and prompts that fill the context', () => {
     const m = model();
     expect(() => sample(m, tok, [])).toThrow(/prompts/);

@@ -29,6 +29,15 @@ export interface SampleOptions {
   useCache: boolean;
   /** Seed for the sampling stream when no `rng` is given. Default 0. */
   seed: number;
+  /**
+   * Per row, the token sequences its completion must be one of (an environment's legal actions),
+   * or null for free text. A constrained row picks only tokens that continue one of them and ends
+   * as soon as it has written one whole (finish reason `stop`), without EOS. Its log-probabilities
+   * are those of the unconstrained policy, the distribution the trainer differentiates, so the
+   * importance ratio of a policy-gradient step compares like with like. top-k and top-p do not
+   * apply to constrained rows.
+   */
+  allowed?: readonly (readonly (readonly number[])[] | null)[];
 }
 
 const SAMPLE_DEFAULTS: SampleOptions = {
@@ -64,6 +73,9 @@ export function resolveSampleOptions(partial: Partial<SampleOptions> = {}): Samp
   requireNumber('sample.topP', o.topP, Number.MIN_VALUE, 1);
   if (!Array.isArray(o.stop) || o.stop.some((s) => typeof s !== 'string' || s.length === 0)) {
     throw new ConfigError('sample.stop', 'must be an array of non-empty strings');
+  }
+  if (o.allowed?.some((row) => row !== null && (row.length === 0 || row.some((seq) => seq.length === 0)))) {
+    throw new ConfigError('sample.allowed', 'each row must be null or a non-empty list of non-empty token sequences');
   }
   return o;
 }
@@ -106,6 +118,9 @@ function* sampling(
     if (p.length === 0) throw new ConfigError(`prompts[${i}]`, 'must have at least one token (e.g. BOS)');
   });
   const random = rng ?? new Rng(o.seed);
+  if (o.allowed && o.allowed.length !== prompts.length) throw new ConfigError('sample.allowed', `has ${o.allowed.length} rows for ${prompts.length} prompts`);
+  // A constrained row's candidates: the allowed sequences its tokens so far are a prefix of.
+  const candidates = prompts.map((_, b) => o.allowed?.[b] ?? null);
   const ctx = model.config.contextLength;
   const B = prompts.length;
   const L = Math.max(...prompts.map((p) => p.length));
@@ -163,13 +178,25 @@ function* sampling(
       const V = logits.length / B;
       for (let b = 0; b < B; b++) {
         const row = logits.subarray(b * V, (b + 1) * V);
-        const { token, logprob } = done[b] ? { token: tokenizer.pad, logprob: 0 } : chooseToken(row, o, banned, random);
+        const live = candidates[b];
+        const position = results[b].tokens.length;
+        const only = live && !done[b] ? new Set(live.map((seq) => seq[position])) : undefined;
+        const { token, logprob } = done[b] ? { token: tokenizer.pad, logprob: 0 } : chooseToken(row, o, banned, random, only);
         seqs[b].push(token);
         keyMask[b].push(1);
         if (done[b]) continue;
         const r = results[b];
         r.tokens.push(token);
         r.logprobs.push(logprob);
+        if (live) {
+          const next = live.filter((seq) => seq[position] === token);
+          candidates[b] = next;
+          if (next.some((seq) => seq.length === position + 1)) {
+            r.finishReason = 'stop';
+            done[b] = true;
+          }
+          continue;
+        }
         if (o.stopAtEos && token === tokenizer.eos) {
           r.finishReason = 'eos';
           done[b] = true;
@@ -196,7 +223,8 @@ function* sampling(
     if (cache) disposeCache(cache);
     head?.dispose();
   }
-  for (const r of results) if (r.finishReason !== 'stop') r.text = tokenizer.decode(r.tokens);
+  // Rows ended by a stop string have their text already; the rest (constrained rows too) are decoded here.
+  for (const r of results) if (r.stop === undefined) r.text = tokenizer.decode(r.tokens);
   return results;
 }
 
@@ -216,6 +244,8 @@ export function chooseToken(
   o: Pick<SampleOptions, 'temperature' | 'topK' | 'topP'>,
   banned: ReadonlySet<number>,
   rng: Rng,
+  /** When given, pick only among these tokens; the log-probability stays the unrestricted one. */
+  only?: ReadonlySet<number>,
 ): { token: number; logprob: number } {
   // Called for every row at every step (it was ~15% of cached sampling's time): no per-element Set
   // lookups or allocations, each exponential computed once, log-probabilities only where needed.
@@ -243,6 +273,27 @@ export function chooseToken(
   }
   const logZ = Math.log(z) + max;
   const logp = (i: number) => (allowed[i] ? logits[i] / t - logZ : -Infinity);
+
+  if (only) {
+    // Constrained: greedy takes the likeliest permitted token, sampling draws in proportion to the
+    // permitted tokens' probabilities (renormalised among them).
+    const permitted = [...only].filter((i) => i >= 0 && i < V && allowed[i]);
+    if (permitted.length === 0) throw new ConfigError('sample.allowed', 'no permitted token left (an allowed sequence uses a banned token)');
+    if (o.temperature === 0) {
+      const best = permitted.reduce((a, i) => (logits[i] > logits[a] ? i : a));
+      return { token: best, logprob: logp(best) };
+    }
+    // Weights relative to the likeliest permitted token, so that they cannot all underflow.
+    const top = Math.max(...permitted.map((i) => logits[i] / t));
+    const weights = permitted.map((i) => Math.exp(logits[i] / t - top));
+    let u = rng.next() * weights.reduce((a, w) => a + w, 0);
+    for (let k = 0; k < permitted.length; k++) {
+      u -= weights[k];
+      if (u <= 0) return { token: permitted[k], logprob: logp(permitted[k]) };
+    }
+    const last = permitted[permitted.length - 1];
+    return { token: last, logprob: logp(last) };
+  }
 
   if (o.temperature === 0) {
     let best = 0;

@@ -93,7 +93,8 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
         maxTurns: manifest.limits.maxTurns,
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
-        temperature: 'temperature' in training ? training.temperature : 1,
+        temperature: config.temperature ?? ('temperature' in training ? training.temperature : 1),
+        maskActions: config.maskActions,
         contextLength: model.config.contextLength,
         seed: config.seed * 7919 + i,
       });
@@ -103,7 +104,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       }
     }
 
-    const scores = scoreEpisodes(rollouts, seats, agents.length > 1);
+    const scores = scoreEpisodes(rollouts, seats, agents.length > 1, { tools: env.description.tools.length > 0 });
     if (scores.games === 0) throw new JobFailure(`every one of the ${rollouts.length} games failed; most frequent: ${frequentErrors(rollouts)}`);
     await emit.metrics(0, scores.metrics);
     emit.log('info', scores.summary);

@@ -54,5 +54,5 @@ export async function evaluatePolicy(o: PolicyEvaluation): Promise<Scores> {
   const bot = bots.find((b) => b !== 'random') ?? bots[0];
   const { specs, seats } = seatSwitchedSpecs(agents, o.episodes, o.seed, agents.length > 1 ? { kind: 'bot', bot } : null, o.rows);
   const rollouts = await runRollouts(o.env, o.tokenizer, { policy: o.policy }, specs, { ...o.rollout, temperature: 0, seed: o.seed });
-  return scoreEpisodes(rollouts, seats, agents.length > 1);
+  return scoreEpisodes(rollouts, seats, agents.length > 1, { tools: o.env.description.tools.length > 0 });
 }

@@ -208,7 +208,7 @@ describe('job runner: SFT and EVAL', () => {
     // A policy to evaluate: the sampler checkpoint of a 1-step run (it plays badly, which is fine).
     const trained = new MemorySink();
     await runJob(
-      assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, model: { layers: 1, width: 16, heads: 2, contextLength: 512 } } }, environment: environment('gomoku') }),
+      assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, warmStart: null, model: { layers: 1, width: 16, heads: 2, contextLength: 512 } } }, environment: environment('gomoku') }),
       trained,
       new JobControl(),
     );
@@ -234,8 +234,40 @@ describe('job runner: SFT and EVAL', () => {
     expect(metrics['eval/score']).toBe(metrics['eval/win_rate']);
     expect(Object.keys(metrics)).toEqual(expect.arrayContaining(['eval/win_rate/black', 'eval/win_rate/white']));
     expect(Object.keys(metrics).filter((k) => !describeMetric(k))).toEqual([]);
+    // Wins, draws and losses add up; the template offers its legal moves and the policy is held to them.
+    expect(metrics['eval/wins'] + metrics['eval/draws'] + metrics['eval/losses']).toBe(metrics['eval/games']);
+    expect(metrics['eval/legal_move_rate']).toBe(1);
+    expect(metrics['eval/mean_length']).toBeGreaterThanOrEqual(1);
+    expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
   });
 });
+
+test('a pool:policy opponent plays past snapshots of the learner, both colours, every move legal', { timeout: 300_000 }, async () => {
+  const sink = new MemorySink();
+  const training = {
+    steps: 3, batchSize: 2, groupSize: 2, evalEpisodes: 0, warmStart: null, opponents: { 'pool:policy': 1 }, poolEvery: 1, poolSize: 2,
+    model: { layers: 1, width: 16, heads: 2, contextLength: 192 },
+  };
+  const result = await runJob(assignment({ config: { environmentVersionId: 'g', training }, environment: environment('gomoku') }), sink, new JobControl(), { matchesPerStep: 4 });
+  expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+  const matches = sink.items('matches');
+  expect(matches.length).toBeGreaterThan(0);
+  const opponents = matches.flatMap((m) => m.agents.map((a) => a.policy)).filter((p) => p !== 'policy');
+  expect(opponents).toHaveLength(matches.length);
+  // A snapshot before each step (0, 1, 2), at most 2 kept: the last step no longer plays step 0's.
+  expect(opponents.every((p) => /^pool:policy@[0-2]$/.test(p))).toBe(true);
+  expect(matches.filter((m) => m.step === 3).flatMap((m) => m.agents.map((a) => a.policy))).not.toContain('pool:policy@0');
+  // switchSeats is the template's default: the learner played both colours.
+  expect(new Set(matches.flatMap((m) => m.agents.filter((a) => a.policy === 'policy').map((a) => a.name)))).toEqual(new Set(['black', 'white']));
+  expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
+});
+
+/** Why a match ended, as the environment's final info says (gomoku: "5 in a row", "invalid move by …"). */
+function endReasonOf(m: { result: Record<string, unknown> }): string {
+  const reason = (m.result.info as Record<string, unknown> | null)?.reason;
+  expect(typeof reason).toBe('string');
+  return reason as string;
+}
 
 /** A single-turn environment whose reward is `reward` (source text), on a 1-layer policy. */
 function customEnvironment(name: string, reward: string) {

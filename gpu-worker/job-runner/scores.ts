@@ -2,7 +2,9 @@
  * An evaluation's figures from its episodes, for eval jobs and the evaluation a training run makes
  * every `evalEvery` steps alike: single-agent environments by return (95% interval) and success (a
  * positive return, Wilson 95% interval); multi-agent ones by wins, draws and losses of the
- * evaluated seat, the win rate with its Wilson interval, and per seat.
+ * evaluated seat, the win rate with its Wilson interval, and per seat. Both: the mean episode
+ * length in moves (every player's), and where the environment names each turn's legal actions, the
+ * share of the evaluated policy's moves that were legal.
  */
 import { type CatalogueKey, seatWinRateKey } from '../../sdk/live';
 import { type EpisodeRollout } from '../runtime/rollout';
@@ -27,7 +29,7 @@ export interface Scores {
 }
 
 /** `seats[k]` is the agent the evaluated policy played in `rollouts[k]`. */
-export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readonly string[], multiAgent: boolean): Scores {
+export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readonly string[], multiAgent: boolean, opts: { tools?: boolean } = {}): Scores {
   const count = (ks: number[]) => {
     const returns = ks.filter((k) => rollouts[k].endReason !== 'error').map((k) => rollouts[k].agents[seats[k]].totalReward);
     return {
@@ -45,8 +47,17 @@ export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readon
   const half = n > 0 ? (1.96 * spread) / Math.sqrt(n) : 0;
   const rate = n === 0 ? 0 : all.wins / n;
   const [low, high] = wilson(all.wins, n);
+  const scored = rollouts.flatMap((r, k) => (r.endReason === 'error' ? [] : [{ r, seat: seats[k] }]));
+  const judged = scored.flatMap(({ r, seat }) => r.moves.filter((m) => m.agent === seat && !m.byBot && m.legal !== null));
+  const meanLength = scored.length === 0 ? 0 : scored.reduce((a, { r }) => a + r.moves.length, 0) / scored.length;
+  const legalRate = judged.length === 0 ? null : judged.filter((m) => m.legal).length / judged.length;
+  // With tools: the share of episodes in which the policy made a call that ran.
+  const toolUse = !opts.tools || scored.length === 0 ? null : scored.filter(({ r, seat }) => r.moves.some((m) => m.agent === seat && !m.byBot && m.tool?.ok)).length / scored.length;
   const common = {
     'eval/score': multiAgent ? rate : mean,
+    'eval/mean_length': meanLength,
+    ...(legalRate === null ? {} : { 'eval/legal_move_rate': legalRate }),
+    ...(toolUse === null ? {} : { 'eval/tool_use_rate': toolUse }),
     'eval/games': n,
     'eval/errors': all.errors,
     'eval/mean_return': mean,
@@ -54,12 +65,13 @@ export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readon
     'eval/mean_return_high': mean + half,
   } satisfies Partial<Record<CatalogueKey, number>>;
   const f = (x: number) => x.toFixed(3);
+  const shape = `, mean length ${meanLength.toFixed(1)} moves${legalRate === null ? '' : `, legal moves ${f(legalRate)}`}${toolUse === null ? '' : `, tool use ${f(toolUse)}`}`;
   if (!multiAgent) {
     return {
       metrics: { ...common, 'eval/success_rate': rate, 'eval/success_rate_low': low, 'eval/success_rate_high': high } satisfies Partial<Record<CatalogueKey, number>>,
       games: n,
       errors: all.errors,
-      summary: `mean return ${f(mean)} (95% ${f(mean - half)}–${f(mean + half)}), success ${f(rate)} (95% ${f(low)}–${f(high)}) over ${n} episodes (${all.errors} errors)`,
+      summary: `mean return ${f(mean)} (95% ${f(mean - half)}–${f(mean + half)}), success ${f(rate)} (95% ${f(low)}–${f(high)}) over ${n} episodes (${all.errors} errors)${shape}`,
     };
   }
   const metrics: MetricValues = {
@@ -77,5 +89,6 @@ export function scoreEpisodes(rollouts: readonly EpisodeRollout[], seats: readon
     const s = count(seats.flatMap((x, k) => (x === seat ? [k] : [])));
     metrics[seatWinRateKey(seat)] = s.returns.length === 0 ? 0 : s.wins / s.returns.length;
   }
-  return { metrics, games: n, errors: all.errors, summary: `win rate ${f(rate)} (95% ${f(low)}–${f(high)}) over ${n} games (${all.errors} errors)` };
+  const rest = `draws ${f(n === 0 ? 0 : all.draws / n)}, losses ${f(n === 0 ? 0 : all.losses / n)}`;
+  return { metrics, games: n, errors: all.errors, summary: `win rate ${f(rate)} (95% ${f(low)}–${f(high)}), ${rest} over ${n} games (${all.errors} errors)${shape}` };
 }

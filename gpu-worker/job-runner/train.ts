@@ -19,6 +19,7 @@ import { type GPT, frozenCopy } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
+import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema } from '../../sdk/manifest';
@@ -83,7 +84,10 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const evaluation = (seed: number) =>
       evaluatePolicy({
         env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
-        rollout: { maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens, contextLength: model.config.contextLength },
+        rollout: {
+          maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens,
+          contextLength: model.config.contextLength, maskActions: training.maskActions,
+        },
       });
 
     // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
@@ -97,7 +101,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     if (warmStarting) {
       const interrupted = await runWarmStart({
         assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
-        agents: learnerAgents, note: note(0),
+        agents: training.switchSeats ? agents : learnerAgents, note: note(0),
         resume: midWarmStart !== undefined && policy.trainerState ? { step: midWarmStart, trainerState: policy.trainerState } : null,
         evaluate: noEvaluation ? null : () => evaluation(training.seed * 31 + 999_983),
       });
@@ -115,17 +119,23 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (policy.trainerState.algorithm !== training.algorithm) throw new JobFailure(`checkpoint was trained with ${policy.trainerState.algorithm}, this job uses ${training.algorithm}`);
       trainer.importState(policy.trainerState);
     }
-    let frozen: GPT | null = null;
+    // Frozen copies for `frozen:policy` and `pool:policy` opponents, freed when the coordinator drops them.
+    const frozen = new Map<Policy, GPT>();
     const slot: PolicySlot = {
       policy: modelPolicy(model, tok),
       trainer: engineTrainer(trainer),
       freeze: async () => {
-        frozen?.dispose();
-        frozen = frozenCopy(model);
-        return modelPolicy(frozen, tok);
+        const copy = frozenCopy(model);
+        const p = modelPolicy(copy, tok);
+        frozen.set(p, copy);
+        return p;
+      },
+      release: (p) => {
+        frozen.get(p)?.dispose();
+        frozen.delete(p);
       },
     };
-    disposables.push({ dispose: () => frozen?.dispose() });
+    disposables.push({ dispose: () => frozen.forEach((m) => m.dispose()) });
     const multiAgent = agents.length > 1;
     const coordinator = new MultiAgentCoordinator({
       env,
@@ -133,12 +143,15 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       policies: { [POLICY]: slot },
       learners: Object.fromEntries(learnerAgents.map((a) => [a, POLICY])),
       opponents: multiAgent ? training.opponents : undefined,
+      switchSeats: multiAgent && training.switchSeats,
+      pool: { every: training.poolEvery, size: training.poolSize, sampling: training.poolSampling },
       rollout: {
         maxTurns: manifest.limits.maxTurns,
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
         temperature: training.temperature,
         contextLength: model.config.contextLength,
+        maskActions: training.maskActions,
         seed: training.seed,
       },
       tasksPerStep: training.batchSize,

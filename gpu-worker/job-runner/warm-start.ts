@@ -104,7 +104,8 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   if (w.evaluate) {
     const scores = await w.evaluate();
-    await w.emit.metrics(ws.steps - 1, { 'warmstart/eval_score': scores.metrics['eval/score'] });
+    const legal = scores.metrics['eval/legal_move_rate'];
+    await w.emit.metrics(ws.steps - 1, { 'warmstart/eval_score': scores.metrics['eval/score'], ...(legal === undefined ? {} : { 'warmstart/eval_legal_move_rate': legal }) });
     w.emit.log('info', `evaluation after the warm start: ${scores.summary}`);
   }
   w.emit.log('info', `warm start done in ${seconds} s; the ${w.note.training?.algorithm ?? 'RL'} phase starts`);

@@ -4,7 +4,7 @@ import { Rng } from '../../sdk/environment/rng';
 import { loadTemplate } from '../../env-templates/load-template';
 import { openInSandbox } from '../../env-templates/test-support/template-harness';
 import { type SandboxEnvironment } from './sandbox/sandbox-environment';
-import { type CoordinatorEvent, type CoordinatorOptions, MultiAgentCoordinator, type PolicySlot } from './coordinator';
+import { type CoordinatorEvent, type CoordinatorOptions, drawSnapshot, MultiAgentCoordinator, type PolicySlot, type StepReport } from './coordinator';
 import { type GenerateOptions, type Policy, type SampleResult, type Sequence } from './policy';
 
 const tok = new CharTokenizer();
@@ -69,7 +69,8 @@ function slot(policy: ToyPolicy, delayMs: number, seen: Sequence[][]): PolicySlo
 
 let env: SandboxEnvironment;
 beforeAll(async () => {
-  env = await openInSandbox(loadTemplate('gomoku'));
+  // The spaced grid and the full instructions: the toy policy reads cells and sides from them.
+  env = await openInSandbox(loadTemplate('gomoku'), { 'grid.ts': "import { createGomoku } from './env';\nexport default createGomoku({ observation: 'grid', instructions: 'full' });\n" }, 'grid.ts');
 });
 afterAll(() => env.dispose());
 
@@ -178,9 +179,52 @@ describe('multi-agent coordinator', () => {
     }
   });
 
+  test('a pool of past snapshots: one every K steps, at most N kept, the dropped one released', async () => {
+    const p = new ToyPolicy();
+    const events: CoordinatorEvent[] = [];
+    const released: Policy[] = [];
+    const frozen: Policy[] = [];
+    const s: PolicySlot = {
+      ...slot(p, 0, []),
+      freeze: async () => {
+        frozen.push(new ToyPolicy(p.weights.slice()));
+        return frozen.at(-1)!;
+      },
+      release: (policy) => released.push(policy),
+    };
+    const c = new MultiAgentCoordinator(
+      options({ policies: { p: s }, learners: { black: 'p' }, opponents: { 'pool:p': 1 }, pool: { every: 2, size: 2, sampling: 'uniform' }, tasksPerStep: 4, onEvent: (e) => events.push(e) }),
+    );
+    const reports: StepReport[] = [];
+    for (let step = 0; step < 6; step++) reports.push(await c.runStep());
+    expect(events.filter((e) => e.type === 'snapshot').map((e) => [e.step, e.type === 'snapshot' ? e.pool : 0])).toEqual([[0, 1], [2, 2], [4, 2]]);
+    expect(released).toEqual([frozen[0]]);
+    const opponentsAt = (step: number) => new Set(reports[step].opponents.map((o) => o.white));
+    expect(opponentsAt(0)).toEqual(new Set(['pool:p@0']));
+    expect(opponentsAt(1)).toEqual(new Set(['pool:p@0']));
+    expect(opponentsAt(3)).toEqual(new Set(['pool:p@0', 'pool:p@2']));
+    expect(opponentsAt(5)).toEqual(new Set(['pool:p@2', 'pool:p@4']));
+    for (const r of reports.flatMap((x) => x.rollouts)) expect(r.agents.white.learn).toBe(false);
+  });
+
+  test.each([
+    ['uniform', [1, 1, 1, 1]],
+    ['recency', [1, 2, 3, 4]],
+  ] as const)('the pool draws its snapshots %s', (sampling, weights) => {
+    const rng = new Rng(7);
+    const counts = [0, 0, 0, 0];
+    const draws = 20_000;
+    for (let i = 0; i < draws; i++) counts[drawSnapshot(rng, 4, sampling)]++;
+    const total = weights.reduce((a, b) => a + b, 0);
+    // Binomial standard deviation at 20 000 draws is at most 0.0036: a margin of 0.02 is over 5 of them.
+    counts.forEach((n, k) => expect(Math.abs(n / draws - weights[k] / total)).toBeLessThan(0.02));
+  });
+
   test('misconfiguration is refused up front', () => {
     expect(() => new MultiAgentCoordinator(options({ policies: { p: { policy: new ToyPolicy() } }, learners: { black: 'p' }, opponents: { random: 1 } }))).toThrow(/needs a trainer/);
     expect(() => new MultiAgentCoordinator(options({ policies: { p: slot(new ToyPolicy(), 0, []) }, learners: { black: 'p' } }))).toThrow(/need an opponent mix/);
     expect(() => new MultiAgentCoordinator(options({ policies: { p: slot(new ToyPolicy(), 0, []) }, learners: { black: 'p' }, opponents: { minimax: 1 } }))).toThrow(/no bot "minimax"/);
+    expect(() => new MultiAgentCoordinator(options({ policies: { p: { ...slot(new ToyPolicy(), 0, []), freeze: undefined } }, learners: { black: 'p' }, opponents: { 'pool:p': 1 } }))).toThrow(/cannot be frozen/);
+    expect(() => new MultiAgentCoordinator(options({ policies: { p: slot(new ToyPolicy(), 0, []) }, learners: { black: 'p' }, opponents: { 'league:p': 1 } }))).toThrow(/pool:<id>/);
   });
 });

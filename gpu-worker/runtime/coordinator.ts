@@ -7,7 +7,8 @@
  * set of weights, one optimiser, one batch from all its seats). The other seats are filled per
  * episode from an opponent mix: an environment bot, a fixed policy, or a frozen snapshot of a
  * learning policy, refreshed every few steps (self-play against the past, which peers found keeps
- * self-play from collapsing).
+ * self-play from collapsing), or one drawn from a pool of its past snapshots (the league of past
+ * selves: one snapshot every K steps, drawn uniformly or favouring the recent).
  */
 import { Rng } from '../../sdk/environment/rng';
 import { type Json } from '../../sdk/environment/schema';
@@ -19,8 +20,20 @@ export interface PolicySlot {
   policy: Policy;
   /** Required for policies that learn. */
   trainer?: Trainer;
-  /** A frozen copy of the current weights, for `frozen:<policy>` opponents. */
+  /** A frozen copy of the current weights, for `frozen:<policy>` and `pool:<policy>` opponents. */
   freeze?: () => Promise<Policy>;
+  /** Frees a frozen copy the coordinator no longer uses (a snapshot dropped from a pool). */
+  release?: (policy: Policy) => void;
+}
+
+/** The pool of past snapshots behind `pool:<policy>` opponents. */
+export interface SnapshotPoolOptions {
+  /** Steps between snapshots; the first is taken before the first step. */
+  every: number;
+  /** Snapshots kept; the oldest is dropped when a new one would exceed it. */
+  size: number;
+  /** How an episode draws its snapshot: `uniform`, or `recency` (the k-th oldest of n with weight k, 1 … n). */
+  sampling: 'uniform' | 'recency';
 }
 
 export interface CoordinatorOptions {
@@ -31,9 +44,12 @@ export interface CoordinatorOptions {
   learners: Record<string, string>;
   /**
    * Shares of episodes for each opponent seat: a bot name ("scripted"), "policy:<id>" (a policy
-   * that does not learn here) or "frozen:<id>" (a snapshot of a learning policy).
+   * that does not learn here), "frozen:<id>" (a snapshot of a learning policy) or "pool:<id>"
+   * (one of its past snapshots, see `pool`).
    */
   opponents?: Record<string, number>;
+  /** The snapshot pool of `pool:<id>` opponents. Default: a snapshot every 10 steps, 8 kept, uniform. */
+  pool?: SnapshotPoolOptions;
   rollout: RolloutConfig;
   /** Tasks per step; each gives `groupSize` episodes. */
   tasksPerStep: number;
@@ -63,7 +79,7 @@ export type CoordinatorEvent =
   | { type: 'rollout-end'; step: number; agent: string }
   | { type: 'update-start'; step: number; policy: string; sequences: number }
   | { type: 'update-end'; step: number; policy: string }
-  | { type: 'snapshot'; step: number; policy: string };
+  | { type: 'snapshot'; step: number; policy: string; pool?: number };
 
 export interface StepReport {
   step: number;
@@ -72,7 +88,7 @@ export interface StepReport {
   meanReward: Record<string, number>;
   /** Trainer metrics per learning policy. */
   metrics: Record<string, Record<string, number>>;
-  /** Opponent chosen per episode, by agent. */
+  /** Opponent chosen per episode, by agent (`pool:<id>@<step>` names the snapshot's step). */
   opponents: Record<string, string>[];
 }
 
@@ -82,11 +98,16 @@ export class MultiAgentCoordinator {
   /** Frozen snapshots are taken before the first step this coordinator runs, then every refreshFrozenEvery steps. */
   private snapshotsTaken = false;
   private readonly frozen = new Map<string, Policy>();
+  /** Past snapshots per policy, oldest first. */
+  private readonly pools = new Map<string, { step: number; policy: Policy }[]>();
+  private readonly poolOptions: SnapshotPoolOptions;
   private readonly opponentAgents: string[];
   private readonly agents: readonly string[];
 
   constructor(private readonly o: CoordinatorOptions) {
     this.step = o.startStep ?? 0;
+    this.poolOptions = o.pool ?? { every: 10, size: 8, sampling: 'uniform' };
+    if (!(this.poolOptions.every >= 1 && this.poolOptions.size >= 1)) throw new Error('pool: every and size must be at least 1');
     this.rowCursor = this.step * o.tasksPerStep;
     const agents = o.env.description.agents;
     for (const [agent, policy] of Object.entries(o.learners)) {
@@ -103,8 +124,9 @@ export class MultiAgentCoordinator {
       for (const name of Object.keys(mix)) {
         const [kind, id] = name.includes(':') ? name.split(':') : ['bot', name];
         if (kind === 'bot' && !o.env.description.bots.includes(id)) throw new Error(`no bot "${id}" in ${o.env.description.name}`);
-        if ((kind === 'policy' || kind === 'frozen') && !o.policies[id]) throw new Error(`opponent "${name}": no policy "${id}"`);
-        if (kind === 'frozen' && !o.policies[id].freeze) throw new Error(`opponent "${name}": policy "${id}" cannot be frozen`);
+        if (!['bot', 'policy', 'frozen', 'pool'].includes(kind)) throw new Error(`opponent "${name}": write a bot name, policy:<id>, frozen:<id> or pool:<id>`);
+        if (kind !== 'bot' && !o.policies[id]) throw new Error(`opponent "${name}": no policy "${id}"`);
+        if ((kind === 'frozen' || kind === 'pool') && !o.policies[id].freeze) throw new Error(`opponent "${name}": policy "${id}" cannot be frozen`);
       }
     }
   }
@@ -114,6 +136,7 @@ export class MultiAgentCoordinator {
     const step = this.step++;
     const { o } = this;
     if (!this.snapshotsTaken) await this.refreshSnapshots(step);
+    if ((step - (o.startStep ?? 0)) % this.poolOptions.every === 0) await this.addPoolSnapshots(step);
 
     // Rollout phase.
     o.onEvent?.({ type: 'rollout-start', step });
@@ -131,8 +154,9 @@ export class MultiAgentCoordinator {
         for (const [agent, policy] of Object.entries(learners)) players[agent] = { kind: 'policy', policy, learn: true };
         for (const agent of this.agents.filter((a) => !(a in learners))) {
           const name = pickWeighted(rng, o.opponents!);
-          chosen[agent] = name;
-          players[agent] = this.opponentPlayer(name);
+          const player = this.opponentPlayer(name, rng);
+          chosen[agent] = player.kind === 'policy' && player.policy.startsWith('pool:') ? player.policy : name;
+          players[agent] = player;
         }
         opponents.push(chosen);
         specs.push({ episodeId: `s${step}-t${t}-g${g}`, group: `s${step}-t${t}${seat}`, seed: rng.int(0, 0x7fffffff), taskSeed, row, players });
@@ -141,6 +165,7 @@ export class MultiAgentCoordinator {
     const policies: Record<string, Policy> = {};
     for (const [id, slot] of Object.entries(o.policies)) policies[id] = slot.policy;
     for (const [id, policy] of this.frozen) policies[`frozen:${id}`] = policy;
+    for (const [id, pool] of this.pools) for (const s of pool) policies[`pool:${id}@${s.step}`] = s.policy;
     const rollouts = await runRollouts(o.env, o.tokenizer, policies, specs, { ...o.rollout, seed: o.seed * 1000003 + step });
     // Barrier: the rollout phase is over for every agent before any update starts.
     for (const agent of o.env.description.agents) o.onEvent?.({ type: 'rollout-end', step, agent });
@@ -178,20 +203,49 @@ export class MultiAgentCoordinator {
     return { [this.agents[(this.agents.indexOf(agent) + t + step) % n]]: policy };
   }
 
-  private opponentPlayer(name: string): Player {
+  private opponentPlayer(name: string, rng: Rng): Player {
     if (name.startsWith('policy:')) return { kind: 'policy', policy: name.slice(7), learn: false };
+    if (name.startsWith('pool:')) {
+      const pool = this.pools.get(name.slice(5))!;
+      return { kind: 'policy', policy: `pool:${name.slice(5)}@${pool[drawSnapshot(rng, pool.length, this.poolOptions.sampling)].step}`, learn: false };
+    }
     if (name.startsWith('frozen:')) return { kind: 'policy', policy: name, learn: false };
     return { kind: 'bot', bot: name };
+  }
+
+  /** A new snapshot in each pool (the oldest dropped beyond the pool's size). */
+  private async addPoolSnapshots(step: number) {
+    const wanted = Object.keys(this.o.opponents ?? {}).filter((n) => n.startsWith('pool:')).map((n) => n.slice(5));
+    for (const id of new Set(wanted)) {
+      const pool = this.pools.get(id) ?? [];
+      pool.push({ step, policy: await this.o.policies[id].freeze!() });
+      while (pool.length > this.poolOptions.size) this.o.policies[id].release?.(pool.shift()!.policy);
+      this.pools.set(id, pool);
+      this.o.onEvent?.({ type: 'snapshot', step, policy: id, pool: pool.length });
+    }
   }
 
   private async refreshSnapshots(step: number) {
     this.snapshotsTaken = true;
     const wanted = Object.keys(this.o.opponents ?? {}).filter((n) => n.startsWith('frozen:')).map((n) => n.slice(7));
     for (const id of new Set(wanted)) {
+      const previous = this.frozen.get(id);
       this.frozen.set(id, await this.o.policies[id].freeze!());
+      if (previous) this.o.policies[id].release?.(previous);
       this.o.onEvent?.({ type: 'snapshot', step, policy: id });
     }
   }
+}
+
+/** Index of the snapshot an episode plays, oldest first: uniform, or the k-th oldest with weight k. */
+export function drawSnapshot(rng: Rng, n: number, sampling: SnapshotPoolOptions['sampling']): number {
+  if (sampling === 'uniform') return rng.int(0, n);
+  let x = rng.next() * ((n * (n + 1)) / 2);
+  for (let k = 0; k < n; k++) {
+    x -= k + 1;
+    if (x < 0) return k;
+  }
+  return n - 1;
 }
 
 function pickWeighted(rng: Rng, mix: Record<string, number>): string {

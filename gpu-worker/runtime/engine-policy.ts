@@ -11,7 +11,8 @@ import { type Policy, type Sequence, type Tokenizer, type Trainer } from './poli
 export function modelPolicy(model: GPT, tokenizer: Tokenizer): Policy {
   return {
     async generate(prompts, options) {
-      return sampleAsync(model, tokenizer, prompts, { maxTokens: options.maxTokens, temperature: options.temperature, stop: options.stop }, new Rng(options.seed));
+      const allowed = options.allowed?.map((texts) => (texts ? texts.map((t) => tokenizer.encode(t)) : null));
+      return sampleAsync(model, tokenizer, prompts, { maxTokens: options.maxTokens, temperature: options.temperature, stop: options.stop, ...(allowed ? { allowed } : {}) }, new Rng(options.seed));
     },
   };
 }

@@ -12,7 +12,8 @@ import { ScriptedPolicy } from './scripted-policy';
 
 const tok = new CharTokenizer();
 const SIZE = 5;
-const VARIANT = `import { createGomoku } from './env';\nexport default createGomoku({ size: ${SIZE}, winLength: 3 });\n`;
+// The spaced grid: the scripted policies below read its cells.
+const VARIANT = `import { createGomoku } from './env';\nexport default createGomoku({ size: ${SIZE}, winLength: 3, observation: 'grid' });\n`;
 const rollout: RolloutConfig = { maxTurns: 13, maxTokensPerTurn: 16, maxResponseTokens: 208, contextLength: 1024, temperature: 1, seed: 0 };
 
 /** The cells of the board in the latest observation of a prompt. */

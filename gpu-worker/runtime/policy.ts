@@ -9,7 +9,15 @@ import { type Tokenizer } from '../engine/tokenizer';
 
 export type { SampleResult, Sequence, Tokenizer };
 
-export type GenerateOptions = Pick<SampleOptions, 'maxTokens' | 'temperature' | 'stop'> & { seed: number };
+export type GenerateOptions = Pick<SampleOptions, 'maxTokens' | 'temperature' | 'stop'> & {
+  seed: number;
+  /**
+   * Per prompt, the texts the completion must be one of (the environment's legal actions), or null
+   * for free text. A policy that cannot constrain its output may ignore it; the environment still
+   * judges what it wrote.
+   */
+  allowed?: (readonly string[] | null)[];
+};
 
 export interface Policy {
   /** One completion per prompt: tokens, text and per-token log-probabilities. */

@@ -46,6 +46,11 @@ export interface RolloutConfig {
   contextLength: number;
   /** Overrides the environment's context policy. */
   context?: 'full' | 'latest';
+  /**
+   * Constrain policies to the legal actions an environment offers with a turn (default true); off,
+   * a policy writes freely and the environment judges it (how legal its own choices are).
+   */
+  maskActions?: boolean;
   /** Extra stop strings; `</tool_call>` is added when the environment has tools. */
   stop?: string[];
   seed: number;
@@ -60,6 +65,8 @@ export interface Move {
   rewards: Record<string, number>;
   info: Record<string, Json>;
   tool: ToolCallRecord | null;
+  /** Whether the text was one of the turn's legal actions; null when the environment offered none. */
+  legal: boolean | null;
 }
 
 export interface AgentTrajectory {
@@ -111,6 +118,8 @@ interface Live {
   agent: string;
   observation: string;
   observationRole: 'user' | 'tool';
+  /** The legal actions of this turn, when the environment names them: the policy writes one of them. */
+  actions: string[] | undefined;
   /** The prompt sent for the current generation (latest mode needs it to build the sequence). */
   prompt: number[];
 }
@@ -155,7 +164,7 @@ export async function runRollouts(
           out.agents[agent] = traj;
         }
         out.state = 'GENERATING';
-        live.push({ spec, out, tracks, agent: reset.turn.agent, observation: reset.turn.observation, observationRole: 'user', prompt: [] });
+        live.push({ spec, out, tracks, agent: reset.turn.agent, observation: reset.turn.observation, observationRole: 'user', actions: reset.turn.actions, prompt: [] });
       } catch (e) {
         fail(out, e);
         finished.push(out);
@@ -202,7 +211,13 @@ export async function runRollouts(
       const maxTokens = Math.max(1, Math.min(config.maxTokensPerTurn, config.contextLength - Math.max(...eps.map((e) => e.prompt.length)) - 1));
       const results = await policy.generate(
         eps.map((e) => e.prompt),
-        { maxTokens, temperature: config.temperature, stop, seed: config.seed * 100003 + round },
+        {
+          maxTokens,
+          temperature: config.temperature,
+          stop,
+          seed: config.seed * 100003 + round,
+          ...(config.maskActions !== false && eps.some((e) => e.actions) ? { allowed: eps.map((e) => e.actions ?? null) } : {}),
+        },
       );
       eps.forEach((ep, i) => {
         const track = ep.tracks[ep.agent];
@@ -230,8 +245,9 @@ export async function runRollouts(
           track.traj.turns++;
           const actingAgent = ep.agent;
           const observation = ep.observation;
+          const legal = ep.actions ? ep.actions.includes(text.trim()) : null;
           const step = await env.step({ episodeId: ep.spec.episodeId, action: text });
-          ep.out.moves.push({ agent: actingAgent, text, byBot: player.kind === 'bot', observation, rewards: step.rewards, info: step.info, tool: step.tool });
+          ep.out.moves.push({ agent: actingAgent, text, byBot: player.kind === 'bot', observation, rewards: step.rewards, info: step.info, tool: step.tool, legal });
           ep.out.finalInfo = step.info;
           for (const [agent, reward] of Object.entries(step.rewards)) addReward(ep.tracks[agent], reward, context, agent === actingAgent);
           if (!step.next) {
@@ -240,6 +256,7 @@ export async function runRollouts(
           }
           ep.agent = step.next.agent;
           ep.observation = step.next.observation;
+          ep.actions = step.next.actions;
           ep.observationRole = step.tool ? 'tool' : 'user';
           ep.out.state = 'GENERATING';
         } catch (e) {

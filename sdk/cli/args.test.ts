@@ -42,6 +42,9 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['workers', '--json']).command).toEqual({ name: 'workers' });
     expect(parseCommandLine(['eval', 'c1', '--against', 'random', '--games', '8']).command).toMatchObject({ name: 'eval', checkpointId: 'c1', against: 'random', games: 8, watch: true });
     expect(parseCommandLine(['eval', 'c1', '--against', 'c2', '--env', 'v1', '--no-watch']).command).toMatchObject({ against: { checkpointId: 'c2' }, games: 20, env: 'v1', watch: false });
+    expect(parseCommandLine(['eval', 'c1', '--temperature', '0']).command).toMatchObject({ temperature: 0 });
+    expect(parseCommandLine(['eval', 'c1', '--temperature', '0.7']).command).toMatchObject({ temperature: 0.7 });
+    expect(parseCommandLine(['eval', 'c1']).command).toMatchObject({ temperature: undefined });
     expect(parseCommandLine([]).command).toEqual({ name: 'help' });
     expect(parseCommandLine(['--help']).command).toEqual({ name: 'help' });
     expect(parseCommandLine(['run', '--help']).command).toEqual({ name: 'help', topic: 'run' });
@@ -66,6 +69,7 @@ describe('parseCommandLine', () => {
     expect(usage(['jobs', 'a', 'b'])).toMatch(/at most one job id/);
     expect(usage(['logs'])).toBe('logs needs a job id');
     expect(usage(['eval', 'c', '--games', 'many'])).toMatch(/--games must be/);
+    expect(usage(['eval', 'c', '--temperature', 'hot'])).toMatch(/--temperature must be a number from 0 \(greedy\) to 5/);
     expect(usage(['--server', 'ftp://x', 'jobs'])).toMatch(/--server must be an http\(s\) URL/);
     expect(usage(['jobs', '--server'])).toMatch(/argument missing/);
   });

@@ -39,7 +39,7 @@ export type Command =
   | { name: 'jobs'; state?: JobStateName; limit: number; jobId?: string; config: boolean }
   | { name: 'logs'; jobId: string; follow: boolean }
   | { name: 'cancel'; jobId: string }
-  | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number }
+  | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number; temperature?: number }
   | { name: 'workers' }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string };
@@ -81,6 +81,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     env: { type: 'string' },
     'no-watch': { type: 'boolean' },
     priority: { type: 'string' },
+    temperature: { type: 'string' },
   },
   workers: {},
   datasets: { name: { type: 'string' } },
@@ -101,6 +102,12 @@ function nonNegativeInt(name: string, value: string | undefined): number | undef
   return Number(value);
 }
 
+function temperatureOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) > 5) throw new UsageError(`--temperature must be a number from 0 (greedy) to 5, not "${value}"`);
+  return Number(value);
+}
+
 function one(positionals: string[], what: string, command: string): string {
   if (positionals.length === 0) throw new UsageError(`${command} needs ${what}`, [`usage: ${USAGE[command]}`]);
   if (positionals.length > 1) throw new UsageError(`${command} takes one ${what}, got ${positionals.length}: ${positionals.join(' ')}`);
@@ -112,7 +119,7 @@ export const USAGE: Record<string, string> = {
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
-  eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--env <environment version id>] [--no-watch]',
+  eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--temperature T (0: greedy)] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
 };
@@ -181,6 +188,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
         globals,
         command: {
           name: 'eval', checkpointId, games, env: str('env'), watch: !bool('no-watch'), priority: nonNegativeInt('priority', str('priority')),
+          temperature: temperatureOf(str('temperature')),
           against: against === 'bot' || against === 'random' ? against : { checkpointId: against },
         },
       };

@@ -91,7 +91,8 @@ describe('play sessions through the API', () => {
     expect(session).toMatchObject({ seat: 'white', opponents: { black: { bot: 'scripted' } }, task: { size: 9, winLength: 5 }, turn: 1, done: false, maxTurns: 41 });
     expect(session.history).toHaveLength(1);
     expect(session.history[0]).toMatchObject({ agent: 'black', by: { bot: 'scripted' }, info: { player: 'black', moveNumber: 1 }, next: { agent: 'white' } });
-    expect(session.observation).toMatch(/You are white \(O\)\. Your move:$/);
+    // The compact board: the reader's stone and the bot's opening move, then one line per row.
+    expect(session.observation).toMatch(/^O \d,\d\n1[.XO]{9}\n/);
     // The board from structured turns: the task's size and each turn's info.move (1-based).
     const taken = new Set(session.history.map((t) => String(t.info.move)));
     const free = ['5,5', '1,1', '9,9'].find((cell) => !taken.has(cell))!;
@@ -100,7 +101,7 @@ describe('play sessions through the API', () => {
     expect(step).toMatchObject({ turn: { agent: 'white', by: { user: true }, info: { player: 'white', move: free.split(',').map(Number), moveNumber: 2 } }, done: false, error: null });
     expect(step.botTurns).toHaveLength(1);
     expect(step.botTurns[0]).toMatchObject({ agent: 'black', by: { bot: 'scripted' }, info: { moveNumber: 3 } });
-    expect(step.observation).toContain('black played');
+    expect(step.observation?.split('\n')[0]).toMatch(/^O \d,\d$/); // the bot's reply, the last move
 
     const lost = await must(call<PlayStepResult>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: 'I pass' }));
     expect(lost).toMatchObject({ turn: { rewards: { white: -1, black: 1 }, terminated: true, info: { result: 'black' } }, botTurns: [], done: true, endReason: 'terminated', returns: { white: -1, black: 1 } });
@@ -136,7 +137,7 @@ describe('play sessions through the API', () => {
     const open = (input: object) => call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, ...input });
     expect(await open({ source: draftOf(gomoku), seat: 'red' })).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: '"red" is not an agent of gomoku; its agents are black, white' });
     expect(await open({ source: draftOf(gomoku), seat: 'black', opponents: { white: { bot: 'alphazero' } } })).toMatchObject({
-      ok: false, code: 'BAD_REQUEST', message: 'gomoku has no bot "alphazero"; its bots are scripted, random',
+      ok: false, code: 'BAD_REQUEST', message: 'gomoku has no bot "alphazero"; its bots are scripted, expert, random',
     });
     expect(await open({ source: { versionId: 'no-such-version' } })).toMatchObject({ ok: false, code: 'NOT_FOUND', message: 'No such environment version in this team' });
     expect(await open({ source: draftOf(math) })).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: expect.stringMatching(/math reads dataset rows: choose a dataset version/) });

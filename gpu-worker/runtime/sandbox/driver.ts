@@ -311,7 +311,15 @@ function checkTurn(raw: unknown, fn: string, _previous?: string): AgentTurnMessa
   if (typeof t.agent !== 'string' || !env.agents.includes(t.agent)) {
     throw new InvalidOutput(`${fn} named agent ${safeString(t.agent)}; expected one of ${env.agents.join(', ')}`);
   }
-  return { agent: t.agent, observation: checkString(t.observation, `${fn}'s observation`) };
+  const turn: AgentTurnMessage = { agent: t.agent, observation: checkString(t.observation, `${fn}'s observation`) };
+  if (t.actions !== undefined) {
+    if (!Array.isArray(t.actions) || t.actions.length === 0 || t.actions.some((a) => typeof a !== 'string' || a === '')) {
+      const got = !Array.isArray(t.actions) ? safeString(t.actions) : t.actions.length === 0 ? 'an empty array' : 'an array with a value that is not a non-empty string';
+      throw new InvalidOutput(`${fn}'s actions are ${got}; expected a non-empty array of non-empty strings (or no actions for free text)`);
+    }
+    turn.actions = [...(t.actions as string[])];
+  }
+  return turn;
 }
 
 function checkString(value: unknown, what: string): string {

@@ -20,6 +20,8 @@ export interface ResetRequest {
 export interface AgentTurnMessage {
   agent: string;
   observation: string;
+  /** The closed set of actions the agent may take (legal moves); the policy is constrained to them. */
+  actions?: string[];
 }
 
 export interface ResetResponse {

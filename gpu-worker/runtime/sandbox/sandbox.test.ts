@@ -293,6 +293,26 @@ export default defineSingleTurn({
     expect(e.location).toEqual(where(RETURNS, '@fn', 'step'));
   });
 
+  test("a turn's legal actions must be a non-empty list of non-empty strings; good ones cross the boundary", async () => {
+    const source = `import { defineMultiAgentEnvironment } from 'whetstone';
+
+export default defineMultiAgentEnvironment<undefined, null, 'a'>({
+  name: 'actions',
+  agents: ['a'],
+  systemPrompt: 's',
+  sample: () => undefined,
+  reset: (ctx) => ({ agent: 'a', observation: 'o', actions: (ctx.seed === 1 ? [] : ['x', 'y']) as string[] }),
+  step: () => ({ rewards: { a: 1 }, terminated: true }),
+});
+`;
+    const e = await failing(source, 1, null);
+    expect(e.message).toMatch(/reset's actions are an empty array; expected a non-empty array of non-empty strings/);
+    const loaded = await SandboxEnvironment.load({ files: { 'env.ts': source }, entry: 'env.ts' });
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    expect((await loaded.env.reset({ episodeId: 'e', seed: 2, taskSeed: 0 })).turn).toEqual({ agent: 'a', observation: 'o', actions: ['x', 'y'] });
+    await loaded.env.dispose();
+  });
+
   test("a single-turn reward function's bad value: at the reward function", async () => {
     const e = await failing(SINGLE, 1, 'x');
     expect(e.message).toMatch(/reward "high"/);

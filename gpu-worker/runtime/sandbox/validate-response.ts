@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { type DriverMethod, type DriverMethods } from './protocol';
 import { jsonObjectSchema, jsonValueSchema } from '../../../sdk/user-json';
 
-const turn = z.object({ agent: z.string(), observation: z.string() });
+const turn = z.object({ agent: z.string(), observation: z.string(), actions: z.array(z.string().min(1)).min(1).optional() });
 const valueSchema: z.ZodType<unknown> = z.lazy(() => z.object({ type: z.string() }).loose());
 const objectSchema = z.object({ type: z.literal('object'), properties: z.record(z.string(), valueSchema) }).loose();
 

@@ -10,6 +10,7 @@ type EvalCommand = Extract<Command, { name: 'eval' }>;
 const SCORE_KEYS: CatalogueKey[] = [
   'eval/score', 'eval/mean_return', 'eval/mean_return_low', 'eval/mean_return_high', 'eval/success_rate', 'eval/success_rate_low', 'eval/success_rate_high',
   'eval/win_rate', 'eval/win_rate_low', 'eval/win_rate_high', 'eval/draw_rate', 'eval/loss_rate', 'eval/wins', 'eval/losses', 'eval/draws', 'eval/games', 'eval/errors',
+  'eval/legal_move_rate', 'eval/mean_length', 'eval/tool_use_rate',
 ];
 
 /** The environment version the checkpoint's own job trained on, when --env is not given. */
@@ -46,7 +47,10 @@ export async function evalCommand(ctx: CommandContext, cmd: EvalCommand): Promis
   const conn = await ctx.connect();
   const environmentVersionId = cmd.env ?? (await environmentOf(conn, cmd.checkpointId));
   const datasetVersionId = await heldOutDataset(ctx, conn, environmentVersionId);
-  const config = { checkpointId: cmd.checkpointId, environmentVersionId, against: cmd.against, games: cmd.games, ...(datasetVersionId ? { datasetVersionId } : {}) };
+  const config = {
+    checkpointId: cmd.checkpointId, environmentVersionId, against: cmd.against, games: cmd.games,
+    ...(datasetVersionId ? { datasetVersionId } : {}), ...(cmd.temperature !== undefined ? { temperature: cmd.temperature } : {}),
+  };
   const job = await call(conn, () => conn.api.jobs.submit.mutate({ teamId: conn.teamId, kind: 'EVAL', config, ...(cmd.priority !== undefined ? { priority: cmd.priority } : {}) }));
   const against = typeof cmd.against === 'string' ? cmd.against : `checkpoint ${cmd.against.checkpointId}`;
   ctx.out.line(`submitted job ${job.id}: EVAL of ${cmd.checkpointId}, ${cmd.games} games against ${against}`);

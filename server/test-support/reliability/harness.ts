@@ -85,14 +85,14 @@ export function tempDir(prefix: string): string {
 }
 
 /** A control-plane process; resolves once it listens. */
-export async function startServer(opts: { databaseUrl: string; port?: number; home?: string; leaseSeconds?: number; name?: string }) {
+export async function startServer(opts: { databaseUrl: string; port?: number; home?: string; leaseSeconds?: number; name?: string; startTimeoutMs?: number }) {
   const proc = spawnProc(opts.name ?? 'server', 'server/test-support/reliability/server-process.ts', [], {
     DATABASE_URL: opts.databaseUrl,
     PORT: String(opts.port ?? 0),
     WHETSTONE_HOME: opts.home ?? tempDir('whetstone-rel-home-'),
     WHETSTONE_LEASE_SECONDS: String(opts.leaseSeconds ?? 30),
   });
-  const [, url] = await proc.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, 60_000);
+  const [, url] = await proc.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+) /, opts.startTimeoutMs ?? 60_000);
   return { url, proc };
 }
 
