@@ -18,6 +18,9 @@ interface Started {
   exited: Promise<number | null>;
 }
 
+/** Every server these tests started: one a failed test left running is stopped after them. */
+const started: ChildProcess[] = [];
+
 /** `npm start`; `ownGroup` makes it lead a process group, as a shell's foreground job does. */
 function start(env: Record<string, string>, ownGroup = false): Started {
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
@@ -26,6 +29,7 @@ function start(env: Record<string, string>, ownGroup = false): Started {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: ownGroup,
   });
+  started.push(child);
   let output = '';
   const waiters: Array<() => void> = [];
   const collect = (chunk: Buffer) => {
@@ -64,7 +68,24 @@ function tempHome(): string {
   homes.push(dir);
   return dir;
 }
-afterAll(() => homes.forEach((h) => fs.rmSync(h, { recursive: true, force: true })));
+afterAll(async () => {
+  // Ctrl-C first (the server stops its worker and database), then SIGKILL for one that does not answer.
+  const running = started.filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(
+    running.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          const kill = setTimeout(() => c.kill('SIGKILL'), 20_000);
+          c.once('exit', () => {
+            clearTimeout(kill);
+            resolve();
+          });
+          c.kill('SIGINT');
+        }),
+    ),
+  );
+  homes.forEach((h) => fs.rmSync(h, { recursive: true, force: true }));
+}, 60_000);
 
 /** Ctrl-C: to the server, or (`group`) to its whole process group, as a terminal sends it. */
 async function stop(s: Started, group = false): Promise<{ code: number | null; ms: number }> {
