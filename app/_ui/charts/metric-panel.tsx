@@ -1,0 +1,230 @@
+'use client';
+import { useQuery } from '@tanstack/react-query';
+import { Download, Image as ImageIcon } from 'lucide-react';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { Area, CartesianGrid, ComposedChart, Line, ReferenceArea, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { describeMetric } from '../../../sdk/live';
+import { useTRPC } from '../../trpc';
+import { ErrorNote, Loading } from '../components';
+import { formatMetric } from '../runs/run-parts';
+import { useRunLive } from '../runs/run-live';
+import { useEffectiveTheme } from '../theme';
+import { appendLive, type Bucket } from './bucketing';
+import { chartColours } from './colours';
+import { downloadCsv, downloadPng } from './export';
+import type { HealthMarker } from './health';
+import { HEALTH_LABELS } from './health';
+import { debiasedEma } from './smoothing';
+
+export interface ChartSettings {
+  /** Debiased EMA weight, 0 (raw) to 0.99. */
+  smoothing: number;
+  log: boolean;
+  /** Steps shown (brush zoom), or null for the whole run. */
+  zoom: { from: number; to: number } | null;
+}
+
+/** Buckets for a plot this many pixels wide: one per pixel, so min and max make two points a pixel at most. */
+export function bucketsFor(width: number): number {
+  return Math.min(2000, Math.max(50, Math.round(width)));
+}
+
+function useWidth<T extends HTMLElement>() {
+  const ref = useRef<T>(null);
+  const [width, setWidth] = useState(600);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const observer = new ResizeObserver(([entry]) => setWidth(Math.round(entry.contentRect.width / 100) * 100 || 600));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  return [ref, width] as const;
+}
+
+interface Row {
+  step: number;
+  fromStep: number;
+  last: number;
+  smooth: number;
+  band: [number, number];
+}
+
+/**
+ * One metric of a run as a panel: the server's downsampled series for the steps in view (min,
+ * max and last per bucket, asked again at full fidelity when the reader brushes a range), the
+ * live points appended after it, the debiased EMA over the raw line (kept faint), the min..max
+ * band, health markers (each a button to that step's rollouts), and CSV/PNG of what it shows.
+ */
+export function MetricPanel({
+  teamId,
+  jobId,
+  metricKey,
+  settings,
+  onZoom,
+  markers,
+  onMarker,
+}: {
+  teamId: string;
+  jobId: string;
+  metricKey: string;
+  settings: ChartSettings;
+  onZoom: (zoom: { from: number; to: number }) => void;
+  markers: HealthMarker[];
+  onMarker: (step: number) => void;
+}) {
+  const trpc = useTRPC();
+  const colours = chartColours(useEffectiveTheme());
+  const live = useRunLive();
+  const [box, width] = useWidth<HTMLDivElement>();
+  const buckets = bucketsFor(width);
+  const { zoom } = settings;
+  const series = useQuery({
+    ...trpc.runs.series.queryOptions({ teamId, jobId, key: metricKey, buckets, fromStep: zoom?.from, toStep: zoom?.to }),
+    placeholderData: (previous) => previous,
+  });
+  const [drag, setDrag] = useState<{ from: number; to: number } | null>(null);
+  const figure = useRef<HTMLElement>(null);
+
+  // Live points after the series' last bucket (none when zoomed into the past).
+  const livePoints = live?.points(metricKey);
+  const { rows, skipped, dropped } = useMemo(() => {
+    const base: Bucket[] = series.data ?? [];
+    const finite = base.filter((b) => Number.isFinite(b.last) && Number.isFinite(b.min) && Number.isFinite(b.max));
+    const inRange = (livePoints ?? []).filter((p) => !zoom || (p.step >= zoom.from && p.step <= zoom.to));
+    const merged = appendLive(finite, inRange, buckets);
+    const notFinite = base.length - finite.length + inRange.filter((p) => !Number.isFinite(p.value)).length;
+    // A log scale cannot draw zero or below.
+    const shown = settings.log ? merged.filter((b) => b.min > 0) : merged;
+    const smooth = debiasedEma(
+      shown.map((b) => b.last),
+      settings.smoothing,
+    );
+    return {
+      rows: shown.map((b, i): Row => ({ step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] })),
+      skipped: notFinite,
+      dropped: merged.length - shown.length,
+    };
+  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing]);
+
+  const info = describeMetric(metricKey);
+  const title = metricKey;
+  const mine = markers.filter((m) => m.key === metricKey);
+  const banded = rows.some((r) => r.band[0] !== r.band[1]);
+  const smoothing = settings.smoothing > 0;
+
+  let body;
+  if (series.isPending) body = <Loading label={`Loading ${metricKey}…`} />;
+  else if (series.isError) body = <ErrorNote error={series.error} />;
+  else if (rows.length === 0)
+    body = <p className="muted chart-empty">{zoom ? `No ${metricKey} between steps ${zoom.from} and ${zoom.to}.` : `No ${metricKey} points yet: they come after the run’s first step.`}</p>;
+  else
+    body = (
+      <ComposedChart
+        data={rows}
+        style={{ width: '100%', height: '100%', userSelect: 'none' }}
+        responsive
+        margin={{ top: 8, right: 12, bottom: 4, left: 0 }}
+        accessibilityLayer={false}
+        onMouseDown={(state) => {
+          const step = Number(state.activeLabel);
+          if (Number.isFinite(step)) setDrag({ from: step, to: step });
+        }}
+        onMouseMove={(state) => {
+          const step = Number(state.activeLabel);
+          if (drag && Number.isFinite(step)) setDrag({ ...drag, to: step });
+        }}
+        onMouseUp={() => {
+          if (drag && drag.from !== drag.to) onZoom({ from: Math.min(drag.from, drag.to), to: Math.max(drag.from, drag.to) });
+          setDrag(null);
+        }}
+      >
+        <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
+        <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} />
+        <YAxis width={52} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
+        <Tooltip
+          isAnimationActive={false}
+          contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
+          labelFormatter={(step) => `step ${String(step)}`}
+          formatter={(value, name) => [
+            Array.isArray(value) ? value.map((v) => formatMetric(Number(v))).join(' … ') : formatMetric(Number(value)),
+            name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
+          ]}
+        />
+        {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
+        <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
+        {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
+        {mine.map((m) => (
+          <ReferenceLine key={`${m.kind}-${m.step}`} x={m.step} stroke={colours.marker} strokeDasharray="4 2" />
+        ))}
+        {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
+      </ComposedChart>
+    );
+
+  const last = rows[rows.length - 1];
+  return (
+    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by step`} data-metric={metricKey} data-points={rows.length} data-last-step={last?.step ?? ''}>
+      <figcaption className="metric-panel-head">
+        <span className="metric-panel-title" title={info?.description ?? metricKey}>
+          {title}
+        </span>
+        <span className="tabular muted small">{last ? `${formatMetric(last.last)} at step ${last.step}` : ''}</span>
+        <span className="metric-panel-tools">
+          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as CSV`} title="CSV" disabled={rows.length === 0} onClick={() => downloadCsv(metricKey, rows)}>
+            <Download size={14} aria-hidden="true" />
+          </button>
+          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as PNG`} title="PNG" disabled={rows.length === 0} onClick={() => figure.current && void downloadPng(metricKey, figure.current, colours.background)}>
+            <ImageIcon size={14} aria-hidden="true" />
+          </button>
+        </span>
+      </figcaption>
+      <div className="chart-box chart-box-small" ref={box} aria-hidden="true">
+        {body}
+      </div>
+      {skipped > 0 || dropped > 0 ? (
+        <p className="muted small chart-note">
+          {skipped > 0 ? `${skipped} point${skipped === 1 ? '' : 's'} not a finite number (NaN or ±Infinity), left out. ` : ''}
+          {dropped > 0 ? `${dropped} at zero or below, not drawn on the log scale.` : ''}
+        </p>
+      ) : null}
+      {mine.length > 0 ? (
+        <ul className="health-markers" aria-label={`Health markers on ${metricKey}`}>
+          {mine.map((m) => (
+            <li key={`${m.kind}-${m.step}`}>
+              <button type="button" className="btn btn-ghost small" title={m.message} onClick={() => onMarker(m.step)}>
+                ⚠ {HEALTH_LABELS[m.kind]} at step {m.step}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <details className="chart-table">
+        <summary>The numbers as a table</summary>
+        <div className="table-wrap" tabIndex={0}>
+          <table className="table" aria-label={`${metricKey} by step, as numbers`}>
+            <thead>
+              <tr>
+                <th scope="col">Steps</th>
+                <th scope="col" className="num">Last</th>
+                <th scope="col" className="num">Smoothed</th>
+                <th scope="col" className="num">Min</th>
+                <th scope="col" className="num">Max</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((d) => (
+                <tr key={d.step} data-step={d.step}>
+                  <th scope="row" className="tabular">{d.fromStep === d.step ? d.step : `${d.fromStep}–${d.step}`}</th>
+                  <td className="num">{formatMetric(d.last)}</td>
+                  <td className="num">{formatMetric(d.smooth)}</td>
+                  <td className="num">{formatMetric(d.band[0])}</td>
+                  <td className="num">{formatMetric(d.band[1])}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </details>
+    </figure>
+  );
+}
