@@ -11,5 +11,3 @@ export function chartColours(theme: 'light' | 'dark') {
   return COLOURS[theme];
 }
 
-/** Colours of runs compared side by side: one per run, kept across every panel (Okabe–Ito, readable in both themes). */
-export const RUN_COLOURS = ['#e69f00', '#56b4e9', '#009e73', '#cc79a7', '#d55e00', '#0072b2', '#a08c00', '#8c8c8c'];

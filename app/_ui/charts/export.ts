@@ -10,7 +10,7 @@ function save(name: string, blob: Blob) {
 }
 
 /** A file name from a metric key: its odd characters become underscores. */
-export function fileName(key: string, ext: string): string {
+function fileName(key: string, ext: string): string {
   return `${key.replace(/[^A-Za-z0-9._-]+/g, '_')}.${ext}`;
 }
 

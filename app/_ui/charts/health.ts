@@ -37,7 +37,7 @@ export interface HealthThresholds {
   zeroVarianceShare: number;
 }
 
-export const DEFAULT_THRESHOLDS: HealthThresholds = { klFactor: 4, klFloor: 0.05, klWindow: 10, entropyShare: 0.1, truncatedShare: 0.25, zeroVarianceShare: 0.5 };
+const DEFAULT_THRESHOLDS: HealthThresholds = { klFactor: 4, klFloor: 0.05, klWindow: 10, entropyShare: 0.1, truncatedShare: 0.25, zeroVarianceShare: 0.5 };
 
 function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);

@@ -25,7 +25,7 @@ export interface ChartSettings {
 }
 
 /** Buckets for a plot this many pixels wide: one per pixel, so min and max make two points a pixel at most. */
-export function bucketsFor(width: number): number {
+function bucketsFor(width: number): number {
   return Math.min(2000, Math.max(50, Math.round(width)));
 }
 
