@@ -17,6 +17,8 @@ export interface Bucket {
   max: number;
   last: number;
   count: number;
+  /** When the last step was stored (runs.series gives it), for an x axis by time. */
+  at?: Date;
 }
 
 export interface Bucketed {
@@ -92,6 +94,7 @@ export function mergeBuckets(parts: readonly Bucket[], max: number): Bucket[] {
       current.max = Math.max(current.max, p.max);
       current.last = p.last;
       current.count += p.count;
+      current.at = p.at;
     }
   }
   return out;

@@ -22,6 +22,20 @@ export interface ChartSettings {
   log: boolean;
   /** Steps shown (brush zoom), or null for the whole run. */
   zoom: { from: number; to: number } | null;
+  /** The x axis: step, seconds since the run started, or wall-clock time. */
+  x: XMode;
+  /** The run's start (ms), for relative time. */
+  origin: number | null;
+}
+
+export type XMode = 'step' | 'relative' | 'wall';
+
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+
+function formatX(mode: XMode, x: number): string {
+  if (mode === 'step') return String(x);
+  if (mode === 'wall') return clock.format(new Date(x));
+  return x < 120 ? `${Math.round(x)}s` : x < 7200 ? `${Math.round(x / 60)}m` : `${(x / 3600).toFixed(1)}h`;
 }
 
 /** Buckets for a plot this many pixels wide: one per pixel, so min and max make two points a pixel at most. */
@@ -43,6 +57,7 @@ function useWidth<T extends HTMLElement>() {
 }
 
 interface Row {
+  x: number;
   step: number;
   fromStep: number;
   last: number;
@@ -100,12 +115,22 @@ export function MetricPanel({
       shown.map((b) => b.last),
       settings.smoothing,
     );
+    const xOf = (b: Bucket): number | null => {
+      if (settings.x === 'step') return b.toStep;
+      const t = b.at ? new Date(b.at).getTime() : (live?.timeOf(b.toStep) ?? null);
+      if (t === null) return null;
+      return settings.x === 'wall' ? t : (t - (settings.origin ?? t)) / 1000;
+    };
+    const all = shown.map((b, i) => ({ x: xOf(b), step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] as [number, number] }));
     return {
-      rows: shown.map((b, i): Row => ({ step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] })),
+      rows: all.filter((r): r is Row => r.x !== null),
       skipped: notFinite,
       dropped: merged.length - shown.length,
     };
-  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing]);
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `live` changes every frame; livePoints is what it brings here
+  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin]);
+  const stepAt = (x: number) => rows.find((r) => r.x >= x)?.step ?? rows[rows.length - 1]?.step;
+  const xAt = (step: number) => rows.find((r) => r.step >= step)?.x;
 
   const info = describeMetric(metricKey);
   const title = metricKey;
@@ -127,25 +152,31 @@ export function MetricPanel({
         margin={{ top: 8, right: 12, bottom: 4, left: 0 }}
         accessibilityLayer={false}
         onMouseDown={(state) => {
-          const step = Number(state.activeLabel);
-          if (Number.isFinite(step)) setDrag({ from: step, to: step });
+          const x = Number(state.activeLabel);
+          if (Number.isFinite(x)) setDrag({ from: x, to: x });
         }}
         onMouseMove={(state) => {
-          const step = Number(state.activeLabel);
-          if (drag && Number.isFinite(step)) setDrag({ ...drag, to: step });
+          const x = Number(state.activeLabel);
+          if (drag && Number.isFinite(x)) setDrag({ ...drag, to: x });
         }}
         onMouseUp={() => {
-          if (drag && drag.from !== drag.to) onZoom({ from: Math.min(drag.from, drag.to), to: Math.max(drag.from, drag.to) });
+          // The brush is in the axis' units; the zoom is in steps (what runs.series is asked for).
+          const from = drag ? stepAt(Math.min(drag.from, drag.to)) : undefined;
+          const to = drag ? stepAt(Math.max(drag.from, drag.to)) : undefined;
+          if (from !== undefined && to !== undefined && from < to) onZoom({ from, to });
           setDrag(null);
         }}
       >
         <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
-        <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} />
+        <XAxis dataKey="x" type="number" domain={['dataMin', 'dataMax']} allowDecimals={settings.x !== 'step'} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatX(settings.x, v)} />
         <YAxis width={52} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
         <Tooltip
           isAnimationActive={false}
           contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
-          labelFormatter={(step) => `step ${String(step)}`}
+          labelFormatter={(x, payload) => {
+            const row = payload[0]?.payload as Row | undefined;
+            return settings.x === 'step' ? `step ${String(x)}` : `step ${row?.step ?? '?'} · ${formatX(settings.x, Number(x))}`;
+          }}
           formatter={(value, name) => [
             Array.isArray(value) ? value.map((v) => formatMetric(Number(v))).join(' … ') : formatMetric(Number(value)),
             name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
@@ -155,7 +186,7 @@ export function MetricPanel({
         <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
         {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
         {mine.map((m) => (
-          <ReferenceLine key={`${m.kind}-${m.step}`} x={m.step} stroke={colours.marker} strokeDasharray="4 2" />
+          <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
         ))}
         {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
       </ComposedChart>
@@ -163,7 +194,7 @@ export function MetricPanel({
 
   const last = rows[rows.length - 1];
   return (
-    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by step`} data-metric={metricKey} data-points={rows.length} data-last-step={last?.step ?? ''}>
+    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by ${settings.x === 'step' ? 'step' : 'time'}`} data-metric={metricKey} data-points={rows.length} data-last-step={last?.step ?? ''}>
       <figcaption className="metric-panel-head">
         <span className="metric-panel-title" title={info?.description ?? metricKey}>
           {title}

@@ -8,14 +8,17 @@ import { useRunLive } from '../runs/run-live';
 import { useUrlState } from '../url-state';
 import type { Point } from './bucketing';
 import { healthMarkers } from './health';
-import { type ChartSettings, MetricPanel } from './metric-panel';
+import { type ChartSettings, MetricPanel, type XMode } from './metric-panel';
 
 /** The metrics the health rules read (health.ts). */
 const HEALTH_KEYS = ['policy/kl', 'policy/entropy', 'episode/context_truncated', 'episode/count', 'loss/total', 'loss/policy', 'optim/grad_norm', 'optim/updates', 'optim/tokens'];
 const GROUP_ORDER = Object.keys(METRIC_GROUPS);
 
-/** The chart settings in the URL: `smooth` (0–0.99), `log`, `zoom=from-to`, `q` (search). */
-function settingsOf(params: URLSearchParams): ChartSettings & { q: string } {
+const X_MODES: Array<[XMode, string]> = [['step', 'Step'], ['relative', 'Relative time'], ['wall', 'Wall time']];
+
+/** The chart settings in the URL: `smooth` (0–0.99), `log`, `zoom=from-to`, `x`, `q` (search). */
+function settingsOf(params: URLSearchParams, origin: number | null): ChartSettings & { q: string } {
+  const x = X_MODES.find(([m]) => m === params.get('x'))?.[0] ?? 'step';
   const smooth = Number(params.get('smooth') ?? '0.6');
   const zoom = /^(\d+)-(\d+)$/.exec(params.get('zoom') ?? '');
   const from = zoom ? Number(zoom[1]) : NaN;
@@ -25,6 +28,8 @@ function settingsOf(params: URLSearchParams): ChartSettings & { q: string } {
     log: params.get('log') === '1',
     zoom: Number.isFinite(from) && Number.isFinite(to) && from < to ? { from, to } : null,
     q: params.get('q') ?? '',
+    x,
+    origin,
   };
 }
 
@@ -56,11 +61,11 @@ function useHealth(teamId: string, jobId: string, keys: string[]) {
  * panel (all in the URL, so a link shows the same view). Health markers sit on their panels;
  * each leads to its step's rollouts.
  */
-export function RunCharts({ teamId, jobId, active, onPickStep }: { teamId: string; jobId: string; active: boolean; onPickStep: (step: number) => void }) {
+export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { teamId: string; jobId: string; active: boolean; startedAt: Date | string | null; onPickStep: (step: number) => void }) {
   const trpc = useTRPC();
   const live = useRunLive();
   const { params, set } = useUrlState();
-  const settings = settingsOf(params);
+  const settings = settingsOf(params, startedAt ? new Date(startedAt).getTime() : null);
   const keys = useQuery(trpc.runs.metricKeys.queryOptions({ teamId, jobId }));
   const names = useMemo(() => keys.data?.map((k) => k.key) ?? [], [keys.data]);
   const markers = useHealth(teamId, jobId, names);
@@ -102,6 +107,16 @@ export function RunCharts({ teamId, jobId, active, onPickStep }: { teamId: strin
         <label className="inline-form small">
           <input type="checkbox" checked={settings.log} onChange={(e) => set({ log: e.target.checked ? '1' : null }, { replace: true })} />
           <span>Log scale</span>
+        </label>
+        <label className="inline-form small">
+          <span className="muted">X axis</span>
+          <select value={settings.x} onChange={(e) => set({ x: e.target.value === 'step' ? null : e.target.value }, { replace: true })}>
+            {X_MODES.map(([m, label]) => (
+              <option key={m} value={m}>
+                {label}
+              </option>
+            ))}
+          </select>
         </label>
         <ZoomFields zoom={settings.zoom} onZoom={(z) => set({ zoom: z ? `${z.from}-${z.to}` : null })} />
       </div>

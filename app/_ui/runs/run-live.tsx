@@ -23,6 +23,8 @@ export interface RunLive {
   version: number;
   /** Points that came live (or in a catch-up) for a metric, in step order. */
   points(key: string): Point[];
+  /** When a step's first point arrived live (ms), for an x axis by time; null if it did not. */
+  timeOf(step: number): number | null;
   /** Metric keys seen live. */
   keys(): string[];
   /** Newest rollout step seen live (to refetch the viewer). */
@@ -43,6 +45,7 @@ interface Store {
   metrics: Map<string, Map<number, number>>;
   rolloutStep: number | null;
   stepTimes: Array<{ step: number; at: number }>;
+  arrivals: Map<number, number>;
 }
 
 /** At most this many points per metric are held live: older ones are in runs.series anyway. */
@@ -60,7 +63,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
   const queryClient = useQueryClient();
   const [connection, setConnection] = useState<Connection>('connecting');
   const [version, setVersion] = useState(0);
-  const store = useRef<Store>({ metrics: new Map(), rolloutStep: null, stepTimes: [] });
+  const store = useRef<Store>({ metrics: new Map(), rolloutStep: null, stepTimes: [], arrivals: new Map() });
 
   useEffect(() => {
     const s = store.current;
@@ -81,6 +84,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
         const now = Date.now();
         for (const p of batch.items) {
           addMetric(s, p.key, p.step, p.value);
+          if (!s.arrivals.has(p.step)) s.arrivals.set(p.step, now);
           const last = s.stepTimes[s.stepTimes.length - 1];
           if (!last || p.step > last.step) s.stepTimes = [...s.stepTimes.slice(-50), { step: p.step, at: now }];
         }
@@ -166,6 +170,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
       if (!m) return [];
       return [...m].map(([step, v]) => ({ step, value: v })).sort((a, b) => a.step - b.step);
     },
+    timeOf: (step) => s.arrivals.get(step) ?? null,
     keys: () => [...s.metrics.keys()],
     rolloutStep: s.rolloutStep,
     stepTimes: s.stepTimes,

@@ -36,6 +36,8 @@ export interface SeriesBucket {
   /** The value at the bucket's last step: what the line is drawn through. */
   last: number;
   count: number;
+  /** When the bucket's last step was stored: a chart's x axis by wall or relative time. */
+  at?: Date;
 }
 
 /**
@@ -53,8 +55,13 @@ export async function metricSeries(db: Db, jobId: string, key: string, buckets: 
   const width = Math.max(1, Math.ceil((range.hi - range.lo + 1) / buckets));
   // Wide buckets come from the rollups (256 steps each; rounding a bucket's width up to whole
   // rollups costs at most a quarter of the buckets); narrow ones from the points.
-  if (width >= 4 * ROLLUP_STEPS) return seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi);
-  return summarise(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
+  const out = width >= 4 * ROLLUP_STEPS ? await seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi) : summarise(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
+  // Each bucket's time: one index lookup per bucket, at its last step.
+  const times = await db.$queryRaw<Array<{ step: number; time: Date }>>`
+    SELECT step, time FROM "MetricPoint" WHERE "jobId" = ${jobId} AND key = ${key} AND step = ANY(${out.map((b) => b.toStep)}::int[])`;
+  const at = new Map(times.map((t) => [t.step, t.time]));
+  for (const b of out) b.at = at.get(b.toStep);
+  return out;
 }
 
 /** One row per group of `width` steps from lo, straight from the points. */
