@@ -2,9 +2,9 @@
  * What differs between runs' configs: each config flattened to dotted paths (`training.lr`),
  * and the paths whose values are not all the same (a path one run lacks counts as differing).
  */
-export type Flat = Map<string, string>;
+type Flat = Map<string, string>;
 
-export function flatten(value: unknown, prefix = '', out: Flat = new Map()): Flat {
+function flatten(value: unknown, prefix = '', out: Flat = new Map()): Flat {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length === 0 && prefix) out.set(prefix, '{}');
