@@ -21,8 +21,8 @@ export function Progress({ run }: { run: Pick<RunSummary, 'kind' | 'state' | 'st
   const done = run.state === 'SUCCEEDED';
   if (run.kind === 'EVAL') return total ? <span className="progress-text">{done ? `${total} games played` : `${total} games`}</span> : <span className="muted">—</span>;
   if (step === null && !total) return <span className="muted">—</span>;
-  // Steps count from 0: the step just reported is step + 1 of the total.
-  const reached = step === null ? 0 : step + 1;
+  // Steps are numbered from 1 (sdk/live.ts stepNumber): the step just reported is that many of the total.
+  const reached = step ?? 0;
   if (!total) return <span className="progress-text">step {reached}</span>;
   const share = Math.min(1, reached / total);
   return (

@@ -1,14 +1,17 @@
 'use client';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
-import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
 import { Meter } from '../../../_ui/meter';
+import { refetchAfterChange } from '../../../_ui/refresh';
 import { atLeast } from '../../../_ui/roles';
+import { useJobHints } from '../../../_ui/runs/job-hints';
 import { KindBadge, RunStateBadge } from '../../../_ui/runs/run-parts';
 import { LIVE_REFETCH_MS, stateLine } from '../../../_ui/runs/run-state';
 import { useTeam } from '../../../_ui/team-context';
+import { WorkerActions } from '../../../_ui/worker-actions';
 import { useTRPC } from '../../../trpc';
 
 /** Workers report a heartbeat every few seconds; the page follows them at this pace. */
@@ -29,6 +32,11 @@ export default function ClusterPage() {
     refetchInterval: (q) => ((q.state.data?.total ?? 0) > 0 ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS),
   });
   const busy = (queue.data?.total ?? 0) > 0;
+  // Live: the team's job hints bring the queue and the workers' jobs again as soon as a job moves.
+  useJobHints(team.id);
+  const queryClient = useQueryClient();
+  const isAdmin = atLeast(team.role, 'ADMIN');
+  const cancel = useMutation(trpc.jobs.cancel.mutationOptions({ onSuccess: () => refetchAfterChange(queryClient, trpc.runs.list.pathKey()) }));
   const quota = useQuery({ ...trpc.quotas.get.queryOptions({ teamId: team.id }), refetchInterval: busy ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS });
 
   return (
@@ -63,6 +71,7 @@ export default function ClusterPage() {
 
       <section className="panel" aria-labelledby="queue-title">
         <h2 id="queue-title">Queue</h2>
+        <ErrorNote error={cancel.error} />
         {queue.isPending ? (
           <Loading label="Loading the queue…" />
         ) : queue.isError ? (
@@ -89,6 +98,11 @@ export default function ClusterPage() {
                   </th>
                   <th scope="col">Owner</th>
                   <th scope="col">Queued</th>
+                  {isAdmin ? (
+                    <th scope="col">
+                      <span className="sr-only">Actions</span>
+                    </th>
+                  ) : null}
                 </tr>
               </thead>
               <tbody>
@@ -112,6 +126,19 @@ export default function ClusterPage() {
                     <td className="nowrap muted small" title={formatDateTime(run.queuedAt)}>
                       {formatRelative(run.queuedAt)}
                     </td>
+                    {isAdmin ? (
+                      <td className="row-actions">
+                        <ConfirmButton
+                          label={run.cancelRequested ? 'Cancel requested' : 'Cancel'}
+                          accessibleName={`Cancel ${run.id}`}
+                          question={`Cancel ${run.owner.name}’s job ${run.id}?`}
+                          confirmLabel="Yes, cancel"
+                          disabled={run.cancelRequested}
+                          pending={cancel.isPending}
+                          onConfirm={() => cancel.mutate({ teamId: team.id, jobId: run.id })}
+                        />
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>
@@ -157,6 +184,11 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
               <th scope="col">State</th>
               <th scope="col">Devices and their jobs</th>
               <th scope="col">Last seen</th>
+              {atLeast(team.role, 'ADMIN') ? (
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              ) : null}
             </tr>
           </thead>
           <tbody>
@@ -213,6 +245,11 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
                   <td className="nowrap" title={formatDateTime(w.lastHeartbeatAt)}>
                     {formatRelative(w.lastHeartbeatAt)}
                   </td>
+                  {atLeast(team.role, 'ADMIN') ? (
+                    <td className="row-actions">
+                      <WorkerActions teamId={teamId} worker={w} />
+                    </td>
+                  ) : null}
                 </tr>
               );
             })}

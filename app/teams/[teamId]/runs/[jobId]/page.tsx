@@ -85,7 +85,7 @@ function RunView({ jobId }: { jobId: string }) {
   const hasMatches = (matches.data?.total ?? 0) > 0;
   const tabs = TABS.filter((t) => t !== 'matches' || hasMatches);
   const tab: Tab = tabs.find((t) => t === params.get('tab')) ?? 'charts';
-  const eta = active && r.totalSteps && r.step !== null ? etaSeconds(liveStream?.stepTimes ?? [], r.step + 1, r.totalSteps) : null;
+  const eta = active && r.totalSteps && r.step !== null ? etaSeconds(liveStream?.stepTimes ?? [], r.step, r.totalSteps) : null;
   const environmentVersionId = (job.data.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
   const mayEvaluate = newest && typeof environmentVersionId === 'string' && r.kind === 'TRAIN' && atLeast(team.role, 'MEMBER');
   const lineClass = r.state === 'FAILED' ? 'bad' : r.state === 'QUEUED' || r.state === 'PREEMPTED' ? 'warn' : '';
