@@ -71,11 +71,15 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
     let frame = 0;
     let closed = false;
     let joinedBefore = false;
+    let logsMoved = false;
     const changed = () => {
       if (frame) return;
       frame = requestAnimationFrame(() => {
         frame = 0;
         setVersion((v) => v + 1);
+        // The log tab reads its lines itself: one nudge a frame, however many batches came.
+        if (logsMoved) void queryClient.invalidateQueries({ queryKey: trpc.runs.logs.pathKey() });
+        logsMoved = false;
       });
     };
     const take = (batch: LiveBatch) => {
@@ -91,7 +95,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
       } else if (batch.kind === 'rollouts') {
         for (const r of batch.items) s.rolloutStep = Math.max(s.rolloutStep ?? r.step, r.step);
       } else if (batch.kind === 'logs') {
-        void queryClient.invalidateQueries({ queryKey: trpc.runs.logs.pathKey() });
+        logsMoved = true;
       }
       changed();
     };
