@@ -1,7 +1,7 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
 import { Download, Image as ImageIcon } from 'lucide-react';
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { type PointerEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { Area, CartesianGrid, ComposedChart, Line, ReferenceArea, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import { describeMetric } from '../../../sdk/live';
 import { useTRPC } from '../../trpc';
@@ -29,6 +29,9 @@ export interface ChartSettings {
 }
 
 export type XMode = 'step' | 'relative' | 'wall';
+
+const Y_AXIS_WIDTH = 52;
+const MARGIN_RIGHT = 12;
 
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 
@@ -129,6 +132,15 @@ export function MetricPanel({
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps -- `live` changes every frame; livePoints is what it brings here
   }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin]);
+  const xFromPointer = (e: PointerEvent<HTMLElement>): number | null => {
+    if (rows.length < 2) return null;
+    const rect = e.currentTarget.getBoundingClientRect();
+    const share = (e.clientX - rect.left - Y_AXIS_WIDTH) / (rect.width - Y_AXIS_WIDTH - MARGIN_RIGHT);
+    if (share < 0 || share > 1) return null;
+    const lo = rows[0].x;
+    const hi = rows[rows.length - 1].x;
+    return lo + share * (hi - lo);
+  };
   const stepAt = (x: number) => rows.find((r) => r.x >= x)?.step ?? rows[rows.length - 1]?.step;
   const xAt = (step: number) => rows.find((r) => r.step >= step)?.x;
 
@@ -149,27 +161,12 @@ export function MetricPanel({
         data={rows}
         style={{ width: '100%', height: '100%', userSelect: 'none' }}
         responsive
-        margin={{ top: 8, right: 12, bottom: 4, left: 0 }}
+        margin={{ top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 }}
         accessibilityLayer={false}
-        onMouseDown={(state) => {
-          const x = Number(state.activeLabel);
-          if (Number.isFinite(x)) setDrag({ from: x, to: x });
-        }}
-        onMouseMove={(state) => {
-          const x = Number(state.activeLabel);
-          if (drag && Number.isFinite(x)) setDrag({ ...drag, to: x });
-        }}
-        onMouseUp={() => {
-          // The brush is in the axis' units; the zoom is in steps (what runs.series is asked for).
-          const from = drag ? stepAt(Math.min(drag.from, drag.to)) : undefined;
-          const to = drag ? stepAt(Math.max(drag.from, drag.to)) : undefined;
-          if (from !== undefined && to !== undefined && from < to) onZoom({ from, to });
-          setDrag(null);
-        }}
       >
         <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
         <XAxis dataKey="x" type="number" domain={['dataMin', 'dataMax']} allowDecimals={settings.x !== 'step'} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatX(settings.x, v)} />
-        <YAxis width={52} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
+        <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
         <Tooltip
           isAnimationActive={false}
           contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
@@ -209,7 +206,31 @@ export function MetricPanel({
           </button>
         </span>
       </figcaption>
-      <div className="chart-box chart-box-small" ref={box} aria-hidden="true">
+      <div
+        className="chart-box chart-box-small"
+        ref={box}
+        aria-hidden="true"
+        // The brush: a drag across the plot, read from the pointer's position over the plot area
+        // (between the y axis and the right margin, drawn from the first row's x to the last's).
+        onPointerDown={(e) => {
+          const x = xFromPointer(e);
+          if (x === null) return;
+          e.currentTarget.setPointerCapture(e.pointerId);
+          setDrag({ from: x, to: x });
+        }}
+        onPointerMove={(e) => {
+          const x = drag ? xFromPointer(e) : null;
+          if (drag && x !== null) setDrag({ ...drag, to: x });
+        }}
+        onPointerUp={() => {
+          // The brush is in the axis' units; the zoom is in steps (what runs.series is asked for).
+          const from = drag ? stepAt(Math.min(drag.from, drag.to)) : undefined;
+          const to = drag ? stepAt(Math.max(drag.from, drag.to)) : undefined;
+          if (from !== undefined && to !== undefined && from < to) onZoom({ from, to });
+          setDrag(null);
+        }}
+        onPointerCancel={() => setDrag(null)}
+      >
         {body}
       </div>
       {skipped > 0 || dropped > 0 ? (
