@@ -8,7 +8,7 @@ import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
 // series for the range; a rollout shows trainable and non-trainable tokens in two colours; a
 // checkpoint appears and the header links it to the playground. Every wait is on a condition.
 
-/** Steps the reward panel holds (its table of numbers: one row per bucket, one step each here). */
+/** Steps the reward panel holds (its table of numbers, once opened: one row per bucket, one step each here). */
 function rewardSteps(page: Page): Promise<number[]> {
   return page.evaluate(() => [...document.querySelectorAll('figure[data-metric="reward/mean"] tr[data-step]')].map((r) => Number(r.getAttribute('data-step'))));
 }
@@ -46,6 +46,8 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   // The reward chart gains points live.
   const reward = page.getByRole('figure', { name: 'reward/mean by step' });
   await expect(reward).toBeVisible({ timeout: 120_000 });
+  // Its numbers as a table: one row per step here, which the checks below count.
+  await reward.getByText('The numbers as a table').click();
   await expect.poll(async () => (await rewardSteps(page)).length, { timeout: 120_000 }).toBeGreaterThan(0);
   const before = (await rewardSteps(page)).length;
   await expect.poll(async () => (await rewardSteps(page)).length, { timeout: 120_000 }).toBeGreaterThan(before);

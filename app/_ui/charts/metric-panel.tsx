@@ -1,15 +1,14 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
 import { Download, Image as ImageIcon } from 'lucide-react';
-import { type PointerEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, type PointerEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { Area, CartesianGrid, ComposedChart, Line, ReferenceArea, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import { describeMetric } from '../../../sdk/live';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
 import { formatMetric } from '../runs/run-parts';
-import { useRunLive } from '../runs/run-live';
 import { useEffectiveTheme } from '../theme';
-import { appendLive, type Bucket } from './bucketing';
+import { appendLive, type Bucket, type Point } from './bucketing';
 import { chartColours } from './colours';
 import { downloadCsv, downloadPng } from './export';
 import type { HealthMarker } from './health';
@@ -74,26 +73,32 @@ interface Row {
  * live points appended after it, the debiased EMA over the raw line (kept faint), the min..max
  * band, health markers (each a button to that step's rollouts), and CSV/PNG of what it shows.
  */
-export function MetricPanel({
-  teamId,
-  jobId,
-  metricKey,
-  settings,
-  onZoom,
-  markers,
-  onMarker,
-}: {
+interface PanelProps {
   teamId: string;
   jobId: string;
   metricKey: string;
   settings: ChartSettings;
+  /** The points that came live for this key (a new array only when they change). */
+  livePoints: Point[];
+  /** When a step arrived live (a stable function). */
+  timeOf: (step: number) => number | null;
   onZoom: (zoom: { from: number; to: number }) => void;
+  /** This panel's markers. */
   markers: HealthMarker[];
   onMarker: (step: number) => void;
-}) {
+}
+
+/**
+ * A panel renders again only when its own inputs change: a live frame that brought points for
+ * other metrics leaves it alone (the page stays responsive while every metric streams).
+ */
+export const MetricPanel = memo(MetricPanelView, (a, b) =>
+  a.teamId === b.teamId && a.jobId === b.jobId && a.metricKey === b.metricKey && a.settings === b.settings && a.livePoints === b.livePoints && JSON.stringify(a.markers) === JSON.stringify(b.markers),
+);
+
+function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeOf, onZoom, markers, onMarker }: PanelProps) {
   const trpc = useTRPC();
   const colours = chartColours(useEffectiveTheme());
-  const live = useRunLive();
   const [box, width] = useWidth<HTMLDivElement>();
   const buckets = bucketsFor(width);
   const { zoom } = settings;
@@ -102,14 +107,14 @@ export function MetricPanel({
     placeholderData: (previous) => previous,
   });
   const [drag, setDrag] = useState<{ from: number; to: number } | null>(null);
+  const [tableOpen, setTableOpen] = useState(false);
   const figure = useRef<HTMLElement>(null);
 
   // Live points after the series' last bucket (none when zoomed into the past).
-  const livePoints = live?.points(metricKey);
   const { rows, skipped, dropped } = useMemo(() => {
     const base: Bucket[] = series.data ?? [];
     const finite = base.filter((b) => Number.isFinite(b.last) && Number.isFinite(b.min) && Number.isFinite(b.max));
-    const inRange = (livePoints ?? []).filter((p) => !zoom || (p.step >= zoom.from && p.step <= zoom.to));
+    const inRange = livePoints.filter((p) => !zoom || (p.step >= zoom.from && p.step <= zoom.to));
     const merged = appendLive(finite, inRange, buckets);
     const notFinite = base.length - finite.length + inRange.filter((p) => !Number.isFinite(p.value)).length;
     // A log scale cannot draw zero or below.
@@ -120,7 +125,7 @@ export function MetricPanel({
     );
     const xOf = (b: Bucket): number | null => {
       if (settings.x === 'step') return b.toStep;
-      const t = b.at ? new Date(b.at).getTime() : (live?.timeOf(b.toStep) ?? null);
+      const t = b.at ? new Date(b.at).getTime() : timeOf(b.toStep);
       if (t === null) return null;
       return settings.x === 'wall' ? t : (t - (settings.origin ?? t)) / 1000;
     };
@@ -130,8 +135,7 @@ export function MetricPanel({
       skipped: notFinite,
       dropped: merged.length - shown.length,
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- `live` changes every frame; livePoints is what it brings here
-  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin]);
+  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin, timeOf]);
   const xFromPointer = (e: PointerEvent<HTMLElement>): number | null => {
     if (rows.length < 2) return null;
     const rect = e.currentTarget.getBoundingClientRect();
@@ -146,7 +150,7 @@ export function MetricPanel({
 
   const info = describeMetric(metricKey);
   const title = metricKey;
-  const mine = markers.filter((m) => m.key === metricKey);
+  const mine = markers;
   const banded = rows.some((r) => r.band[0] !== r.band[1]);
   const smoothing = settings.smoothing > 0;
 
@@ -250,9 +254,10 @@ export function MetricPanel({
           ))}
         </ul>
       ) : null}
-      <details className="chart-table">
+      <details className="chart-table" onToggle={(e) => setTableOpen(e.currentTarget.open)}>
         <summary>The numbers as a table</summary>
-        <div className="table-wrap" tabIndex={0}>
+        {/* Drawn only while open: a closed table of every panel would cost the page each live frame. */}
+        {tableOpen ? <div className="table-wrap" tabIndex={0}>
           <table className="table" aria-label={`${metricKey} by step, as numbers`}>
             <thead>
               <tr>
@@ -275,7 +280,7 @@ export function MetricPanel({
               ))}
             </tbody>
           </table>
-        </div>
+        </div> : null}
       </details>
     </figure>
   );

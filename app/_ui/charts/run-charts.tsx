@@ -1,6 +1,6 @@
 'use client';
 import { useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useMemo } from 'react';
+import { useCallback, useEffect, useMemo } from 'react';
 import { METRIC_GROUPS, metricGroup } from '../../../sdk/live';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
@@ -13,6 +13,7 @@ import { type ChartSettings, MetricPanel, type XMode } from './metric-panel';
 /** The metrics the health rules read (health.ts). */
 const HEALTH_KEYS = ['policy/kl', 'policy/entropy', 'episode/context_truncated', 'episode/count', 'loss/total', 'loss/policy', 'optim/grad_norm', 'optim/updates', 'optim/tokens'];
 const GROUP_ORDER = Object.keys(METRIC_GROUPS);
+const NO_POINTS: Point[] = [];
 
 const X_MODES: Array<[XMode, string]> = [['step', 'Step'], ['relative', 'Relative time'], ['wall', 'Wall time']];
 
@@ -65,7 +66,12 @@ export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { te
   const trpc = useTRPC();
   const live = useRunLive();
   const { params, set } = useUrlState();
-  const settings = settingsOf(params, startedAt ? new Date(startedAt).getTime() : null);
+  const origin = startedAt ? new Date(startedAt).getTime() : null;
+  const raw = settingsOf(params, origin);
+  // One settings object while they stay the same, so panels that did not change skip their render.
+  const settings = useMemo(() => raw, [raw.smoothing, raw.log, raw.zoom?.from, raw.zoom?.to, raw.x, raw.origin, raw.q]); // eslint-disable-line react-hooks/exhaustive-deps
+  const onZoom = useCallback((z: { from: number; to: number }) => set({ zoom: `${z.from}-${z.to}` }), [set]);
+  const timeOf = useCallback((step: number) => live?.timeOf(step) ?? null, [live]);
   const keys = useQuery(trpc.runs.metricKeys.queryOptions({ teamId, jobId }));
   const names = useMemo(() => keys.data?.map((k) => k.key) ?? [], [keys.data]);
   const markers = useHealth(teamId, jobId, names);
@@ -133,7 +139,18 @@ export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { te
           </h2>
           <div className="chart-grid">
             {members.map((key) => (
-              <MetricPanel key={key} teamId={teamId} jobId={jobId} metricKey={key} settings={settings} onZoom={(z) => set({ zoom: `${z.from}-${z.to}` })} markers={markers} onMarker={onPickStep} />
+              <MetricPanel
+                key={key}
+                teamId={teamId}
+                jobId={jobId}
+                metricKey={key}
+                settings={settings}
+                livePoints={live?.points(key) ?? NO_POINTS}
+                timeOf={timeOf}
+                onZoom={onZoom}
+                markers={markers.filter((m) => m.key === key)}
+                onMarker={onPickStep}
+              />
             ))}
           </div>
         </section>

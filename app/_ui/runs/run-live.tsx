@@ -43,6 +43,8 @@ type Browser = Socket<ServerToClientEvents, ClientToServerEvents>;
 
 interface Store {
   metrics: Map<string, Map<number, number>>;
+  /** Each key's points as an array, kept until the key changes: panels of unchanged keys skip their render. */
+  arrays: Map<string, Point[]>;
   rolloutStep: number | null;
   stepTimes: Array<{ step: number; at: number }>;
   arrivals: Map<number, number>;
@@ -56,6 +58,7 @@ function addMetric(store: Store, key: string, step: number, value: number) {
   if (!m) store.metrics.set(key, (m = new Map()));
   m.set(step, value);
   if (m.size > KEPT_POINTS) m.delete(m.keys().next().value!);
+  store.arrays.delete(key);
 }
 
 export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; jobId: string; children: ReactNode }) {
@@ -63,7 +66,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
   const queryClient = useQueryClient();
   const [connection, setConnection] = useState<Connection>('connecting');
   const [version, setVersion] = useState(0);
-  const store = useRef<Store>({ metrics: new Map(), rolloutStep: null, stepTimes: [], arrivals: new Map() });
+  const store = useRef<Store>({ metrics: new Map(), arrays: new Map(), rolloutStep: null, stepTimes: [], arrivals: new Map() });
 
   useEffect(() => {
     const s = store.current;
@@ -170,9 +173,12 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
     connection,
     version,
     points: (key) => {
-      const m = s.metrics.get(key);
-      if (!m) return [];
-      return [...m].map(([step, v]) => ({ step, value: v })).sort((a, b) => a.step - b.step);
+      let points = s.arrays.get(key);
+      if (!points) {
+        points = [...(s.metrics.get(key) ?? [])].map(([step, v]) => ({ step, value: v })).sort((a, b) => a.step - b.step);
+        s.arrays.set(key, points);
+      }
+      return points;
     },
     timeOf: (step) => s.arrivals.get(step) ?? null,
     keys: () => [...s.metrics.keys()],
