@@ -99,7 +99,7 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
               min={0}
               className="input-narrow"
               aria-label="Step"
-              placeholder={data.latestStep === null ? '' : `${data.latestStep} (newest)`}
+              placeholder={data.latestStep === null ? '' : 'newest'}
               value={step ?? ''}
               onChange={(e) => set({ rstep: e.target.value, sample: null }, { replace: true })}
             />
@@ -131,7 +131,7 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
             ))}
           </select>
         </label>
-        <fieldset className="inline-form small segmented">
+        <fieldset className="inline-form small">
           <legend className="muted">Colour policy tokens by</legend>
           <label>
             <input type="radio" name="colour" checked={colouring === 'mask'} onChange={() => set({ colour: null }, { replace: true })} /> loss mask
