@@ -93,14 +93,15 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   await expectAccessible(page, 'run rollouts');
   await shoot(page, testInfo, 'run-rollouts');
 
-  // A checkpoint appears, and the header opens the newest in the playground.
+  // A checkpoint appears while the run trains.
   await page.getByRole('tab', { name: 'Checkpoints' }).click();
   await expect(page.getByRole('table', { name: 'Checkpoints of this run' }).getByRole('row').nth(1)).toBeVisible({ timeout: 120_000 });
-  await expect(page.getByRole('link', { name: /Open step \d+ in playground/ })).toHaveAttribute('href', new RegExp(`/teams/${teamId}/playground/\\w+`));
 
   // The run goes on to its end without the page being reloaded.
   await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 600_000 });
   expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
+  // Its sampler checkpoint (written at the end) opens in the playground (part 3's route).
+  await expect(page.getByRole('link', { name: /Open step \d+ in playground/ })).toHaveAttribute('href', new RegExp(`/teams/${teamId}/playground/\\w+`), { timeout: 60_000 });
 
   // Compare it with a short second run, chosen on the runs list.
   const second = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
