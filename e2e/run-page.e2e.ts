@@ -86,7 +86,8 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   // Rollouts: the transcript's trainable and non-trainable tokens in two colours.
   await page.getByRole('tab', { name: 'Rollouts' }).click();
   const transcript = page.getByLabel('Transcript');
-  await expect(transcript.locator('[data-trainable="true"]').first()).toBeVisible();
+  // The viewer follows the newest step; a sample with no trainable token (flagged) may come first.
+  await expect(transcript.locator('[data-trainable="true"]').first()).toBeVisible({ timeout: 60_000 });
   await expect(transcript.locator('[data-trainable="false"]').first()).toBeVisible();
   const colourOf = (trainable: boolean) => transcript.locator(`[data-trainable="${trainable}"]`).first().evaluate((e) => `${getComputedStyle(e).color} ${getComputedStyle(e).backgroundColor}`);
   expect(await colourOf(true)).not.toEqual(await colourOf(false));

@@ -110,7 +110,8 @@ function RunView({ jobId }: { jobId: string }) {
         </div>
         <div className="actions">
           {newest ? (
-            <Link href={`${base}/playground/${newest.id}`} className="btn">
+            // Not prefetched: the playground is part 3's page, and a prefetch of a route not built yet is a 404.
+            <Link href={`${base}/playground/${newest.id}`} className="btn" prefetch={false}>
               <MessageSquare size={15} aria-hidden="true" /> Open step {newest.step} in playground
             </Link>
           ) : null}
