@@ -110,8 +110,11 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   });
   await expect.poll(async () => (await trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: second.id })).state, { timeout: 300_000 }).toBe('SUCCEEDED');
   await page.goto(`${base}/runs`);
-  await page.getByRole('checkbox', { name: `Compare ${job.id}` }).check();
-  await page.getByRole('checkbox', { name: `Compare ${second.id}` }).check();
+  // The choice lives in the URL, so a box shows checked once the URL has it.
+  for (const id of [job.id, second.id]) {
+    await page.getByRole('checkbox', { name: `Compare ${id}` }).click();
+    await expect(page.getByRole('checkbox', { name: `Compare ${id}` })).toBeChecked();
+  }
   await page.getByRole('link', { name: 'Compare 2 runs' }).click();
   await expect(page).toHaveURL(/\/runs\/compare\?ids=/);
   await expect(page.getByRole('list', { name: 'Runs compared' }).getByRole('listitem')).toHaveCount(2);
