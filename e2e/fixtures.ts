@@ -76,12 +76,15 @@ export type OwnerState = Exclude<BrowserContextOptions['storageState'], string |
 
 /**
  * Fails the test on console errors, uncaught exceptions and any request leaving this machine.
- * `expectedStatuses`: HTTP error statuses the test provokes on purpose (Chromium logs each one).
+ * `expectedStatuses`: HTTP error statuses the test provokes on purpose (Chromium logs each one);
+ * `expectedErrors`: console errors it provokes (a connection lost while offline).
  */
-export function watchPage(page: Page, opts: { expectedStatuses?: number[] } = {}) {
+export function watchPage(page: Page, opts: { expectedStatuses?: number[]; expectedErrors?: RegExp } = {}) {
   const problems: string[] = [];
   page.on('console', (msg) => {
     if (msg.type() !== 'error') return;
+    // A test that takes the page offline on purpose names the errors that causes.
+    if (opts.expectedErrors?.test(msg.text())) return;
     // A test that provokes an API refusal (404, 403…) on purpose names its status; Chromium logs it.
     const status = /^Failed to load resource: the server responded with a status of (\d{3})/.exec(msg.text())?.[1];
     if (status && opts.expectedStatuses?.includes(Number(status))) return;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { expect, type Page } from '@playwright/test';
+import AxeBuilder from '@axe-core/playwright';
+import { expect, type Page, type TestInfo } from '@playwright/test';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -44,6 +45,22 @@ export async function createInvitation(page: Page, baseUrl: string, teamId: stri
 /** The error shown next to a form (not Next's route announcer, which is also role=alert). */
 export function errorNote(page: Page) {
   return page.locator('.notice-error[role="alert"]');
+}
+
+/** Fails on any serious or critical axe violation, listing each with the elements it found. */
+export async function expectAccessible(page: Page, name: string) {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(bad.map((v) => `${name}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
+}
+
+/** The page in light and dark, kept with the test's output. */
+export async function shoot(page: Page, testInfo: TestInfo, name: string) {
+  for (const colorScheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme });
+    await page.screenshot({ path: testInfo.outputPath(`${name}-${colorScheme}.png`), fullPage: true });
+  }
+  await page.emulateMedia({ colorScheme: null });
 }
 
 /** A tRPC call with the page's session, as the CLI or a script makes it; fails the test on a refusal. */

@@ -1,28 +1,10 @@
-import AxeBuilder from '@axe-core/playwright';
-import type { Page, TestInfo } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
-import { teamIdOf, trpc } from './helpers';
+import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
 
 // The team's sections with real data: a dataset uploaded through the page (first with a bad line,
 // which the page names, then fixed), a short gomoku training run (so there are a run, checkpoints
 // and games) started through the API as the CLI does, and each page checked for its content, for
 // accessibility (axe: no serious or critical violation) and shot in both themes.
-
-/** Fails on any serious or critical axe violation, listing each with the elements it found. */
-async function expectAccessible(page: Page, name: string) {
-  const { violations } = await new AxeBuilder({ page }).analyze();
-  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(bad.map((v) => `${name}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);
-}
-
-/** The page in light and dark, kept with the test's output. */
-async function shoot(page: Page, testInfo: TestInfo, name: string) {
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme });
-    await page.screenshot({ path: testInfo.outputPath(`${name}-${colorScheme}.png`), fullPage: true });
-  }
-  await page.emulateMedia({ colorScheme: null });
-}
 
 test('the team’s sections: datasets with a bad line then fixed, runs, a run’s status, cluster, checkpoints, matches', async ({ browser, ownerState, whetstone }, testInfo) => {
   test.setTimeout(360_000);
@@ -87,13 +69,17 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await page.getByRole('link', { name: `Run ${job.id}` }).click();
   await expect(page).toHaveURL(`${base}/runs/${job.id}`);
   await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 240_000 });
-  await expect(page.getByRole('tab', { name: 'Overview' })).toHaveAttribute('aria-selected', 'true');
-  await expect(page.getByText(/by the worker/).first()).toBeVisible();
+  await expect(page.getByRole('tab', { name: 'Charts' })).toHaveAttribute('aria-selected', 'true');
+  await expect(page.getByRole('figure', { name: 'reward/mean by step' })).toBeVisible();
   await expectAccessible(page, 'run');
   await shoot(page, testInfo, 'run');
-  // Tabs by keyboard: → moves to Config, and the URL keeps it.
-  await page.getByRole('tab', { name: 'Overview' }).focus();
+  // Tabs by keyboard: → moves to Rollouts, and the URL keeps it.
+  await page.getByRole('tab', { name: 'Charts' }).focus();
   await page.keyboard.press('ArrowRight');
+  await expect(page).toHaveURL(`${base}/runs/${job.id}?tab=rollouts`);
+  await page.getByRole('tab', { name: 'Events' }).click();
+  await expect(page.getByText(/by the worker/).first()).toBeVisible();
+  await page.getByRole('tab', { name: 'Config' }).click();
   await expect(page).toHaveURL(`${base}/runs/${job.id}?tab=config`);
   await expect(page.getByRole('heading', { name: 'Optimiser' })).toBeVisible();
   await expectAccessible(page, 'run config');

@@ -107,6 +107,8 @@ describe('live run streams', () => {
     expect(series[0]).toMatchObject({ fromStep: 0, toStep: 999 });
     expect(series[99].toStep).toBe(99_999);
     expect(series[99].last).toBeCloseTo(Math.sin(99_999 / 100), 6);
+    // Each bucket carries the time of its last step (a chart's x axis by time).
+    expect(series.every((b) => b.at instanceof Date)).toBe(true);
     // The spike survives downsampling.
     expect(series[5]).toMatchObject({ fromStep: 5000, max: 100 });
     const zoomed = await metricSeries(t.db, job.id, 'loss/total', 100, 4990, 5010);

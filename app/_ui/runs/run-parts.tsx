@@ -21,7 +21,7 @@ export function Progress({ run }: { run: Pick<RunSummary, 'kind' | 'state' | 'st
   const done = run.state === 'SUCCEEDED';
   if (run.kind === 'EVAL') return total ? <span className="progress-text">{done ? `${total} games played` : `${total} games`}</span> : <span className="muted">—</span>;
   if (step === null && !total) return <span className="muted">—</span>;
-  // Steps count from 1 (sdk/live.ts, stepNumber): the step just reported is how many are done.
+  // Steps are numbered from 1 (sdk/live.ts stepNumber): the step just reported is that many of the total.
   const reached = step ?? 0;
   if (!total) return <span className="progress-text">step {reached}</span>;
   const share = Math.min(1, reached / total);

@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import type { Prisma } from '../../db/generated/prisma/client';
 import { metricGroup } from '../../../sdk/live';
 import { audit } from '../../auth/audit';
 import { roleAtLeast } from '../../auth/roles';
@@ -35,6 +36,8 @@ export interface SeriesBucket {
   /** The value at the bucket's last step: what the line is drawn through. */
   last: number;
   count: number;
+  /** When the bucket's last step was stored: a chart's x axis by wall or relative time. */
+  at?: Date;
 }
 
 /**
@@ -52,8 +55,13 @@ export async function metricSeries(db: Db, jobId: string, key: string, buckets: 
   const width = Math.max(1, Math.ceil((range.hi - range.lo + 1) / buckets));
   // Wide buckets come from the rollups (256 steps each; rounding a bucket's width up to whole
   // rollups costs at most a quarter of the buckets); narrow ones from the points.
-  if (width >= 4 * ROLLUP_STEPS) return seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi);
-  return summarise(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
+  const out = width >= 4 * ROLLUP_STEPS ? await seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi) : summarise(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
+  // Each bucket's time: one index lookup per bucket, at its last step.
+  const times = await db.$queryRaw<Array<{ step: number; time: Date }>>`
+    SELECT step, time FROM "MetricPoint" WHERE "jobId" = ${jobId} AND key = ${key} AND step = ANY(${out.map((b) => b.toStep)}::int[])`;
+  const at = new Map(times.map((t) => [t.step, t.time]));
+  for (const b of out) b.at = at.get(b.toStep);
+  return out;
 }
 
 /** One row per group of `width` steps from lo, straight from the points. */
@@ -196,18 +204,50 @@ export const runsRouter = router({
       return readSince(ctx.db, input.jobId, input.after ?? null, input.limit);
     }),
 
+  /**
+   * Rollout samples: one step's (the newest by default), or with `task` the samples of that task
+   * at every step where it was played, newest first ("same prompt across steps"). `task` is the
+   * task as JSON text, as the samples' `info.task` holds it. Reward range and end reason narrow
+   * either. `latestStep` is the newest step with samples.
+   */
   rollouts: teamProcedure('VIEWER')
-    .input(jobInput.extend({ step: z.number().int().min(0).optional(), agent: z.string().max(64).optional(), limit: z.number().int().min(1).max(200).default(20) }))
+    .input(
+      jobInput.extend({
+        step: z.number().int().min(0).optional(),
+        agent: z.string().max(64).optional(),
+        task: z.string().max(10_000).optional(),
+        minReward: z.number().optional(),
+        maxReward: z.number().optional(),
+        endReason: z.string().max(64).optional(),
+        limit: z.number().int().min(1).max(200).default(20),
+      }),
+    )
     .query(async ({ ctx, input }) => {
       await teamJob(ctx.db, ctx.membership.teamId, input.jobId);
-      const step = input.step ?? (await ctx.db.rolloutSample.aggregate({ where: { jobId: input.jobId }, _max: { step: true } }))._max.step;
-      if (step === null || step === undefined) return { step: null, samples: [] };
+      let task: Prisma.InputJsonValue | undefined;
+      if (input.task !== undefined) {
+        try {
+          task = JSON.parse(input.task) as Prisma.InputJsonValue;
+        } catch {
+          throw new TRPCError({ code: 'BAD_REQUEST', message: 'task must be JSON text, as a sample’s info.task' });
+        }
+      }
+      const latestStep = (await ctx.db.rolloutSample.aggregate({ where: { jobId: input.jobId }, _max: { step: true } }))._max.step;
+      const step = task === undefined ? (input.step ?? latestStep) : input.step;
+      if (latestStep === null || (task === undefined && (step === null || step === undefined))) return { step: null, latestStep: null, samples: [] };
       const samples = await ctx.db.rolloutSample.findMany({
-        where: { jobId: input.jobId, step, ...(input.agent ? { agent: input.agent } : {}) },
-        orderBy: [{ agent: 'asc' }, { index: 'asc' }],
+        where: {
+          jobId: input.jobId,
+          ...(step !== undefined && step !== null ? { step } : {}),
+          ...(input.agent ? { agent: input.agent } : {}),
+          ...(task !== undefined ? { info: { path: ['task'], equals: task } } : {}),
+          ...(input.minReward !== undefined || input.maxReward !== undefined ? { reward: { gte: input.minReward, lte: input.maxReward } } : {}),
+          ...(input.endReason ? { endReason: input.endReason } : {}),
+        },
+        orderBy: task !== undefined ? [{ step: 'desc' }, { agent: 'asc' }, { index: 'asc' }] : [{ agent: 'asc' }, { index: 'asc' }],
         take: input.limit,
       });
-      return { step, samples };
+      return { step: step ?? null, latestStep, samples };
     }),
 
   logs: teamProcedure('VIEWER')

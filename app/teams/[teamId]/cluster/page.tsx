@@ -1,15 +1,18 @@
 'use client';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
-import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
 import { Meter } from '../../../_ui/meter';
+import { refetchAfterChange } from '../../../_ui/refresh';
 import { atLeast } from '../../../_ui/roles';
+import { useJobHints } from '../../../_ui/runs/job-hints';
 import { KindBadge, RunStateBadge } from '../../../_ui/runs/run-parts';
 import { LIVE_REFETCH_MS, stateLine } from '../../../_ui/runs/run-state';
 import { useTeam } from '../../../_ui/team-context';
+import { WorkerActions } from '../../../_ui/worker-actions';
 import { useTRPC } from '../../../trpc';
 
 /** Workers report a heartbeat every few seconds; the page follows them at this pace. */
@@ -27,6 +30,31 @@ export default function ClusterPage() {
   const base = `/teams/${team.id}`;
   const queue = useQueue(team.id);
   const busy = (queue.data?.total ?? 0) > 0;
+  // Live: the team's job hints bring the queue and the workers' jobs again as soon as a job moves.
+  useJobHints(team.id);
+  const queryClient = useQueryClient();
+  const isAdmin = atLeast(team.role, 'ADMIN');
+  const cancel = useMutation(trpc.jobs.cancel.mutationOptions({ onSuccess: () => refetchAfterChange(queryClient, trpc.runs.list.pathKey()) }));
+  // Admins cancel any job of the queue from here.
+  const cancelColumn: Column<QueuedRun>[] = isAdmin
+    ? [
+        {
+          header: 'Actions',
+          className: 'row-actions',
+          cell: (run) => (
+            <ConfirmButton
+              label={run.cancelRequested ? 'Cancel requested' : 'Cancel'}
+              accessibleName={`Cancel ${run.id}`}
+              question={`Cancel ${run.owner.name}’s job ${run.id}?`}
+              confirmLabel="Yes, cancel"
+              disabled={run.cancelRequested}
+              pending={cancel.isPending}
+              onConfirm={() => cancel.mutate({ teamId: team.id, jobId: run.id })}
+            />
+          ),
+        },
+      ]
+    : [];
   const quota = useQuery({ ...trpc.quotas.get.queryOptions({ teamId: team.id }), refetchInterval: busy ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS });
 
   return (
@@ -74,7 +102,7 @@ export default function ClusterPage() {
             label="Queue"
             rows={queue.data.runs}
             rowKey={(run) => run.id}
-            columns={queueColumns(base, queue.data.runs)}
+            columns={[...queueColumns(base, queue.data.runs), ...cancelColumn]}
             footer={queue.data.total > queue.data.runs.length ? <p className="muted small">The first {queue.data.runs.length} of {queue.data.total} are shown.</p> : null}
           />
         )}
@@ -104,7 +132,16 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
   return (
     <>
       <ErrorNote error={jobs.error} />
-      <DataTable label="Workers" rows={workers.data} rowKey={(w) => w.id} columns={workerColumns(base, team.name, jobs.data ?? [])} />
+      <DataTable
+        label="Workers"
+        rows={workers.data}
+        rowKey={(w) => w.id}
+        columns={[
+          ...workerColumns(base, team.name, jobs.data ?? []),
+          // Admins drain or revoke a worker from here (as on the Workers page).
+          ...(atLeast(team.role, 'ADMIN') ? [{ header: 'Actions', className: 'row-actions', cell: (w: Worker) => <WorkerActions teamId={teamId} worker={w} /> }] : []),
+        ]}
+      />
     </>
   );
 }

@@ -1,11 +1,13 @@
 'use client';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { Rocket } from 'lucide-react';
+import { GitCompare, Rocket } from 'lucide-react';
 import Link from 'next/link';
 import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatDuration, formatRelative } from '../../../_ui/format';
 import { Pager } from '../../../_ui/pager';
+import { useJobHints } from '../../../_ui/runs/job-hints';
+import { Sparkline } from '../../../_ui/runs/sparkline';
 import { formatMetric, KindBadge, Progress, RunStateBadge, RunSubject } from '../../../_ui/runs/run-parts';
 import { isActive, JOB_STATES, LIVE_REFETCH_MS, runSeconds, stateLine, type JobState } from '../../../_ui/runs/run-state';
 import { useTeam } from '../../../_ui/team-context';
@@ -35,6 +37,11 @@ export default function RunsPage() {
     refetchInterval: (query) => (query.state.data?.runs.some((r) => isActive(r.state)) ? LIVE_REFETCH_MS : false),
   });
   const filterHref = (id: string) => `${base}/runs${id ? `?state=${id}` : ''}`;
+  // Rows change as soon as a job does (the team's job hints), besides the poll.
+  useJobHints(team.id);
+  // Runs chosen to compare, in the URL (`?select=a,b`).
+  const selected = (params.get('select') ?? '').split(',').filter(Boolean);
+  const toggle = (id: string) => set({ select: (selected.includes(id) ? selected.filter((s) => s !== id) : [...selected, id]).join(',') }, { replace: true });
 
   return (
     <>
@@ -52,6 +59,11 @@ export default function RunsPage() {
             </Link>
           ))}
         </nav>
+        {selected.length > 0 ? (
+          <Link href={`${base}/runs/compare?ids=${selected.join(',')}`} className={`btn ${selected.length < 2 ? 'btn-disabled' : 'btn-primary'}`} aria-disabled={selected.length < 2} onClick={(e) => selected.length < 2 && e.preventDefault()}>
+            <GitCompare size={15} aria-hidden="true" /> Compare {selected.length} {selected.length === 1 ? 'run (choose another)' : 'runs'}
+          </Link>
+        ) : null}
         {runs.data ? (
           <span className="muted small" role="status">
             {runs.data.total} {runs.data.total === 1 ? 'run' : 'runs'}
@@ -84,6 +96,9 @@ export default function RunsPage() {
           <table className="table" aria-label="Runs">
             <thead>
               <tr>
+                <th scope="col">
+                  <span className="sr-only">Compare</span>
+                </th>
                 <th scope="col">Run</th>
                 <th scope="col">State</th>
                 <th scope="col">Environment or data</th>
@@ -96,6 +111,7 @@ export default function RunsPage() {
                 <th scope="col" className="num">
                   Last reward
                 </th>
+                <th scope="col">Curve</th>
               </tr>
             </thead>
             <tbody>
@@ -104,6 +120,9 @@ export default function RunsPage() {
                 const waiting = run.state === 'QUEUED' || run.state === 'FAILED';
                 return (
                   <tr key={run.id}>
+                    <td>
+                      <input type="checkbox" aria-label={`Compare ${run.id}`} checked={selected.includes(run.id)} onChange={() => toggle(run.id)} />
+                    </td>
                     <th scope="row" className="nowrap">
                       <KindBadge run={run} />{' '}
                       <Link href={`${base}/runs/${run.id}`} className="id-link" aria-label={`Run ${run.id}`}>
@@ -127,6 +146,7 @@ export default function RunsPage() {
                       <Progress run={run} />
                     </td>
                     <td className="num">{run.kind === 'SFT' && run.reward === null && run.loss !== null ? <span title="SFT reports its loss">loss {formatMetric(run.loss)}</span> : formatMetric(run.reward)}</td>
+                    <td>{run.kind === 'TRAIN' || run.kind === 'SFT' ? <Sparkline teamId={team.id} jobId={run.id} metric={run.kind === 'SFT' ? 'loss/total' : 'reward/mean'} active={isActive(run.state)} /> : null}</td>
                   </tr>
                 );
               })}

@@ -1,9 +1,10 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
 import { formatBytes, formatRelative } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
+import { WorkerActions } from '../../../_ui/worker-actions';
 import { WorkerTokens } from '../../../_ui/worker-tokens';
 import { useTRPC } from '../../../trpc';
 import { refetchAfterChange } from '../../../_ui/refresh';
@@ -11,11 +12,7 @@ import { refetchAfterChange } from '../../../_ui/refresh';
 function Workers() {
   const trpc = useTRPC();
   const team = useTeam();
-  const queryClient = useQueryClient();
   const workers = useQuery({ ...trpc.workers.list.queryOptions({ teamId: team.id }), refetchInterval: 15_000 });
-  const invalidate = () => refetchAfterChange(queryClient, trpc.workers.list.queryKey({ teamId: team.id }));
-  const drain = useMutation(trpc.workers.drain.mutationOptions({ onSuccess: invalidate }));
-  const revoke = useMutation(trpc.workers.revoke.mutationOptions({ onSuccess: invalidate }));
   const isAdmin = atLeast(team.role, 'ADMIN');
 
   if (workers.isPending) return <Loading />;
@@ -30,7 +27,6 @@ function Workers() {
   }
   return (
     <>
-      <ErrorNote error={drain.error ?? revoke.error} />
       <div className="table-wrap">
         <table className="table" aria-label="Workers">
           <thead>
@@ -79,31 +75,7 @@ function Workers() {
                 <td>{formatRelative(w.lastHeartbeatAt)}</td>
                 {isAdmin ? (
                   <td className="row-actions">
-                    {w.pool === 'team' ? (
-                      <>
-                        {w.state !== 'DRAINING' ? (
-                          <ConfirmButton
-                            label="Drain"
-                            accessibleName={`Drain ${w.name}`}
-                            question={`Drain ${w.name}? It takes no new work; running jobs finish.`}
-                            confirmLabel="Yes, drain"
-                            danger={false}
-                            pending={drain.isPending}
-                            onConfirm={() => drain.mutate({ teamId: team.id, workerId: w.id })}
-                          />
-                        ) : null}
-                        <ConfirmButton
-                          label="Revoke"
-                          accessibleName={`Revoke ${w.name}`}
-                          question={`Revoke ${w.name}? It can no longer call the server.`}
-                          confirmLabel="Yes, revoke"
-                          pending={revoke.isPending}
-                          onConfirm={() => revoke.mutate({ teamId: team.id, workerId: w.id })}
-                        />
-                      </>
-                    ) : (
-                      <span className="muted small">installation admins manage shared workers</span>
-                    )}
+                    <WorkerActions teamId={team.id} worker={w} />
                   </td>
                 ) : null}
               </tr>

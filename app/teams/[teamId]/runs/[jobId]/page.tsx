@@ -1,6 +1,6 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Copy } from 'lucide-react';
+import { Copy, FlaskConical, MessageSquare } from 'lucide-react';
 import Link from 'next/link';
 import { useParams } from 'next/navigation';
 import { ConfirmButton, ErrorNote, Loading } from '../../../../_ui/components';
@@ -8,7 +8,10 @@ import { isNotFound } from '../../../../_ui/errors';
 import { formatDateTime, formatDuration, formatRelative } from '../../../../_ui/format';
 import { refetchAfterChange } from '../../../../_ui/refresh';
 import { atLeast } from '../../../../_ui/roles';
-import { MetricChart, primaryMetric } from '../../../../_ui/runs/metric-chart';
+import { RunCharts } from '../../../../_ui/charts/run-charts';
+import { RolloutViewer } from '../../../../_ui/rollouts/rollout-viewer';
+import { etaSeconds } from '../../../../_ui/runs/eta';
+import { ConnectionBanner, RunLiveProvider, useRunLive } from '../../../../_ui/runs/run-live';
 import { RunCheckpoints } from '../../../../_ui/runs/run-checkpoints';
 import { RunConfig } from '../../../../_ui/runs/run-config';
 import { RunEvents } from '../../../../_ui/runs/run-events';
@@ -21,18 +24,28 @@ import { useTeam } from '../../../../_ui/team-context';
 import { useUrlState } from '../../../../_ui/url-state';
 import { useTRPC } from '../../../../trpc';
 
-const TABS = ['overview', 'config', 'logs', 'checkpoints', 'matches'] as const;
+const TABS = ['charts', 'rollouts', 'events', 'config', 'logs', 'checkpoints', 'matches'] as const;
 type Tab = (typeof TABS)[number];
 
 /**
- * A run's status: where it stands and why (the scheduler's reason, the failure), its actions,
- * and tabs for its curve and history, resolved config, log, checkpoints and games. The URL holds
- * the tab and the metric (`?tab=logs`, `?metric=loss/total`). Part 2 grows this into the live run
- * page (charts by group, rollouts, boards) by adding tabs.
+ * A run, live: where it stands and why (the scheduler's reason, the failure), progress and ETA,
+ * its actions, and tabs for its charts, rollouts, events, resolved config, log, checkpoints and
+ * games. One socket.io stream feeds the page (run-live.tsx); the URL holds the tab and each
+ * tab's view (`?tab=rollouts&rstep=12`, `?zoom=100-200`).
  */
 export default function RunPage() {
   const { jobId } = useParams<{ jobId: string }>();
   const team = useTeam();
+  return (
+    <RunLiveProvider teamId={team.id} jobId={jobId}>
+      <RunView jobId={jobId} />
+    </RunLiveProvider>
+  );
+}
+
+function RunView({ jobId }: { jobId: string }) {
+  const team = useTeam();
+  const liveStream = useRunLive();
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const { params, set } = useUrlState();
@@ -42,6 +55,10 @@ export default function RunPage() {
   const job = useQuery({ ...trpc.jobs.get.queryOptions({ teamId: team.id, jobId }), retry: (n, e) => !isNotFound(e) && n < 2, refetchInterval: (q) => live(q.state.data?.state) });
   // Whether the run played games (its Matches tab): asked again while the run may still play some.
   const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, jobId, limit: 1 }), refetchInterval: () => live(run.data?.state) });
+  // The newest sampler checkpoint: what the playground and an evaluation load.
+  const checkpoints = useQuery({ ...trpc.runs.checkpoints.queryOptions({ teamId: team.id, jobId, limit: 50 }), refetchInterval: () => live(run.data?.state) });
+  const newest = checkpoints.data?.find((c) => c.kind === 'SAMPLER');
+  const evaluate = useMutation(trpc.jobs.submit.mutationOptions());
   const cancel = useMutation(
     trpc.jobs.cancel.mutationOptions({
       onSuccess: () => Promise.all([refetchAfterChange(queryClient, trpc.runs.summary.queryKey({ teamId: team.id, jobId })), refetchAfterChange(queryClient, trpc.jobs.get.queryKey({ teamId: team.id, jobId }))]),
@@ -67,8 +84,10 @@ export default function RunPage() {
   const seconds = runSeconds(r);
   const hasMatches = (matches.data?.total ?? 0) > 0;
   const tabs = TABS.filter((t) => t !== 'matches' || hasMatches);
-  const tab: Tab = tabs.find((t) => t === params.get('tab')) ?? 'overview';
-  const metric = params.get('metric') ?? primaryMetric(r.kind, r.algorithm);
+  const tab: Tab = tabs.find((t) => t === params.get('tab')) ?? 'charts';
+  const eta = active && r.totalSteps && r.step !== null ? etaSeconds(liveStream?.stepTimes ?? [], r.step, r.totalSteps) : null;
+  const environmentVersionId = (job.data.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+  const mayEvaluate = newest && typeof environmentVersionId === 'string' && r.kind === 'TRAIN' && atLeast(team.role, 'MEMBER');
   const lineClass = r.state === 'FAILED' ? 'bad' : r.state === 'QUEUED' || r.state === 'PREEMPTED' ? 'warn' : '';
 
   return (
@@ -90,6 +109,22 @@ export default function RunPage() {
           </p>
         </div>
         <div className="actions">
+          {newest ? (
+            // Not prefetched: the playground is part 3's page, and a prefetch of a route not built yet is a 404.
+            <Link href={`${base}/playground/${newest.id}`} className="btn" prefetch={false}>
+              <MessageSquare size={15} aria-hidden="true" /> Open step {newest.step} in playground
+            </Link>
+          ) : null}
+          {mayEvaluate ? (
+            <button
+              type="button"
+              className="btn"
+              disabled={evaluate.isPending}
+              onClick={() => evaluate.mutate({ teamId: team.id, kind: 'EVAL', config: { checkpointId: newest.id, environmentVersionId } })}
+            >
+              <FlaskConical size={15} aria-hidden="true" /> Evaluate step {newest.step}
+            </button>
+          ) : null}
           {r.kind !== 'INFERENCE' ? (
             <Link href={`${base}/launch?from=${r.id}`} className="btn">
               <Copy size={15} aria-hidden="true" /> Duplicate
@@ -107,7 +142,13 @@ export default function RunPage() {
           ) : null}
         </div>
       </header>
-      <ErrorNote error={cancel.error} />
+      <ErrorNote error={cancel.error ?? evaluate.error} />
+      {evaluate.data ? (
+        <p className="notice notice-success" role="status">
+          Evaluation submitted: <Link href={`${base}/runs/${evaluate.data.id}`}>see run {evaluate.data.id}</Link>.
+        </p>
+      ) : null}
+      <ConnectionBanner />
 
       <dl className="facts-row">
         <div className="fact">
@@ -128,6 +169,7 @@ export default function RunPage() {
           <dt>Progress</dt>
           <dd>
             <Progress run={r} />
+            {eta !== null ? <span className="muted small"> · about {formatDuration(eta)} left</span> : null}
           </dd>
         </div>
         <div className="fact">
@@ -158,7 +200,7 @@ export default function RunPage() {
         label="Run"
         idPrefix="run"
         current={tab}
-        onChange={(t) => set({ tab: t === 'overview' ? null : t }, { replace: true })}
+        onChange={(t) => set({ tab: t === 'charts' ? null : t }, { replace: true })}
         tabs={tabs.map((t) => ({
           id: t,
           label: t.charAt(0).toUpperCase() + t.slice(1),
@@ -166,20 +208,15 @@ export default function RunPage() {
         }))}
       />
       <div {...tabPanelProps('run', tab)}>
-        {tab === 'overview' ? (
-          <div className="grid grid-2">
-            <section className="panel" aria-labelledby="curve-title">
-              <div className="panel-head">
-                <h2 id="curve-title">Curve</h2>
-                <MetricPicker teamId={team.id} jobId={r.id} metric={metric} onPick={(m) => set({ metric: m === primaryMetric(r.kind, r.algorithm) ? null : m }, { replace: true })} />
-              </div>
-              <MetricChart teamId={team.id} jobId={r.id} metric={metric} active={active} />
-            </section>
-            <section className="panel" aria-labelledby="events-title">
-              <h2 id="events-title">Events</h2>
-              <RunEvents events={job.data.events} />
-            </section>
-          </div>
+        {tab === 'charts' ? (
+          <RunCharts teamId={team.id} jobId={r.id} active={active} startedAt={r.startedAt} onPickStep={(step) => set({ tab: 'rollouts', rstep: step, sample: null, task: null })} />
+        ) : tab === 'rollouts' ? (
+          <RolloutViewer teamId={team.id} jobId={r.id} />
+        ) : tab === 'events' ? (
+          <section className="panel" aria-labelledby="events-title">
+            <h2 id="events-title">Events</h2>
+            <RunEvents events={job.data.events} />
+          </section>
         ) : tab === 'config' ? (
           <RunConfig job={job.data} />
         ) : tab === 'logs' ? (
@@ -194,22 +231,3 @@ export default function RunPage() {
   );
 }
 
-/** The run's metrics to chart, by name (runs.metricKeys). */
-function MetricPicker({ teamId, jobId, metric, onPick }: { teamId: string; jobId: string; metric: string; onPick: (metric: string) => void }) {
-  const trpc = useTRPC();
-  const keys = useQuery(trpc.runs.metricKeys.queryOptions({ teamId, jobId }));
-  const names = keys.data?.map((k) => k.key) ?? [];
-  if (names.length === 0) return null;
-  return (
-    <label className="inline-form small">
-      <span className="muted">Metric</span>
-      <select value={metric} onChange={(e) => onPick(e.target.value)}>
-        {(names.includes(metric) ? names : [metric, ...names]).map((k) => (
-          <option key={k} value={k}>
-            {k}
-          </option>
-        ))}
-      </select>
-    </label>
-  );
-}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { zeroVarianceShares } from '../rollouts/rollout-flags';
+import { healthMarkers } from './health';
+
+const series = (values: number[], from = 1) => values.map((value, i) => ({ step: from + i, value }));
+
+describe('healthMarkers', () => {
+  it('finds nothing in a healthy run', () => {
+    const flat = series(Array.from({ length: 40 }, (_, i) => 0.02 + 0.001 * (i % 3)));
+    expect(healthMarkers({ 'policy/kl': flat, 'policy/entropy': series(Array(40).fill(2)), 'loss/total': flat })).toEqual([]);
+  });
+
+  it('marks a KL spike against the median of the steps before, not a slow rise', () => {
+    const kl = Array.from({ length: 30 }, (_, i) => 0.02 + i * 0.002);
+    kl[20] = 0.5;
+    const markers = healthMarkers({ 'policy/kl': series(kl) });
+    expect(markers.map((m) => [m.kind, m.step, m.key])).toEqual([['kl-spike', 21, 'policy/kl']]);
+    expect(markers[0].message).toMatch(/KL 0\.5 at step 21/);
+  });
+
+  it('does not call a tiny KL a spike however large the ratio', () => {
+    const kl = Array(20).fill(0.0001);
+    kl[15] = 0.01;
+    expect(healthMarkers({ 'policy/kl': series(kl) })).toEqual([]);
+  });
+
+  it('marks entropy collapse once, at the first step under a tenth of its early level (0.25 < 0.3)', () => {
+    const entropy = [...Array(12).fill(3), 1, 0.5, 0.25, 0.2, 0.1];
+    const markers = healthMarkers({ 'policy/entropy': series(entropy) });
+    expect(markers.map((m) => [m.kind, m.step])).toEqual([['entropy-collapse', 15]]);
+  });
+
+  it('marks steps where a quarter of the episodes hit the context limit', () => {
+    const markers = healthMarkers({ 'episode/context_truncated': series([0, 1, 4, 8]), 'episode/count': series([16, 16, 16, 16]) });
+    expect(markers.map((m) => [m.kind, m.step])).toEqual([['length-limit', 3], ['length-limit', 4]]);
+  });
+
+  it('marks steps where most groups have all-equal rewards, from the rollouts', () => {
+    const sample = (step: number, index: number, group: number, reward: number) => ({ step, index, reward, endReason: null, segments: [], info: { group } });
+    const shares = zeroVarianceShares([sample(1, 0, 0, 1), sample(1, 1, 0, 0), sample(2, 0, 0, 1), sample(2, 1, 0, 1), sample(2, 2, 1, 0), sample(2, 3, 1, 0)]);
+    expect(shares).toEqual([{ step: 1, value: 0 }, { step: 2, value: 1 }]);
+    expect(healthMarkers({}, shares).map((m) => [m.kind, m.step])).toEqual([['zero-variance', 2]]);
+  });
+
+  it('marks steps whose loss was not a number or that made no update with tokens to train', () => {
+    const markers = healthMarkers({
+      'loss/total': series([0.5, Number.NaN, 0.4, 0.3]),
+      'optim/updates': series([4, 0, 4, 0]),
+      'optim/tokens': series([100, 100, 100, 0]),
+    });
+    expect(markers.map((m) => [m.kind, m.step])).toEqual([['nan-skipped', 2]]);
+  });
+});

@@ -1,0 +1,122 @@
+import type { Point } from './bucketing';
+
+/**
+ * Health markers: steps where a run shows a known failure sign of RL on language models. Pure
+ * rules over the run's metric points (by key), so the chart, the rollout viewer and the tests
+ * agree on them. Each marker names its step; the page links it to that step's rollouts.
+ */
+export type HealthKind = 'kl-spike' | 'entropy-collapse' | 'length-limit' | 'zero-variance' | 'nan-skipped';
+
+export interface HealthMarker {
+  kind: HealthKind;
+  step: number;
+  /** The metric the sign shows on: the panel that draws the marker. */
+  key: string;
+  /** One sentence for the marker's tooltip and the list under the charts. */
+  message: string;
+}
+
+export const HEALTH_LABELS: Record<HealthKind, string> = {
+  'kl-spike': 'KL spike',
+  'entropy-collapse': 'Entropy collapse',
+  'length-limit': 'Length at the limit',
+  'zero-variance': 'No-gradient groups',
+  'nan-skipped': 'NaN step skipped',
+};
+
+export interface HealthThresholds {
+  /** KL above this many times the median of the previous window (and above `klFloor`). */
+  klFactor: number;
+  klFloor: number;
+  klWindow: number;
+  /** Entropy below this share of its early level (the highest of its first `klWindow` points). */
+  entropyShare: number;
+  /** Share of a step's episodes cut at the context limit. */
+  truncatedShare: number;
+  /** Share of a step's groups whose rewards are all equal (no gradient). */
+  zeroVarianceShare: number;
+}
+
+const DEFAULT_THRESHOLDS: HealthThresholds = { klFactor: 4, klFloor: 0.05, klWindow: 10, entropyShare: 0.1, truncatedShare: 0.25, zeroVarianceShare: 0.5 };
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+const fmt = (v: number) => Number(v.toPrecision(3)).toString();
+
+function klSpikes(points: readonly Point[], t: HealthThresholds): HealthMarker[] {
+  const out: HealthMarker[] = [];
+  const window: number[] = [];
+  for (const p of points) {
+    if (!Number.isFinite(p.value)) continue;
+    if (window.length >= Math.min(5, t.klWindow)) {
+      const base = median(window);
+      if (p.value > t.klFloor && p.value > t.klFactor * Math.max(base, 1e-9)) {
+        out.push({ kind: 'kl-spike', step: p.step, key: 'policy/kl', message: `KL ${fmt(p.value)} at step ${p.step}, ${fmt(p.value / Math.max(base, 1e-9))}× the median of the ${window.length} steps before` });
+      }
+    }
+    window.push(p.value);
+    if (window.length > t.klWindow) window.shift();
+  }
+  return out;
+}
+
+/** The first step where entropy falls under its share of the early level (once: a collapse is one event). */
+function entropyCollapse(points: readonly Point[], t: HealthThresholds): HealthMarker[] {
+  const finite = points.filter((p) => Number.isFinite(p.value));
+  if (finite.length <= t.klWindow) return [];
+  const early = Math.max(...finite.slice(0, t.klWindow).map((p) => p.value));
+  if (early <= 0) return [];
+  const hit = finite.slice(t.klWindow).find((p) => p.value < t.entropyShare * early);
+  return hit ? [{ kind: 'entropy-collapse', step: hit.step, key: 'policy/entropy', message: `Entropy ${fmt(hit.value)} at step ${hit.step}, under ${Math.round(t.entropyShare * 100)}% of its early ${fmt(early)}` }] : [];
+}
+
+function byStep(points: readonly Point[] | undefined): Map<number, number> {
+  return new Map((points ?? []).map((p) => [p.step, p.value]));
+}
+
+/** Steps where many episodes were cut at the context limit: responses drifting to the limit. */
+function lengthAtLimit(truncated: readonly Point[] | undefined, counts: readonly Point[] | undefined, t: HealthThresholds): HealthMarker[] {
+  const count = byStep(counts);
+  const out: HealthMarker[] = [];
+  for (const p of truncated ?? []) {
+    const n = count.get(p.step);
+    if (!n || !Number.isFinite(p.value) || p.value <= 0) continue;
+    const share = p.value / n;
+    if (share >= t.truncatedShare) out.push({ kind: 'length-limit', step: p.step, key: 'episode/response_tokens', message: `${Math.round(share * 100)}% of step ${p.step}'s episodes were cut at the context limit` });
+  }
+  return out;
+}
+
+function zeroVariance(shares: readonly Point[] | undefined, t: HealthThresholds): HealthMarker[] {
+  return (shares ?? [])
+    .filter((p) => Number.isFinite(p.value) && p.value >= t.zeroVarianceShare)
+    .map((p) => ({ kind: 'zero-variance' as const, step: p.step, key: 'reward/mean', message: `${Math.round(p.value * 100)}% of step ${p.step}'s groups had all-equal rewards: no gradient from them` }));
+}
+
+/** Steps whose loss or gradient norm was NaN/±Infinity, or that made no update though there were tokens to train. */
+function nanSkipped(metrics: Readonly<Record<string, readonly Point[]>>): HealthMarker[] {
+  const steps = new Set<number>();
+  for (const key of ['loss/total', 'loss/policy', 'optim/grad_norm']) for (const p of metrics[key] ?? []) if (!Number.isFinite(p.value)) steps.add(p.step);
+  const tokens = byStep(metrics['optim/tokens']);
+  for (const p of metrics['optim/updates'] ?? []) if (p.value === 0 && (tokens.get(p.step) ?? 0) > 0) steps.add(p.step);
+  return [...steps].sort((a, b) => a - b).map((step) => ({ kind: 'nan-skipped', step, key: 'loss/total', message: `Step ${step}'s update was skipped: its loss or gradient was not a number` }));
+}
+
+/**
+ * Every marker for a run. `metrics`: points by key in step order (any keys; missing ones give no
+ * markers). `zeroVarianceShares`: per step, the share of groups with all-equal rewards (from the
+ * rollouts: rollout-flags.ts).
+ */
+export function healthMarkers(metrics: Readonly<Record<string, readonly Point[]>>, zeroVarianceShares?: readonly Point[], thresholds: HealthThresholds = DEFAULT_THRESHOLDS): HealthMarker[] {
+  return [
+    ...klSpikes(metrics['policy/kl'] ?? [], thresholds),
+    ...entropyCollapse(metrics['policy/entropy'] ?? [], thresholds),
+    ...lengthAtLimit(metrics['episode/context_truncated'], metrics['episode/count'], thresholds),
+    ...zeroVariance(zeroVarianceShares, thresholds),
+    ...nanSkipped(metrics),
+  ].sort((a, b) => a.step - b.step);
+}

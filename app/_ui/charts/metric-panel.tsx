@@ -1,0 +1,287 @@
+'use client';
+import { useQuery } from '@tanstack/react-query';
+import { Download, Image as ImageIcon } from 'lucide-react';
+import { memo, type PointerEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { Area, CartesianGrid, ComposedChart, Line, ReferenceArea, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { describeMetric } from '../../../sdk/live';
+import { useTRPC } from '../../trpc';
+import { ErrorNote, Loading } from '../components';
+import { formatMetric } from '../runs/run-parts';
+import { useEffectiveTheme } from '../theme';
+import { appendLive, type Bucket, type Point } from './bucketing';
+import { chartColours } from './colours';
+import { downloadCsv, downloadPng } from './export';
+import type { HealthMarker } from './health';
+import { HEALTH_LABELS } from './health';
+import { debiasedEma } from './smoothing';
+
+export interface ChartSettings {
+  /** Debiased EMA weight, 0 (raw) to 0.99. */
+  smoothing: number;
+  log: boolean;
+  /** Steps shown (brush zoom), or null for the whole run. */
+  zoom: { from: number; to: number } | null;
+  /** The x axis: step, seconds since the run started, or wall-clock time. */
+  x: XMode;
+  /** The run's start (ms), for relative time. */
+  origin: number | null;
+}
+
+export type XMode = 'step' | 'relative' | 'wall';
+
+const Y_AXIS_WIDTH = 52;
+const MARGIN_RIGHT = 12;
+
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+
+function formatX(mode: XMode, x: number): string {
+  if (mode === 'step') return String(x);
+  if (mode === 'wall') return clock.format(new Date(x));
+  return x < 120 ? `${Math.round(x)}s` : x < 7200 ? `${Math.round(x / 60)}m` : `${(x / 3600).toFixed(1)}h`;
+}
+
+/** Buckets for a plot this many pixels wide: one per pixel, so min and max make two points a pixel at most. */
+function bucketsFor(width: number): number {
+  return Math.min(2000, Math.max(50, Math.round(width)));
+}
+
+function useWidth<T extends HTMLElement>() {
+  const ref = useRef<T>(null);
+  const [width, setWidth] = useState(600);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const observer = new ResizeObserver(([entry]) => setWidth(Math.round(entry.contentRect.width / 100) * 100 || 600));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  return [ref, width] as const;
+}
+
+interface Row {
+  x: number;
+  step: number;
+  fromStep: number;
+  last: number;
+  smooth: number;
+  band: [number, number];
+}
+
+/**
+ * One metric of a run as a panel: the server's downsampled series for the steps in view (min,
+ * max and last per bucket, asked again at full fidelity when the reader brushes a range), the
+ * live points appended after it, the debiased EMA over the raw line (kept faint), the min..max
+ * band, health markers (each a button to that step's rollouts), and CSV/PNG of what it shows.
+ */
+interface PanelProps {
+  teamId: string;
+  jobId: string;
+  metricKey: string;
+  settings: ChartSettings;
+  /** The points that came live for this key (a new array only when they change). */
+  livePoints: Point[];
+  /** When a step arrived live (a stable function). */
+  timeOf: (step: number) => number | null;
+  onZoom: (zoom: { from: number; to: number }) => void;
+  /** This panel's markers. */
+  markers: HealthMarker[];
+  onMarker: (step: number) => void;
+}
+
+/**
+ * A panel renders again only when its own inputs change: a live frame that brought points for
+ * other metrics leaves it alone (the page stays responsive while every metric streams).
+ */
+export const MetricPanel = memo(MetricPanelView, (a, b) =>
+  a.teamId === b.teamId && a.jobId === b.jobId && a.metricKey === b.metricKey && a.settings === b.settings && a.livePoints === b.livePoints && JSON.stringify(a.markers) === JSON.stringify(b.markers),
+);
+
+function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeOf, onZoom, markers, onMarker }: PanelProps) {
+  const trpc = useTRPC();
+  const colours = chartColours(useEffectiveTheme());
+  const [box, width] = useWidth<HTMLDivElement>();
+  const buckets = bucketsFor(width);
+  const { zoom } = settings;
+  const series = useQuery({
+    ...trpc.runs.series.queryOptions({ teamId, jobId, key: metricKey, buckets, fromStep: zoom?.from, toStep: zoom?.to }),
+    placeholderData: (previous) => previous,
+  });
+  const [drag, setDrag] = useState<{ from: number; to: number } | null>(null);
+  const [tableOpen, setTableOpen] = useState(false);
+  const figure = useRef<HTMLElement>(null);
+
+  // Live points after the series' last bucket (none when zoomed into the past).
+  const { rows, skipped, dropped } = useMemo(() => {
+    const base: Bucket[] = series.data ?? [];
+    const finite = base.filter((b) => Number.isFinite(b.last) && Number.isFinite(b.min) && Number.isFinite(b.max));
+    const inRange = livePoints.filter((p) => !zoom || (p.step >= zoom.from && p.step <= zoom.to));
+    const merged = appendLive(finite, inRange, buckets);
+    const notFinite = base.length - finite.length + inRange.filter((p) => !Number.isFinite(p.value)).length;
+    // A log scale cannot draw zero or below.
+    const shown = settings.log ? merged.filter((b) => b.min > 0) : merged;
+    const smooth = debiasedEma(
+      shown.map((b) => b.last),
+      settings.smoothing,
+    );
+    const xOf = (b: Bucket): number | null => {
+      if (settings.x === 'step') return b.toStep;
+      const t = b.at ? new Date(b.at).getTime() : timeOf(b.toStep);
+      if (t === null) return null;
+      return settings.x === 'wall' ? t : (t - (settings.origin ?? t)) / 1000;
+    };
+    const all = shown.map((b, i) => ({ x: xOf(b), step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] as [number, number] }));
+    return {
+      rows: all.filter((r): r is Row => r.x !== null),
+      skipped: notFinite,
+      dropped: merged.length - shown.length,
+    };
+  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin, timeOf]);
+  const xFromPointer = (e: PointerEvent<HTMLElement>): number | null => {
+    if (rows.length < 2) return null;
+    const rect = e.currentTarget.getBoundingClientRect();
+    const share = (e.clientX - rect.left - Y_AXIS_WIDTH) / (rect.width - Y_AXIS_WIDTH - MARGIN_RIGHT);
+    if (share < 0 || share > 1) return null;
+    const lo = rows[0].x;
+    const hi = rows[rows.length - 1].x;
+    return lo + share * (hi - lo);
+  };
+  const stepAt = (x: number) => rows.find((r) => r.x >= x)?.step ?? rows[rows.length - 1]?.step;
+  const xAt = (step: number) => rows.find((r) => r.step >= step)?.x;
+
+  const info = describeMetric(metricKey);
+  const title = metricKey;
+  const mine = markers;
+  const banded = rows.some((r) => r.band[0] !== r.band[1]);
+  const smoothing = settings.smoothing > 0;
+
+  let body;
+  if (series.isPending) body = <Loading label={`Loading ${metricKey}…`} />;
+  else if (series.isError) body = <ErrorNote error={series.error} />;
+  else if (rows.length === 0)
+    body = <p className="muted chart-empty">{zoom ? `No ${metricKey} between steps ${zoom.from} and ${zoom.to}.` : `No ${metricKey} points yet: they come after the run’s first step.`}</p>;
+  else
+    body = (
+      <ComposedChart
+        data={rows}
+        style={{ width: '100%', height: '100%', userSelect: 'none' }}
+        responsive
+        margin={{ top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 }}
+        accessibilityLayer={false}
+      >
+        <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
+        <XAxis dataKey="x" type="number" domain={['dataMin', 'dataMax']} allowDecimals={settings.x !== 'step'} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatX(settings.x, v)} />
+        <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
+        <Tooltip
+          isAnimationActive={false}
+          contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
+          labelFormatter={(x, payload) => {
+            const row = payload[0]?.payload as Row | undefined;
+            return settings.x === 'step' ? `step ${String(x)}` : `step ${row?.step ?? '?'} · ${formatX(settings.x, Number(x))}`;
+          }}
+          formatter={(value, name) => [
+            Array.isArray(value) ? value.map((v) => formatMetric(Number(v))).join(' … ') : formatMetric(Number(value)),
+            name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
+          ]}
+        />
+        {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
+        <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
+        {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
+        {mine.map((m) => (
+          <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
+        ))}
+        {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
+      </ComposedChart>
+    );
+
+  const last = rows[rows.length - 1];
+  return (
+    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by ${settings.x === 'step' ? 'step' : 'time'}`} data-metric={metricKey} data-points={rows.length} data-last-step={last?.step ?? ''}>
+      <figcaption className="metric-panel-head">
+        <span className="metric-panel-title" title={info?.description ?? metricKey}>
+          {title}
+        </span>
+        <span className="tabular muted small">{last ? `${formatMetric(last.last)} at step ${last.step}` : ''}</span>
+        <span className="metric-panel-tools">
+          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as CSV`} title="CSV" disabled={rows.length === 0} onClick={() => downloadCsv(metricKey, rows)}>
+            <Download size={14} aria-hidden="true" />
+          </button>
+          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as PNG`} title="PNG" disabled={rows.length === 0} onClick={() => figure.current && void downloadPng(metricKey, figure.current, colours.background)}>
+            <ImageIcon size={14} aria-hidden="true" />
+          </button>
+        </span>
+      </figcaption>
+      <div
+        className="chart-box chart-box-small"
+        ref={box}
+        aria-hidden="true"
+        // The brush: a drag across the plot, read from the pointer's position over the plot area
+        // (between the y axis and the right margin, drawn from the first row's x to the last's).
+        onPointerDown={(e) => {
+          const x = xFromPointer(e);
+          if (x === null) return;
+          e.currentTarget.setPointerCapture(e.pointerId);
+          setDrag({ from: x, to: x });
+        }}
+        onPointerMove={(e) => {
+          const x = drag ? xFromPointer(e) : null;
+          if (drag && x !== null) setDrag({ ...drag, to: x });
+        }}
+        onPointerUp={() => {
+          // The brush is in the axis' units; the zoom is in steps (what runs.series is asked for).
+          const from = drag ? stepAt(Math.min(drag.from, drag.to)) : undefined;
+          const to = drag ? stepAt(Math.max(drag.from, drag.to)) : undefined;
+          if (from !== undefined && to !== undefined && from < to) onZoom({ from, to });
+          setDrag(null);
+        }}
+        onPointerCancel={() => setDrag(null)}
+      >
+        {body}
+      </div>
+      {skipped > 0 || dropped > 0 ? (
+        <p className="muted small chart-note">
+          {skipped > 0 ? `${skipped} point${skipped === 1 ? '' : 's'} not a finite number (NaN or ±Infinity), left out. ` : ''}
+          {dropped > 0 ? `${dropped} at zero or below, not drawn on the log scale.` : ''}
+        </p>
+      ) : null}
+      {mine.length > 0 ? (
+        <ul className="health-markers" aria-label={`Health markers on ${metricKey}`}>
+          {mine.map((m) => (
+            <li key={`${m.kind}-${m.step}`}>
+              <button type="button" className="btn btn-ghost small" title={m.message} onClick={() => onMarker(m.step)}>
+                ⚠ {HEALTH_LABELS[m.kind]} at step {m.step}
+              </button>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <details className="chart-table" onToggle={(e) => setTableOpen(e.currentTarget.open)}>
+        <summary>The numbers as a table</summary>
+        {/* Drawn only while open: a closed table of every panel would cost the page each live frame. */}
+        {tableOpen ? <div className="table-wrap" tabIndex={0}>
+          <table className="table" aria-label={`${metricKey} by step, as numbers`}>
+            <thead>
+              <tr>
+                <th scope="col">Steps</th>
+                <th scope="col" className="num">Last</th>
+                <th scope="col" className="num">Smoothed</th>
+                <th scope="col" className="num">Min</th>
+                <th scope="col" className="num">Max</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((d) => (
+                <tr key={d.step} data-step={d.step}>
+                  <th scope="row" className="tabular">{d.fromStep === d.step ? d.step : `${d.fromStep}–${d.step}`}</th>
+                  <td className="num">{formatMetric(d.last)}</td>
+                  <td className="num">{formatMetric(d.smooth)}</td>
+                  <td className="num">{formatMetric(d.band[0])}</td>
+                  <td className="num">{formatMetric(d.band[1])}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div> : null}
+      </details>
+    </figure>
+  );
+}

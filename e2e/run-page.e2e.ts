@@ -1,0 +1,134 @@
+import type { Page } from '@playwright/test';
+import { expect, test, watchPage } from './fixtures';
+import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+
+// The live run page on `npm start`'s embedded default: a GRPO run on bandit, submitted as the CLI
+// does, watched from the page while it trains. The reward chart gains points without a reload;
+// the page goes offline and back and then holds every step exactly once; a brush re-queries the
+// series for the range; a rollout shows trainable and non-trainable tokens in two colours; a
+// checkpoint appears and the header links it to the playground. Every wait is on a condition.
+
+/** Steps the reward panel holds (its table of numbers, once opened: one row per bucket, one step each here). */
+function rewardSteps(page: Page): Promise<number[]> {
+  return page.evaluate(() => [...document.querySelectorAll('figure[data-metric="reward/mean"] tr[data-step]')].map((r) => Number(r.getAttribute('data-step'))));
+}
+
+interface Summary {
+  state: string;
+  step: number | null;
+}
+
+test('live run page: RUNNING, points arrive live, reconnect without gap or duplicate, brush zoom, rollouts, checkpoint, compare', async ({ browser, ownerState, whetstone }, testInfo) => {
+  test.setTimeout(900_000);
+  const url = whetstone.url;
+  const context = await browser.newContext({ storageState: ownerState });
+  const page = await context.newPage();
+  // Offline on purpose: the socket's and the fetches' failures are expected then; the 404 is the other team's run.
+  const watch = watchPage(page, { expectedStatuses: [404], expectedErrors: /ERR_INTERNET_DISCONNECTED|WebSocket connection to .* failed|ERR_NETWORK_CHANGED/ });
+  await page.goto(url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+  const base = `${url}/teams/${teamId}`;
+
+  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
+  const bandit = environments.find((e) => e.name === 'bandit')!;
+  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId, kind: 'TRAIN', config: { environmentVersionId: bandit.versions[0].id, training: { algorithm: 'grpo', steps: 400, batchSize: 2, groupSize: 4, checkpointEvery: 5 } },
+  });
+  const summary = () => trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: job.id });
+
+  await page.goto(`${base}/runs/${job.id}`);
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('running', { timeout: 300_000 });
+  await expect(page.getByText(/Running on worker \S+/)).toBeVisible();
+  // The page is not reloaded from here on: a mark on the window would be lost.
+  await page.evaluate(() => ((window as unknown as { kept: boolean }).kept = true));
+
+  // The reward chart gains points live.
+  const reward = page.getByRole('figure', { name: 'reward/mean by step' });
+  await expect(reward).toBeVisible({ timeout: 120_000 });
+  // Its numbers as a table: one row per step here, which the checks below count.
+  await reward.getByText('The numbers as a table').click();
+  await expect.poll(async () => (await rewardSteps(page)).length, { timeout: 120_000 }).toBeGreaterThan(0);
+  const before = (await rewardSteps(page)).length;
+  await expect.poll(async () => (await rewardSteps(page)).length, { timeout: 120_000 }).toBeGreaterThan(before);
+  expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
+
+  // Offline: the page says so; the run goes on meanwhile (two more steps, seen through the API).
+  await context.setOffline(true);
+  await expect(page.locator('[data-connection="offline"]')).toBeVisible();
+  const heldOffline = Math.max(...(await rewardSteps(page)));
+  await expect.poll(async () => (await summary()).step ?? 0, { timeout: 120_000 }).toBeGreaterThan(heldOffline + 2);
+  await context.setOffline(false);
+  await expect(page.locator('[data-connection]')).toHaveCount(0, { timeout: 60_000 });
+  // Back: it caught up, and every step is there exactly once, in order.
+  const reached = (await summary()).step ?? 0;
+  await expect.poll(async () => Math.max(...(await rewardSteps(page))), { timeout: 120_000 }).toBeGreaterThanOrEqual(reached);
+  const steps = await rewardSteps(page);
+  expect(steps).toEqual(Array.from({ length: steps.length }, (_, i) => i + 1));
+  expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
+
+  // A brush on the reward chart asks runs.series again for the range.
+  await reward.scrollIntoViewIfNeeded();
+  const box = (await reward.locator('.recharts-surface').boundingBox())!;
+  const zoomed = page.waitForRequest((r) => r.url().includes('runs.series') && decodeURIComponent(r.url()).includes('"fromStep"'), { timeout: 60_000 });
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height * 0.5);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5, { steps: 5 });
+  await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.5, { steps: 5 });
+  await page.mouse.up();
+  await zoomed;
+  await expect(page).toHaveURL(/zoom=\d+-\d+/);
+  await expect(page.getByRole('button', { name: 'Reset zoom' })).toBeVisible();
+  await expectAccessible(page, 'run charts');
+  await shoot(page, testInfo, 'run-charts');
+  await page.getByRole('button', { name: 'Reset zoom' }).click();
+
+  // Rollouts: the transcript's trainable and non-trainable tokens in two colours.
+  await page.getByRole('tab', { name: 'Rollouts' }).click();
+  const transcript = page.getByLabel('Transcript');
+  // The viewer follows the newest step; a sample with no trainable token (flagged) may come first.
+  await expect(transcript.locator('[data-trainable="true"]').first()).toBeVisible({ timeout: 60_000 });
+  await expect(transcript.locator('[data-trainable="false"]').first()).toBeVisible();
+  const colourOf = (trainable: boolean) => transcript.locator(`[data-trainable="${trainable}"]`).first().evaluate((e) => `${getComputedStyle(e).color} ${getComputedStyle(e).backgroundColor}`);
+  expect(await colourOf(true)).not.toEqual(await colourOf(false));
+  await expectAccessible(page, 'run rollouts');
+  await shoot(page, testInfo, 'run-rollouts');
+
+  // A checkpoint appears while the run trains.
+  await page.getByRole('tab', { name: 'Checkpoints' }).click();
+  await expect(page.getByRole('table', { name: 'Checkpoints of this run' }).getByRole('row').nth(1)).toBeVisible({ timeout: 120_000 });
+
+  // The run goes on to its end without the page being reloaded.
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 600_000 });
+  expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
+  // Its sampler checkpoint (written at the end) opens in the playground (part 3's route).
+  await expect(page.getByRole('link', { name: /Open step \d+ in playground/ })).toHaveAttribute('href', new RegExp(`/teams/${teamId}/playground/\\w+`), { timeout: 60_000 });
+
+  // Compare it with a short second run, chosen on the runs list.
+  const second = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId, kind: 'TRAIN', config: { environmentVersionId: bandit.versions[0].id, training: { algorithm: 'grpo', steps: 4, batchSize: 2, groupSize: 4, checkpointEvery: 4 } },
+  });
+  await expect.poll(async () => (await trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: second.id })).state, { timeout: 300_000 }).toBe('SUCCEEDED');
+  await page.goto(`${base}/runs`);
+  // The choice lives in the URL, so a box shows checked once the URL has it.
+  for (const id of [job.id, second.id]) {
+    await page.getByRole('checkbox', { name: `Compare ${id}` }).click();
+    await expect(page.getByRole('checkbox', { name: `Compare ${id}` })).toBeChecked();
+  }
+  await page.getByRole('link', { name: 'Compare 2 runs' }).click();
+  await expect(page).toHaveURL(/\/runs\/compare\?ids=/);
+  await expect(page.getByRole('list', { name: 'Runs compared' }).getByRole('listitem')).toHaveCount(2);
+  await expect(page.locator('figure[data-metric="reward/mean"]')).toHaveAttribute('data-runs', '2');
+  const diff = page.getByRole('table', { name: 'Config differences' });
+  await expect(diff.getByRole('row', { name: /training\.steps/ })).toContainText('400');
+  await expect(diff.getByRole('row', { name: /training\.algorithm/ })).toHaveCount(0);
+  await expectAccessible(page, 'compare');
+  await shoot(page, testInfo, 'compare');
+
+  // Another team's run (or none): a page that says so, no data.
+  await page.goto(`${base}/runs/no-such-run`);
+  await expect(page.getByRole('heading', { level: 1, name: 'No such run' })).toBeVisible();
+
+  watch.expectClean();
+  await context.close();
+});
