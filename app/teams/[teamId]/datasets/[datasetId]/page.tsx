@@ -4,6 +4,7 @@ import Link from 'next/link';
 import { useParams, useRouter } from 'next/navigation';
 import { ConfirmButton, ErrorNote, Loading, PageTitle } from '../../../../_ui/components';
 import { DatasetUpload } from '../../../../_ui/datasets/upload';
+import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
 import { formatBytes, formatDateTime } from '../../../../_ui/format';
 import { RowList } from '../../../../_ui/datasets/row-list';
@@ -42,13 +43,7 @@ export default function DatasetPage() {
   );
 
   if (dataset.isError && isNotFound(dataset.error)) {
-    return (
-      <div className="empty-state" role="alert">
-        <h1>No such dataset</h1>
-        <p className="muted">There is no dataset {datasetId} in {team.name}: it may belong to another team, or the link is mistyped.</p>
-        <Link href={`${base}/datasets`}>See the team’s datasets</Link>
-      </div>
-    );
+    return <NotFound kind="dataset" id={datasetId} teamName={team.name} back={{ href: `${base}/datasets`, label: 'See the team’s datasets' }} />;
   }
   if (dataset.isError) return <ErrorNote error={dataset.error} />;
   if (dataset.isPending) return <Loading label="Loading the dataset…" />;

@@ -5,6 +5,7 @@ import Link from 'next/link';
 import { useParams, useSearchParams } from 'next/navigation';
 import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { ErrorNote, Loading } from '../../../../_ui/components';
+import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
 import { GridBoard } from '../../../../_ui/replay/grid-board';
 import { blunders, cellName, gridGameOf, positionAfter, winningLine, type Blunder } from '../../../../_ui/replay/grid-game';
@@ -144,13 +145,7 @@ export default function MatchReplayPage() {
   }, [count]);
 
   if (match.error && isNotFound(match.error)) {
-    return (
-      <div className="empty-state" role="alert">
-        <h1>No such match</h1>
-        <p className="muted">There is no match {matchId} in {team.name}: it may belong to another team, or the link is mistyped.</p>
-        <Link href={`${base}/matches`}>See the team’s matches</Link>
-      </div>
-    );
+    return <NotFound kind="match" id={matchId} teamName={team.name} back={{ href: `${base}/matches`, label: 'See the team’s matches' }} />;
   }
   if (match.error) return <ErrorNote error={match.error} />;
   if (!match.data) return <Loading label="Loading the match…" />;

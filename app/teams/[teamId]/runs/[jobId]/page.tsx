@@ -4,6 +4,7 @@ import { Copy, FlaskConical, MessageSquare } from 'lucide-react';
 import Link from 'next/link';
 import { useParams } from 'next/navigation';
 import { ConfirmButton, ErrorNote, Loading } from '../../../../_ui/components';
+import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
 import { formatDateTime, formatDuration, formatRelative } from '../../../../_ui/format';
 import { refetchAfterChange } from '../../../../_ui/refresh';
@@ -67,13 +68,7 @@ function RunView({ jobId }: { jobId: string }) {
 
   const error = run.error ?? job.error;
   if (error && isNotFound(error)) {
-    return (
-      <div className="empty-state" role="alert">
-        <h1>No such run</h1>
-        <p className="muted">There is no run {jobId} in {team.name}: it may belong to another team, or the link is mistyped.</p>
-        <Link href={`${base}/runs`}>See the team’s runs</Link>
-      </div>
-    );
+    return <NotFound kind="run" id={jobId} teamName={team.name} back={{ href: `${base}/runs`, label: 'See the team’s runs' }} />;
   }
   if (error) return <ErrorNote error={error} />;
   if (!run.data || !job.data) return <Loading label="Loading the run…" />;
