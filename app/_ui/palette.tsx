@@ -2,7 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
 import { FilePlus2, Moon, Rocket, Search } from 'lucide-react';
-import { useRouter } from 'next/navigation';
+import { usePathname, useRouter } from 'next/navigation';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { useTRPC } from '../trpc';
 import { TEAM_PAGES, teamSections } from './rail';
@@ -42,7 +42,25 @@ export function PaletteProvider({ children }: { children: ReactNode }) {
     return () => window.removeEventListener('keydown', onKey, { capture: true });
   }, []);
   const value = useMemo(() => ({ open, setOpen, search, setSearch }), [open, setOpen, search]);
-  return <PaletteContext.Provider value={value}>{children}</PaletteContext.Provider>;
+  return (
+    <PaletteContext.Provider value={value}>
+      {children}
+      <PaletteHost />
+    </PaletteContext.Provider>
+  );
+}
+
+/**
+ * The app's one palette, rendered above the pages so that it is never mounted anew while the user
+ * types in it (a page handing over to another, a shell rendered again once its data loads): keys
+ * typed then would be lost. Signed in only; it works in the team of the URL.
+ */
+function PaletteHost() {
+  const trpc = useTRPC();
+  const me = useQuery(trpc.account.me.queryOptions());
+  const pathname = usePathname();
+  const inTeam = /^\/teams\/([^/]+)/.exec(pathname)?.[1];
+  return me.data ? <CommandPalette teamId={inTeam && inTeam !== 'new' ? inTeam : undefined} /> : null;
 }
 
 export function usePalette() {
@@ -64,7 +82,7 @@ export function PaletteButton({ onOpen }: { onOpen: () => void }) {
  * main actions. Items are links the router follows; what is searched is each item's label
  * plus keywords (cmdk's fuzzy match).
  */
-export function CommandPalette({ teamId }: { teamId?: string }) {
+function CommandPalette({ teamId }: { teamId?: string }) {
   const router = useRouter();
   const trpc = useTRPC();
   const [theme, setTheme] = useThemeChoice();

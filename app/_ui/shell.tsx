@@ -6,7 +6,7 @@ import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 
 import { authClient } from '../auth-client';
 import { useTRPC } from '../trpc';
 import { lastTeam } from './last-team';
-import { CommandPalette, PaletteButton, usePalette } from './palette';
+import { PaletteButton, usePalette } from './palette';
 import { Rail } from './rail';
 import { ThemeToggle } from './theme';
 import { roleLabel, type Role } from './roles';
@@ -184,7 +184,6 @@ export function AppShell({ teamId, children, narrow }: { teamId?: string; childr
           {children}
         </main>
       </div>
-      {me.data ? <CommandPalette teamId={teamId} /> : null}
     </>
   );
 }
