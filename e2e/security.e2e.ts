@@ -216,10 +216,10 @@ test('planted markup in every kind of untrusted text shows as text and never run
   // The run: its state, logs and metrics (one named by the planted info key).
   await page.goto(`${base}/runs/${job.id}`);
   await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 240_000 });
-  // The metric named by the planted info key is listed by its name, as text (the page opened
-  // anew: its list of metric names is read once, and the run may have had none yet).
+  // The metric named by the planted info key has its chart, titled by its name as text (the page
+  // opened anew: its list of metric names is read once, and the run may have had none yet).
   await page.reload();
-  await expect(page.getByRole('option', { name: 'env/<img_src=x_onerror=alert(1)>' })).toHaveCount(1, { timeout: 30_000 });
+  await expect(page.getByRole('figure', { name: /^env\/<img_src=x_onerror=alert\(1\)> by step$/ })).toHaveCount(1, { timeout: 30_000 });
   await expectNothingRan(page, dialogs, 'run');
   for (const tab of ['Logs', 'Config', 'Matches', 'Checkpoints']) {
     const t = page.getByRole('tab', { name: tab });
