@@ -125,8 +125,18 @@ describe('npm start', () => {
       if (!online) await new Promise((r) => setTimeout(r, 250));
     }
     expect(online).toBe(1);
-    // The worker is supervised: killed, it is logged with its signal and started again.
-    const workerPid = localWorkerPid(first.child.pid!);
+    // The worker is supervised: killed, it is logged with its signal and started again. (Its
+    // process is looked for until it is there: the pool counts a worker online from its last
+    // heartbeat, which may come from one the supervisor is starting again.)
+    const workerPid = await waitUntil('the local worker among the server’s children', async () => {
+      try {
+        return localWorkerPid(first.child.pid!);
+      } catch {
+        return null;
+      }
+    }, 60_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the server said:\n${first.output().slice(-6000)}`);
+    });
     const connected = () => (first.output().match(/\[worker\].*connected for pushes/g) ?? []).length;
     const before = connected();
     process.kill(workerPid, 'SIGKILL');
