@@ -138,11 +138,21 @@ describe('npm start', () => {
       throw new Error(`${String(error)}; the server said:\n${first.output().slice(-6000)}`);
     });
     const connected = () => (first.output().match(/\[worker\].*connected for pushes/g) ?? []).length;
+    // Killed once it is connected: a line it writes after the count would pass for the new one's.
+    await first.waitFor(/\[worker\].*connected for pushes/, 60_000);
     const before = connected();
     process.kill(workerPid, 'SIGKILL');
     await first.waitFor(/the local worker exited \(signal SIGKILL\); restarting in/);
     await waitUntil('the restarted worker connected', async () => connected() > before, 60_000);
-    expect(localWorkerPid(first.child.pid!)).not.toBe(workerPid);
+    const restarted = await waitUntil('the restarted worker among the server’s children', async () => {
+      try {
+        const pid = localWorkerPid(first.child.pid!);
+        return pid !== workerPid ? pid : null;
+      } catch {
+        return null;
+      }
+    }, 60_000);
+    expect(restarted).not.toBe(workerPid);
     const local = JSON.parse(fs.readFileSync(path.join(home, 'local-credentials.json'), 'utf8'));
     expect(local.apiKey).toMatch(/^wsk_/);
     expect(fs.statSync(path.join(home, 'local-credentials.json')).mode & 0o077).toBe(0);
