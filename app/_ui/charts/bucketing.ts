@@ -1,3 +1,4 @@
+import { foldBuckets } from '../../../sdk/series-buckets';
 /**
  * Client-side downsampling: live points appended after the server's buckets, and whole series
  * a test or benchmark holds, are folded into at most `buckets` buckets of min, max and last by
@@ -80,22 +81,5 @@ export function mergeBuckets(parts: readonly Bucket[], max: number): Bucket[] {
   const lo = parts[0].fromStep;
   const hi = parts[parts.length - 1].toStep;
   const width = Math.max(1, Math.ceil((hi - lo + 1) / Math.max(1, max)));
-  const out: Bucket[] = [];
-  let index = -1;
-  for (const p of parts) {
-    const i = Math.floor((p.fromStep - lo) / width);
-    const current = out[out.length - 1];
-    if (i !== index || !current) {
-      out.push({ ...p });
-      index = i;
-    } else {
-      current.toStep = p.toStep;
-      current.min = Math.min(current.min, p.min);
-      current.max = Math.max(current.max, p.max);
-      current.last = p.last;
-      current.count += p.count;
-      current.at = p.at;
-    }
-  }
-  return out;
+  return foldBuckets(parts, lo, width);
 }

@@ -1,3 +1,4 @@
+import { foldBuckets } from '../../../sdk/series-buckets';
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import type { Prisma } from '../../db/generated/prisma/client';
@@ -55,7 +56,7 @@ export async function metricSeries(db: Db, jobId: string, key: string, buckets: 
   const width = Math.max(1, Math.ceil((range.hi - range.lo + 1) / buckets));
   // Wide buckets come from the rollups (256 steps each; rounding a bucket's width up to whole
   // rollups costs at most a quarter of the buckets); narrow ones from the points.
-  const out = width >= 4 * ROLLUP_STEPS ? await seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi) : summarise(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
+  const out = width >= 4 * ROLLUP_STEPS ? await seriesFromRollups(db, jobId, key, buckets, range.lo, range.hi) : foldBuckets(await pointSummaries(db, jobId, key, range.lo, range.hi, width), range.lo, width);
   // Each bucket's time: one index lookup per bucket, at its last step.
   const times = await db.$queryRaw<Array<{ step: number; time: Date }>>`
     SELECT step, time FROM "MetricPoint" WHERE "jobId" = ${jobId} AND key = ${key} AND step = ANY(${out.map((b) => b.toStep)}::int[])`;
@@ -101,29 +102,9 @@ async function seriesFromRollups(db: Db, jobId: string, key: string, buckets: nu
   }
   // Output buckets are whole rollups wide, so none is split.
   const width = Math.ceil((hi - lo + 1) / buckets / ROLLUP_STEPS) * ROLLUP_STEPS;
-  return summarise(parts, Math.floor(lo / ROLLUP_STEPS) * ROLLUP_STEPS, width);
+  return foldBuckets(parts, Math.floor(lo / ROLLUP_STEPS) * ROLLUP_STEPS, width);
 }
 
-/** Merges ordered summaries into buckets of `width` steps from `origin`. */
-function summarise(parts: SeriesBucket[], origin: number, width: number): SeriesBucket[] {
-  const out: SeriesBucket[] = [];
-  let index = -1;
-  for (const p of parts) {
-    const i = Math.floor((p.fromStep - origin) / width);
-    const current = out[out.length - 1];
-    if (i !== index || !current) {
-      out.push({ ...p });
-      index = i;
-    } else {
-      current.toStep = p.toStep;
-      current.min = Math.min(current.min, p.min);
-      current.max = Math.max(current.max, p.max);
-      current.last = p.last;
-      current.count += p.count;
-    }
-  }
-  return out;
-}
 
 export const runsRouter = router({
   /**
