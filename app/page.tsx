@@ -47,7 +47,7 @@ export default function HomePage() {
       </AppShell>
     );
   }
-  if (me.isError) {
+  if (me.isLoadingError) {
     return (
       <AppShell>
         <ErrorNote error={me.error} />

@@ -10,6 +10,14 @@
  *   shows it; median.
  * - `save_to_dry_run_ms`: Ctrl-S on a changed bandit environment until the new version's dry-run
  *   statistics show; median.
+ * - `playground_first_token_ms`: on a fresh sampler checkpoint (a one-step gomoku run trained
+ *   first), the click on "Open in playground" until the first token of a completion is drawn,
+ *   Generate pressed the frame it is enabled (the session placed on the idle local worker and loaded).
+ * - `playground_tokens_per_s`: tokens drawn a second in the page, against the worker's own decode
+ *   rate for the same requests (`worker_tokens_per_s`, from each sample's timing) and their ratio.
+ * - `replay_step_ms`: on the longest of a few random-against-random gomoku games (played through
+ *   the play console's autoplay, kept as matches), → from the start until the frame whose board
+ *   shows the next move; median over the moves (the issue asks for an 81-move game: a full board).
  * - `first_load_js_kb`: the JavaScript of the first page a signed-in user sees (the team's page),
  *   cold cache, gzip-compressed as it goes over the wire; Monaco is in none of it (it loads only
  *   on editor pages, which the figure's `monaco_chunks` checks).
@@ -161,6 +169,110 @@ try {
     saves.push(at - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
   }
   emit('save_to_dry_run_ms', median(saves), 'ms', { runs: saves.map(Math.round), environment: 'bandit template', what: 'Ctrl-S until the new version’s dry-run statistics show', target: '< 3000' });
+
+  // The playground, on a sampler checkpoint of a short gomoku run (trained now, on the local worker).
+  const teamId = new URL(teamUrl).pathname.split('/')[2];
+  const call = async <T>(procedure: string, kind: 'query' | 'mutation', input: unknown): Promise<T> => {
+    const response =
+      kind === 'query'
+        ? await page.request.get(`${server.url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+        : await page.request.post(`${server.url}/api/trpc/${procedure}`, { data: { json: input }, headers: { origin: server.url } });
+    if (!response.ok()) throw new Error(`${procedure}: ${await response.text()}`);
+    return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
+  };
+  const environments = await call<Array<{ name: string; versions: Array<{ id: string }> }>>('environments.list', 'query', { teamId });
+  const gomoku = environments.find((e) => e.name === 'gomoku');
+  if (!gomoku) throw new Error('no gomoku environment in the default team');
+  const run = await call<{ id: string }>('jobs.submit', 'mutation', {
+    teamId, kind: 'TRAIN',
+    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
+  });
+  for (let waited = 0; !(await call<Array<{ kind: string }>>('runs.checkpoints', 'query', { teamId, jobId: run.id })).some((c) => c.kind === 'SAMPLER'); waited++) {
+    if (waited > 600) throw new Error('the gomoku run wrote no sampler checkpoint in 10 minutes');
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  // The run's session must not be what the click waits for: its job has ended.
+  for (let waited = 0; (await call<{ state: string }>('runs.summary', 'query', { teamId, jobId: run.id })).state !== 'SUCCEEDED'; waited++) {
+    if (waited > 600) throw new Error('the gomoku run did not end');
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+
+  // playground_first_token_ms: the click on "Open in playground" until the first token is drawn;
+  // Generate is pressed the frame it is enabled (the session placed and loaded), as a user would.
+  await page.goto(`${teamUrl}/runs/${run.id}`);
+  const open = page.getByRole('link', { name: /Open step \d+ in playground/ });
+  await open.waitFor();
+  await page.evaluate(() => {
+    document.addEventListener('click', (e) => ((window as unknown as { clickAt: number }).clickAt = e.timeStamp), { once: true, capture: true });
+  });
+  await open.click();
+  await page.getByRole('textbox', { name: 'Samples' }).fill('3');
+  await page.getByRole('textbox', { name: 'Max tokens' }).fill('512');
+  await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent?.includes('Generate') && !b.disabled), null, { polling: 'raf', timeout: 300_000 });
+  // Every change of each completion's token count, with the time of the frame it was drawn in.
+  // (A string: tsx names inner functions with a helper the page does not have.)
+  await page.evaluate(`(() => {
+    const drawn = [];
+    window.drawn = drawn;
+    const look = () => {
+      document.querySelectorAll('[data-testid="completion"]').forEach((li, i) => {
+        const tokens = li.querySelectorAll('[data-testid="token"]').length;
+        const series = (drawn[i] ??= []);
+        if (series.length === 0 || series[series.length - 1].tokens !== tokens) series.push({ at: performance.now(), tokens });
+      });
+      requestAnimationFrame(look);
+    };
+    requestAnimationFrame(look);
+  })()`);
+  const firstToken = frameWhen(page, '[data-testid="token"]', 120_000);
+  await page.getByRole('button', { name: /Generate/ }).click();
+  const firstAt = await firstToken;
+  const clickAt = await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt);
+  emit('playground_first_token_ms', firstAt - clickAt, 'ms', { what: 'click on "Open in playground" (fresh checkpoint, idle local worker) until the first token is drawn, Generate pressed once enabled', target: '< 3000' });
+
+  // playground_tokens_per_s: tokens drawn a second in the page against the worker's own decode
+  // rate for the same requests (each completion's footer names it), over completions of 20+ tokens.
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="completion"]').length === 3 && document.querySelectorAll('[data-testid="completion"][data-done=""]').length === 0, null, { timeout: 300_000 });
+  const drawn = await page.evaluate(() => (window as unknown as { drawn: Array<Array<{ at: number; tokens: number }>> }).drawn);
+  const footers = await page.getByTestId('completion').locator('.playground-completion-foot').allTextContents();
+  // The page lists the newest first; `drawn` is by position at each frame, and the three were all
+  // listed (streaming one after another) before the first token: positions are stable.
+  const pairs = drawn.flatMap((series, i) => {
+    const withTokens = series.filter((s) => s.tokens > 0);
+    const worker = /\(worker (\d+)\)/.exec(footers[i] ?? '')?.[1];
+    if (withTokens.length < 2 || !worker) return [];
+    const first = withTokens[0];
+    const last = withTokens[withTokens.length - 1];
+    if (last.tokens - first.tokens < 20 || last.at <= first.at) return [];
+    return [{ page: ((last.tokens - first.tokens) / (last.at - first.at)) * 1000, worker: Number(worker), tokens: last.tokens }];
+  });
+  if (pairs.length === 0) throw new Error(`no completion of 20 tokens or more to time: ${footers.join(' | ')}`);
+  const pageRate = pairs.reduce((s, p) => s + p.page, 0) / pairs.length;
+  const workerRate = pairs.reduce((s, p) => s + p.worker, 0) / pairs.length;
+  emit('playground_tokens_per_s', pageRate, 'tokens/s', { worker_tokens_per_s: Math.round(workerRate), ratio: Number((pageRate / workerRate).toFixed(3)), completions: pairs.map((p) => p.tokens), what: 'tokens drawn a second in the page vs the worker’s own decode rate for the same requests', target: 'ratio ≥ 0.9' });
+
+  // replay_step_ms: the longest of a few games random play plays against itself on gomoku (kept
+  // as matches by the play console), stepped with → from its start: keydown until the frame whose
+  // board shows the next move; median over the moves.
+  let longest = { id: '', moves: 0 };
+  for (let seed = 1; seed <= 6 && longest.moves < 81; seed++) {
+    const game = await call<{ ok: boolean; matchId?: string; transcript?: { turns: unknown[] } }>('play.autoplay', 'mutation', { teamId, source: { versionId: gomoku.versions[0].id }, policy: { random: true }, seed });
+    if (game.ok && game.matchId && (game.transcript?.turns.length ?? 0) > longest.moves) longest = { id: game.matchId, moves: game.transcript!.turns.length };
+  }
+  await page.goto(`${teamUrl}/matches/${longest.id}?move=0`);
+  await page.getByRole('img', { name: /^Board after 0 of/ }).waitFor();
+  const steps: number[] = [];
+  for (let n = 1; n <= longest.moves; n++) {
+    await page.evaluate(() => {
+      document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
+    });
+    const drawn = page
+      .waitForFunction((k) => (document.querySelector(`[aria-label^="Board after ${k} of"]`) ? performance.now() : false), n, { polling: 'raf', timeout: 10_000 })
+      .then((h) => h.jsonValue() as Promise<number>);
+    await page.keyboard.press('ArrowRight');
+    steps.push((await drawn) - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
+  }
+  emit('replay_step_ms', median(steps), 'ms', { moves: longest.moves, p90: Math.round([...steps].sort((a, b) => a - b)[Math.floor(steps.length * 0.9)]), what: '→ keydown until the frame that draws the next move, median over a random game’s moves', target: '< 16' });
   await context.close();
 } catch (error) {
   process.stderr.write(`${server.output()}\n`);

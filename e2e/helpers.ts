@@ -72,3 +72,27 @@ export async function trpc<T>(page: Page, url: string, path: string, kind: 'quer
   expect(response.ok(), `${path}: ${await response.text()}`).toBe(true);
   return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
 }
+
+/**
+ * The owner's page, its team, and a short training run of one of the team's built-in environments
+ * (its first version), submitted through the API as `whetstone run` does. The page is left on the
+ * team's page; `base` is that page's URL.
+ */
+export async function submitTeamRun(
+  page: Page,
+  url: string,
+  run: { environment: string; training: Record<string, unknown> },
+): Promise<{ teamId: string; base: string; job: { id: string } }> {
+  await page.goto(url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
+  const environment = environments.find((e) => e.name === run.environment);
+  if (!environment) throw new Error(`no environment ${run.environment} among ${environments.map((e) => e.name).join(', ')}`);
+  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId,
+    kind: 'TRAIN',
+    config: { environmentVersionId: environment.versions[0].id, training: run.training },
+  });
+  return { teamId, base: `${url}/teams/${teamId}`, job };
+}

@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+import { expectAccessible, shoot, submitTeamRun } from './helpers';
 
 // The team's sections with real data: a dataset uploaded through the page (first with a bad line,
 // which the page names, then fixed), a short gomoku training run (so there are a run, checkpoints
@@ -13,16 +13,10 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   const page = await context.newPage();
   // The refused upload is a 400 on purpose (Chromium logs it).
   const watch = watchPage(page, { expectedStatuses: [400] });
-  await page.goto(url);
-  await page.waitForURL(/\/teams\/[^/]+$/);
-  const teamId = teamIdOf(page);
-  const base = `${url}/teams/${teamId}`;
-
   // A short gomoku run, submitted as `whetstone run` does; it plays games while it trains.
-  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const gomoku = environments.find((e) => e.name === 'gomoku')!;
-  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN', config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 2, checkpointEvery: 1, evalEvery: 1, evalEpisodes: 8, warmStart: null } },
+  const { base, job } = await submitTeamRun(page, url, {
+    environment: 'gomoku',
+    training: { steps: 2, checkpointEvery: 1, evalEvery: 1, evalEpisodes: 8, warmStart: null },
   });
 
   // Datasets: a file with a bad line is refused line by line, and nothing is lost.

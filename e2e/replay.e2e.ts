@@ -1,6 +1,6 @@
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, watchPage } from './fixtures';
-import { teamIdOf, trpc } from './helpers';
+import { submitTeamRun, trpc } from './helpers';
 
 // A recorded gomoku game as an analysis board: a short training run plays games; one opens in
 // the replay at a move from its link, and is stepped through by keyboard alone while the URL
@@ -12,17 +12,10 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   const watch = watchPage(page, { expectedStatuses: [404] });
-  await page.goto(url);
-  await page.waitForURL(/\/teams\/[^/]+$/);
-  const teamId = teamIdOf(page);
-  const base = `${url}/teams/${teamId}`;
-
-  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const gomoku = environments.find((e) => e.name === 'gomoku')!;
   // One small step: two games, with a context the board's observation fits in.
-  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN',
-    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
+  const { teamId, base, job } = await submitTeamRun(page, url, {
+    environment: 'gomoku',
+    training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } },
   });
   // A game of at least one move (an untrained policy's game may end at its first, invalid, move).
   let match: { id: string; moves: number } | undefined;
@@ -78,6 +71,17 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
     await page.screenshot({ path: testInfo.outputPath(`replay-${colorScheme}.png`), fullPage: true });
   }
   await page.emulateMedia({ colorScheme: null });
+
+  // Branch from move 1 with the scripted bot on both sides: a new match, a variation of this one,
+  // opening at the move it branched from, and listed under its parent.
+  await page.goto(`${base}/matches/${match!.id}?move=1`);
+  for (const seat of ['black', 'white']) await page.getByRole('combobox', { name: `Who plays ${seat} after move 1` }).selectOption('bot:scripted');
+  await page.getByRole('button', { name: 'Continue from move 1' }).click();
+  await expect(page).not.toHaveURL(new RegExp(`/matches/${match!.id}\\?`), { timeout: 60_000 });
+  await expect(page).toHaveURL(/\/matches\/[^/?]+\?move=1$/);
+  await expect(page.getByText('A variation of')).toBeVisible();
+  await page.getByRole('link', { name: 'its parent game' }).click();
+  await expect(page.getByRole('link', { name: 'from move 1' })).toBeVisible();
 
   // Past the end opens at the end; a match that is not the team's is a clear 404 page.
   await page.goto(`${base}/matches/${match!.id}?move=9999`);

@@ -11,7 +11,7 @@ import { type Manifest, parseManifest } from '../sdk/manifest';
 import type { EnvironmentSource } from '../sdk/environment-source';
 
 /** An environment's README: Markdown kept with its code (a version may carry it; it is never compiled). */
-export const README_FILE = 'README.md';
+const README_FILE = 'README.md';
 
 export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];
@@ -29,6 +29,11 @@ export interface LoadedTemplate {
   readme: string;
   /** Raw JSONL text by path, for data-dependent templates. */
   datasetFiles: Record<string, string>;
+}
+
+/** The files an environment made from the template starts with: its code, and its README beside it (to be edited with the code). */
+export function templateFiles(t: LoadedTemplate): Record<string, string> {
+  return t.readme ? { ...t.source.files, [README_FILE]: t.readme } : t.source.files;
 }
 
 function templateDir(name: TemplateName | typeof BLANK_TEMPLATE): string {

@@ -134,6 +134,11 @@ export interface DryRunError extends SandboxErrorJson {
   episodes: number;
 }
 
+/** The system prompt an agent's policy reads: the environment's, then its tool paragraph. */
+export function agentSystemPrompt(systemPrompt: string, toolPrompt: string): string {
+  return [systemPrompt, toolPrompt].filter((s) => s !== '').join('\n\n');
+}
+
 export interface DryRunReport {
   ok: boolean;
   compileErrors: CompileDiagnostic[];

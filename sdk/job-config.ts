@@ -58,8 +58,10 @@ export const evalJobConfigSchema = strictConfig({
   environmentVersionId: id,
   /** A data-dependent environment's rows: its held-out split (the CLI finds the team's `<environment>/<heldOut file>`). */
   datasetVersionId: id.optional(),
-  /** A scripted bot of the environment, random moves, or another checkpoint. */
-  against: z.union([z.literal('bot'), z.literal('random'), z.object({ checkpointId: id })]).default('bot'),
+  /** The environment's first scripted bot ("bot"), random moves, a bot by name, or another checkpoint. */
+  against: z.union([z.literal('bot'), z.literal('random'), z.object({ bot: id }), z.object({ checkpointId: id })]).default('bot'),
+  /** The tournament this evaluation is one pairing of (server/tournaments): its games count in that table. */
+  tournamentId: id.optional(),
   games: z.number().int().min(1).max(10_000).default(20),
   seed: z.number().int().min(0).default(0),
   /** Sampling temperature of the evaluated policy; 0 is greedy. Default: the manifest's training temperature. */

@@ -54,6 +54,20 @@ export const matchItemSchema = z.object({
   result: userObjectSchema,
   winner: z.string().max(64).nullable(),
 });
+/**
+ * A game's winner: the agent the environment's final info names (`winner` or `result`), else the
+ * one agent with the best positive return; null for a draw or no result. One rule for the
+ * runner's matches and the play console's.
+ */
+export function matchWinner(finalInfo: Record<string, unknown>, returns: Record<string, number>): string | null {
+  const named = finalInfo.winner ?? finalInfo.result;
+  if (typeof named === 'string' && named in returns) return named;
+  const entries = Object.entries(returns);
+  if (entries.length === 0) return null;
+  const best = Math.max(...entries.map(([, v]) => v));
+  const top = entries.filter(([, v]) => v === best);
+  return best > 0 && top.length === 1 ? top[0][0] : null;
+}
 /** A live board position: fanned out to watchers, not stored (matches are). */
 export const boardItemSchema = z.object({ step: z.number().int().min(0), game: z.number().int().min(0), text: z.string().max(10_000), move: z.number().int().min(0) });
 
@@ -139,10 +153,26 @@ export interface JobsChanged {
 
 /** How a sample ends: eos, stop, length; cancelled (the session stopped); error. */
 export const SAMPLE_END_REASONS = ['eos', 'stop', 'length', 'cancelled', 'error'] as const;
+/** How long the worker took for a sample: the prompt's forward pass and first token, then the rest. */
+export const sampleTimingSchema = z.object({
+  promptTokens: z.number().int().min(0),
+  tokens: z.number().int().min(0),
+  /** Request received until the first token was chosen (prefill included). */
+  firstTokenMs: z.number().min(0),
+  /** First token until the last: the decode rate is (tokens − 1) / this. */
+  decodeMs: z.number().min(0),
+});
+export type SampleTiming = z.infer<typeof sampleTimingSchema>;
 /** Event `sample`: an inference session's tokens as they come, then its end, to the run's room. */
-export type SampleEvent =
-  | { jobId: string; requestId: string; kind: 'token'; text: string; logprob: number }
-  | { jobId: string; requestId: string; kind: 'done'; reason: (typeof SAMPLE_END_REASONS)[number]; text: string; error?: string };
+export type SampleEvent = { jobId: string } & RelayedSample;
+/** A sampling answer as the worker sent it, relayed by the server (a token's alternatives when asked for). */
+export type RelayedSample =
+  | { requestId: string; kind: 'token'; text: string; logprob: number; alternatives?: TokenAlternative[] }
+  | { requestId: string; kind: 'done'; reason: (typeof SAMPLE_END_REASONS)[number]; text: string; error?: string; timing?: SampleTiming };
+export interface TokenAlternative {
+  text: string;
+  logprob: number;
+}
 
 /** The default namespace, server to browser (socket.io's typed events: `Server<ClientToServerEvents, ServerToClientEvents>`). */
 export interface ServerToClientEvents {

@@ -194,6 +194,9 @@ export const warmStartSchema = z.discriminatedUnion('from', [
 ], { error: (issue) => (issue.code === 'invalid_union' ? 'write "from": "bot" (with "bot", the bot to imitate) or "from": "dataset" (with "datasetVersionId")' : undefined) });
 export type WarmStart = z.output<typeof warmStartSchema>;
 
+/** The prefix of an `opponents` entry that names a saved checkpoint of the team's: "checkpoint:<id>". */
+export const OPPONENT_CHECKPOINT = 'checkpoint:';
+
 const rlOptions = {
   warmStart: option(
     warmStartSchema.nullable().optional(),
@@ -230,7 +233,7 @@ const rlOptions = {
       .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
       .optional(),
     'multi-agent',
-    'Multi-agent: what plays the other seats, as shares of episodes: a bot name ("random", "scripted"), "frozen:policy" (a copy of the learner refreshed every 10 steps) or "pool:policy" (one of its past snapshots: poolEvery, poolSize, poolSampling).',
+    'Multi-agent: what plays the other seats, as shares of episodes: a bot name ("random", "scripted"), "frozen:policy" (a copy of the learner refreshed every 10 steps), "pool:policy" (one of its past snapshots: poolEvery, poolSize, poolSampling) or "checkpoint:<id>" (a saved checkpoint of the team’s, which never learns; it needs the learner’s tokenizer and at least its context length).',
   ),
   poolEvery: option(int(1, 1_000_000).default(10), 'multi-agent', 'Steps between snapshots of the learner for "pool:policy" opponents; the first is taken before the first step. Default 10.'),
   poolSize: option(int(1, 64).default(8), 'multi-agent', 'Snapshots a "pool:policy" opponent draws from; the oldest is dropped beyond it. Default 8 (each is a copy of the model in memory).'),

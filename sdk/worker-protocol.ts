@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema, SAMPLE_END_REASONS } from './live';
+import { boardItemSchema, logItemSchema, matchItemSchema, metricItemSchema, rolloutItemSchema, SAMPLE_END_REASONS, sampleTimingSchema } from './live';
 
 // The contract between the control plane and worker daemons (DESIGN.md, step 4). HTTP with the
 // worker's own credential (`Authorization: Bearer wsw_…`), plus socket.io namespace /workers
@@ -187,16 +187,35 @@ export const BLOB_ROUTE = '/api/workers/blobs/';
  * produced and one `sample:done`. Answers name the attempt: the server relays them to the run's
  * browsers only if this worker holds that attempt and it is still active.
  */
-export const sampleRequestSchema = z.object({
-  requestId: z.string().min(1).max(64),
-  attemptId: z.string().min(1).max(64),
-  prompt: z.string().max(100_000),
-  maxTokens: z.number().int().min(1).max(512),
-  temperature: z.number().min(0).max(10),
+/**
+ * A conversation in the policy's chat format (system message, then turns): the worker turns it
+ * into tokens with the rollouts' own prompt builder, so a playground prompt is exactly what the
+ * policy read in training (role markers are tokens, not text a raw prompt could spell).
+ */
+export const chatPromptSchema = z.object({
+  system: z.string().max(100_000),
+  messages: z.array(z.object({ role: z.enum(['user', 'tool', 'assistant']), text: z.string().max(100_000) })).min(1).max(256),
+});
+export type ChatPrompt = z.infer<typeof chatPromptSchema>;
+
+/** What a sampling request asks for: one schema for the API's input and the worker's request. */
+export const sampleParamsSchema = z.object({
+  /** Raw text after BOS; ignored when `chat` is given. */
+  prompt: z.string().max(100_000).default(''),
+  chat: chatPromptSchema.optional(),
+  maxTokens: z.number().int().min(1).max(512).default(64),
+  temperature: z.number().min(0).max(10).default(1),
   topK: z.number().int().min(0).max(100_000).optional(),
   topP: z.number().gt(0).max(1).optional(),
   stop: z.array(z.string().min(1).max(100)).max(16).optional(),
   seed: z.number().int().min(0).optional(),
+  /** Send each token's likeliest alternatives (up to this many) with it. Default 0: none. */
+  alternatives: z.number().int().min(0).max(10).default(0),
+});
+
+export const sampleRequestSchema = sampleParamsSchema.extend({
+  requestId: z.string().min(1).max(64),
+  attemptId: z.string().min(1).max(64),
 });
 export type SampleRequest = z.infer<typeof sampleRequestSchema>;
 export const sampleTokenSchema = z.object({
@@ -204,6 +223,8 @@ export const sampleTokenSchema = z.object({
   attemptId: z.string().min(1).max(64),
   text: z.string().max(10_000),
   logprob: z.number(),
+  /** The likeliest tokens at this position (the chosen one among them when it is), most likely first. */
+  alternatives: z.array(z.object({ text: z.string().max(1000), logprob: z.number() })).max(10).optional(),
 });
 export type SampleToken = z.infer<typeof sampleTokenSchema>;
 export const sampleDoneSchema = z.object({
@@ -214,6 +235,7 @@ export const sampleDoneSchema = z.object({
   /** The whole completion: the concatenation of the token texts. */
   text: z.string().max(1_000_000).default(''),
   error: z.string().max(2000).optional(),
+  timing: sampleTimingSchema.optional(),
 });
 export type SampleDone = z.infer<typeof sampleDoneSchema>;
 

@@ -1,7 +1,7 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
 import { Command } from 'cmdk';
-import { FilePlus2, Moon, Rocket, Search } from 'lucide-react';
+import { FilePlus2, MessageSquare, Moon, Rocket, Search } from 'lucide-react';
 import { usePathname, useRouter } from 'next/navigation';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { useTRPC } from '../trpc';
@@ -91,6 +91,7 @@ function CommandPalette({ teamId }: { teamId?: string }) {
   const envs = useQuery({ ...trpc.environments.list.queryOptions({ teamId: teamId ?? '', includeArchived: false }), enabled });
   const runs = useQuery({ ...trpc.jobs.list.queryOptions({ teamId: teamId ?? '', limit: 50 }), enabled });
   const datasets = useQuery({ ...trpc.datasets.list.queryOptions({ teamId: teamId ?? '' }), enabled });
+  const checkpoints = useQuery({ ...trpc.runs.teamCheckpoints.queryOptions({ teamId: teamId ?? '', kind: 'SAMPLER', offset: 0, limit: 30 }), enabled });
 
   const go = (href: string) => {
     onOpenChange(false);
@@ -155,6 +156,20 @@ function CommandPalette({ teamId }: { teamId?: string }) {
                   <Command.Item key={job.id} value={`run ${job.kind} ${job.id} ${job.state}`} onSelect={() => go(`${base}/runs/${job.id}`)}>
                     <span className="palette-indent" aria-hidden="true" /> {job.kind.toLowerCase()} <span className="mono small">{job.id.slice(0, 10)}</span>
                     <span className="muted small">{job.state.toLowerCase()}</span>
+                  </Command.Item>
+                ))}
+              </Command.Group>
+            ) : null}
+            {checkpoints.data && checkpoints.data.checkpoints.length > 0 ? (
+              <Command.Group heading="Checkpoints">
+                {checkpoints.data.checkpoints.map((c) => (
+                  <Command.Item
+                    key={c.id}
+                    value={`checkpoint playground ${c.job?.environmentName ?? ''} step ${c.step} ${c.id}`}
+                    onSelect={() => go(`${base}/playground/${c.id}`)}
+                  >
+                    <MessageSquare size={15} aria-hidden="true" /> Open in playground: {c.job?.environmentName ?? 'checkpoint'} step {c.step}
+                    <span className="mono small muted">{c.id.slice(0, 10)}</span>
                   </Command.Item>
                 ))}
               </Command.Group>

@@ -115,7 +115,7 @@ function OpenSignUp() {
   );
   const [wanted, setWanted] = useState<boolean | null>(null);
   if (settings.isPending) return <Loading />;
-  if (settings.isError) return <ErrorNote error={settings.error} />;
+  if (settings.isLoadingError) return <ErrorNote error={settings.error} />;
   // Shows the requested state at once; the server's answer confirms it (or the error says why not).
   const open = wanted ?? settings.data.openSignUp;
   return (
@@ -170,7 +170,7 @@ export default function AccountPage() {
       <PageTitle title="Account" />
       {me.isPending || (me.isSuccess && !me.data) ? (
         <Loading />
-      ) : me.isError ? (
+      ) : me.isLoadingError ? (
         <ErrorNote error={me.error} />
       ) : me.data ? (
         <>

@@ -89,7 +89,7 @@ function SignUpForm() {
   return (
     <div className="auth-card">
       <h1>Create your Whetstone account</h1>
-      {settings.isError ? <ErrorNote error={settings.error} /> : null}
+      {settings.isLoadingError ? <ErrorNote error={settings.error} /> : null}
       {invitation ? (
         <Notice>You are signing up with an invitation: you join the team as soon as your account is created.</Notice>
       ) : null}

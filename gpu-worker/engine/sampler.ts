@@ -234,6 +234,29 @@ function disposeCache(cache: KvCache, kept?: Pick<KvCache, 'keys' | 'values'>): 
   for (const t of [...cache.keys, ...cache.values]) if (!keep.has(t)) t.dispose();
 }
 
+/**
+ * The `k` likeliest tokens of a row of logits at the sampling temperature, with their
+ * log-probabilities under the same distribution `chooseToken` reports (banned tokens excluded):
+ * what a playground shows on hovering a token. O(V·k), fine for k ≤ 10.
+ */
+export function likeliestTokens(logits: Float32Array, temperature: number, banned: ReadonlySet<number>, k: number): Array<{ token: number; logprob: number }> {
+  const t = temperature === 0 ? 1 : temperature;
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (!banned.has(i) && logits[i] / t > max) max = logits[i] / t;
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) if (!banned.has(i)) z += Math.exp(logits[i] / t - max);
+  const logZ = Math.log(z) + max;
+  const best: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (banned.has(i)) continue;
+    if (best.length < k) best.push(i);
+    else if (logits[i] > logits[best[best.length - 1]]) best[best.length - 1] = i;
+    else continue;
+    best.sort((a, b) => logits[b] - logits[a]);
+  }
+  return best.map((token) => ({ token, logprob: logits[token] / t - logZ }));
+}
+
 // Scratch for chooseToken, grown to the vocabulary once instead of four arrays per row per step.
 let scratchE = new Float64Array(0);
 let scratchAllowed = new Uint8Array(0);

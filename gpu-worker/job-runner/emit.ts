@@ -5,7 +5,8 @@
 import { ROLES, type Role } from '../engine/tokenizer';
 import { type Tokenizer } from '../runtime/policy';
 import { type EpisodeRollout } from '../runtime/rollout';
-import { type BoardItem, type LogItem, type MatchItem, type MetricItem, type RolloutItem } from '../../sdk/live';
+import { capText } from '../../sdk/limits';
+import { type BoardItem, type LogItem, matchWinner, type MatchItem, type MetricItem, type RolloutItem } from '../../sdk/live';
 import { type JobSink } from './sink';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -16,13 +17,6 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
  */
 export const USER_LOG_BUDGET = { perFlush: 200, perJob: 20_000 };
 
-/** Longest text kept of one observation, action or transcript segment in rollouts, matches and boards. */
-export const MAX_STORED_TEXT = 20_000;
-
-/** `text`, cut to `max` characters with a marker that says how much was cut. */
-export function capText(text: string, max = MAX_STORED_TEXT): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [${text.length - max} more characters not stored]`;
-}
 
 export class Emitter {
   private line = 0;
@@ -166,19 +160,10 @@ export function matchItem(step: number | null, r: EpisodeRollout, opponents: Rec
     })),
     // The task too: a replay draws the game from it (a grid game's size and win length).
     result: { endReason: r.endReason, returns, info: r.finalInfo, task: r.task, ...(r.error ? { error: r.error.message } : {}) },
-    winner: winnerOf(r),
+    winner: matchWinner(r.finalInfo, returns),
   };
 }
 
-/** The winner named by the environment's final info (`result` or `winner`), else the one agent with the best positive return. */
-function winnerOf(r: EpisodeRollout): string | null {
-  const named = r.finalInfo.winner ?? r.finalInfo.result;
-  if (typeof named === 'string' && named in r.agents) return named;
-  const returns = Object.values(r.agents).map((t) => [t.agent, t.totalReward] as const);
-  const best = Math.max(...returns.map(([, v]) => v));
-  const top = returns.filter(([, v]) => v === best);
-  return best > 0 && top.length === 1 ? top[0][0] : null;
-}
 
 /** Board texts of one game: the observation before each move (multi-agent games show the board there). */
 export function boardItems(step: number, game: number, r: EpisodeRollout): BoardItem[] {

@@ -52,7 +52,12 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     let opponent: Player | null = null;
     let opponentName = '';
     if (agents.length > 1) {
-      if (typeof config.against === 'object') {
+      if (typeof config.against === 'object' && 'bot' in config.against) {
+        const named = config.against.bot;
+        if (!env.description.bots.includes(named)) throw new JobFailure(`${manifest.name} has no bot "${named}"; its bots are ${env.description.bots.join(', ') || 'none'}`);
+        opponent = { kind: 'bot', bot: named };
+        opponentName = named;
+      } else if (typeof config.against === 'object') {
         const other = await load(config.against.checkpointId);
         if (other.tokenizer.vocabSize !== tok.vocabSize) throw new JobFailure('the opponent checkpoint uses a different tokenizer');
         policies.opponent = modelPolicy(other.model, other.tokenizer);

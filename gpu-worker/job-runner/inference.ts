@@ -6,11 +6,13 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { inferenceJobConfigSchema, type InferenceJobConfig } from '../../sdk/job-config';
+import { type SampleTiming } from '../../sdk/live';
 import { type Assignment, type SampleDone, type SampleRequest } from '../../sdk/worker-protocol';
 import { type GPT, type KvCache } from '../engine/model';
 import { readAndDispose, readAsync } from '../engine/reads';
 import { Rng } from '../engine/rng';
-import { chooseToken, resolveSampleOptions } from '../engine/sampler';
+import { chooseToken, likeliestTokens, resolveSampleOptions } from '../engine/sampler';
+import { chatPrompt } from '../runtime/rollout';
 import { type Tokenizer } from '../engine/tokenizer';
 import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
@@ -63,11 +65,18 @@ export async function runInference(assignment: Assignment, sink: JobSink, contro
 async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: InferenceChannel, control: JobControl): Promise<void> {
   const ids = { requestId: r.requestId, attemptId: r.attemptId };
   let text = '';
-  const done = (reason: SampleDone['reason'], error?: string) => channel.reply({ type: 'done', done: { ...ids, reason, text, ...(error ? { error } : {}) } });
+  const received = performance.now();
+  let promptTokens = 0;
+  let firstAt: number | null = null;
+  let lastAt: number | null = null;
+  let count = 0;
+  const timing = (): SampleTiming => ({ promptTokens, tokens: count, firstTokenMs: firstAt === null ? 0 : firstAt - received, decodeMs: firstAt === null || lastAt === null ? 0 : lastAt - firstAt });
+  const done = (reason: SampleDone['reason'], error?: string) => channel.reply({ type: 'done', done: { ...ids, reason, text, ...(error ? { error } : {}), timing: timing() } });
   let cache: KvCache | null = null;
   try {
     const o = resolveSampleOptions({ maxTokens: r.maxTokens, temperature: r.temperature, topK: r.topK ?? 0, topP: r.topP ?? 1, stop: r.stop ?? [] });
-    const prompt = [tok.bos, ...tok.encode(r.prompt)];
+    const prompt = r.chat ? chatPrompt(tok, r.chat.system, r.chat.messages) : [tok.bos, ...tok.encode(r.prompt)];
+    promptTokens = prompt.length;
     const ctx = model.config.contextLength;
     const budget = Math.min(o.maxTokens, ctx - prompt.length);
     if (budget <= 0) return void (await done('error', `the prompt has ${prompt.length} tokens; the model's context is ${ctx}`));
@@ -87,6 +96,10 @@ async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: Infe
       cache = { keys: out.keys, values: out.values, length: start + input[0].length };
       const logits = (await readAsync(readAndDispose(out.logits))) as Float32Array;
       const { token, logprob } = chooseToken(logits, o, banned, rng);
+      lastAt = performance.now();
+      firstAt ??= lastAt;
+      count++;
+      const alternatives = r.alternatives > 0 ? likeliestTokens(logits, o.temperature, banned, r.alternatives).map((a) => ({ text: tok.decode([a.token], { keepSpecial: true }), logprob: a.logprob })) : undefined;
       if (token === tok.eos) return void (await done('eos'));
       generated.push(token);
       last = [token];
@@ -102,7 +115,7 @@ async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: Infe
       }
       const delta = full.slice(text.length);
       text = full;
-      if (delta) await channel.reply({ type: 'token', token: { ...ids, text: delta, logprob } });
+      if (delta) await channel.reply({ type: 'token', token: { ...ids, text: delta, logprob, ...(alternatives ? { alternatives } : {}) } });
       if (stopped) return void (await done('stop'));
       // Let a cancel (an IPC message) in between tokens.
       await yieldToEvents();

@@ -11,7 +11,8 @@ import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestTraining } from '../../sdk/manifest';
 import { GRPO_DEFAULTS } from '../engine/grpo';
 import { CheckpointStore } from './checkpoints';
-import { capText, MAX_STORED_TEXT, USER_LOG_BUDGET } from './emit';
+import { capText, MAX_STORED_TEXT } from '../../sdk/limits';
+import { USER_LOG_BUDGET } from './emit';
 import { wilson } from './scores';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
@@ -260,6 +261,32 @@ test('a pool:policy opponent plays past snapshots of the learner, both colours, 
   // switchSeats is the template's default: the learner played both colours.
   expect(new Set(matches.flatMap((m) => m.agents.filter((a) => a.policy === 'policy').map((a) => a.name)))).toEqual(new Set(['black', 'white']));
   expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
+});
+
+test('a checkpoint:<id> opponent is a saved checkpoint that plays the other colour, never learning, every move legal', { timeout: 300_000 }, async () => {
+  const model = { layers: 1, width: 16, heads: 2, contextLength: 192 };
+  // The opponent: the sampler checkpoint of a 1-step run (it plays badly, which is fine).
+  const earlier = new MemorySink();
+  await runJob(assignment({ config: { environmentVersionId: 'g', training: { steps: 1, batchSize: 1, groupSize: 2, warmStart: null, evalEpisodes: 0, model } }, environment: environment('gomoku') }), earlier, new JobControl());
+  const opponent = earlier.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+  const sink = new MemorySink();
+  sink.blobs.set('k', opponent.bytes);
+  const training = { steps: 2, batchSize: 2, groupSize: 2, evalEpisodes: 0, warmStart: null, learners: ['black'], switchSeats: false, opponents: { 'checkpoint:c1': 1 }, model };
+  const job = (config: Record<string, unknown>, on: MemorySink) =>
+    runJob(assignment({ config: { environmentVersionId: 'g', training: config }, environment: environment('gomoku'), blobKeys: { c1: 'k' } }), on, new JobControl(), { matchesPerStep: 4 });
+  expect(await job(training, sink)).toEqual({ outcome: 'succeeded', reason: '' });
+  const matches = sink.items('matches');
+  expect(matches.length).toBeGreaterThan(0);
+  for (const m of matches) expect(m.agents).toEqual([{ name: 'black', policy: 'policy' }, { name: 'white', policy: 'checkpoint:c1' }]);
+  expect(matches.every((m) => m.moves.some((move) => move.agent === 'white' && !move.byBot))).toBe(true);
+  expect(matches.every((m) => !/invalid move/.test(endReasonOf(m)))).toBe(true);
+
+  // A checkpoint whose context is shorter than the policy's cannot read its prompts: the job says so.
+  const longer = new MemorySink();
+  longer.blobs.set('k', opponent.bytes);
+  expect(await job({ ...training, model: { ...model, contextLength: 256 } }, longer)).toMatchObject({
+    outcome: 'failed', reason: expect.stringMatching(/opponent "checkpoint:c1" has a context of 192 tokens, shorter than the policy's 256/),
+  });
 });
 
 /** Why a match ended, as the environment's final info says (gomoku: "5 in a row", "invalid move by …"). */

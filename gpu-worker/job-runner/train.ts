@@ -31,6 +31,7 @@ import { Emitter } from './emit';
 import { emitStep } from './emit-step';
 import { fetchRows } from './dataset-rows';
 import { loadPolicy } from './load-policy';
+import { loadOpponentCheckpoints } from './opponent-checkpoints';
 import { OutcomeWatch } from './outcomes';
 import { cannotEvaluate, evaluatePolicy } from './evaluate-policy';
 import { type JobControl, type JobSink } from './sink';
@@ -120,6 +121,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       trainer.importState(policy.trainerState);
     }
     // Frozen copies for `frozen:policy` and `pool:policy` opponents, freed when the coordinator drops them.
+    // (`checkpoint:<id>` opponents are saved checkpoints, loaded below: opponent-checkpoints.ts.)
     const frozen = new Map<Policy, GPT>();
     const slot: PolicySlot = {
       policy: modelPolicy(model, tok),
@@ -137,10 +139,13 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     };
     disposables.push({ dispose: () => frozen.forEach((m) => m.dispose()) });
     const multiAgent = agents.length > 1;
+    // Saved checkpoints in the mix ("checkpoint:<id>"): loaded once, never learning.
+    const saved = multiAgent ? await loadOpponentCheckpoints(assignment, store, emit, training.opponents, { tokenizer: tok, contextLength: model.config.contextLength }) : { slots: {}, models: [] };
+    disposables.push(...saved.models);
     const coordinator = new MultiAgentCoordinator({
       env,
       tokenizer: tok,
-      policies: { [POLICY]: slot },
+      policies: { [POLICY]: slot, ...saved.slots },
       learners: Object.fromEntries(learnerAgents.map((a) => [a, POLICY])),
       opponents: multiAgent ? training.opponents : undefined,
       switchSeats: multiAgent && training.switchSeats,

@@ -44,8 +44,9 @@ export interface CoordinatorOptions {
   learners: Record<string, string>;
   /**
    * Shares of episodes for each opponent seat: a bot name ("scripted"), "policy:<id>" (a policy
-   * that does not learn here), "frozen:<id>" (a snapshot of a learning policy) or "pool:<id>"
-   * (one of its past snapshots, see `pool`).
+   * that does not learn here), "frozen:<id>" (a snapshot of a learning policy), "pool:<id>"
+   * (one of its past snapshots, see `pool`) or "checkpoint:<id>" (a saved checkpoint: the policy
+   * of that whole name, which does not learn).
    */
   opponents?: Record<string, number>;
   /** The snapshot pool of `pool:<id>` opponents. Default: a snapshot every 10 steps, 8 kept, uniform. */
@@ -124,8 +125,9 @@ export class MultiAgentCoordinator {
       for (const name of Object.keys(mix)) {
         const [kind, id] = name.includes(':') ? name.split(':') : ['bot', name];
         if (kind === 'bot' && !o.env.description.bots.includes(id)) throw new Error(`no bot "${id}" in ${o.env.description.name}`);
-        if (!['bot', 'policy', 'frozen', 'pool'].includes(kind)) throw new Error(`opponent "${name}": write a bot name, policy:<id>, frozen:<id> or pool:<id>`);
-        if (kind !== 'bot' && !o.policies[id]) throw new Error(`opponent "${name}": no policy "${id}"`);
+        if (!['bot', 'policy', 'frozen', 'pool', 'checkpoint'].includes(kind)) throw new Error(`opponent "${name}": write a bot name, policy:<id>, frozen:<id>, pool:<id> or checkpoint:<id>`);
+        if (kind === 'checkpoint' && !o.policies[name]) throw new Error(`opponent "${name}": no policy "${name}" (the checkpoint, loaded)`);
+        if (kind !== 'bot' && kind !== 'checkpoint' && !o.policies[id]) throw new Error(`opponent "${name}": no policy "${id}"`);
         if ((kind === 'frozen' || kind === 'pool') && !o.policies[id].freeze) throw new Error(`opponent "${name}": policy "${id}" cannot be frozen`);
       }
     }
@@ -209,7 +211,7 @@ export class MultiAgentCoordinator {
       const pool = this.pools.get(name.slice(5))!;
       return { kind: 'policy', policy: `pool:${name.slice(5)}@${pool[drawSnapshot(rng, pool.length, this.poolOptions.sampling)].step}`, learn: false };
     }
-    if (name.startsWith('frozen:')) return { kind: 'policy', policy: name, learn: false };
+    if (name.startsWith('frozen:') || name.startsWith('checkpoint:')) return { kind: 'policy', policy: name, learn: false };
     return { kind: 'bot', bot: name };
   }
 

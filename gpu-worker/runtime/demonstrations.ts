@@ -5,7 +5,8 @@
  * system prompt (with the tool paragraph), each observation, and the action with loss mask 1.
  */
 import { type Sequence, type Tokenizer } from './policy';
-import { agentSystemPrompt, promptHead, promptTurn } from './rollout';
+import { agentSystemPrompt } from '../../sdk/dry-run-report';
+import { promptHead, promptTurn } from './rollout';
 import type { Transcript } from '../../sdk/dry-run-report';
 
 export interface DemonstrationOptions {

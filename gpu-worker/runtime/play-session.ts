@@ -3,15 +3,17 @@
  * environment's bots (or random play) write the others', in the same sandbox and with the same
  * limits as training. Errors of the environment's code end the session and come back located in
  * the user's files; nothing here throws for the user's code. Also "let a bot play": one whole
- * episode as a transcript.
+ * episode as a transcript. A seat may also be played by a saved checkpoint (checkpoint-player.ts:
+ * loaded once per process, played with training's prompts, masking and temperature).
  */
 import { Rng, hash32 } from '../../sdk/environment/rng';
 import { type Json } from '../../sdk/environment/schema';
 import type { CompileDiagnostic, EndReason, EnvironmentDescription, SandboxErrorJson } from '../../sdk/dry-run-report';
 import type { AutoplayRequest, AutoplayResult, PlayOpenRequest, PlayOpenResult, PlayOpponent, PlayPlayer, PlayRefusal, PlayStepResult, PlayTurn } from '../../sdk/play';
+import type { CheckpointSeat, SeatTurn } from './checkpoint-player';
 import { cutText } from './cut-text';
 import { randomTextActor } from './dry-run';
-import { type Actor, playEpisode } from './play-episode';
+import { type Actor, type ActorTurn, playEpisode } from './play-episode';
 import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type AgentTurnMessage, type StepResponse } from './sandbox/protocol';
@@ -68,17 +70,73 @@ function choosePlayers(description: EnvironmentDescription, chosen: Record<strin
   return Object.fromEntries(agents.map((agent) => [agent, chosen[agent] ?? rest(agent)]));
 }
 
+/** The checkpoints that play seats of one episode, loaded; released once the episode is over. */
+class CheckpointSeats {
+  private constructor(
+    readonly seats: Record<string, CheckpointSeat>,
+    private readonly releaseAll: () => void,
+  ) {}
+
+  /** Loads the checkpoints `players` names (tfjs is imported only when one does), or says why one cannot be played. */
+  static async hold(env: SandboxEnvironment, players: Record<string, PlayPlayer>, request: Pick<PlayOpenRequest, 'checkpoints' | 'sampling' | 'seed'>): Promise<CheckpointSeats | PlayRefusal> {
+    const wanted = Object.entries(players).flatMap(([agent, p]) => ('checkpointId' in p ? [[agent, p.checkpointId] as const] : []));
+    if (wanted.length === 0) return new CheckpointSeats({}, () => {});
+    const sampling = request.sampling;
+    if (!sampling) return { refused: 'a checkpoint seat needs the sampling settings' };
+    const { CheckpointRefused, CheckpointSeat, acquireCheckpoint, releaseCheckpoint } = await import('./checkpoint-player');
+    const held: Awaited<ReturnType<typeof acquireCheckpoint>>[] = [];
+    const release = () => held.splice(0).forEach(releaseCheckpoint);
+    const seats: Record<string, CheckpointSeat> = {};
+    try {
+      for (const [agent, checkpointId] of wanted) {
+        const checkpoint = request.checkpoints?.[checkpointId];
+        if (!checkpoint) return (release(), { refused: `checkpoint ${checkpointId} was not sent with the request` });
+        const h = await acquireCheckpoint(checkpointId, checkpoint);
+        held.push(h);
+        const seed = hash32(request.seed + 7919 * env.description.agents.indexOf(agent));
+        seats[agent] = new CheckpointSeat(h, `checkpoint ${checkpointId} (${agent})`, env.description, sampling, seed);
+      }
+    } catch (e) {
+      release();
+      if (e instanceof CheckpointRefused) return { refused: e.message };
+      throw e;
+    }
+    return new CheckpointSeats(seats, release);
+  }
+
+  /** Why a checkpoint cannot play this episode (tokenizer, context), judged on its first prompt. */
+  mismatch(systemPrompts: Record<string, string>, first: AgentTurnMessage): PlayRefusal | null {
+    for (const [agent, seat] of Object.entries(this.seats)) {
+      const why = seat.mismatch({ systemPrompt: systemPrompts[agent] ?? '', observation: first.observation, actions: first.actions, role: 'user' });
+      if (why) return { refused: why };
+    }
+    return null;
+  }
+
+  release(): void {
+    this.releaseAll();
+  }
+}
+
 /** What plays a seat the user does not: the first bot that is not "random", else random play (as training's evaluations choose). */
 function defaultOpponent(description: EnvironmentDescription): PlayOpponent {
   const bot = description.bots.find((b) => b !== 'random') ?? description.bots[0];
   return bot ? { bot } : { random: true };
 }
 
-function actorFor(env: SandboxEnvironment, player: PlayOpponent, seed: number, agent: string): Actor {
+/** A seat's move: the text, and a checkpoint's log-probability of it. */
+type SeatActor = (agent: string, observation: string, episodeId: string, turn: ActorTurn) => Promise<{ text: string; logprob?: number }>;
+
+function actorFor(env: SandboxEnvironment, player: PlayOpponent, seed: number, agent: string, checkpoints: CheckpointSeats): SeatActor {
+  if ('checkpointId' in player) {
+    const seat = checkpoints.seats[agent];
+    return (_agent, observation, _episodeId, turn) => seat.act({ ...turn, observation } satisfies SeatTurn);
+  }
   const bot = 'bot' in player ? player.bot : env.description.bots.includes('random') ? 'random' : null;
-  if (bot) return (_agent, _observation, episodeId) => env.bot({ episodeId, bot });
+  if (bot) return async (_agent, _observation, episodeId) => ({ text: await env.bot({ episodeId, bot }) });
   // Each seat its own stream, fixed by the episode's seed.
-  return randomTextActor(new Rng(hash32(seed + env.description.agents.indexOf(agent))), env.description);
+  const random: Actor = randomTextActor(new Rng(hash32(seed + env.description.agents.indexOf(agent))), env.description);
+  return async (...args) => ({ text: await random(...args) });
 }
 
 function isRefusal(value: object): value is PlayRefusal {
@@ -102,7 +160,9 @@ export class PlaySessionRuntime {
   private readonly history: PlayTurn[] = [];
   private readonly taken: Record<string, number> = {};
   private readonly returns: Record<string, number>;
-  private readonly actors: Record<string, Actor>;
+  private readonly actors: Record<string, SeatActor>;
+  /** Whether the current observation is a tool's result (a model's prompt says so). */
+  private role: ActorTurn['role'] = 'user';
 
   private constructor(
     private readonly sessionId: string,
@@ -111,13 +171,15 @@ export class PlaySessionRuntime {
     private readonly players: Record<string, PlayPlayer>,
     private readonly maxTurns: number,
     private readonly logs: LogBuffer,
+    private readonly systemPrompts: Record<string, string>,
+    private readonly checkpoints: CheckpointSeats,
     first: AgentTurnMessage,
     seed: number,
   ) {
     this.current = first;
     this.returns = Object.fromEntries(env.description.agents.map((a) => [a, 0]));
     this.actors = Object.fromEntries(
-      Object.entries(players).flatMap(([agent, p]) => ('user' in p ? [] : [[agent, actorFor(env, p, seed, agent)]])),
+      Object.entries(players).flatMap(([agent, p]) => ('user' in p ? [] : [[agent, actorFor(env, p, seed, agent, checkpoints)]])),
     );
   }
 
@@ -142,15 +204,28 @@ export class PlaySessionRuntime {
       await env.dispose();
       return { session: null, result: refusal as PlayRefusal };
     }
+    const checkpoints = await CheckpointSeats.hold(env, players as Record<string, PlayPlayer>, request);
+    if (isRefusal(checkpoints)) {
+      await env.dispose();
+      return { session: null, result: checkpoints };
+    }
     let reset;
     try {
       reset = await env.reset({ episodeId: sessionId, seed: request.seed, taskSeed: request.seed, row: request.row });
     } catch (e) {
+      checkpoints.release();
       await env.dispose();
       if (!(e instanceof SandboxError)) throw e;
       return { session: null, result: { ok: false, compileErrors: [], error: e.toJSON(), logs: logs.drain() } };
     }
-    const session = new PlaySessionRuntime(sessionId, env, seat, players as Record<string, PlayPlayer>, request.maxTurns, logs, reset.turn, request.seed);
+    const mismatch = checkpoints.mismatch(reset.systemPrompts, reset.turn);
+    if (mismatch) {
+      checkpoints.release();
+      await env.close(sessionId).catch(() => {});
+      await env.dispose();
+      return { session: null, result: mismatch };
+    }
+    const session = new PlaySessionRuntime(sessionId, env, seat, players as Record<string, PlayPlayer>, request.maxTurns, logs, reset.systemPrompts, checkpoints, reset.turn, request.seed);
     const error = await session.guard(() => session.advance());
     const opponents = Object.fromEntries(Object.entries(session.players).flatMap(([agent, p]) => ('user' in p ? [] : [[agent, p]])));
     const result: PlayOpenResult = {
@@ -205,9 +280,14 @@ export class PlaySessionRuntime {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.checkpoints.release();
     await this.env.close(this.sessionId).catch(() => {});
     await this.env.dispose();
   }
+
+  private closed = false;
 
   private observation(): string | null {
     return this.done ? null : cutText(this.current.observation, MAX_TEXT);
@@ -237,13 +317,14 @@ export class PlaySessionRuntime {
         break;
       }
       if (agent === this.seat) break;
-      const action = await this.actors[agent](agent, this.current.observation, this.sessionId);
-      played.push(await this.play(agent, action));
+      const turn = { systemPrompt: this.systemPrompts[agent] ?? '', actions: this.current.actions, role: this.role };
+      const { text, logprob } = await this.actors[agent](agent, this.current.observation, this.sessionId, turn);
+      played.push(await this.play(agent, text, logprob));
     }
     return played;
   }
 
-  private async play(agent: string, action: string): Promise<PlayTurn> {
+  private async play(agent: string, action: string, logprob?: number): Promise<PlayTurn> {
     this.taken[agent] = (this.taken[agent] ?? 0) + 1;
     const observation = this.current.observation;
     const r: StepResponse = await this.env.step({ episodeId: this.sessionId, action });
@@ -258,9 +339,11 @@ export class PlaySessionRuntime {
       truncated: r.truncated,
       info: cutInfo(r.info),
       tool: r.tool,
+      ...(logprob !== undefined ? { logprob } : {}),
       next: r.next ? { agent: r.next.agent, observation: cutText(r.next.observation, MAX_TEXT) } : null,
     };
     this.history.push(turn);
+    this.role = r.tool ? 'tool' : 'user';
     if (r.next) this.current = r.next;
     else {
       this.done = true;
@@ -270,12 +353,20 @@ export class PlaySessionRuntime {
   }
 }
 
-/** One whole episode, every seat played by `policy` unless `opponents` names another player for it. */
+/** A request found unplayable in the middle of an episode (a checkpoint that cannot read the environment). */
+class Unplayable extends Error {}
+
+/**
+ * One whole episode, every seat played by `policy` unless `opponents` names another player for it.
+ * The environment's code and its bots have the dry run's budget; checkpoints' sampling has twice
+ * that again, apart (a model's turn is slower than a bot's, and is not the environment's fault).
+ */
 export async function autoplay(request: AutoplayRequest): Promise<AutoplayResult | PlayRefusal> {
   const logs = new LogBuffer();
   const loaded = await load(request.source, logs);
   if (!loaded.ok) return loaded;
   const { env } = loaded;
+  let checkpoints: CheckpointSeats | null = null;
   try {
     const description = env.description;
     if ('bot' in request.policy && !description.bots.includes(request.policy.bot)) {
@@ -285,21 +376,53 @@ export async function autoplay(request: AutoplayRequest): Promise<AutoplayResult
     if (isRefusal(players)) return players;
     const refusal = missingRow(description, request.row);
     if (refusal) return refusal;
-    const actors = Object.fromEntries(Object.entries(players).map(([agent, p]) => [agent, actorFor(env, p as PlayOpponent, request.seed, agent)]));
-    const deadline = Date.now() + request.budgetMs;
-    const transcript = await playEpisode(env, {
-      episodeId: 'autoplay',
-      seed: request.seed,
-      taskSeed: request.seed,
-      row: request.row,
-      maxTurns: request.maxTurns,
-      actor: (agent, observation, episodeId) => {
-        if (Date.now() > deadline) {
-          throw new SandboxError('timeout', 'autoplay', `the episode took longer than ${Math.round(request.budgetMs / 1000)} s and was stopped (each turn must be quick: training plays thousands)`, null, '');
-        }
-        return actors[agent](agent, observation, episodeId);
-      },
-    });
+    const held = await CheckpointSeats.hold(env, players, request);
+    if (isRefusal(held)) return held;
+    checkpoints = held;
+    const actors = Object.fromEntries(Object.entries(players).map(([agent, p]) => [agent, actorFor(env, p as PlayOpponent, request.seed, agent, held)]));
+    const checked = new Set<string>();
+    let deadline = Date.now() + request.budgetMs;
+    let modelMs = 0;
+    let turnIndex = 0;
+    const seconds = (ms: number) => Math.round(ms / 1000);
+    let transcript;
+    try {
+      transcript = await playEpisode(env, {
+        episodeId: 'autoplay',
+        seed: request.seed,
+        taskSeed: request.seed,
+        row: request.row,
+        task: request.task,
+        maxTurns: request.maxTurns,
+        actor: async (agent, observation, episodeId, turn) => {
+          // A branch: its match's moves first, as they were played.
+          const index = turnIndex++;
+          if (request.prefix && index < request.prefix.length) return request.prefix[index];
+          if (Date.now() > deadline) {
+            throw new SandboxError('timeout', 'autoplay', `the episode took longer than ${seconds(request.budgetMs)} s and was stopped (each turn must be quick: training plays thousands)`, null, '');
+          }
+          const seat = held.seats[agent];
+          if (!seat) return (await actors[agent](agent, observation, episodeId, turn)).text;
+          if (!checked.has(agent)) {
+            checked.add(agent);
+            const why = seat.mismatch({ ...turn, observation });
+            if (why) throw new Unplayable(why);
+          }
+          const started = Date.now();
+          const { text } = await actors[agent](agent, observation, episodeId, turn);
+          const took = Date.now() - started;
+          modelMs += took;
+          deadline += took;
+          if (modelMs > 2 * request.budgetMs) {
+            throw new SandboxError('timeout', 'autoplay', `the checkpoints took longer than ${seconds(2 * request.budgetMs)} s in all to play this episode, so it was stopped: play fewer turns, or a smaller checkpoint`, null, '');
+          }
+          return text;
+        },
+      });
+    } catch (e) {
+      if (e instanceof Unplayable) return { refused: e.message };
+      throw e;
+    }
     const capped = {
       ...transcript,
       systemPrompts: Object.fromEntries(Object.entries(transcript.systemPrompts).map(([k, v]) => [k, cutText(v, MAX_TEXT)])),
@@ -308,6 +431,7 @@ export async function autoplay(request: AutoplayRequest): Promise<AutoplayResult
     };
     return { ok: true, description, players: players as Record<string, PlayOpponent>, transcript: capped, logs: logs.drain() };
   } finally {
+    checkpoints?.release();
     await env.dispose();
   }
 }

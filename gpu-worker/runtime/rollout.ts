@@ -18,7 +18,7 @@ import { TOOL_CALL_CLOSE } from '../../sdk/environment/tools';
 import { type EnvironmentHandle } from './environment-handle';
 import { SandboxError } from './sandbox/errors';
 import { type Policy, type SampleResult, type Tokenizer } from './policy';
-import type { SandboxErrorJson, ToolCallRecord } from '../../sdk/dry-run-report';
+import { agentSystemPrompt, type SandboxErrorJson, type ToolCallRecord } from '../../sdk/dry-run-report';
 
 export type EpisodeState = 'PENDING' | 'GENERATING' | 'INTERACTING' | 'TERMINATED';
 
@@ -295,11 +295,6 @@ function fail(out: EpisodeRollout, e: unknown) {
   out.error = e instanceof SandboxError ? e.toJSON() : { kind: 'crash', during: 'rollout', message: (e as Error).message, location: null, userStack: '' };
 }
 
-/** The system prompt an agent's policy reads: the environment's, then its tool paragraph. */
-export function agentSystemPrompt(systemPrompt: string, toolPrompt: string): string {
-  return [systemPrompt, toolPrompt].filter((s) => s !== '').join('\n\n');
-}
-
 /** BOS and the system message (nothing for an empty system prompt). */
 export function promptHead(tok: Tokenizer, system: string): number[] {
   return [tok.bos, ...(system ? [tok.roleToken('system'), ...tok.encode(system), tok.eos] : [])];
@@ -308,6 +303,21 @@ export function promptHead(tok: Tokenizer, system: string): number[] {
 /** One observation message followed by the assistant separator. */
 export function promptTurn(tok: Tokenizer, observation: string, role: 'user' | 'tool' = 'user'): number[] {
   return [tok.roleToken(role), ...tok.encode(observation), tok.eos, tok.roleToken('assistant')];
+}
+
+/**
+ * A whole conversation in the same format, ending with the assistant separator: what the
+ * playground sends (an assistant message is the policy's own earlier turn, closed by EOS as a
+ * rollout closes it).
+ */
+export function chatPrompt(tok: Tokenizer, system: string, messages: ReadonlyArray<{ role: 'user' | 'tool' | 'assistant'; text: string }>): number[] {
+  const out = promptHead(tok, system);
+  for (const m of messages) {
+    if (m.role === 'assistant') out.push(...tok.encode(m.text), tok.eos);
+    else out.push(...promptTurn(tok, m.text, m.role));
+  }
+  // A conversation that ends with the policy's own turn continues it (no new separator needed).
+  return out;
 }
 
 /**

@@ -43,6 +43,9 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['eval', 'c1', '--against', 'random', '--games', '8']).command).toMatchObject({ name: 'eval', checkpointId: 'c1', against: 'random', games: 8, watch: true });
     expect(parseCommandLine(['eval', 'c1', '--against', 'c2', '--env', 'v1', '--no-watch']).command).toMatchObject({ against: { checkpointId: 'c2' }, games: 20, env: 'v1', watch: false });
     expect(parseCommandLine(['eval', 'c1', '--temperature', '0']).command).toMatchObject({ temperature: 0 });
+    expect(parseCommandLine(['tournament', 'c1', 'c2', 'random', '--games', '4']).command).toEqual({ name: 'tournament', players: ['c1', 'c2', 'random'], games: 4, env: undefined, watch: true });
+    expect(() => parseCommandLine(['tournament', 'c1'])).toThrow(/two players or more/);
+    expect(() => parseCommandLine(['tournament', 'c1', 'c2', '--games', '0'])).toThrow(/--games must be a whole number from 1 to 1000/);
     expect(parseCommandLine(['eval', 'c1', '--temperature', '0.7']).command).toMatchObject({ temperature: 0.7 });
     expect(parseCommandLine(['eval', 'c1']).command).toMatchObject({ temperature: undefined });
     expect(parseCommandLine([]).command).toEqual({ name: 'help' });

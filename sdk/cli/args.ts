@@ -40,6 +40,7 @@ export type Command =
   | { name: 'logs'; jobId: string; follow: boolean }
   | { name: 'cancel'; jobId: string }
   | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number; temperature?: number }
+  | { name: 'tournament'; players: string[]; games: number; env?: string; watch: boolean }
   | { name: 'workers' }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string };
@@ -83,6 +84,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     priority: { type: 'string' },
     temperature: { type: 'string' },
   },
+  tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
   datasets: { name: { type: 'string' } },
   help: {},
@@ -120,6 +122,7 @@ export const USAGE: Record<string, string> = {
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
   eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--temperature T (0: greedy)] [--env <environment version id>] [--no-watch]',
+  tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
 };
@@ -193,6 +196,10 @@ export function parseCommandLine(argv: string[]): CommandLine {
         },
       };
     }
+    case 'tournament': {
+      if (rest.length < 2) throw new UsageError(`tournament needs two players or more, got ${rest.length}`, [`usage: ${USAGE.tournament}`]);
+      return { globals, command: { name: 'tournament', players: rest, games: positiveInt('games', str('games'), 1_000) ?? 10, env: str('env'), watch: !bool('no-watch') } };
+    }
     case 'workers':
       if (rest.length > 0) throw new UsageError(`workers takes no arguments, got: ${rest.join(' ')}`);
       return { globals, command: { name: 'workers' } };
@@ -247,6 +254,11 @@ commands:
       Submits an EVAL job (N games or problems against the environment's bot, random moves or
       another checkpoint) and watches it; prints the score. --env defaults to the environment
       the checkpoint was trained on.
+  ${USAGE.tournament}
+      Every checkpoint plays every other player, N games a pairing (default 10), seats
+      alternated, each pairing an EVAL job; bots are named as the environment names them
+      (random, scripted…) and do not play each other. Watches it and prints the Elo table
+      (95% intervals). --env defaults to the environment the first checkpoint was trained on.
   ${USAGE.workers}
       The workers that can run the team's jobs: the team's pool and the shared one.
   ${USAGE.datasets}

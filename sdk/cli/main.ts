@@ -9,6 +9,7 @@ import { evalCommand } from './commands/eval';
 import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
+import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { CliError, EXIT, toCliError } from './errors';
 import { printer, toJson, type CliIO } from './io';
@@ -30,6 +31,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return cancelCommand(ctx, command);
     case 'eval':
       return evalCommand(ctx, command);
+    case 'tournament':
+      return tournamentCommand(ctx, command);
     case 'workers':
       return workersCommand(ctx);
     case 'datasets':

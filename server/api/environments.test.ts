@@ -5,7 +5,7 @@
  */
 import { createTRPCClient, httpLink, TRPCClientError } from '@trpc/client';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadTemplate } from '../../env-templates/load-template';
+import { loadTemplate, TEMPLATE_NAMES } from '../../env-templates/load-template';
 import { transformer } from '../../sdk/transformer';
 import type { AppRouter } from './root';
 import { addMember, createUserWithTeam, useTestServer } from '../test-support/test-server';
@@ -45,6 +45,15 @@ describe('environments for the editor', () => {
       message: 'name: an environment named scratch exists in this team; open it, or choose another name',
     });
     await expect(api.environments.create.mutate({ teamId, name: 'other', from: { template: 'nope' as 'bandit' } })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
+  });
+
+  it.each(TEMPLATE_NAMES.filter((name) => name !== 'bandit'))('a new environment from the %s template has its README, next to its code', async (name) => {
+    const created = await api.environments.create.mutate({ teamId, name: `readme-${name}`, from: { template: name } });
+    if (!created.ok) throw new Error(`not created: ${JSON.stringify(created)}`);
+    const { files } = await api.environments.version.query({ teamId, versionId: created.versionId });
+    const template = loadTemplate(name);
+    expect(template.readme).toMatch(/^## Try it in the play console$/m);
+    expect(files).toEqual({ ...template.source.files, 'README.md': template.readme });
   });
 
   it('a data-dependent copy brings its datasets along, dry-runs on them, and says which it read', async () => {

@@ -96,6 +96,19 @@ describe('inference sessions', () => {
     for (const t of tokens) expect(t.logprob).toBeLessThanOrEqual(0);
     if (done.reason === 'length') expect(tokens.length).toBeGreaterThan(0);
 
+    // The playground's request: a conversation in the policy's chat format, with each token's
+    // five likeliest alternatives (the chosen token's probability is at most the likeliest's).
+    const chat = await api.inference.sample.mutate({ teamId, jobId, chat: { system: 'Play.', messages: [{ role: 'user', text: 'Your move.' }] }, maxTokens: 8, temperature: 1, seed: 3, alternatives: 5 });
+    await waitUntil('the chat sample to end', async () => events.find((e) => e.requestId === chat.requestId && e.kind === 'done'), 20_000);
+    const chatTokens = events.filter((e): e is Token => e.requestId === chat.requestId && e.kind === 'token');
+    for (const t of chatTokens) {
+      expect(t.alternatives?.length).toBe(5);
+      const alts = t.alternatives!.map((a) => a.logprob);
+      expect(alts).toEqual([...alts].sort((a, b) => b - a));
+      expect(t.logprob).toBeLessThanOrEqual(alts[0] + 1e-9);
+    }
+    await expect(api.inference.sample.mutate({ teamId, jobId, chat: { system: '', messages: [] } })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
+
     // A member of another team sees no such team, let alone the session.
     const stranger = await createUserWithTeam(s.server.url, s.t.db);
     await expect(client(stranger.cookie).inference.sample.mutate({ teamId, jobId, prompt: 'x', maxTokens: 4, temperature: 1 })).rejects.toMatchObject({ data: { code: 'NOT_FOUND' } });

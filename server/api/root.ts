@@ -13,6 +13,7 @@ import { quotasRouter } from './routers/quotas';
 import { runsRouter } from './routers/runs';
 import { systemRouter } from './routers/system';
 import { teamsRouter } from './routers/teams';
+import { tournamentsRouter } from './routers/tournaments';
 import { workerTokensRouter } from './routers/worker-tokens';
 import { workersRouter } from './routers/workers';
 import { router } from './trpc';
@@ -36,6 +37,7 @@ export const appRouter = router({
   runs: runsRouter,
   inference: inferenceRouter,
   play: playRouter,
+  tournaments: tournamentsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -107,6 +107,9 @@ describe('runs lists', () => {
       { kind: 'SAMPLER', step: 2, bytes: 4096, isAdapter: false, job: { id: train.id, kind: 'TRAIN', state: 'RUNNING', environmentName: 'coin', environmentVersion: 1 } },
     ]);
     expect(await api.runs.teamCheckpoints.query({ teamId, kind: 'TRAINING' })).toEqual({ checkpoints: [], total: 0 });
+    // One environment's (the play console and the launcher offer those): the run on coin wrote it.
+    expect((await api.runs.teamCheckpoints.query({ teamId, kind: 'SAMPLER', environmentId: env.environmentId })).checkpoints.map((c) => c.step)).toEqual([2]);
+    expect(await api.runs.teamCheckpoints.query({ teamId, environmentId: 'another-environment' })).toEqual({ checkpoints: [], total: 0 });
 
     const matches = await api.runs.teamMatches.query({ teamId });
     expect(matches.total).toBe(1);
@@ -118,6 +121,24 @@ describe('runs lists', () => {
       },
     ]);
     expect((await api.runs.teamMatches.query({ teamId, jobId: sft.id })).total).toBe(0);
+
+    // Filters: by result, by who played (text of a seat's policy), by length, by checkpoint.
+    const count = async (filter: Omit<Parameters<typeof api.runs.teamMatches.query>[0], 'teamId'>) => (await api.runs.teamMatches.query({ teamId, ...filter })).total;
+    expect(await count({ result: 'win' })).toBe(1);
+    expect(await count({ result: 'draw' })).toBe(0);
+    expect(await count({ result: 'error' })).toBe(0);
+    expect(await count({ player: 'SCRIPTED' })).toBe(1);
+    expect(await count({ player: 'expert' })).toBe(0);
+    expect(await count({ player: '%' })).toBe(0); // a LIKE wildcard is only text
+    expect(await count({ minMoves: 3, maxMoves: 3 })).toBe(1);
+    expect(await count({ minMoves: 4 })).toBe(0);
+    const checkpoint = (await api.runs.teamCheckpoints.query({ teamId, kind: 'SAMPLER' })).checkpoints[0].id;
+    expect(await count({ checkpointId: checkpoint })).toBe(0);
+    await s.t.db.match.create({
+      data: { teamId, agents: [{ name: 'black', policy: `checkpoint:${checkpoint}` }, { name: 'white', policy: 'user' }], moves: [], result: { endReason: 'terminated', error: 'boom' }, winner: null },
+    });
+    expect(await count({ checkpointId: checkpoint })).toBe(1);
+    expect(await count({ result: 'error', player: 'user' })).toBe(1);
   });
 
   it('says which jobs run on each worker, naming only the team’s own', async () => {

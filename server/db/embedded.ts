@@ -25,6 +25,8 @@ export interface EmbeddedDatabase {
   url: string;
   dataDir: string;
   stop(): Promise<void>;
+  /** Asks the server to stop (fast shutdown) without waiting: for a process exiting at once, so that its database does not run on. */
+  signalStop(): void;
 }
 
 const USER = 'whetstone';
@@ -75,17 +77,28 @@ function closedToOthers(dir: string): { dir: string; mode: string } | null {
   }
 }
 
+/** Sends the data folder's server PostgreSQL's "fast" shutdown (consistent, no recovery needed); its pid, or null when none runs. */
+function signalPostmaster(dataDir: string): number | null {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  } catch {
+    return null;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 'SIGINT');
+    return pid;
+  } catch {
+    return null; // not running: PostgreSQL removes a stale pid file itself
+  }
+}
+
 /** A server left running by a process that was killed: stop it so this one can own the folder. */
 async function stopOrphan(dataDir: string): Promise<void> {
-  const pidFile = path.join(dataDir, 'postmaster.pid');
-  if (!fs.existsSync(pidFile)) return;
-  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return;
-  try {
-    process.kill(pid, 'SIGINT'); // PostgreSQL's "fast" shutdown: consistent, no recovery needed
-  } catch {
-    return; // not running: PostgreSQL removes a stale pid file itself
-  }
+  const pid = signalPostmaster(dataDir);
+  if (pid === null) return;
   for (let i = 0; i < 100; i++) {
     await new Promise((r) => setTimeout(r, 100));
     try {
@@ -165,7 +178,7 @@ export async function startEmbeddedPostgres(home: string, log: (line: string) =>
   } finally {
     await admin.end();
   }
-  return { url, dataDir, stop: () => pgServer.stop() };
+  return { url, dataDir, stop: () => pgServer.stop(), signalStop: () => signalPostmaster(dataDir) };
 }
 
 /**

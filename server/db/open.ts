@@ -5,6 +5,8 @@ export interface OpenedDatabase {
   url: string;
   embedded: boolean;
   stop(): Promise<void>;
+  /** Asks an embedded database to stop without waiting (a process exiting at once); nothing for DATABASE_URL's. */
+  signalStop(): void;
 }
 
 /** DATABASE_URL when set (checked to answer), else the embedded PostgreSQL under $WHETSTONE_HOME. */
@@ -15,8 +17,8 @@ export async function openDatabase(opts: {
 }): Promise<OpenedDatabase> {
   if (opts.databaseUrl) {
     await checkDatabaseReachable(opts.databaseUrl);
-    return { url: opts.databaseUrl, embedded: false, stop: async () => {} };
+    return { url: opts.databaseUrl, embedded: false, stop: async () => {}, signalStop: () => {} };
   }
   const embedded = await startEmbeddedPostgres(opts.home, opts.log);
-  return { url: embedded.url, embedded: true, stop: embedded.stop };
+  return { url: embedded.url, embedded: true, stop: embedded.stop, signalStop: embedded.signalStop };
 }

@@ -1,4 +1,4 @@
-import { BLANK_TEMPLATE, loadTemplate, README_FILE, type TemplateName } from '../../env-templates/load-template';
+import { BLANK_TEMPLATE, loadTemplate, templateFiles, type TemplateName } from '../../env-templates/load-template';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import { storeDatasetVersion } from '../datasets/store-version';
@@ -72,8 +72,7 @@ export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRun
 async function contentFrom(db: Db, blobs: BlobStore, teamId: string, from: CreateFrom): Promise<Content | null> {
   if (!('versionId' in from)) {
     const template = loadTemplate('template' in from ? from.template : BLANK_TEMPLATE);
-    // The template's README comes along, to be edited with the code (the editor renders it).
-    const files = template.readme ? { ...template.source.files, [README_FILE]: template.readme } : template.source.files;
+    const files = templateFiles(template);
     return { entry: template.source.entry, files, manifest: template.rawManifest, datasets: template.datasetFiles };
   }
   const version = await db.environmentVersion.findFirst({

@@ -99,7 +99,9 @@ export class DryRunPool {
     if (this.closed || this.slots.length > 0) return;
     const slot = this.spawn();
     const command: DryRunProcessCommand = { type: 'warm' };
-    void slot.ready.then(() => !slot.job && slot.child.exitCode === null && slot.child.send(command));
+    // A send to a process that is going (the pool closed while it started: a Ctrl-C during
+    // start-up) fails; with no callback the failure is an 'error' event that ends the server.
+    void slot.ready.then(() => !slot.job && !slot.dying && slot.child.connected && slot.child.send(command, () => {}));
   }
 
   /** Stops every process; waiting dry runs are answered as not run. */
@@ -168,7 +170,8 @@ export class DryRunPool {
       if (job?.id !== id) return;
       clearTimeout(job.timer);
       job.timer = setTimeout(() => this.expire(slot, id), waiting.budgetMs + this.o.graceMs);
-      slot.child.send(command);
+      // A process that has gone answers through its exit handler; the failed send is not an error event.
+      slot.child.send(command, () => {});
     });
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { probeEnvironmentSource } from '../test-support/probe-environment';
 import { seedTeam, trpc } from '../test-support/reliability/harness';
 import { useTestServer } from '../test-support/test-server';
 
@@ -6,20 +7,8 @@ import { useTestServer } from '../test-support/test-server';
 // its budget in the dry-run pool, every save is INVALID with the reason, and the server answers
 // health all along (its event loop never runs their code).
 
-const SLOW = `import { defineEnvironment } from 'whetstone';
-export default defineEnvironment<undefined, { n: number }>({
-  name: 'slow',
-  systemPrompt: 'probe',
-  sample: () => undefined,
-  reset(ctx) { ctx.state = { n: 0 }; return 'go'; },
-  step(action, ctx) {
-    ctx.state.n++;
-    const until = Date.now() + 900; while (Date.now() < until) {}
-    return { observation: 'x'.repeat(900000), reward: 0, terminated: ctx.state.n >= 1000 };
-  },
-  bots: { any: () => 'x' },
-});
-`;
+const SLOW = probeEnvironmentSource('slow', `const until = Date.now() + 900; while (Date.now() < until) {}
+    return { observation: 'x'.repeat(900000), reward: 0, terminated: ctx.state.n >= 1000 };`);
 
 /** Each dry run's budget: a server that ran user code on its own loop would stall this long per save. */
 const BUDGET_MS = 5_000;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTemplate } from '../../env-templates/load-template';
+import { probeEnvironmentSource } from '../test-support/probe-environment';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { DryRunPool } from './dry-run-pool';
 import { saveEnvironmentVersion } from './save-version';
@@ -44,20 +45,8 @@ describe('saving environment versions', () => {
 
   /** An environment whose step runs `body` (a function body over action and ctx) and ends the episode after `turns` turns. */
   function environment(name: string, body: string, turns = 3) {
-    const code = `import { defineEnvironment } from 'whetstone';
-export default defineEnvironment<undefined, { n: number }>({
-  name: '${name}',
-  systemPrompt: 'probe',
-  sample: () => undefined,
-  reset(ctx) { ctx.state = { n: 0 }; return 'go'; },
-  step(action, ctx) {
-    ctx.state.n++;
-    ${body}
-    return { observation: 'more', reward: 0, terminated: ctx.state.n >= ${turns} };
-  },
-  bots: { any: () => 'x' },
-});
-`;
+    const code = probeEnvironmentSource(name, `${body}
+    return { observation: 'more', reward: 0, terminated: ctx.state.n >= ${turns} };`);
     const manifest = { name, version: '1.0.0', kind: 'multi-turn', limits: { maxTurns: turns, maxTokensPerTurn: 4, maxResponseTokens: 400 } };
     return { teamId, userId, name, entry: 'env.ts', files: { 'env.ts': code }, manifest };
   }
@@ -94,11 +83,28 @@ export default defineEnvironment<undefined, { n: number }>({
 
   it("a team's saves wait for each other, and the report says behind how many", async () => {
     const pool = new DryRunPool({ processes: 2, perTeam: 1 });
+    // Which save reaches the pool first is not this test's business (each writes to the database
+    // before it asks): the pool's calls are recorded in the order they come, and the first is held
+    // until the second has come, so that both wait in the pool together.
+    const arrived: string[] = [];
+    let bothArrived!: () => void;
+    const together = new Promise<void>((resolve) => (bothArrived = resolve));
+    const run = pool.run.bind(pool);
+    pool.run = async (...args: Parameters<DryRunPool['run']>) => {
+      arrived.push(Object.values(args[1].source.files).join('').match(/name: '(queued-\w)'/)![1]);
+      if (arrived.length === 2) bothArrived();
+      await together;
+      return run(...args);
+    };
     try {
-      const a = saveEnvironmentVersion(t.db, pool, environment('queued-a', 'const until = Date.now() + 50; while (Date.now() < until) {}'));
-      const b = saveEnvironmentVersion(t.db, pool, environment('queued-b', ''));
-      const [first, second] = await Promise.all([a, b]);
+      // Each run takes a while (a busy step), whichever goes first.
+      const slow = 'const until = Date.now() + 50; while (Date.now() < until) {}';
+      const saves = { 'queued-a': saveEnvironmentVersion(t.db, pool, environment('queued-a', slow)), 'queued-b': saveEnvironmentVersion(t.db, pool, environment('queued-b', slow)) };
+      await Promise.all(Object.values(saves));
+      expect([...arrived].sort()).toEqual(['queued-a', 'queued-b']);
+      const [first, second] = await Promise.all(arrived.map((name) => saves[name as keyof typeof saves]));
       if (!first.ok || !second.ok) throw new Error('expected saved versions');
+      // One at a time, in the order the pool got them: the second waited for the whole of the first.
       expect(first.validation?.queue).toMatchObject({ ahead: 0 });
       expect(second.validation?.queue?.ahead).toBe(1);
       expect(second.validation?.queue?.waitedMs).toBeGreaterThan(0);

@@ -32,6 +32,8 @@ describe('built-in environment templates', () => {
       expect(env.versions).toHaveLength(1);
       expect(env.versions[0].contentHash).toMatch(/^[0-9a-f]{64}$/);
       expect(Object.keys(env.versions[0].files as object)).toContain(env.versions[0].entry);
+      // The README comes with the code, as in an environment a user makes from the template.
+      expect((env.versions[0].files as Record<string, string>)['README.md']).toMatch(/^# /);
     }
     const datasets = await t.db.datasetVersion.findMany({ where: { dataset: { teamId: team.id } }, include: { dataset: true } });
     expect(datasets.map((d) => d.dataset.name)).toEqual(expect.arrayContaining(['math/data/train.jsonl', 'math/data/held-out.jsonl']));

@@ -1,4 +1,4 @@
-import { loadTemplate, TEMPLATE_NAMES, type LoadedTemplate, type TemplateName } from '../../env-templates/load-template';
+import { loadTemplate, TEMPLATE_NAMES, templateFiles, type LoadedTemplate, type TemplateName } from '../../env-templates/load-template';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
@@ -22,7 +22,8 @@ function template(name: TemplateName): LoadedTemplate {
 
 function templateContent(name: TemplateName) {
   const t = template(name);
-  const content = { entry: t.source.entry, files: t.source.files, manifest: t.manifest as unknown as Prisma.InputJsonObject };
+  // With its README, as an environment made from the template has it.
+  const content = { entry: t.source.entry, files: templateFiles(t), manifest: t.manifest as unknown as Prisma.InputJsonObject };
   return { ...content, contentHash: environmentContentHash(content) };
 }
 

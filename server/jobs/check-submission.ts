@@ -1,7 +1,7 @@
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { type DryRunReport, firstProblem } from '../../sdk/dry-run-report';
 import { jobConfigSchemas, resolveJobTraining, type TrainJobConfig } from '../../sdk/job-config';
-import { estimateTrainingBytes, type TrainingConfig } from '../../sdk/training-config';
+import { estimateTrainingBytes, OPPONENT_CHECKPOINT, type TrainingConfig } from '../../sdk/training-config';
 import { roleAtLeast } from '../auth/roles';
 import type { Db } from '../db/client';
 import type { Role } from '../db/generated/prisma/enums';
@@ -90,6 +90,8 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   if (typeof warmDataset === 'string' && !(await db.datasetVersion.findFirst({ where: { id: warmDataset, dataset: { teamId } }, select: { id: true } }))) {
     return refuse('NOT_FOUND', 'No such dataset version in this team', 'training.warmStart.datasetVersionId');
   }
+  const opponent = await missingOpponentCheckpoint(db, teamId, resolved.training);
+  if (opponent) return opponent;
   const estimate = await memoryEstimate(db, teamId, resolved.training);
   if (!estimate.fits) {
     const gb = (n: number) => `${(n / 1024 ** 3).toFixed(n < 1024 ** 3 ? 2 : 1)} GB`;
@@ -117,6 +119,23 @@ async function missingReference(db: Db, teamId: string, config: Record<string, u
   const checkpoints: Array<[unknown, string]> = [[config.baseCheckpointId, 'baseCheckpointId'], [config.checkpointId, 'checkpointId'], [against?.checkpointId, 'against.checkpointId']];
   for (const [id, field] of checkpoints) {
     if (typeof id === 'string' && !(await db.checkpoint.findFirst({ where: { id, teamId }, select: { id: true } }))) return missing('checkpoint', field);
+  }
+  return null;
+}
+
+/**
+ * A multi-agent opponent mix may name saved checkpoints of the team's ("checkpoint:<id>", frozen
+ * opponents): each must be the team's own. The scheduler hands their storage keys to the worker
+ * with the assignment's blobKeys (server/scheduler/assignments.ts).
+ */
+async function missingOpponentCheckpoint(db: Db, teamId: string, training: TrainingConfig): Promise<({ ok: false } & Refusal) | null> {
+  const mix = (training as { opponents?: Record<string, number> }).opponents ?? {};
+  for (const name of Object.keys(mix)) {
+    if (!name.startsWith(OPPONENT_CHECKPOINT)) continue;
+    const id = name.slice(OPPONENT_CHECKPOINT.length);
+    if (!(await db.checkpoint.findFirst({ where: { id, teamId }, select: { id: true } }))) {
+      return refuse('NOT_FOUND', `No such checkpoint in this team: training.opponents names "${name}"`, 'training.opponents');
+    }
   }
   return null;
 }

@@ -47,6 +47,18 @@ describe('jobs.submit refuses what cannot run, and bounds what can', () => {
     await expect(submit(team, { training: { warmStart: { steps: 10 } } })).rejects.toThrow(/config\.training\.warmStart\.from: write "from": "bot"/);
   });
 
+  it("a frozen checkpoint opponent must be the team's own; the refusal names the field", async () => {
+    const team = await seedTeam(ctx.t.db);
+    const stranger = await seedTeam(ctx.t.db);
+    const checkpoint = (teamId: string) => ctx.t.db.checkpoint.create({ data: { teamId, kind: 'SAMPLER', step: 1, storageKey: `k-${Math.random()}`, bytes: 1n, sha256: '0' } });
+    const [own, foreign] = [await checkpoint(team.teamId), await checkpoint(stranger.teamId)];
+    const against = (id: string) => ({ training: { opponents: { [`checkpoint:${id}`]: 1, random: 1 } } });
+    await expect(submit(team, against(foreign.id))).rejects.toThrow(`No such checkpoint in this team: training.opponents names "checkpoint:${foreign.id}"`);
+    const job = await submit(team, against(own.id));
+    const config = (await ctx.t.db.job.findUniqueOrThrow({ where: { id: job.id } })).config as { training: Record<string, unknown> };
+    expect(config.training.opponents).toEqual({ [`checkpoint:${own.id}`]: 1, random: 1 });
+  });
+
   it('a job on a version whose dry run failed is refused, naming the version and its first error', async () => {
     const team = await seedTeam(ctx.t.db);
     await ctx.t.db.environmentVersion.update({

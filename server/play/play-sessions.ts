@@ -21,8 +21,12 @@ import type {
   PlayProcessMessage,
   PlayRefusal,
   PlaySessionSummary,
+  PlayPlayer,
   PlayStepResult,
+  PlayTurn,
 } from '../../sdk/play';
+import { type playedMatch } from '../../sdk/play';
+import type { Json } from '../../sdk/environment/schema';
 import { forkRuntime } from '../environments/fork-runtime';
 
 export interface PlaySessionsOptions {
@@ -87,6 +91,16 @@ interface Session {
   idle: NodeJS.Timeout | null;
   busy: boolean;
   process: TeamProcess;
+  /** The game so far, for its match record once it ends. */
+  game: { agents: string[]; players: Record<string, PlayPlayer>; turns: PlayTurn[]; task: Json };
+  /** The saved version it plays (null for the editor's draft). */
+  versionId: string | null;
+}
+
+/** A game of several agents that ended in a step: what its match record is made of. */
+export interface FinishedGame {
+  game: Parameters<typeof playedMatch>[0];
+  versionId: string | null;
 }
 
 export class PlaySessions {
@@ -105,7 +119,7 @@ export class PlaySessions {
   }
 
   /** Opens a session for a user of a team; compile and load errors come back in the result (no session then). */
-  async open(teamId: string, userId: string, environment: string, request: PlayOpenRequest): Promise<PlayOpenResult> {
+  async open(teamId: string, userId: string, environment: string, request: PlayOpenRequest, versionId: string | null = null): Promise<PlayOpenResult> {
     this.refuseIfClosed();
     const team = [...this.sessions.values()].filter((s) => s.teamId === teamId).length + (this.opening.get(teamId) ?? 0);
     if (team >= this.o.perTeam) {
@@ -121,7 +135,9 @@ export class PlaySessions {
       const result = refusedOr(answer.type === 'opened' ? answer.result : null);
       if (result.ok && !result.done) {
         const now = new Date();
-        const session: Session = { id: sessionId, teamId, userId, environment, seat: result.seat, openedAt: now, lastActiveAt: now, idle: null, busy: false, process };
+        const players: Record<string, PlayPlayer> = { ...result.opponents, [result.seat]: { user: true } };
+        const game = { agents: result.description.agents, players, turns: [...result.history], task: result.task };
+        const session: Session = { id: sessionId, teamId, userId, environment, seat: result.seat, openedAt: now, lastActiveAt: now, idle: null, busy: false, process, game, versionId };
         this.sessions.set(sessionId, session);
         process.sessions.add(sessionId);
         this.touch(session);
@@ -135,8 +151,8 @@ export class PlaySessions {
     }
   }
 
-  /** The user's action in a session; the bots' turns after it come back with it. */
-  async step(teamId: string, userId: string, sessionId: string, action: string): Promise<PlayStepResult> {
+  /** The user's action in a session; the bots' turns after it come back with it, and the whole game once a game of several agents ends. */
+  async step(teamId: string, userId: string, sessionId: string, action: string): Promise<{ result: PlayStepResult; finished: FinishedGame | null }> {
     const session = this.owned(teamId, userId, sessionId);
     if (session.busy) throw new PlayRefused('CONFLICT', 'the previous action of this session is still being played: wait for its answer');
     session.busy = true;
@@ -145,10 +161,15 @@ export class PlaySessions {
       const answer = await this.send(session.process, { type: 'step', sessionId, action });
       if (answer.type !== 'stepped') throw new Error(`a play process answered a step with ${answer.type}`);
       const result = answer.result;
+      session.game.turns.push(...(result.turn ? [result.turn] : []), ...result.botTurns);
       // (A process that stopped has ended its sessions already, saying why.)
       if (result.done && this.sessions.get(sessionId) === session) this.end(session, result.error ? `the environment failed: ${result.error.message}` : `the episode ended (${result.endReason})`, false);
       else this.touch(session);
-      return result;
+      const finished =
+        result.done && session.game.agents.length > 1 && session.game.turns.length > 0
+          ? { game: { ...session.game, endReason: result.endReason, returns: result.returns, error: result.error?.message ?? null }, versionId: session.versionId }
+          : null;
+      return { result, finished };
     } finally {
       session.busy = false;
     }

@@ -4,7 +4,8 @@
  * dataset row that is the episode's task.
  */
 import type { Json } from '../../sdk/environment/schema';
-import { parseManifest } from '../../sdk/manifest';
+import { manifestTraining, parseManifest } from '../../sdk/manifest';
+import type { PlaySampling } from '../../sdk/play';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import { PlayRefused } from './play-sessions';
@@ -14,6 +15,8 @@ export type PlaySourceInput = { versionId: string } | { draft: { entry: string; 
 export interface PlaySource {
   source: { files: Record<string, string>; entry: string };
   maxTurns: number;
+  /** How a checkpoint that plays a seat samples: as training's rollouts would (the manifest's limits and training options). */
+  sampling: PlaySampling;
   /** The environment's name, for the session list. */
   environment: string;
   /** The dataset row for the episode's task, when the environment reads a dataset. */
@@ -43,7 +46,14 @@ export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string
   if (!parsed.ok) throw new PlayRefused('BAD_REQUEST', `The manifest is not valid: ${parsed.problems.map((p) => `manifest.${p}`).join('; ')}`);
   const { name, limits, dataset } = parsed.manifest;
   const text = await datasetText(db, blobs, teamId, input.datasetVersionId, template && dataset ? `${template}/${dataset.train}` : null);
-  return { source: { files, entry }, maxTurns: limits.maxTurns, environment: name, ...(text !== null ? { row: pickRow(text, input.seed) } : {}) };
+  const training = manifestTraining(parsed.manifest);
+  const sampling: PlaySampling = {
+    maxTokensPerTurn: limits.maxTokensPerTurn,
+    maxResponseTokens: limits.maxResponseTokens,
+    temperature: 'temperature' in training ? training.temperature : 1,
+    maskActions: 'maskActions' in training ? training.maskActions : true,
+  };
+  return { source: { files, entry }, maxTurns: limits.maxTurns, sampling, environment: name, ...(text !== null ? { row: pickRow(text, input.seed) } : {}) };
 }
 
 /**

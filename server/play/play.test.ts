@@ -1,5 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadTemplate } from '../../env-templates/load-template';
+import { runJob } from '../../gpu-worker/job-runner/run-job';
+import { JobControl, MemorySink } from '../../gpu-worker/job-runner/sink';
+import { testBackend } from '../../gpu-worker/test-support/engine/test-setup';
+import { templateEnvironment, testAssignment } from '../../gpu-worker/test-support/job-runner/assignments';
 import type { AutoplayResult, PlayOpenResult, PlaySession, PlaySessionSummary, PlayStepResult } from '../../sdk/play';
 import { seedTeam, waitUntil } from '../test-support/reliability/harness';
 import { useTestServer } from '../test-support/test-server';
@@ -106,6 +113,12 @@ describe('play sessions through the API', () => {
     const lost = await must(call<PlayStepResult>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: 'I pass' }));
     expect(lost).toMatchObject({ turn: { rewards: { white: -1, black: 1 }, terminated: true, info: { result: 'black' } }, botTurns: [], done: true, endReason: 'terminated', returns: { white: -1, black: 1 } });
     expect(lost.turn!.info.reason).toMatch(/^invalid move by white/);
+    // The game is kept as a match of the team, whole, with who played each seat (a draft's: no version).
+    const match = await ctx.t.db.match.findUniqueOrThrow({ where: { id: lost.matchId! } });
+    expect(match).toMatchObject({ teamId: team.teamId, jobId: null, environmentVersionId: null, winner: 'black', agents: [{ name: 'black', policy: 'bot:scripted' }, { name: 'white', policy: 'user' }] });
+    expect((match.moves as Array<{ agent: string; text: string }>).map((m) => m.agent)).toEqual(['black', 'white', 'black', 'white']);
+    expect((match.moves as Array<{ text: string }>)[3].text).toBe('I pass');
+    expect(match.result).toMatchObject({ endReason: 'terminated', returns: { white: -1, black: 1 }, task: { size: 9, winLength: 5 } });
   });
 
   it('an error in the environment ends the session at the user\'s line, and a loop is stopped at the deadline', async () => {
@@ -171,7 +184,39 @@ describe('play sessions through the API', () => {
     expect(game.transcript.error).toBeNull();
     expect(game.transcript.turns.length).toBeGreaterThan(8);
     expect(['black', 'white', 'draw']).toContain(game.transcript.finalInfo.result);
+    // A game of two agents is kept as a match; a one-agent episode is not.
+    expect(oracle.matchId).toBeUndefined();
+    const saved = await ctx.t.db.match.findUniqueOrThrow({ where: { id: game.matchId! } });
+    expect(saved.agents).toEqual([{ name: 'black', policy: 'bot:scripted' }, { name: 'white', policy: 'random' }]);
+    expect((saved.moves as unknown[]).length).toBe(game.transcript.turns.length);
     expect(game.transcript.turns.map((t) => t.agent).slice(0, 4)).toEqual(['black', 'white', 'black', 'white']);
+
+    // Branch from here: a draft's game has no version to continue on.
+    expect(await call(url, team.apiKey, 'play.branch', { teamId: team.teamId, matchId: game.matchId, move: 2, policy: { bot: 'scripted' } })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+  });
+
+  it('branch from here: a saved version’s match replayed to a move, then continued by other players, kept as a variation', async () => {
+    const team = await seedTeam(ctx.t.db);
+    const other = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const version = await must(call<{ versionId: string }>(url, team.apiKey, 'environments.create', { teamId: team.teamId, name: 'go', from: { template: 'gomoku' } }));
+    const parent = await must(call<AutoplayResult>(url, team.apiKey, 'play.autoplay', { teamId: team.teamId, source: { versionId: version.versionId }, policy: { bot: 'scripted' }, opponents: { white: { random: true } }, seed: 4 }));
+    if (!parent.ok || !parent.matchId) throw new Error('autoplay failed');
+    const branch = await must(call<AutoplayResult>(url, team.apiKey, 'play.branch', { teamId: team.teamId, matchId: parent.matchId, move: 4, policy: { bot: 'expert' }, opponents: { black: { bot: 'scripted' } }, seed: 9 }));
+    if (!branch.ok || !branch.matchId) throw new Error('branch failed');
+    expect(branch.matchId).not.toBe(parent.matchId);
+    // The first four moves are the parent's, on the parent's task; then the new players.
+    expect(branch.transcript.turns.slice(0, 4).map((t) => t.action)).toEqual(parent.transcript.turns.slice(0, 4).map((t) => t.action));
+    expect(branch.transcript.task).toEqual(parent.transcript.task);
+    expect(branch.players).toEqual({ black: { bot: 'scripted' }, white: { bot: 'expert' } });
+    const saved = await ctx.t.db.match.findUniqueOrThrow({ where: { id: branch.matchId } });
+    expect(saved).toMatchObject({ environmentVersionId: version.versionId, result: { parent: { matchId: parent.matchId, move: 4 } } });
+    // The parent lists it as a variation, with the move it left at.
+    const withVariations = await must(call<{ variations: Array<{ id: string; move: number }> }>(url, team.apiKey, 'runs.match', { teamId: team.teamId, matchId: parent.matchId }, 'query'));
+    expect(withVariations.variations).toEqual([expect.objectContaining({ id: branch.matchId, move: 4 })]);
+    // Past the end, and another team's match, are refused.
+    expect(await call(url, team.apiKey, 'play.branch', { teamId: team.teamId, matchId: parent.matchId, move: 10_000, policy: { bot: 'scripted' } })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    expect(await call(url, other.apiKey, 'play.branch', { teamId: other.teamId, matchId: parent.matchId, move: 1, policy: { bot: 'scripted' } })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
   });
 
   it('caps open sessions per team, and a killed process ends its sessions with a clear error while other teams play on', async () => {
@@ -217,5 +262,81 @@ describe('idle play sessions', () => {
     expect(await call(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: 'hi' })).toMatchObject({
       ok: false, code: 'NOT_FOUND', message: 'This play session has ended: it was idle for 300 ms. Open a new one.',
     });
+  });
+});
+
+describe('checkpoints as players', () => {
+  const ctx = useTestServer();
+  // The sampler checkpoint of a 1-step gomoku run by the job runner (it plays badly, which is fine).
+  let sampler: Uint8Array;
+
+  beforeAll(async () => {
+    await testBackend();
+    const sink = new MemorySink();
+    const training = { steps: 1, batchSize: 1, groupSize: 2, warmStart: null, evalEpisodes: 0, model: { layers: 1, width: 16, heads: 2, contextLength: 256 } };
+    const result = await runJob(testAssignment({ config: { environmentVersionId: 'g', training }, environment: templateEnvironment('gomoku') }), sink, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    sampler = sink.checkpoints.find((c) => c.kind === 'SAMPLER')!.bytes;
+  });
+
+  /** The checkpoint stored as the server stores an upload: its bytes in the blob store, a row of the team's. */
+  async function teamCheckpoint(teamId: string, bytes = sampler, claimedBytes?: bigint) {
+    const stored = await ctx.server.blobs.put(Buffer.from(bytes), 'checkpoints');
+    const row = await ctx.t.db.checkpoint.create({ data: { teamId, kind: 'SAMPLER', step: 1, storageKey: stored.key, bytes: claimedBytes ?? BigInt(stored.bytes), sha256: stored.sha256 } });
+    return row.id;
+  }
+
+  it('a checkpoint opens as black with a legal move, answers the user, and plays a whole episode by itself', async () => {
+    const team = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const checkpointId = await teamCheckpoint(team.teamId);
+    const session = opened(
+      await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source: draftOf(gomoku), seat: 'white', opponents: { black: { checkpointId } }, seed: 4 })),
+    );
+    expect(session).toMatchObject({ seat: 'white', opponents: { black: { checkpointId } }, turn: 1, done: false, error: null });
+    const first = session.history[0];
+    expect(first).toMatchObject({ agent: 'black', by: { checkpointId }, info: { player: 'black', moveNumber: 1 }, next: { agent: 'white' } });
+    expect(first.action).toMatch(/^<move>\d,\d<\/move>$/);
+    expect(first.info.result).toBeUndefined();
+    expect(first.logprob).toBeLessThanOrEqual(0);
+
+    const free = ['5,5', '1,1', '9,9'].find((cell) => String(first.info.move) !== cell)!;
+    const step = await must(call<PlayStepResult>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: `<move>${free}</move>` }));
+    expect(step).toMatchObject({ done: false, error: null, botTurns: [{ agent: 'black', by: { checkpointId }, info: { player: 'black', moveNumber: 3 } }] });
+    expect(await must(call(url, team.apiKey, 'play.close', { teamId: team.teamId, sessionId: session.sessionId }))).toEqual({ closed: true });
+
+    const game = await must(call<AutoplayResult>(url, team.apiKey, 'play.autoplay', { teamId: team.teamId, source: draftOf(gomoku), policy: { checkpointId }, opponents: { white: { bot: 'random' } }, seed: 2 }));
+    if (!game.ok) throw new Error(`autoplay failed: ${JSON.stringify(game)}`);
+    expect(game.players).toEqual({ black: { checkpointId }, white: { bot: 'random' } });
+    expect(game.transcript.error).toBeNull();
+    expect(['black', 'white', 'draw']).toContain(game.transcript.finalInfo.result);
+    expect(String(game.transcript.finalInfo.reason)).not.toMatch(/invalid move/);
+    expect(game.transcript.turns.filter((t) => t.agent === 'black').length).toBeGreaterThan(2);
+  });
+
+  it("refuses another team's checkpoint as not found, and one too large or too short for the environment as a bad request", async () => {
+    const team = await seedTeam(ctx.t.db);
+    const other = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const theirs = await teamCheckpoint(other.teamId);
+    const open = (checkpointId: string) => call(url, team.apiKey, 'play.open', { teamId: team.teamId, source: draftOf(gomoku), seat: 'white', opponents: { black: { checkpointId } } });
+    expect(await open(theirs)).toMatchObject({ ok: false, code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
+    expect(await call(url, team.apiKey, 'play.autoplay', { teamId: team.teamId, source: draftOf(gomoku), policy: { checkpointId: theirs } })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+
+    const huge = await teamCheckpoint(team.teamId, sampler, 400_000_000n);
+    expect(await open(huge)).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: expect.stringMatching(/^checkpoint \S+ has about 100M parameters; the play console plays checkpoints of at most 8\.0M/) });
+
+    // A checkpoint whose context cannot hold gomoku's first prompt.
+    const { GPT } = await import('../../gpu-worker/engine/model');
+    const { CharTokenizer } = await import('../../gpu-worker/engine/tokenizer');
+    const { saveSamplerCheckpoint } = await import('../../gpu-worker/engine/checkpoint');
+    const tok = new CharTokenizer();
+    const model = new GPT({ layers: 1, width: 16, heads: 2, contextLength: 32, vocabSize: tok.vocabSize, seed: 0 });
+    const file = path.join(os.tmpdir(), `whetstone-short-${process.pid}.safetensors`);
+    await saveSamplerCheckpoint(file, model, tok);
+    model.dispose();
+    const short = await teamCheckpoint(team.teamId, fs.readFileSync(file));
+    fs.rmSync(file);
+    expect(await open(short)).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: expect.stringMatching(/context is 32 tokens and gomoku's first prompt takes \d+: play a checkpoint with a longer context/) });
   });
 });

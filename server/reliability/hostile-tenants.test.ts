@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { probeEnvironmentSource } from '../test-support/probe-environment';
 import { jobState, seedTeam, startServer, startWorker, stepNumbers, stepsOf, submitTrain, tempDir, trpc, useReliabilityDatabase, waitUntil } from '../test-support/reliability/harness';
 
 // Hostile tenants beside an honest one, on real processes (server, worker daemon, PostgreSQL):
@@ -9,31 +10,15 @@ import { jobState, seedTeam, startServer, startWorker, stepNumbers, stepsOf, sub
 
 const MANIFEST = { version: '1.0.0', kind: 'multi-turn', limits: { maxTurns: 1000, maxTokensPerTurn: 4, maxResponseTokens: 4000 } };
 
-function environment(name: string, step: string): string {
-  return `import { defineEnvironment } from 'whetstone';
-export default defineEnvironment<undefined, { n: number }>({
-  name: '${name}',
-  systemPrompt: 'probe',
-  sample: () => undefined,
-  reset(ctx) { ctx.state = { n: 0 }; return 'go'; },
-  step(action, ctx) {
-    ctx.state.n++;
-    ${step}
-  },
-  bots: { any: () => 'x' },
-});
-`;
-}
-
 /** Slow steps just under the per-call deadline, huge observations, a thousand turns. */
-const SLOW_AND_HUGE = environment('slow', `const until = Date.now() + 900; while (Date.now() < until) {}
+const SLOW_AND_HUGE = probeEnvironmentSource('slow', `const until = Date.now() + 900; while (Date.now() < until) {}
     return { observation: 'x'.repeat(900000), reward: 0, terminated: ctx.state.n >= 1000 };`);
 /** Allocates until something stops it. */
-const MEMORY_BOMB = environment('bomb', `const hoard = []; for (;;) hoard.push('y'.repeat(1 << 20) + hoard.length);`);
+const MEMORY_BOMB = probeEnvironmentSource('bomb', `const hoard = []; for (;;) hoard.push('y'.repeat(1 << 20) + hoard.length);`);
 /** Never returns. */
-const LOOP = environment('loop', `for (;;) {}`);
+const LOOP = probeEnvironmentSource('loop', `for (;;) {}`);
 /** Writes 200 lines of 1.75 KB at each episode's third call: 350 KB an episode, over 60 MB a run unbounded. */
-const CHATTY = environment('chatty', `if (ctx.state.n > 2) for (let i = 0; i < 200; i++) console.log('z'.repeat(1750) + i);
+const CHATTY = probeEnvironmentSource('chatty', `if (ctx.state.n > 2) for (let i = 0; i < 200; i++) console.log('z'.repeat(1750) + i);
     return { observation: 'ok', reward: ctx.state.n % 2, terminated: ctx.state.n >= 3 };`);
 
 /** The resident memory of a process, from /proc (bytes). */

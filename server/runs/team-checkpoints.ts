@@ -28,13 +28,24 @@ interface Row {
   environmentVersion: number | null;
 }
 
-/** A page of the team's checkpoints, newest first, and how many there are (of `kind`, when given). */
+/**
+ * A page of the team's checkpoints, newest first, and how many there are (of `kind`, and written by
+ * runs on `environmentId`, when given: the play console and the launcher offer an environment's own).
+ */
 export async function listTeamCheckpoints(
   db: Db,
   teamId: string,
-  opts: { kind?: CheckpointKind; offset: number; limit: number },
+  opts: { kind?: CheckpointKind; environmentId?: string; offset: number; limit: number },
 ): Promise<{ checkpoints: TeamCheckpoint[]; total: number }> {
-  const filter = opts.kind ? Prisma.sql`c."teamId" = ${teamId} AND c.kind::text = ${opts.kind}` : Prisma.sql`c."teamId" = ${teamId}`;
+  const conditions = [
+    Prisma.sql`c."teamId" = ${teamId}`,
+    ...(opts.kind ? [Prisma.sql`c.kind::text = ${opts.kind}`] : []),
+    ...(opts.environmentId
+      ? [Prisma.sql`EXISTS (SELECT 1 FROM "Job" ej JOIN "EnvironmentVersion" ev ON ev.id = ej.config->>'environmentVersionId'
+                     WHERE ej.id = c."jobId" AND ev."environmentId" = ${opts.environmentId})`]
+      : []),
+  ];
+  const filter = Prisma.join(conditions, ' AND ');
   const [rows, [{ total }]] = await Promise.all([
     db.$queryRaw<Row[]>`
       SELECT c.id, c.kind::text AS kind, c.step, c.bytes, c."isAdapter", c."createdAt",

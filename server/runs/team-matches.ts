@@ -54,9 +54,39 @@ function outcome(result: unknown): Pick<TeamMatch, 'reason' | 'error' | 'rewards
   return { reason: typeof reason === 'string' ? reason : null, error: typeof result.error === 'string' ? result.error : null, rewards };
 }
 
-/** A page of the team's matches (of one job, when given), newest first, and how many there are. */
-export async function listTeamMatches(db: Db, teamId: string, opts: { jobId?: string; offset: number; limit: number }): Promise<{ matches: TeamMatch[]; total: number }> {
-  const filter = opts.jobId ? Prisma.sql`m."teamId" = ${teamId} AND m."jobId" = ${opts.jobId}` : Prisma.sql`m."teamId" = ${teamId}`;
+/** What the matches lists filter by (all optional; together they all apply). */
+export interface MatchFilter {
+  jobId?: string;
+  /** "win": someone won; "draw": no winner and no error; "error": ended by an error. */
+  result?: 'win' | 'draw' | 'error';
+  /** Text in what played a seat ("scripted", "checkpoint:", "user"…), case-insensitive. */
+  player?: string;
+  /** Games a checkpoint played: as a seat, as the evaluated one, or as an evaluation's opponent. */
+  checkpointId?: string;
+  minMoves?: number;
+  maxMoves?: number;
+}
+
+/** A page of the team's matches (filtered), newest first, and how many there are. */
+export async function listTeamMatches(db: Db, teamId: string, opts: MatchFilter & { offset: number; limit: number }): Promise<{ matches: TeamMatch[]; total: number }> {
+  const moves = Prisma.sql`(CASE WHEN jsonb_typeof(m.moves) = 'array' THEN jsonb_array_length(m.moves) ELSE 0 END)`;
+  const conditions = [Prisma.sql`m."teamId" = ${teamId}`];
+  if (opts.jobId) conditions.push(Prisma.sql`m."jobId" = ${opts.jobId}`);
+  if (opts.result === 'win') conditions.push(Prisma.sql`m.winner IS NOT NULL`);
+  if (opts.result === 'draw') conditions.push(Prisma.sql`m.winner IS NULL AND m.result->>'error' IS NULL`);
+  if (opts.result === 'error') conditions.push(Prisma.sql`m.result->>'error' IS NOT NULL`);
+  if (opts.player) {
+    const like = `%${opts.player.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    conditions.push(Prisma.sql`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(m.agents) = 'array' THEN m.agents ELSE '[]'::jsonb END) a WHERE a->>'policy' ILIKE ${like})`);
+  }
+  if (opts.checkpointId) {
+    const id = opts.checkpointId;
+    conditions.push(Prisma.sql`(EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(m.agents) = 'array' THEN m.agents ELSE '[]'::jsonb END) a WHERE a->>'policy' IN (${`checkpoint:${id}`}, ${`snapshot:${id}`}))
+      OR m."jobId" IN (SELECT id FROM "Job" WHERE "teamId" = ${teamId} AND kind = 'EVAL' AND (config->>'checkpointId' = ${id} OR config->'against'->>'checkpointId' = ${id})))`);
+  }
+  if (opts.minMoves !== undefined) conditions.push(Prisma.sql`${moves} >= ${opts.minMoves}`);
+  if (opts.maxMoves !== undefined) conditions.push(Prisma.sql`${moves} <= ${opts.maxMoves}`);
+  const filter = Prisma.join(conditions, ' AND ');
   const [rows, [{ total }]] = await Promise.all([
     db.$queryRaw<Row[]>`
       SELECT m.id, m.step, m.agents, m.result, m.winner, m."createdAt",

@@ -30,7 +30,7 @@ export interface AssignmentRow {
  * "timeLimitSeconds", "teamId"), with ASSIGNMENT_JOINS.
  *
  * The blob keys: the config names checkpoints (baseCheckpointId, checkpointId,
- * against.checkpointId) and dataset versions (datasetVersionId, evalDatasetVersionId, training.warmStart.datasetVersionId)
+ * against.checkpointId, and "checkpoint:<id>" keys of training.opponents) and dataset versions (datasetVersionId, evalDatasetVersionId, training.warmStart.datasetVersionId)
  * by id, when those are strings;
  * the worker fetches blobs by storage key, of its job's team's only. Read in the same statement
  * (a few index lookups per row), so that placing a batch costs no query per job.
@@ -44,7 +44,11 @@ export const ASSIGNMENT_COLUMNS = Prisma.raw(`
   (SELECT coalesce(json_object_agg(k.id, k."storageKey"), '{}') FROM (
      SELECT c.id, c."storageKey" FROM "Checkpoint" c
       WHERE c.id = ANY(ARRAY(SELECT x #>> '{}' FROM unnest(ARRAY[j.config -> 'baseCheckpointId', j.config -> 'checkpointId', j.config -> 'against' -> 'checkpointId']) x
-                              WHERE jsonb_typeof(x) = 'string'))
+                              WHERE jsonb_typeof(x) = 'string'
+                             UNION ALL
+                             SELECT substr(k, 12) FROM jsonb_object_keys(CASE WHEN jsonb_typeof(j.config #> '{training,opponents}') = 'object'
+                                                                              THEN j.config #> '{training,opponents}' ELSE '{}'::jsonb END) k
+                              WHERE k LIKE 'checkpoint:%'))
         AND c."teamId" = j."teamId"
      UNION ALL
      SELECT d.id, d."storageKey" FROM "DatasetVersion" d JOIN "Dataset" s ON s.id = d."datasetId"

@@ -114,6 +114,8 @@ describe('batch placement', () => {
       {},
       // A warm start's demonstrations, named in the resolved training config.
       { training: { warmStart: { from: 'dataset', datasetVersionId: version.id } } },
+      // Frozen checkpoint opponents (another team's is not handed out).
+      { training: { opponents: { [`checkpoint:${evaluated.id}`]: 1, [`checkpoint:${foreign.id}`]: 1, random: 1 } } },
     ];
     const jobs = await Promise.all(configs.map((config) => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'EVAL', config } })));
     const placed = await placeBatch(t.db, jobs.map((j, i) => placement(j.id, i)), new Date());
@@ -123,6 +125,7 @@ describe('batch placement', () => {
     expect(keys(2)).toEqual({});
     expect(keys(3)).toEqual({});
     expect(keys(4)).toEqual({ [version.id]: version.storageKey });
+    expect(keys(5)).toEqual({ [evaluated.id]: evaluated.storageKey });
     await t.db.job.updateMany({ where: { id: { in: jobs.map((j) => j.id) } }, data: { state: 'SUCCEEDED' } });
     await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
   });

@@ -47,7 +47,16 @@
  *    matching devices, or the team quota). A job without a limit counts as never ending. When
  *    every job declares a limit this is exactly "the start computed from the limits does not
  *    move". Preemptors' held devices are checked the same way. Jobs waiting only because they
- *    are behind another (BEHIND) reserve nothing.
+ *    are behind another (BEHIND) reserve nothing. Jobs of one kind (team, owner, priority,
+ *    request, time limit, in backoff or not: queue-window.ts) are interchangeable but for their
+ *    order, and one that cannot start or preempt leaves none of its kind after it able to; so
+ *    once one has waited here (reserving, or behind a reservation), the later ones of its kind
+ *    wait as it does (its code, reason, expected start and target) and reserve nothing. Else
+ *    each would reserve again for the same start, and one considered after another job's
+ *    placement would reserve something new (the team's quota, where the first had reserved
+ *    devices), so that how many identical jobs wait would change what other jobs may do, and
+ *    the round, which plans only a window of each kind (queue-window.ts), would plan
+ *    differently from the whole queue.
  *
  * 6. Preemption, when a job cannot be placed (no free devices, or team quota): it may stop
  *    running jobs of strictly lower priority, never of equal or higher. Candidates are taken in
@@ -74,6 +83,7 @@ import type {
   WorkerState,
 } from './types';
 import { DEFAULT_QUOTA } from './admission';
+import { kindOf } from './queue-window';
 import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
 import {
   backoffReason,
@@ -152,6 +162,8 @@ interface State {
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
+  /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
+  waitedKinds: Map<string, Waiting>;
   /**
    * Memos for the thousand jobs a busy queue asks about with the same few requests: the shapes a
    * request can take (workers and devices do not change within a plan), and the best device
@@ -206,6 +218,7 @@ function buildState(input: PlanInput): State {
     activeTeams: new Set([...input.queued, ...input.running].map((j) => j.teamId)).size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
+    waitedKinds: new Map(),
     shapes: new Map(),
     bestReservation: new Map(),
     toFree: new Map(),
@@ -453,6 +466,10 @@ function decide(s: State, job: PlanQueuedJob, out: Plan): void {
   if (job.deviceCount > quota) return wait(out, job, 'EXCEEDS_QUOTA', exceedsQuotaReason(job.deviceCount, quota));
   const shapes = shapesFor(s, job);
   if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job));
+  // Rule 5: as an earlier job of its kind that could not start either waits.
+  const kind = kindOf(job, s.now);
+  const first = s.waitedKinds.get(kind);
+  if (first) return void out.waiting.push({ ...first, jobId: job.id });
 
   // Rules 4 and 5: placed now, if the quota has room and no reservation ahead of it is delayed.
   const end = endOf(s.now, job.timeLimitSeconds);
@@ -469,17 +486,19 @@ function decide(s: State, job: PlanQueuedJob, out: Plan): void {
   if (preemption) return applyPreemption(s, job, preemption, out);
 
   // Rule 5: else it waits, behind a reservation of a job ahead (reserving nothing), or reserving
-  // its team's quota, or reserving devices.
-  if (attempt.blocker) return wait(out, job, 'BEHIND', behindWords(s, job, attempt.blocker));
-  if (!quotaOk) {
+  // its team's quota, or reserving devices; and the later jobs of its kind wait as it does.
+  if (attempt.blocker) wait(out, job, 'BEHIND', behindWords(s, job, attempt.blocker));
+  else if (!quotaOk) {
     const startAt = reserveQuota(s, job);
-    return wait(out, job, 'QUOTA', quotaReachedReason(quota, held, job.deviceCount), { estimatedStartAt: knownTime(startAt) });
+    wait(out, job, 'QUOTA', quotaReachedReason(quota, held, job.deviceCount), { estimatedStartAt: knownTime(startAt) });
+  } else {
+    const r = reserveDevices(s, job, shapes);
+    wait(out, job, 'NO_CAPACITY', noCapacityReason(job, r), {
+      estimatedStartAt: knownTime(r.startAt),
+      target: { workerId: r.workerId, kind: r.kind, deviceIndexes: r.deviceIndexes },
+    });
   }
-  const r = reserveDevices(s, job, shapes);
-  wait(out, job, 'NO_CAPACITY', noCapacityReason(job, r), {
-    estimatedStartAt: knownTime(r.startAt),
-    target: { workerId: r.workerId, kind: r.kind, deviceIndexes: r.deviceIndexes },
-  });
+  s.waitedKinds.set(kind, out.waiting[out.waiting.length - 1]);
 }
 
 /** A time for the UI: null when it is not known (NEVER). */

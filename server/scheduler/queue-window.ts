@@ -5,11 +5,14 @@
 // Jobs of one kind (same team, owner, priority, request, time limit, and in backoff or not) are
 // interchangeable to the planner except for their order, which is oldest first (plan.ts, rule 1).
 // Once one of them can neither start nor preempt, no later one can: the plan only takes devices,
-// quota and reservations as it goes, never gives them back. And a plan starts or holds devices
-// for at most as many jobs as there are devices. So the first (devices + 1) jobs of each kind
-// decide the same plan as the whole queue; the property test in queue-window.test.ts checks it
-// against the planner on random clusters. Jobs past the window keep the waiting reason they
-// have until they come into it.
+// quota and reservations as it goes, never gives them back. A plan starts or holds devices for at
+// most as many jobs as there are devices. And once one of a kind has waited, the later ones of
+// its kind wait as it does and reserve nothing (plan.ts, rule 5): before that rule they reserved
+// too, and one planned after another job had taken devices or quota reserved something new (the
+// team's quota, where the first ones had reserved devices), which held back jobs that the window,
+// not reading it, placed. So the first (devices + 1) jobs of each kind decide the same plan as
+// the whole queue; the property tests in queue-window.test.ts check it against the planner on
+// random clusters. Jobs past the window keep the waiting reason they have until they come into it.
 import type { PlanInput, PlanQueuedJob } from './types';
 
 /** The jobs of each kind a round reads: one more than the pool's devices (`input.workers`'). */

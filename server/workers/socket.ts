@@ -17,6 +17,7 @@ import {
   streamBatchSchema,
   type WorkerToServerEvents,
 } from '../../sdk/worker-protocol';
+import type { RelayedSample } from '../../sdk/live';
 import type { Db } from '../db/client';
 import { ingestBatch, type Publish } from '../streams/ingest';
 import { authenticateWorker } from './api';
@@ -27,11 +28,6 @@ import { Refusal } from './refusal';
 // /workers namespace with their credential, stream batches and start and finish attempts over it,
 // and get assignments, stop signals and sampling requests pushed. The browser side of socket.io
 // is realtime/gateway.ts, which attaches this to its server.
-
-/** A sampling answer a worker relays, as the run's watchers get it (event "sample"). */
-export type RelayedSample =
-  | { requestId: string; kind: 'token'; text: string; logprob: number }
-  | { requestId: string; kind: 'done'; reason: z.output<typeof sampleDoneSchema>['reason']; text: string; error?: string };
 
 export interface WorkerSocketDeps {
   db: Db;
@@ -127,8 +123,8 @@ export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocket
       inOrder(async () => {
         const jobId = await jobOf(parsed.data.attemptId);
         if (!jobId) return;
-        const { requestId, text, logprob } = parsed.data;
-        deps.relaySample(jobId, { requestId, kind: 'token', text, logprob });
+        const { requestId, text, logprob, alternatives } = parsed.data;
+        deps.relaySample(jobId, { requestId, kind: 'token', text, logprob, ...(alternatives ? { alternatives } : {}) });
       });
     });
     socket.on('sample:done', (payload: unknown) => {
@@ -137,8 +133,8 @@ export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocket
       inOrder(async () => {
         const jobId = await jobOf(parsed.data.attemptId);
         if (!jobId) return;
-        const { requestId, reason, text, error } = parsed.data;
-        deps.relaySample(jobId, { requestId, kind: 'done', reason, text, ...(error ? { error } : {}) });
+        const { requestId, reason, text, error, timing } = parsed.data;
+        deps.relaySample(jobId, { requestId, kind: 'done', reason, text, ...(error ? { error } : {}), ...(timing ? { timing } : {}) });
       });
     });
   });

@@ -156,7 +156,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
 
   let body;
   if (series.isPending) body = <Loading label={`Loading ${metricKey}…`} />;
-  else if (series.isError) body = <ErrorNote error={series.error} />;
+  else if (series.isLoadingError) body = <ErrorNote error={series.error} />;
   else if (rows.length === 0)
     body = <p className="muted chart-empty">{zoom ? `No ${metricKey} between steps ${zoom.from} and ${zoom.to}.` : `No ${metricKey} points yet: they come after the run’s first step.`}</p>;
   else

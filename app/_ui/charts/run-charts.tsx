@@ -83,7 +83,7 @@ export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { te
   }, [unknown, keys.isFetching, queryClient, trpc, teamId, jobId]);
 
   if (keys.isPending) return <Loading label="Loading the run’s metrics…" />;
-  if (keys.isError) return <ErrorNote error={keys.error} />;
+  if (keys.isLoadingError) return <ErrorNote error={keys.error} />;
   if (names.length === 0) {
     return (
       <div className="empty-state">

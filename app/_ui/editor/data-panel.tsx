@@ -17,7 +17,7 @@ export function DataPanel({ teamId, versionId }: { teamId: string; versionId: st
   const trpc = useTRPC();
   const datasets = useQuery(trpc.environments.datasets.queryOptions({ teamId, versionId }));
   if (datasets.isPending) return <Loading label="Loading the environment's datasets…" />;
-  if (datasets.isError) return <ErrorNote error={datasets.error} />;
+  if (datasets.isLoadingError) return <ErrorNote error={datasets.error} />;
   return (
     <div className="side-body">
       {datasets.data.splits.map((s) => (
@@ -49,7 +49,7 @@ function SplitRows({ teamId, versionId, rowCount, label }: { teamId: string; ver
   const offset = (page - 1) * PAGE_SIZE;
   const rows = useQuery({ ...trpc.datasets.rows.queryOptions({ teamId, versionId, offset, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
   if (rows.isPending) return <Loading label="Loading rows…" />;
-  if (rows.isError) return <ErrorNote error={rows.error} />;
+  if (rows.isLoadingError) return <ErrorNote error={rows.error} />;
   return (
     <>
       <RowList rows={rows.data.rows} offset={offset} compact />

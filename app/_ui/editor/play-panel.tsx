@@ -1,4 +1,5 @@
 'use client';
+import Link from 'next/link';
 import { useMutation } from '@tanstack/react-query';
 import { Bot, Play, RotateCcw, Send, Square } from 'lucide-react';
 import { useEffect, useRef, useState } from 'react';
@@ -6,12 +7,41 @@ import type { EnvironmentDescription, SandboxErrorJson, Transcript } from '../..
 import type { PlayOpponent, PlaySession, PlayTurn } from '../../../sdk/play';
 import { useTRPC } from '../../trpc';
 import { ErrorNote } from '../components';
+import { type CheckpointChoice, useEnvironmentCheckpoints } from '../environment-checkpoints';
 
 type Source = { versionId: string } | { draft: { entry: string; files: Record<string, string>; manifest: Record<string, unknown> } };
 
 const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(3));
-const opponentKey = (o: PlayOpponent) => ('bot' in o ? `bot:${o.bot}` : 'random');
-const opponentOf = (key: string): PlayOpponent => (key.startsWith('bot:') ? { bot: key.slice(4) } : { random: true });
+const opponentKey = (o: PlayOpponent) => ('bot' in o ? `bot:${o.bot}` : 'checkpointId' in o ? `checkpoint:${o.checkpointId}` : 'random');
+export const opponentOf = (key: string): PlayOpponent =>
+  key.startsWith('bot:') ? { bot: key.slice(4) } : key.startsWith('checkpoint:') ? { checkpointId: key.slice(11) } : { random: true };
+
+/** Who a turn's player was, in a few words. */
+function playerLabel(by: PlayTurn['by'], checkpoints: CheckpointChoice[]): string {
+  if ('user' in by) return 'you';
+  if ('bot' in by) return `bot ${by.bot}`;
+  if ('checkpointId' in by) return `checkpoint ${checkpoints.find((c) => c.id === by.checkpointId)?.label ?? by.checkpointId}`;
+  return 'random';
+}
+
+/** The options of a player picker: the environment's bots, random play, and the team's checkpoints of this environment. */
+export function PlayerOptions({ bots, checkpoints }: { bots: string[]; checkpoints: CheckpointChoice[] }) {
+  return (
+    <>
+      {bots.map((b) => (
+        <option key={b} value={`bot:${b}`}>bot {b}</option>
+      ))}
+      <option value="random">random</option>
+      {checkpoints.length > 0 ? (
+        <optgroup label="Checkpoints (newest first)">
+          {checkpoints.map((c) => (
+            <option key={c.id} value={`checkpoint:${c.id}`}>checkpoint {c.label}</option>
+          ))}
+        </optgroup>
+      ) : null}
+    </>
+  );
+}
 
 /** A board game's moves from the turns' info (`move: [row, col]`, 1-based, as the gomoku template writes it). */
 function boardOf(task: unknown, turns: PlayTurn[]): { size: number; stones: Map<string, string>; last: string | null } | null {
@@ -58,13 +88,14 @@ function Board({ board, agents, onPick }: { board: NonNullable<ReturnType<typeof
   );
 }
 
-function TurnView({ turn, mine }: { turn: PlayTurn; mine: boolean }) {
+function TurnView({ turn, mine, checkpoints }: { turn: PlayTurn; mine: boolean; checkpoints: CheckpointChoice[] }) {
   const rewards = Object.entries(turn.rewards).filter(([, r]) => r !== 0);
   const info = Object.keys(turn.info).length > 0 ? JSON.stringify(turn.info) : null;
   return (
     <div className={`play-turn${mine ? ' play-turn-mine' : ''}`}>
       <div className="turn-role">
-        {turn.agent} · {'user' in turn.by ? 'you' : 'bot' in turn.by ? `bot ${turn.by.bot}` : 'random'}
+        {turn.agent} · {playerLabel(turn.by, checkpoints)}
+        {turn.logprob !== undefined ? ` · log-prob ${turn.logprob.toFixed(2)}` : ''}
         {rewards.length > 0 ? ` · reward ${rewards.map(([a, r]) => `${a} ${fmt(r)}`).join(', ')}` : ''}
         {turn.terminated ? ' · terminated' : turn.truncated ? ' · truncated' : ''}
       </div>
@@ -92,26 +123,32 @@ function ErrorAt({ error, onReveal }: { error: SandboxErrorJson; onReveal: (at: 
 
 /**
  * The play console: the user acts as an agent of the environment in the real sandbox (on the
- * server's play processes, never in the page), turn by turn, with bots in the other seats; or
- * watches a bot play one episode.
+ * server's play processes, never in the page), turn by turn, with bots or the team's checkpoints
+ * of this environment in the other seats; or watches a bot or a checkpoint play one episode.
  */
 export function PlayPanel({
   teamId,
+  environmentId,
   versionId,
   draft,
   description,
   onReveal,
+  preferred,
 }: {
   teamId: string;
+  environmentId: string;
   versionId: string;
   /** The editor's unsaved files, when there are edits: the console can play them before saving. */
   draft: Source | null;
   description: EnvironmentDescription | null;
   onReveal: (at: { file: string; line: number; column: number }) => void;
+  /** Who plays the other seats and "let it play" unless the user picks another (the playground's checkpoint, `checkpoint:<id>`). */
+  preferred?: string;
 }) {
   const trpc = useTRPC();
   const agents = description?.agents ?? [];
   const bots = description?.bots ?? [];
+  const checkpoints = useEnvironmentCheckpoints(teamId, environmentId);
   const [useDraft, setUseDraft] = useState(false);
   const [seat, setSeat] = useState('');
   const [opponents, setOpponents] = useState<Record<string, string>>({});
@@ -120,14 +157,17 @@ export function PlayPanel({
   const [observation, setObservation] = useState<string | null>(null);
   const [state, setState] = useState<{ done: boolean; endReason: string | null; returns: Record<string, number>; error: SandboxErrorJson | null }>({ done: false, endReason: null, returns: {}, error: null });
   const [action, setAction] = useState('');
-  const [autoplayed, setAutoplayed] = useState<Transcript | null>(null);
+  const [autoplayed, setAutoplayed] = useState<(Transcript & { players: Record<string, PlayOpponent> }) | null>(null);
   const [policy, setPolicy] = useState('');
+  // The match a finished game of several agents was saved as (it opens in the replay).
+  const [matchId, setMatchId] = useState<string | null>(null);
   const actionRef = useRef<HTMLTextAreaElement>(null);
   const endRef = useRef<HTMLDivElement>(null);
   const mySeat = seat || agents[0] || '';
   const source: Source = useDraft && draft ? draft : { versionId };
   const others = agents.filter((a) => a !== mySeat);
-  const opponentsInput = Object.fromEntries(others.map((a) => [a, opponentOf(opponents[a] ?? (bots[0] ? `bot:${bots[0]}` : 'random'))]));
+  const fallback = preferred ?? (bots[0] ? `bot:${bots[0]}` : 'random');
+  const opponentsInput = Object.fromEntries(others.map((a) => [a, opponentOf(opponents[a] ?? fallback)]));
 
   const open = useMutation(
     trpc.play.open.mutationOptions({
@@ -139,6 +179,7 @@ export function PlayPanel({
           return;
         }
         setSession(r);
+        setMatchId(null);
         setTurns(r.history);
         setObservation(r.observation);
         setState({ done: r.done, endReason: r.endReason, returns: r.returns, error: r.error });
@@ -152,6 +193,7 @@ export function PlayPanel({
         setTurns((t) => [...t, ...(r.turn ? [r.turn] : []), ...r.botTurns]);
         setObservation(r.observation);
         setState({ done: r.done, endReason: r.endReason, returns: r.returns, error: r.error });
+        setMatchId(r.matchId ?? null);
         setAction('');
         setTimeout(() => actionRef.current?.focus(), 0);
       },
@@ -163,7 +205,8 @@ export function PlayPanel({
       onSuccess: (r) => {
         setSession(null);
         if (r.ok) {
-          setAutoplayed(r.transcript);
+          setAutoplayed({ ...r.transcript, players: r.players });
+          setMatchId(r.matchId ?? null);
           setState({ done: true, endReason: r.transcript.endReason, returns: r.transcript.totalRewards, error: r.transcript.error });
         } else {
           setAutoplayed(null);
@@ -218,10 +261,7 @@ export function PlayPanel({
               <label key={a}>
                 {a} is{' '}
                 <select value={opponentKey(opponentsInput[a])} onChange={(e) => setOpponents((o) => ({ ...o, [a]: e.target.value }))}>
-                  {bots.map((b) => (
-                    <option key={b} value={`bot:${b}`}>bot {b}</option>
-                  ))}
-                  <option value="random">random</option>
+                  <PlayerOptions bots={bots} checkpoints={checkpoints} />
                 </select>
               </label>
             ))}
@@ -233,18 +273,15 @@ export function PlayPanel({
           </button>
           {bots.length > 0 || agents.length > 0 ? (
             <>
-              <label className="sr-only" htmlFor="play-policy">Bot that plays</label>
-              <select id="play-policy" value={policy} onChange={(e) => setPolicy(e.target.value)} className="select-small">
-                {bots.map((b) => (
-                  <option key={b} value={`bot:${b}`}>bot {b}</option>
-                ))}
-                <option value="random">random</option>
+              <label className="sr-only" htmlFor="play-policy">Bot or checkpoint that plays</label>
+              <select id="play-policy" value={policy || fallback} onChange={(e) => setPolicy(e.target.value)} className="select-small">
+                <PlayerOptions bots={bots} checkpoints={checkpoints} />
               </select>
               <button
                 type="button"
                 className="btn-small"
                 disabled={autoplay.isPending}
-                onClick={() => autoplay.mutate({ teamId, source, policy: opponentOf(policy || (bots[0] ? `bot:${bots[0]}` : 'random')), opponents: others.length ? opponentsInput : undefined })}
+                onClick={() => autoplay.mutate({ teamId, source, policy: opponentOf(policy || fallback), opponents: others.length ? opponentsInput : undefined })}
               >
                 <Bot size={14} aria-hidden="true" /> {autoplay.isPending ? 'Playing…' : 'Let it play'}
               </button>
@@ -268,7 +305,7 @@ export function PlayPanel({
             <pre>{session.systemPrompt}</pre>
           </div>
           {turns.map((t, i) => (
-            <TurnView key={i} turn={t} mine={'user' in t.by} />
+            <TurnView key={i} turn={t} mine={'user' in t.by} checkpoints={checkpoints} />
           ))}
           {board ? <Board board={board} agents={agents} onPick={(r, c) => setAction(`<move>${r},${c}</move>`)} /> : null}
           {observation !== null && !state.done ? (
@@ -284,7 +321,10 @@ export function PlayPanel({
           <p className="small muted">One episode, seed {autoplayed.seed}:</p>
           {autoplayed.turns.map((t, i) => (
             <div key={i} className="play-turn">
-              <div className="turn-role">{t.agent} · reward {Object.values(t.rewards).map(fmt).join(', ') || '0'}</div>
+              <div className="turn-role">
+                {t.agent}
+                {autoplayed.players[t.agent] ? ` · ${playerLabel(autoplayed.players[t.agent], checkpoints)}` : ''} · reward {Object.values(t.rewards).map(fmt).join(', ') || '0'}
+              </div>
               <pre className="muted">{t.observation}</pre>
               <pre>{t.action}</pre>
             </div>
@@ -299,6 +339,11 @@ export function PlayPanel({
             <button type="button" className="btn-small" onClick={start}>
               <RotateCcw size={13} aria-hidden="true" /> Again
             </button>
+          ) : null}
+          {state.done && matchId ? (
+            <Link href={`/teams/${teamId}/matches/${matchId}`} className="btn-small">
+              Open in the replay
+            </Link>
           ) : null}
         </p>
       ) : null}

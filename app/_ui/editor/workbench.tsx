@@ -208,7 +208,7 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
   const compare: [number, number] | null = compareParam ? [Number(compareParam[1]), Number(compareParam[2])] : null;
 
   if (env.isPending) return <Loading label="Opening the environment…" />;
-  if (env.isError) return <ErrorNote error={env.error} />;
+  if (env.isLoadingError) return <ErrorNote error={env.error} />;
   if (!versionRow) return <p className="muted">This environment has no version yet.</p>;
 
   return (
@@ -345,6 +345,7 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
             ) : tab === 'play' ? (
               <PlayPanel
                 teamId={teamId}
+                environmentId={environmentId}
                 versionId={versionRow.id}
                 draft={dirty && files ? draftSource(files, entry) : null}
                 description={report?.description ?? null}
@@ -407,7 +408,7 @@ function CompareView({
   const idOf = (n: number) => versions.find((v) => v.version === n)?.id ?? '';
   const left = useQuery({ ...trpc.environments.version.queryOptions({ teamId, versionId: idOf(compare[0]) }), enabled: !!idOf(compare[0]) });
   const right = useQuery({ ...trpc.environments.version.queryOptions({ teamId, versionId: idOf(compare[1]) }), enabled: !!idOf(compare[1]) });
-  if (left.isError || right.isError) return <ErrorNote error={left.error ?? right.error} />;
+  if (left.isLoadingError || right.isLoadingError) return <ErrorNote error={left.error ?? right.error} />;
   if (!left.data || !right.data) return <Loading label="Loading both versions…" />;
   const a = versionFiles(left.data);
   const b = versionFiles(right.data);

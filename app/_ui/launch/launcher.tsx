@@ -6,6 +6,7 @@ import { useDeferredValue, useEffect, useMemo, useState } from 'react';
 import { ALGORITHMS, describeOptions, OPTION_GROUP_TITLES, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
+import { useEnvironmentCheckpoints } from '../environment-checkpoints';
 import { cliCommand, flattenOverrides, nestOverrides, parseField } from './config-text';
 import { MixEditor } from './mix-editor';
 
@@ -56,6 +57,8 @@ export function Launcher({ teamId }: { teamId: string }) {
   const splits = useQuery({ ...trpc.environments.datasets.queryOptions({ teamId, versionId }), enabled: !!versionId });
   const datasets = useQuery(trpc.datasets.list.queryOptions({ teamId }));
   const jobs = useQuery(trpc.jobs.list.queryOptions({ teamId, limit: 100 }));
+  // The environment's sampler checkpoints: what the opponent mix offers as frozen opponents.
+  const opponentCheckpoints = useEnvironmentCheckpoints(teamId, environmentId);
 
   const manifest = version.data?.manifest as { name?: string; agents?: string[]; training?: Record<string, unknown>; dataset?: { train?: string } } | undefined;
   const manifestTraining = manifest?.training;
@@ -142,7 +145,7 @@ export function Launcher({ teamId }: { teamId: string }) {
   const json = JSON.stringify({ kind, priority, deviceCount, config }, null, 2);
 
   if (envs.isPending) return <Loading label="Loading environments…" />;
-  if (envs.isError) return <ErrorNote error={envs.error} />;
+  if (envs.isLoadingError) return <ErrorNote error={envs.error} />;
   if (envs.data.length === 0) return <p className="muted">No environments yet — create one from a template first.</p>;
 
   return (
@@ -236,6 +239,7 @@ export function Launcher({ teamId }: { teamId: string }) {
                   <MixEditor
                     agents={manifest?.agents ?? []}
                     bots={bots}
+                    checkpoints={opponentCheckpoints}
                     learnersText={texts.learners ?? ''}
                     opponentsText={texts.opponents ?? ''}
                     manifestLearners={manifestTraining?.learners as string[] | undefined}
@@ -291,7 +295,7 @@ export function Launcher({ teamId }: { teamId: string }) {
               <p className="muted">Fix the fields marked in red first.</p>
             ) : preview.isPending ? (
               <Loading label="Asking the scheduler…" />
-            ) : preview.isError ? (
+            ) : preview.isLoadingError ? (
               <ErrorNote error={preview.error} />
             ) : preview.data.ok ? (
               <div className="placement">

@@ -8,6 +8,7 @@ const render = (props: Partial<Parameters<typeof MixEditor>[0]>) =>
     createElement(MixEditor, {
       agents: ['black', 'white'],
       bots: ['random', 'scripted'],
+      checkpoints: [{ id: 'ck1', label: 'train cmg4x1a2b3 · step 40' }, { id: 'ck2', label: 'train cmg4x1a2b3 · step 20' }],
       learnersText: '',
       opponentsText: '',
       manifestLearners: ['black'],
@@ -35,5 +36,14 @@ describe('the opponent mix editor', () => {
     expect(html).not.toContain('<th scope="row">bot random</th>');
     expect(html).toContain('<option value="random">bot random</option>');
     expect(render({ learnersText: 'black, white' })).not.toContain('Opponent mix');
+  });
+
+  it('offers the environment’s checkpoints as frozen opponents, and a row names the one it plays', () => {
+    const html = render({ opponentsText: '{"scripted":1,"checkpoint:ck1":1}' });
+    expect(html).toContain('<th scope="row">frozen checkpoint train cmg4x1a2b3 · step 40</th>');
+    expect(html).toContain('<optgroup label="Frozen checkpoints (newest first)"><option value="checkpoint:ck2">frozen checkpoint train cmg4x1a2b3 · step 20</option></optgroup>');
+    expect(html).not.toContain('<option value="checkpoint:ck1">');
+    // A checkpoint the list no longer shows (older than its page) is named by its id.
+    expect(render({ opponentsText: '{"checkpoint:old":1}' })).toContain('<th scope="row">frozen checkpoint old</th>');
   });
 });

@@ -1,11 +1,18 @@
 'use client';
 import { Plus, RotateCcw, X } from 'lucide-react';
+import { OPPONENT_CHECKPOINT } from '../../../sdk/training-config';
+import type { CheckpointChoice } from '../environment-checkpoints';
 
-/** What plays the seats a learner does not: a bot of the environment, or the learner itself. */
+/** What plays the seats a learner does not: a bot of the environment, the learner itself, or a saved checkpoint. */
 const SELF_PLAY = 'frozen:policy';
 
-function opponentLabel(key: string): string {
-  return key === SELF_PLAY ? 'self-play (a frozen copy of the learning policy)' : `bot ${key}`;
+function opponentLabel(key: string, checkpoints: CheckpointChoice[]): string {
+  if (key === SELF_PLAY) return 'self-play (a frozen copy of the learning policy)';
+  if (key.startsWith(OPPONENT_CHECKPOINT)) {
+    const id = key.slice(OPPONENT_CHECKPOINT.length);
+    return `frozen checkpoint ${checkpoints.find((c) => c.id === id)?.label ?? id}`;
+  }
+  return `bot ${key}`;
 }
 
 function parseNames(text: string): string[] | null {
@@ -25,13 +32,15 @@ function parseMix(text: string): Record<string, number> | null {
 
 /**
  * The multi-agent options as what they mean: which agents learn (checkboxes) and what plays the
- * other seats, as a mix of opponents with weights (each one's share of episodes shown). It edits
+ * other seats, as a mix of opponents with weights (each one's share of episodes shown): bots,
+ * self-play, and frozen checkpoints (the team's sampler checkpoints of this environment). It edits
  * the same texts as the plain option fields (`learners`: names, `opponents`: a JSON object), so
  * the command line, the JSON and the server's validation see exactly what the form shows.
  */
 export function MixEditor({
   agents,
   bots,
+  checkpoints,
   learnersText,
   opponentsText,
   manifestLearners,
@@ -41,6 +50,8 @@ export function MixEditor({
 }: {
   agents: string[];
   bots: string[];
+  /** The team's sampler checkpoints of this environment, newest first. */
+  checkpoints: CheckpointChoice[];
   learnersText: string;
   opponentsText: string;
   manifestLearners: string[] | undefined;
@@ -53,6 +64,8 @@ export function MixEditor({
   const total = Object.values(mix).reduce((a, w) => a + (w > 0 ? w : 0), 0);
   const choices = [...bots, SELF_PLAY];
   const unused = choices.filter((c) => !(c in mix));
+  const unusedCheckpoints = checkpoints.filter((c) => !(`${OPPONENT_CHECKPOINT}${c.id}` in mix));
+  const label = (key: string) => opponentLabel(key, checkpoints);
   const setMix = (next: Record<string, number>) => onChange('opponents', JSON.stringify(next));
   const seatsLeft = agents.length - learners.length;
 
@@ -98,14 +111,14 @@ export function MixEditor({
             <tbody>
               {Object.entries(mix).map(([key, weight]) => (
                 <tr key={key}>
-                  <th scope="row">{opponentLabel(key)}</th>
+                  <th scope="row">{label(key)}</th>
                   <td className="num">
                     <input
                       type="number"
                       min={0}
                       step="any"
                       className="weight-input"
-                      aria-label={`Weight of ${opponentLabel(key)}`}
+                      aria-label={`Weight of ${label(key)}`}
                       value={Number.isFinite(weight) ? weight : ''}
                       onChange={(e) => setMix({ ...mix, [key]: e.target.value === '' ? 0 : Number(e.target.value) })}
                     />
@@ -115,7 +128,7 @@ export function MixEditor({
                     <button
                       type="button"
                       className="icon-button"
-                      aria-label={`Remove ${opponentLabel(key)}`}
+                      aria-label={`Remove ${label(key)}`}
                       onClick={() => setMix(Object.fromEntries(Object.entries(mix).filter(([k]) => k !== key)))}
                     >
                       <X size={14} aria-hidden="true" />
@@ -125,7 +138,7 @@ export function MixEditor({
               ))}
             </tbody>
           </table>
-          {unused.length > 0 ? (
+          {unused.length > 0 || unusedCheckpoints.length > 0 ? (
             <div className="inline-form">
               <label htmlFor="mix-add" className="sr-only">
                 Opponent to add
@@ -140,9 +153,18 @@ export function MixEditor({
                 <option value="">Add an opponent…</option>
                 {unused.map((c) => (
                   <option key={c} value={c}>
-                    {opponentLabel(c)}
+                    {label(c)}
                   </option>
                 ))}
+                {unusedCheckpoints.length > 0 ? (
+                  <optgroup label="Frozen checkpoints (newest first)">
+                    {unusedCheckpoints.map((c) => (
+                      <option key={c.id} value={`${OPPONENT_CHECKPOINT}${c.id}`}>
+                        frozen checkpoint {c.label}
+                      </option>
+                    ))}
+                  </optgroup>
+                ) : null}
               </select>
               <Plus size={14} aria-hidden="true" className="muted" />
               {opponentsText ? (
@@ -153,7 +175,7 @@ export function MixEditor({
             </div>
           ) : null}
           <p className="hint">
-            Each episode draws what plays the other seats by these weights. Self-play plays a frozen copy of the learning policy, refreshed every 10 steps. {manifestOpponents ? `Manifest: ${Object.entries(manifestOpponents).map(([k, w]) => `${k} ${w}`).join(', ')}.` : ''}
+            Each episode draws what plays the other seats by these weights. Self-play plays a frozen copy of the learning policy, refreshed every 10 steps; a frozen checkpoint is a saved one that never learns (it needs the policy’s tokenizer and at least its context length). {manifestOpponents ? `Manifest: ${Object.entries(manifestOpponents).map(([k, w]) => `${k} ${w}`).join(', ')}.` : ''}
           </p>
           {errors.opponents ? <p className="field-error" role="alert">{errors.opponents}</p> : null}
         </fieldset>

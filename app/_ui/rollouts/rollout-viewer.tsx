@@ -84,7 +84,7 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
   const virtual = useVirtualizer({ count: samples.length, getScrollElement: () => list.current, estimateSize: () => 56, overscan: 8 });
 
   if (query.isPending) return <Loading label="Loading rollouts…" />;
-  if (query.isError) return <ErrorNote error={query.error} />;
+  if (query.isLoadingError) return <ErrorNote error={query.error} />;
   const data = query.data;
   const ends = [...new Set(samples.map((s) => s.endReason).filter((e): e is string => e !== null)), ...(endReason ? [endReason] : [])];
 

@@ -6,6 +6,8 @@ import { formatMetric } from './run-parts';
 /** What played a seat: the run's policy, a bot ("bot:scripted"), or a checkpoint's snapshot. */
 export function policyWords(policy: string): string {
   if (policy.startsWith('snapshot:')) return `checkpoint ${policy.slice('snapshot:'.length)}`;
+  if (policy.startsWith('checkpoint:')) return `checkpoint ${policy.slice('checkpoint:'.length)}`;
+  if (policy === 'user') return 'a person, in the play console';
   if (policy.startsWith('bot:')) return `${policy.slice('bot:'.length)} bot`;
   return policy;
 }

@@ -1,4 +1,5 @@
 'use client';
+import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
@@ -27,7 +28,7 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
   const trpc = useTRPC();
   const checkpoints = useQuery({ ...trpc.runs.checkpoints.queryOptions({ teamId, jobId, limit: 500 }), refetchInterval: active ? LIVE_REFETCH_MS : false });
   if (checkpoints.isPending) return <Loading label="Loading checkpoints…" />;
-  if (checkpoints.isError) return <ErrorNote error={checkpoints.error} />;
+  if (checkpoints.isLoadingError) return <ErrorNote error={checkpoints.error} />;
   if (checkpoints.data.length === 0) {
     return <p className="muted">{active ? 'No checkpoint yet: the run writes one every “checkpointEvery” steps and at its end.' : 'This run wrote no checkpoint.'}</p>;
   }
@@ -46,6 +47,9 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
             </th>
             <th scope="col">Metrics at its step</th>
             <th scope="col">Created</th>
+            <th scope="col">
+              <span className="sr-only">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -62,6 +66,13 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
               <td className="num">{formatBytes(c.bytes)}</td>
               <td className="small tabular">{metricsLine(c.metrics) || <span className="muted">—</span>}</td>
               <td className="nowrap muted small">{formatDateTime(c.createdAt)}</td>
+              <td className="row-actions">
+                {c.kind === 'SAMPLER' ? (
+                  <Link href={`/teams/${teamId}/playground/${c.id}`} className="btn btn-small" aria-label={`Open step ${c.step} in the playground`}>
+                    Playground
+                  </Link>
+                ) : null}
+              </td>
             </tr>
           ))}
         </tbody>

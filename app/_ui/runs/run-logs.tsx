@@ -52,7 +52,7 @@ export function RunLogs({ teamId, jobId, active }: { teamId: string; jobId: stri
   }, [lines]);
 
   const dropped = seen - lines.length;
-  if (page.isError) return <ErrorNote error={page.error} />;
+  if (page.isLoadingError) return <ErrorNote error={page.error} />;
   if (lines.length === 0) return page.isPending ? <Loading label="Loading the log…" /> : <p className="muted">{active ? 'No log lines yet: they appear here as the run writes them.' : 'This run wrote no log lines.'}</p>;
   return (
     <>

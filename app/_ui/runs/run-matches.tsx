@@ -15,7 +15,7 @@ export function RunMatches({ teamId, jobId }: { teamId: string; jobId: string })
   const page = intParam(params.get('page'), 1);
   const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId, jobId, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
   if (matches.isPending) return <Loading label="Loading games…" />;
-  if (matches.isError) return <ErrorNote error={matches.error} />;
+  if (matches.isLoadingError) return <ErrorNote error={matches.error} />;
   if (matches.data.total === 0) return <p className="muted">This run played no games.</p>;
   return (
     <div className="panel">

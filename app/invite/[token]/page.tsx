@@ -22,7 +22,7 @@ function SignedInInvitation({ token, email }: { token: string; email: string }) 
     }),
   );
   if (preview.isPending) return <Loading label="Reading the invitation…" />;
-  if (preview.isError) {
+  if (preview.isLoadingError) {
     return (
       <>
         <h1>This invitation cannot be used</h1>
@@ -72,7 +72,7 @@ export default function InvitationPage() {
       <div className="auth-card">
         {me.isPending ? (
           <Loading />
-        ) : me.isError ? (
+        ) : me.isLoadingError ? (
           <ErrorNote error={me.error} />
         ) : me.data ? (
           <SignedInInvitation token={token} email={me.data.user.email} />

@@ -52,7 +52,7 @@ export default function TeamLayout({ children }: { children: ReactNode }) {
     [team.data, me.data],
   );
 
-  if (team.isError && isNotFound(team.error)) {
+  if (team.isLoadingError && isNotFound(team.error)) {
     return (
       <AppShell>
         <div className="empty-state" role="alert">
@@ -65,7 +65,7 @@ export default function TeamLayout({ children }: { children: ReactNode }) {
       </AppShell>
     );
   }
-  if (team.isError && !signedOut) {
+  if (team.isLoadingError && !signedOut) {
     return (
       <AppShell>
         <ErrorNote error={team.error} />

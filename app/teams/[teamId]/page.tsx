@@ -11,7 +11,7 @@ function Environments({ teamId }: { teamId: string }) {
   const trpc = useTRPC();
   const envs = useQuery(trpc.environments.list.queryOptions({ teamId }));
   if (envs.isPending) return <Loading />;
-  if (envs.isError) return <ErrorNote error={envs.error} />;
+  if (envs.isLoadingError) return <ErrorNote error={envs.error} />;
   if (envs.data.length === 0) return <p className="muted">No environments in this team yet.</p>;
   return (
     <ul className="list">
@@ -33,7 +33,7 @@ function RecentJobs({ teamId }: { teamId: string }) {
   const trpc = useTRPC();
   const jobs = useQuery(trpc.jobs.list.queryOptions({ teamId, limit: 8 }));
   if (jobs.isPending) return <Loading />;
-  if (jobs.isError) return <ErrorNote error={jobs.error} />;
+  if (jobs.isLoadingError) return <ErrorNote error={jobs.error} />;
   if (jobs.data.length === 0) return <p className="muted">No jobs have run in this team yet.</p>;
   return (
     <ul className="list">
@@ -58,7 +58,7 @@ function SystemStatus() {
   const trpc = useTRPC();
   const health = useQuery({ ...trpc.system.health.queryOptions(), refetchInterval: 10_000 });
   if (health.isPending) return <Loading label="Checking…" />;
-  if (health.isError) return <ErrorNote error={health.error} />;
+  if (health.isLoadingError) return <ErrorNote error={health.error} />;
   const h = health.data;
   return (
     <dl className="facts" aria-label="System status">

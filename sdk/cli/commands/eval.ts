@@ -14,7 +14,7 @@ const SCORE_KEYS: CatalogueKey[] = [
 ];
 
 /** The environment version the checkpoint's own job trained on, when --env is not given. */
-async function environmentOf(conn: Connection, checkpointId: string): Promise<string> {
+export async function environmentOf(conn: Connection, checkpointId: string): Promise<string> {
   const checkpoints = await call(conn, () => conn.api.runs.checkpoints.query({ teamId: conn.teamId, limit: 500 }));
   const checkpoint = checkpoints.find((c) => c.id === checkpointId);
   if (!checkpoint) throw new CliError(`no checkpoint ${checkpointId} in this team (among its latest 500); pass --env to evaluate it anyway`, EXIT.NOT_FOUND);

@@ -3,6 +3,8 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { cancelJob } from '../../jobs/cancel.handler';
 import { queuedJobSelect, submitJob } from '../../jobs/submit.handler';
+import { agentSystemPrompt, type DryRunReport } from '../../../sdk/dry-run-report';
+import { sampleParamsSchema } from '../../../sdk/worker-protocol';
 import { router, teamProcedure } from '../trpc';
 
 /**
@@ -14,6 +16,38 @@ import { router, teamProcedure } from '../trpc';
 const LIVE = ['QUEUED', 'ASSIGNED', 'RUNNING'] as const;
 
 export const inferenceRouter = router({
+  /**
+   * What the playground shows of a checkpoint before a session is open: the checkpoint, the run
+   * that wrote it, and a first prompt in its environment's own words (the system prompt and first
+   * observation of the version's dry run, for its first agent) to start from.
+   */
+  checkpoint: teamProcedure('VIEWER')
+    .input(z.object({ checkpointId: z.string().min(1).max(64) }))
+    .query(async ({ ctx, input }) => {
+      const checkpoint = await ctx.db.checkpoint.findFirst({
+        where: { id: input.checkpointId, teamId: ctx.membership.teamId },
+        select: { id: true, kind: true, step: true, bytes: true, isAdapter: true, createdAt: true, jobId: true, job: { select: { config: true } } },
+      });
+      if (!checkpoint) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
+      const versionId = (checkpoint.job?.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+      const version =
+        typeof versionId === 'string'
+          ? await ctx.db.environmentVersion.findFirst({
+              where: { id: versionId, environment: { teamId: ctx.membership.teamId } },
+              select: { id: true, version: true, validation: true, environment: { select: { id: true, name: true } } },
+            })
+          : null;
+      const report = version?.validation as Partial<DryRunReport> | null | undefined;
+      const agents = report?.description?.agents ?? [];
+      const first = report?.transcripts?.find((t) => t.turns.length > 0);
+      const agent = first?.turns[0].agent ?? agents[0];
+      return {
+        checkpoint: { id: checkpoint.id, kind: checkpoint.kind, step: checkpoint.step, bytes: Number(checkpoint.bytes), isAdapter: checkpoint.isAdapter, createdAt: checkpoint.createdAt, jobId: checkpoint.jobId },
+        environment: version ? { id: version.environment.id, name: version.environment.name, versionId: version.id, version: version.version, agents, bots: report?.description?.bots ?? [] } : null,
+        example: first && agent ? { agent, system: agentSystemPrompt(first.systemPrompts[agent] ?? '', report?.description?.toolPrompt ?? ''), observation: first.turns[0].observation } : null,
+      };
+    }),
+
   /** Reuses the team's live session for this checkpoint, or queues one (priority 0, one device). */
   open: teamProcedure('MEMBER')
     .input(
@@ -44,18 +78,7 @@ export const inferenceRouter = router({
 
   /** Sends a sampling request to the session's worker; answers its id (tokens arrive on the run's room). */
   sample: teamProcedure('MEMBER')
-    .input(
-      z.object({
-        jobId: z.string().min(1).max(64),
-        prompt: z.string().max(100_000),
-        maxTokens: z.number().int().min(1).max(512).default(64),
-        temperature: z.number().min(0).max(10).default(1),
-        topK: z.number().int().min(0).max(100_000).optional(),
-        topP: z.number().gt(0).max(1).optional(),
-        stop: z.array(z.string().min(1).max(100)).max(16).optional(),
-        seed: z.number().int().min(0).optional(),
-      }),
-    )
+    .input(sampleParamsSchema.extend({ jobId: z.string().min(1).max(64) }))
     .mutation(async ({ ctx, input }) => {
       const job = await ctx.db.job.findFirst({ where: { id: input.jobId, teamId: ctx.membership.teamId, kind: 'INFERENCE' }, select: { id: true, state: true } });
       if (!job) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such inference session' });

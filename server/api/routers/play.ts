@@ -4,20 +4,24 @@ import { z } from 'zod';
 import type { BlobStore } from '../../blobs/store';
 import type { Db } from '../../db/client';
 import { environmentSourceInput } from '../../environments/source-input';
+import type { Json } from '../../../sdk/environment/schema';
+import { type AutoplayResult, playedMatch, type PlayOpponent } from '../../../sdk/play';
+import { storedJson } from '../../db/stored-json';
+import { playCheckpoints } from '../../play/play-checkpoints';
 import { PlayRefused } from '../../play/play-sessions';
 import { resolvePlaySource } from '../../play/play-source';
 import { router, teamProcedure } from '../trpc';
 
 /**
  * The play console: a member acts as an agent of an environment (a saved version, or the editor's
- * draft) in the real sandbox, turn by turn, with bots in the other seats; or watches one episode
- * played by a bot. Sessions run in play processes apart from the server (server/play/); the
- * answers' types are sdk/play.ts's.
+ * draft) in the real sandbox, turn by turn, with bots or the team's checkpoints in the other
+ * seats; or watches one episode played by a bot or a checkpoint. Sessions run in play processes
+ * apart from the server (server/play/); the answers' types are sdk/play.ts's.
  */
 
 const id = z.string().min(1).max(64);
 const agent = z.string().min(1).max(100);
-const opponent = z.union([z.strictObject({ bot: z.string().min(1).max(100) }), z.strictObject({ random: z.literal(true) })]);
+const opponent = z.union([z.strictObject({ bot: z.string().min(1).max(100) }), z.strictObject({ random: z.literal(true) }), z.strictObject({ checkpointId: id })]);
 const source = z.union([z.strictObject({ versionId: id }), z.strictObject({ draft: z.strictObject(environmentSourceInput) })]);
 const episode = {
   source,
@@ -29,11 +33,39 @@ const episode = {
   datasetVersionId: id.optional(),
 };
 
-/** The episode's seed (random when not given) and what it plays: the source, its turn limit, the dataset row. */
-async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore }; membership: { teamId: string } }, input: z.infer<z.ZodObject<typeof episode>>) {
+/**
+ * The episode's seed (random when not given) and what it plays: the source, its turn limit, the
+ * dataset row, and the checkpoints that play seats (the team's own, with their bytes).
+ */
+async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore }; membership: { teamId: string } }, input: z.infer<z.ZodObject<typeof episode>>, policy?: PlayOpponent) {
   const seed = input.seed ?? randomInt(2 ** 31 - 1);
-  const found = await resolvePlaySource(ctx.db, ctx.deps.blobs, ctx.membership.teamId, { ...input, seed });
-  return { teamId: ctx.membership.teamId, environment: found.environment, request: { source: found.source, maxTurns: found.maxTurns, seed, row: found.row, opponents: input.opponents } };
+  const teamId = ctx.membership.teamId;
+  const checkpoints = await playCheckpoints(ctx.db, ctx.deps.blobs, teamId, [...Object.values(input.opponents ?? {}), ...(policy ? [policy] : [])]);
+  const found = await resolvePlaySource(ctx.db, ctx.deps.blobs, teamId, { ...input, seed });
+  const request = { source: found.source, maxTurns: found.maxTurns, sampling: found.sampling, seed, row: found.row, opponents: input.opponents, checkpoints };
+  return { teamId, environment: found.environment, request };
+}
+
+/**
+ * A game of several agents played here is kept as a match of the team (no job, no training
+ * step), so that it lists with the others and opens in the replay. A draft's game has no version.
+ */
+async function saveMatch(db: Db, teamId: string, versionId: string | null, game: Parameters<typeof playedMatch>[0], parent?: { matchId: string; move: number }): Promise<string> {
+  const played = playedMatch(game);
+  const record = parent ? { ...played, result: { ...played.result, parent } } : played;
+  const version = versionId ? await db.environmentVersion.findFirst({ where: { id: versionId, environment: { teamId } }, select: { id: true } }) : null;
+  const match = await db.match.create({
+    data: { teamId, environmentVersionId: version?.id ?? null, agents: storedJson(record.agents), moves: storedJson(record.moves), result: storedJson(record.result), winner: record.winner },
+    select: { id: true },
+  });
+  return match.id;
+}
+
+/** An autoplayed episode as a game to keep: its turns with who played each seat. */
+function autoplayedGame(result: Extract<AutoplayResult, { ok: true }>): Parameters<typeof playedMatch>[0] {
+  const t = result.transcript;
+  const turns = t.turns.map((turn) => ({ ...turn, by: result.players[turn.agent] ?? { random: true as const }, terminated: false, truncated: false, next: null }));
+  return { agents: result.description.agents, players: result.players, turns, endReason: t.endReason, returns: t.totalRewards, task: t.task, error: t.error?.message ?? null };
 }
 
 /** Refusals of the play sessions, as tRPC errors with their reason. */
@@ -50,25 +82,64 @@ export const playRouter = router({
     .input(z.object({ ...episode, seat: agent.optional() }))
     .mutation(({ ctx, input }) =>
       refusals(
-        episodeOf(ctx, input).then(({ teamId, environment, request }) => ctx.deps.play.open(teamId, ctx.user.id, environment, { ...request, seat: input.seat })),
+        episodeOf(ctx, input).then(({ teamId, environment, request }) =>
+          ctx.deps.play.open(teamId, ctx.user.id, environment, { ...request, seat: input.seat }, 'versionId' in input.source ? input.source.versionId : null),
+        ),
       ),
     ),
 
   /** Plays the user's action; the bots answer up to the user's next turn. An error of the environment ends the session. */
   step: teamProcedure('MEMBER')
     .input(z.object({ sessionId: id, action: z.string().max(100_000) }))
-    .mutation(({ ctx, input }) => refusals(ctx.deps.play.step(ctx.membership.teamId, ctx.user.id, input.sessionId, input.action))),
+    .mutation(async ({ ctx, input }) => {
+      const { result, finished } = await refusals(ctx.deps.play.step(ctx.membership.teamId, ctx.user.id, input.sessionId, input.action));
+      if (!finished) return result;
+      return { ...result, matchId: await saveMatch(ctx.db, ctx.membership.teamId, finished.versionId, finished.game) };
+    }),
 
   close: teamProcedure('MEMBER')
     .input(z.object({ sessionId: id }))
     .mutation(({ ctx, input }) => refusals(ctx.deps.play.close(ctx.membership.teamId, ctx.user.id, input.sessionId))),
 
-  /** "Let the base policy play": one whole episode, every seat not in `opponents` played by `policy`. */
+  /** "Let the base policy play": one whole episode, every seat not in `opponents` played by `policy` (a bot, random play or a checkpoint). */
   autoplay: teamProcedure('MEMBER')
     .input(z.object({ ...episode, policy: opponent }))
     .mutation(({ ctx, input }) =>
-      refusals(episodeOf(ctx, input).then(({ teamId, request }) => ctx.deps.play.autoplay(teamId, { ...request, policy: input.policy }))),
+      refusals(
+        episodeOf(ctx, input, input.policy).then(async ({ teamId, request }) => {
+          const result = await ctx.deps.play.autoplay(teamId, { ...request, policy: input.policy });
+          if (!result.ok || result.description.agents.length < 2 || result.transcript.turns.length === 0) return result;
+          return { ...result, matchId: await saveMatch(ctx.db, teamId, 'versionId' in input.source ? input.source.versionId : null, autoplayedGame(result)) };
+        }),
+      ),
     ),
+
+  /**
+   * "Branch from here": a recorded match replayed up to `move` (its moves as played, on its task),
+   * then continued by `policy` and `opponents`; kept as a new match whose result names its parent
+   * and the move it branched at (the replay lists it as a variation).
+   */
+  branch: teamProcedure('MEMBER')
+    .input(z.object({ matchId: id, move: z.number().int().min(0).max(10_000), policy: opponent, opponents: z.record(agent, opponent).optional(), seed: z.number().int().min(0).max(2 ** 31 - 1).optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      const match = await ctx.db.match.findFirst({ where: { id: input.matchId, teamId }, select: { id: true, moves: true, result: true, environmentVersionId: true, job: { select: { config: true } } } });
+      if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
+      const fromJob = (match.job?.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+      const versionId = match.environmentVersionId ?? (typeof fromJob === 'string' ? fromJob : null);
+      if (!versionId) throw new TRPCError({ code: 'BAD_REQUEST', message: 'This match was played on unsaved code: there is no version to continue it on' });
+      const moves = Array.isArray(match.moves) ? (match.moves as Array<{ text?: unknown }>) : [];
+      if (input.move > moves.length) throw new TRPCError({ code: 'BAD_REQUEST', message: `move: the match has ${moves.length} moves` });
+      const task = (match.result as { task?: Json } | null)?.task;
+      const episode = { source: { versionId }, opponents: input.opponents, seed: input.seed };
+      return refusals(
+        episodeOf(ctx, episode, input.policy).then(async ({ request }) => {
+          const result = await ctx.deps.play.autoplay(teamId, { ...request, policy: input.policy, prefix: moves.slice(0, input.move).map((m) => String(m.text ?? '')), ...(task !== undefined ? { task } : {}) });
+          if (!result.ok || result.transcript.turns.length === 0) return result;
+          return { ...result, matchId: await saveMatch(ctx.db, teamId, versionId, autoplayedGame(result), { matchId: match.id, move: input.move }) };
+        }),
+      );
+    }),
 
   /** The caller's open sessions in the team (a reloaded page finds its session here). */
   list: teamProcedure('MEMBER').query(({ ctx }) => ctx.deps.play.list(ctx.membership.teamId, ctx.user.id)),

@@ -134,14 +134,24 @@ export const runsRouter = router({
       return runs[0];
     }),
 
-  /** A page of the team's checkpoints with the run that wrote each, newest first. */
+  /** A page of the team's checkpoints with the run that wrote each, newest first (of one environment's runs with `environmentId`). */
   teamCheckpoints: teamProcedure('VIEWER')
-    .input(z.object({ kind: z.enum(['TRAINING', 'SAMPLER']).optional(), ...page }))
+    .input(z.object({ kind: z.enum(['TRAINING', 'SAMPLER']).optional(), environmentId: z.string().min(1).max(64).optional(), ...page }))
     .query(({ ctx, input }) => listTeamCheckpoints(ctx.db, ctx.membership.teamId, input)),
 
   /** A page of the team's matches (players, result, moves), newest first; of one run with `jobId`. */
   teamMatches: teamProcedure('VIEWER')
-    .input(z.object({ jobId: z.string().min(1).max(64).optional(), ...page }))
+    .input(
+      z.object({
+        jobId: z.string().min(1).max(64).optional(),
+        result: z.enum(['win', 'draw', 'error']).optional(),
+        player: z.string().min(1).max(100).optional(),
+        checkpointId: z.string().min(1).max(64).optional(),
+        minMoves: z.number().int().min(0).max(100_000).optional(),
+        maxMoves: z.number().int().min(0).max(100_000).optional(),
+        ...page,
+      }),
+    )
     .query(({ ctx, input }) => listTeamMatches(ctx.db, ctx.membership.teamId, input)),
 
   /** The run's metrics, each with its group (sdk/live.ts: keys are `group/name`), for a page to lay charts out by. */
@@ -256,7 +266,13 @@ export const runsRouter = router({
     .query(async ({ ctx, input }) => {
       const match = await ctx.db.match.findFirst({ where: { id: input.matchId, teamId: ctx.membership.teamId } });
       if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
-      return match;
+      // Games branched from this one ("branch from here"), each with the move it left at.
+      const branched = await ctx.db.match.findMany({
+        where: { teamId: ctx.membership.teamId, result: { path: ['parent', 'matchId'], equals: match.id } },
+        orderBy: { createdAt: 'asc' }, take: 100, select: { id: true, result: true, winner: true, agents: true },
+      });
+      const variations = branched.map((v) => ({ id: v.id, move: Number((v.result as { parent?: { move?: unknown } }).parent?.move ?? 0), winner: v.winner, agents: v.agents }));
+      return { ...match, variations };
     }),
 
   /**

@@ -61,7 +61,7 @@ export default function ApiKeysPage() {
         <ErrorNote error={revoke.error} />
         {keys.isPending ? (
           <Loading />
-        ) : keys.isError ? (
+        ) : keys.isLoadingError ? (
           <ErrorNote error={keys.error} />
         ) : keys.data.length === 0 ? (
           <p className="muted">No API keys yet.</p>

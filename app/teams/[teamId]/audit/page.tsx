@@ -54,7 +54,7 @@ function AuditLog() {
       </div>
       {log.isPending ? (
         <Loading />
-      ) : log.isError ? (
+      ) : log.isLoadingError ? (
         <ErrorNote error={log.error} />
       ) : entries.length === 0 ? (
         <p className="muted">Nothing recorded yet.</p>

@@ -52,6 +52,20 @@ const columns = (base: string): Column<Checkpoint>[] => [
   { header: 'Step', num: true, cell: (c) => c.step },
   { header: 'Size', num: true, cell: (c) => formatBytes(c.bytes) },
   { header: 'Created', className: 'nowrap muted small', title: (c) => formatDateTime(c.createdAt), cell: (c) => formatRelative(c.createdAt) },
+  {
+    header: 'Actions',
+    className: 'row-actions',
+    cell: (c) => (
+      <span className="inline-actions">
+        <Link href={`${base}/matches?checkpoint=${c.id}`} className="btn btn-small" aria-label={`Games checkpoint ${c.id} (step ${c.step}) played`}>
+          Games
+        </Link>
+        <Link href={`${base}/playground/${c.id}`} className="btn btn-small" aria-label={`Open checkpoint ${c.id} (step ${c.step}) in the playground`}>
+          Playground
+        </Link>
+      </span>
+    ),
+  },
 ];
 
 function useCheckpoints(teamId: string, kind: 'SAMPLER' | 'TRAINING' | undefined, page: number) {
@@ -94,7 +108,7 @@ export default function CheckpointsPage() {
       </div>
       {checkpoints.isPending ? (
         <Loading label="Loading checkpoints…" />
-      ) : checkpoints.isError ? (
+      ) : checkpoints.isLoadingError ? (
         <ErrorNote error={checkpoints.error} />
       ) : checkpoints.data.total === 0 && !filter.kind ? (
         <EmptyState

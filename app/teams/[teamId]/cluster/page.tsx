@@ -66,7 +66,7 @@ export default function ClusterPage() {
         <h2 id="usage-title">Team usage</h2>
         {quota.isPending ? (
           <Loading label="Loading the quota…" />
-        ) : quota.isError ? (
+        ) : quota.isLoadingError ? (
           <ErrorNote error={quota.error} />
         ) : (
           <>
@@ -91,7 +91,7 @@ export default function ClusterPage() {
         <h2 id="queue-title">Queue</h2>
         {queue.isPending ? (
           <Loading label="Loading the queue…" />
-        ) : queue.isError ? (
+        ) : queue.isLoadingError ? (
           <ErrorNote error={queue.error} />
         ) : queue.data.total === 0 ? (
           <p className="muted">
@@ -115,7 +115,7 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
   const team = useTeam();
   const { workers, jobs } = useWorkers(teamId, fast);
   if (workers.isPending) return <Loading label="Loading workers…" />;
-  if (workers.isError) return <ErrorNote error={workers.error} />;
+  if (workers.isLoadingError) return <ErrorNote error={workers.error} />;
   if (workers.data.length === 0) {
     return (
       <EmptyState title="No worker can run this team’s jobs">

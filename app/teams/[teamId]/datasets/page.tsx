@@ -70,7 +70,7 @@ export default function DatasetsPage() {
       ) : null}
       {datasets.isPending ? (
         <Loading label="Loading datasets…" />
-      ) : datasets.isError ? (
+      ) : datasets.isLoadingError ? (
         <ErrorNote error={datasets.error} />
       ) : datasets.data.length === 0 ? (
         <EmptyState title="No datasets yet">

@@ -48,7 +48,7 @@ export default function EnvironmentsPage() {
       </div>
       {envs.isPending ? (
         <Loading label="Loading environments…" />
-      ) : envs.isError ? (
+      ) : envs.isLoadingError ? (
         <ErrorNote error={envs.error} />
       ) : envs.data.length === 0 ? (
         <div className="empty-state panel">

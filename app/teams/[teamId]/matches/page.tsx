@@ -1,7 +1,7 @@
 'use client';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
-import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { ErrorNote, Field, Loading, PageTitle } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
 import { Pager } from '../../../_ui/pager';
 import { MatchesTable } from '../../../_ui/runs/matches-table';
@@ -10,6 +10,11 @@ import { intParam, useUrlState } from '../../../_ui/url-state';
 import { useTRPC } from '../../../trpc';
 
 const PAGE_SIZE = 50;
+const RESULTS = [
+  { id: 'win', label: 'someone won' },
+  { id: 'draw', label: 'a draw' },
+  { id: 'error', label: 'an error' },
+] as const;
 
 /** Every game the team's runs played (multi-agent training and evaluations), newest first. */
 export default function MatchesPage() {
@@ -18,16 +23,49 @@ export default function MatchesPage() {
   const { params, set } = useUrlState();
   const base = `/teams/${team.id}`;
   const page = intParam(params.get('page'), 1);
-  const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
+  const result = RESULTS.find((r) => r.id === params.get('result'))?.id;
+  const player = params.get('player') ?? '';
+  const checkpointId = params.get('checkpoint') ?? '';
+  const minMoves = params.has('min') ? intParam(params.get('min'), 0, 0) : undefined;
+  const maxMoves = params.has('max') ? intParam(params.get('max'), 0, 0) : undefined;
+  const filters = { ...(result ? { result } : {}), ...(player ? { player } : {}), ...(checkpointId ? { checkpointId } : {}), ...(minMoves !== undefined ? { minMoves } : {}), ...(maxMoves !== undefined ? { maxMoves } : {}) };
+  const filtered = Object.keys(filters).length > 0;
+  const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, ...filters, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
+  // Typing replaces the URL entry; the page goes back to the first.
+  const setFilter = (key: string, value: string) => set({ [key]: value.trim() === '' ? null : value.trim(), page: null }, { replace: true });
 
   return (
     <>
       <PageTitle title="Matches" />
-      <p className="muted lead">Games of multi-agent environments: played during training, in evaluations against bots and other checkpoints.</p>
+      <p className="muted lead">Games of multi-agent environments: played during training, in evaluations and tournaments, and in the play console.</p>
+      <form className="toolbar matches-filters" role="search" aria-label="Filter matches" onSubmit={(e) => e.preventDefault()}>
+        <Field label="Result">
+          {(a) => (
+            <select {...a} value={result ?? ''} onChange={(e) => set({ result: e.target.value || null, page: null })}>
+              <option value="">any</option>
+              {RESULTS.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Played by" hint="scripted, checkpoint:, user…">
+          {(a) => <input {...a} defaultValue={player} onChange={(e) => setFilter('player', e.target.value)} />}
+        </Field>
+        <Field label="Checkpoint">
+          {(a) => <input {...a} className="mono" defaultValue={checkpointId} onChange={(e) => setFilter('checkpoint', e.target.value)} />}
+        </Field>
+        <Field label="Moves from">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('min') ?? ''} onChange={(e) => setFilter('min', e.target.value)} />}</Field>
+        <Field label="to">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('max') ?? ''} onChange={(e) => setFilter('max', e.target.value)} />}</Field>
+      </form>
       {matches.isPending ? (
         <Loading label="Loading matches…" />
-      ) : matches.isError ? (
+      ) : matches.isLoadingError ? (
         <ErrorNote error={matches.error} />
+      ) : matches.data.total === 0 && filtered ? (
+        <EmptyState title="No match fits these filters">Widen them, or clear them to see every game of the team.</EmptyState>
       ) : matches.data.total === 0 ? (
         <EmptyState
           title="No matches yet"

@@ -65,7 +65,7 @@ function MembersTable() {
   );
 
   if (members.isPending) return <Loading />;
-  if (members.isError) return <ErrorNote error={members.error} />;
+  if (members.isLoadingError) return <ErrorNote error={members.error} />;
   const isOwner = team.role === 'OWNER';
   const isAdmin = atLeast(team.role, 'ADMIN');
   return (
@@ -231,7 +231,7 @@ function Invitations() {
       <ErrorNote error={revoke.error} />
       {invitations.isPending ? (
         <Loading />
-      ) : invitations.isError ? (
+      ) : invitations.isLoadingError ? (
         <ErrorNote error={invitations.error} />
       ) : invitations.data.length === 0 ? (
         <p className="muted">No invitations yet.</p>

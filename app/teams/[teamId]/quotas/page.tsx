@@ -97,7 +97,7 @@ export default function QuotasPage() {
       <p className="muted lead">Limits on what this team’s jobs may use. The scheduler enforces them.</p>
       {quota.isPending ? (
         <Loading />
-      ) : quota.isError ? (
+      ) : quota.isLoadingError ? (
         <ErrorNote error={quota.error} />
       ) : (
         <div className="grid grid-2">

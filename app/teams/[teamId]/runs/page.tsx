@@ -74,7 +74,7 @@ export default function RunsPage() {
       </div>
       {runs.isPending ? (
         <Loading label="Loading runs…" />
-      ) : runs.isError ? (
+      ) : runs.isLoadingError ? (
         <ErrorNote error={runs.error} />
       ) : runs.data.total === 0 && !filter.states ? (
         <EmptyState

@@ -16,7 +16,7 @@ function Workers() {
   const isAdmin = atLeast(team.role, 'ADMIN');
 
   if (workers.isPending) return <Loading />;
-  if (workers.isError) return <ErrorNote error={workers.error} />;
+  if (workers.isLoadingError) return <ErrorNote error={workers.error} />;
   if (workers.data.length === 0) {
     return (
       <p className="muted">

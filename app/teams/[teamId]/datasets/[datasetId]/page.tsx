@@ -42,10 +42,10 @@ export default function DatasetPage() {
     }),
   );
 
-  if (dataset.isError && isNotFound(dataset.error)) {
+  if (dataset.isLoadingError && isNotFound(dataset.error)) {
     return <NotFound kind="dataset" id={datasetId} teamName={team.name} back={{ href: `${base}/datasets`, label: 'See the team’s datasets' }} />;
   }
-  if (dataset.isError) return <ErrorNote error={dataset.error} />;
+  if (dataset.isLoadingError) return <ErrorNote error={dataset.error} />;
   if (dataset.isPending) return <Loading label="Loading the dataset…" />;
 
   const d = dataset.data;
@@ -205,7 +205,7 @@ function RowsPreview({
       </div>
       {rows.isPending ? (
         <Loading label="Loading rows…" />
-      ) : rows.isError ? (
+      ) : rows.isLoadingError ? (
         <ErrorNote error={rows.error} />
       ) : rows.data.rows.length === 0 ? (
         <p className="muted">

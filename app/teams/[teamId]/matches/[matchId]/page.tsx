@@ -7,6 +7,7 @@ import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'rea
 import { ErrorNote, Loading } from '../../../../_ui/components';
 import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
+import { BranchPanel } from '../../../../_ui/replay/branch-panel';
 import { GridBoard } from '../../../../_ui/replay/grid-board';
 import { blunders, cellName, gridGameOf, positionAfter, winningLine, type Blunder } from '../../../../_ui/replay/grid-game';
 import { policyWords } from '../../../../_ui/runs/matches-table';
@@ -61,6 +62,8 @@ export default function MatchReplayPage() {
   const search = useSearchParams();
   const base = `/teams/${team.id}`;
   const match = useQuery({ ...trpc.runs.match.queryOptions({ teamId: team.id, matchId }), retry: (n, e) => !isNotFound(e) && n < 2 });
+  // The version the game was played on: its own, or its run's.
+  const run = useQuery({ ...trpc.runs.summary.queryOptions({ teamId: team.id, jobId: match.data?.jobId ?? '' }), enabled: Boolean(match.data?.jobId && !match.data.environmentVersionId) });
 
   const moves = useMemo(() => (Array.isArray(match.data?.moves) ? (match.data.moves as MoveRecord[]) : []), [match.data]);
   const game = useMemo(() => (match.data ? gridGameOf(match.data) : null), [match.data]);
@@ -147,12 +150,12 @@ export default function MatchReplayPage() {
   if (match.error && isNotFound(match.error)) {
     return <NotFound kind="match" id={matchId} teamName={team.name} back={{ href: `${base}/matches`, label: 'See the team’s matches' }} />;
   }
-  if (match.error) return <ErrorNote error={match.error} />;
+  if (match.isLoadingError) return <ErrorNote error={match.error} />;
   if (!match.data) return <Loading label="Loading the match…" />;
 
   const m = match.data;
   const agents = (Array.isArray(m.agents) ? m.agents : []) as Array<{ name: string; policy: string }>;
-  const result = (m.result ?? {}) as { endReason?: string; returns?: Record<string, number>; error?: string; info?: Record<string, unknown> };
+  const result = (m.result ?? {}) as { endReason?: string; returns?: Record<string, number>; error?: string; info?: Record<string, unknown>; parent?: { matchId: string; move: number } };
   const current = count > 0 ? moves[count - 1] : null;
   const currentMove = count > 0 ? game?.moves[count - 1] : undefined;
   const currentCell = currentMove?.cell ?? null;
@@ -293,6 +296,26 @@ export default function MatchReplayPage() {
               );
             })}
           </ol>
+          {result.parent ? (
+            <p className="small muted replay-parent">
+              A variation of <Link href={`${base}/matches/${result.parent.matchId}?move=${result.parent.move}`}>its parent game</Link>, from move {result.parent.move}.
+            </p>
+          ) : null}
+          {m.variations.length > 0 ? (
+            <>
+              <h3 className="small muted">Variations</h3>
+              <ul className="replay-variations">
+                {m.variations.map((v) => (
+                  <li key={v.id}>
+                    <Link href={`${base}/matches/${v.id}?move=${v.move}`}>from move {v.move}</Link>
+                    <span className="muted small"> · {v.winner ? `${v.winner} won` : 'no winner'}</span>
+                  </li>
+                ))}
+              </ul>
+            </>
+          ) : null}
+          <h3 className="small muted">Branch from here</h3>
+          <BranchPanel teamId={team.id} matchId={m.id} move={count} seats={agents.map((a) => a.name)} versionId={m.environmentVersionId ?? run.data?.environment?.versionId ?? null} />
         </section>
 
         <section className="panel replay-detail" aria-labelledby="detail-title">

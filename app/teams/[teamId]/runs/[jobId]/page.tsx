@@ -66,7 +66,9 @@ function RunView({ jobId }: { jobId: string }) {
     }),
   );
 
-  const error = run.error ?? job.error;
+  // Only a first load that failed replaces the page: a live refetch that fails (the network dropped
+  // for a moment) keeps what is shown, and the connection banner says the page is offline.
+  const error = (run.isLoadingError ? run.error : null) ?? (job.isLoadingError ? job.error : null);
   if (error && isNotFound(error)) {
     return <NotFound kind="run" id={jobId} teamName={team.name} back={{ href: `${base}/runs`, label: 'See the team’s runs' }} />;
   }
@@ -105,8 +107,7 @@ function RunView({ jobId }: { jobId: string }) {
         </div>
         <div className="actions">
           {newest ? (
-            // Not prefetched: the playground is part 3's page, and a prefetch of a route not built yet is a 404.
-            <Link href={`${base}/playground/${newest.id}`} className="btn" prefetch={false}>
+            <Link href={`${base}/playground/${newest.id}`} className="btn">
               <MessageSquare size={15} aria-hidden="true" /> Open step {newest.step} in playground
             </Link>
           ) : null}

@@ -1,0 +1,65 @@
+import { expect, test, watchPage } from './fixtures';
+import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+
+// A checkpoint of the team's as a player: a short gomoku run saves one; in the play console it
+// opens as black against the user, then plays a whole episode by itself; in the launcher it is a
+// frozen opponent of the mix. Screenshots of each in light and dark.
+
+test('a saved checkpoint plays in the play console and is offered as a frozen opponent in the launcher', async ({ browser, ownerState, whetstone }, testInfo) => {
+  test.setTimeout(480_000);
+  const url = whetstone.url;
+  const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const watch = watchPage(page);
+  await page.goto(url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const teamId = teamIdOf(page);
+
+  const environments = await trpc<Array<{ id: string; name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
+  const gomoku = environments.find((e) => e.name === 'gomoku')!;
+  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId, kind: 'TRAIN',
+    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: null, model: { contextLength: 256 } } },
+  });
+  let checkpointId = '';
+  await expect
+    .poll(
+      async () => {
+        // This run's own checkpoint: the server is shared with other journeys, whose runs write theirs.
+        const list = await trpc<Array<{ id: string; kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId: job.id });
+        checkpointId = list.find((c) => c.kind === 'SAMPLER')?.id ?? '';
+        return checkpointId;
+      },
+      { timeout: 300_000, intervals: [1_000] },
+    )
+    .not.toBe('');
+
+  // The play console: the user plays white, the checkpoint black; it opens with a move.
+  await page.goto(`${url}/teams/${teamId}/environments/${gomoku.id}`);
+  await page.getByRole('tab', { name: 'Play' }).click();
+  await page.getByLabel('You play').selectOption('white');
+  await page.getByLabel('black is').selectOption(`checkpoint:${checkpointId}`);
+  await page.getByRole('button', { name: 'Play an episode' }).click();
+  const log = page.locator('.play-log');
+  await expect(log).toContainText(/black · checkpoint train \S+ · step 1 · log-prob -?\d/, { timeout: 60_000 });
+  await expect(page.getByLabel('Your action')).toBeVisible();
+  await expectAccessible(page, 'play console with a checkpoint');
+  await shoot(page, testInfo, 'play-checkpoint');
+
+  // "Let it play": the checkpoint plays black, a bot white, one whole episode.
+  await page.getByLabel('Bot or checkpoint that plays').selectOption(`checkpoint:${checkpointId}`);
+  await page.getByLabel('black is').selectOption('bot:random');
+  await page.getByRole('button', { name: 'Let it play' }).click();
+  await expect(page.getByText(/^One episode, seed \d+:$/)).toBeVisible({ timeout: 60_000 });
+  await expect(log).toContainText(/white · checkpoint train \S+ · step 1/);
+  await shoot(page, testInfo, 'autoplay-checkpoint');
+
+  // The launcher: the checkpoint is a frozen opponent of the mix.
+  await page.goto(`${url}/teams/${teamId}/launch?environment=${gomoku.id}`);
+  await page.getByLabel('Opponent to add').selectOption(`checkpoint:${checkpointId}`);
+  await expect(page.getByRole('rowheader', { name: /^frozen checkpoint train \S+ · step 1$/ })).toBeVisible();
+  await expectAccessible(page, 'launcher with a frozen checkpoint');
+  await shoot(page, testInfo, 'launch-checkpoint');
+  watch.expectClean();
+  await context.close();
+});
