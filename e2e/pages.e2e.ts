@@ -108,6 +108,14 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(matches.getByRole('link', { name: job.id }).first()).toBeVisible();
   await expectAccessible(page, 'matches');
   await shoot(page, testInfo, 'matches');
+  // A filter nothing fits: the empty state says so and clears them in one click.
+  await page.getByRole('textbox', { name: 'Played by' }).fill('nobody-plays-like-this');
+  await expect(page.getByRole('heading', { name: 'No match fits these filters' })).toBeVisible();
+  await expect(page).toHaveURL(/player=nobody-plays-like-this/);
+  await page.getByRole('button', { name: 'Clear filters' }).last().click();
+  await expect(matches.getByRole('link', { name: job.id }).first()).toBeVisible();
+  await expect(page.getByRole('textbox', { name: 'Played by' })).toHaveValue('');
+  await expect(page).not.toHaveURL(/player=/);
   await matches.getByRole('link', { name: job.id }).first().click();
   await expect(page).toHaveURL(`${base}/runs/${job.id}?tab=matches`);
 

@@ -54,6 +54,18 @@ test('a saved checkpoint plays in the play console and is offered as a frozen op
   await expect(log).toContainText(/white · checkpoint train \S+ · step 1/);
   await shoot(page, testInfo, 'autoplay-checkpoint');
 
+  // The playground, one click: watch the checkpoint play white against the scripted bot; the game
+  // opens in the replay, playing move by move.
+  await page.goto(`${url}/teams/${teamId}/playground/${checkpointId}`);
+  const watchForm = page.getByRole('form', { name: 'Watch a game' });
+  await watchForm.getByRole('combobox', { name: 'This checkpoint plays' }).selectOption('white');
+  await watchForm.getByRole('combobox', { name: 'against' }).selectOption('bot:scripted');
+  await watchForm.getByRole('button', { name: 'Watch them play' }).click();
+  await expect(page).toHaveURL(/\/matches\/[^/?]+\?move=\d+/, { timeout: 60_000 });
+  await expect(page.getByRole('heading', { level: 1 })).toContainText(/black\s*\(scripted bot\)\s*vs\s*white\s*\(checkpoint/);
+  // It opened at the start and plays by itself.
+  await expect(page.getByRole('img', { name: /^Board after [1-9]\d* of/ })).toBeVisible({ timeout: 30_000 });
+
   // The launcher: the checkpoint is a frozen opponent of the mix.
   await page.goto(`${url}/teams/${teamId}/launch?environment=${gomoku.id}`);
   await page.getByLabel('Opponent to add').selectOption(`checkpoint:${checkpointId}`);

@@ -83,6 +83,24 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   await page.getByRole('link', { name: 'its parent game' }).click();
   await expect(page.getByRole('link', { name: 'from move 1' })).toBeVisible();
 
+  // The user takes a side of a branch: white from move 1, against the scripted bot, on the board.
+  await page.getByRole('combobox', { name: 'Who plays white after move 1' }).selectOption('user');
+  await page.getByRole('combobox', { name: 'Who plays black after move 1' }).selectOption('bot:scripted');
+  await page.getByRole('button', { name: 'Play white from move 1' }).click();
+  const playBoard = page.getByRole('table', { name: 'Board, 9 by 9' });
+  await expect(playBoard.getByRole('button', { name: /: black$/ })).toHaveCount(1, { timeout: 60_000 });
+  const firstStone = (await playBoard.getByRole('button', { name: /: black$/ }).getAttribute('aria-label'))!.split(':')[0];
+  await playBoard.getByRole('button', { name: /: empty$/ }).first().click();
+  await page.getByRole('button', { name: 'Send the action' }).click();
+  // The user's stone, and the bot's answer.
+  await expect(playBoard.getByRole('button', { name: /: white$/ })).toHaveCount(1);
+  await expect(playBoard.getByRole('button', { name: /: black$/ })).toHaveCount(2);
+  // A move on a taken cell ends the game as the rules say; it is kept as a variation of this match.
+  await page.getByRole('textbox', { name: 'Your action' }).fill(`<move>${firstStone}</move>`);
+  await page.keyboard.press('Enter');
+  await page.getByRole('link', { name: 'Open in the replay' }).click();
+  await expect(page.getByText('A variation of')).toBeVisible();
+
   // Past the end opens at the end; a match that is not the team's is a clear 404 page.
   await page.goto(`${base}/matches/${match!.id}?move=9999`);
   await expect(board).toHaveAccessibleName(new RegExp(`^Board after ${total} of ${total} moves`));

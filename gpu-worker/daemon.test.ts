@@ -260,7 +260,10 @@ describe('worker daemon', () => {
   });
 
   afterAll(async () => {
+    const spare = daemon?.spareRunnerPid;
     await daemon?.stop();
+    // Stopping kills the spare runner too.
+    await until('the spare runner gone', () => !alive(spare), 5000);
     await server.close();
     rmSync(home, { recursive: true, force: true });
   });
@@ -302,12 +305,16 @@ describe('worker daemon', () => {
   });
 
   test('an assignment from a heartbeat whose stream gets 409: the runner is killed and nothing more is sent', async () => {
+    // a1's end left a runner forked for its devices: a2, on the same ones, takes it.
+    await until('a spare runner', () => daemon.spareRunnerPid !== undefined);
+    const spare = daemon.spareRunnerPid;
     server.pollAssignments.push(banditAssignment('a2', 200, 1000));
     let pid: number | undefined;
     await until('a2 running', () => {
       pid = daemon.jobs.get('a2')?.runner?.pid;
       return server.events.some((e) => e.attemptId === 'a2' && e.type === 'stream');
     });
+    expect(pid).toBe(spare);
     expect(alive(pid)).toBe(true);
     server.writesFenced.add('a2');
     await until('a2 dropped', () => !daemon.jobs.has('a2'));

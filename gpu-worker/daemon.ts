@@ -49,6 +49,8 @@ export interface DaemonOptions {
   drainTimeoutMs?: number;
   /** Extra environment for runner processes. */
   runnerEnv?: Record<string, string | undefined>;
+  /** Keep a runner forked ahead of the next attempt (default true; daemon/attempts.ts says why). */
+  spareRunner?: boolean;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -82,10 +84,16 @@ export class WorkerDaemon {
       transport: this.transport,
       backend: o.backend,
       runnerEnv: o.runnerEnv,
+      spareRunner: o.spareRunner,
       accepting: () => !this.draining && !this.stopped,
       stopped: () => this.stopped,
       log: (level, message) => this.log(level, message),
     });
+  }
+
+  /** The process id of the runner forked ahead of the next attempt, if there is one. */
+  get spareRunnerPid(): number | undefined {
+    return this.attempts.sparePid;
   }
 
   /** The attempts running here, by attempt id. */
@@ -126,6 +134,7 @@ export class WorkerDaemon {
   /** Stops without waiting for jobs (they are killed; their leases will expire). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.attempts.dropSpare();
     for (const job of this.jobs.values()) job.runner?.kill();
     this.transport.socket?.close();
     this.wakeHeartbeat?.();

@@ -163,6 +163,10 @@ export interface PlayOpenRequest {
   seed: number;
   /** The dataset row, for data-dependent environments. */
   row?: Json;
+  /** The task of a data-free environment, given instead of sampled (a branch plays its match's task). */
+  task?: Json;
+  /** Actions played first, in turn order, whoever's turn it is (a branch the user plays a side of). */
+  prefix?: string[];
 }
 
 export interface AutoplayRequest {

@@ -13,7 +13,7 @@ import {
   BLOB_ROUTE,
   checkpointResponseSchema,
 } from '../../sdk/worker-protocol';
-import { RunnerProcess, type RunnerExit } from '../job-runner/runner-process';
+import { RunnerProcess, type RunnerExit, type RunnerHandlers } from '../job-runner/runner-process';
 import type { CheckpointUploadKind, UploadedCheckpoint } from '../job-runner/sink';
 import type { JobOutcome } from '../job-runner/types';
 import { Outbox } from './outbox';
@@ -48,6 +48,14 @@ export interface AttemptsOptions {
   backend?: string;
   /** Extra environment for runner processes. */
   runnerEnv?: Record<string, string | undefined>;
+  /**
+   * Keep one runner forked ahead of need (default true): a child's start (Node, tsx and the
+   * engine's modules) takes about a second, which an inference session's first token or a short
+   * job would otherwise wait for. The spare is forked when an attempt ends, for that attempt's
+   * devices, and taken by the next attempt on the same devices. It loads no backend until it
+   * starts a job, so it holds no device memory.
+   */
+  spareRunner?: boolean;
   /** Whether new work is taken (not while draining or stopped). */
   accepting(): boolean;
   stopped(): boolean;
@@ -65,6 +73,8 @@ export class Attempts {
   readonly jobs = new Map<string, DaemonJob>();
   /** Attempts already run here: a late heartbeat answer may still list one. */
   private readonly done = new Set<string>();
+  /** A runner forked ahead of need, with the environment (devices) it was forked for. */
+  private spare: { key: string; runner: RunnerProcess } | null = null;
 
   constructor(private readonly o: AttemptsOptions) {}
 
@@ -113,6 +123,7 @@ export class Attempts {
       this.done.add(a.attemptId);
       if (this.done.size > 10_000) this.done.delete(this.done.values().next().value!);
       finish();
+      this.prepareSpare(a.deviceIndexes);
     });
     return job.over;
   }
@@ -124,6 +135,51 @@ export class Attempts {
       this.o.log('info', `attempt ${job.assignment.attemptId}: cancelled`);
       job.runner?.cancel();
     } else if (s.preempt) this.preempt(job);
+  }
+
+  /** The spare runner's process id, once one is forked. */
+  get sparePid(): number | undefined {
+    return this.spare?.runner.alive ? this.spare.runner.pid : undefined;
+  }
+
+  /** Forks a spare runner for attempts on these devices, unless one is there or no work is taken. */
+  prepareSpare(deviceIndexes: number[]): void {
+    if (this.o.spareRunner === false || this.spare || !this.o.accepting()) return;
+    const env = this.runnerEnv(deviceIndexes);
+    const runner = new RunnerProcess(null, { env });
+    this.spare = { key: JSON.stringify(env), runner };
+    // One that dies unused (killed from outside) is forgotten: the next attempt forks its own.
+    void runner.exited.then(() => {
+      if (this.spare?.runner === runner) this.spare = null;
+    });
+  }
+
+  /** Kills the spare runner (the daemon stops). */
+  dropSpare(): void {
+    this.spare?.runner.kill();
+    this.spare = null;
+  }
+
+  /** The environment of a runner on these devices. */
+  private runnerEnv(deviceIndexes: number[]): Record<string, string | undefined> {
+    return {
+      WHETSTONE_BACKEND: this.o.backend ?? process.env.WHETSTONE_BACKEND,
+      ...(deviceIndexes.length > 0 ? { CUDA_VISIBLE_DEVICES: deviceIndexes.join(',') } : {}),
+      ...this.o.runnerEnv,
+    };
+  }
+
+  /** A runner for an attempt: the spare when it was forked for the same devices, else a new one. */
+  private runnerFor(deviceIndexes: number[], handlers: RunnerHandlers): RunnerProcess {
+    const env = this.runnerEnv(deviceIndexes);
+    const spare = this.spare;
+    this.spare = null;
+    if (spare && spare.key === JSON.stringify(env) && spare.runner.alive) {
+      spare.runner.attach(handlers);
+      return spare.runner;
+    }
+    spare?.runner.kill();
+    return new RunnerProcess(handlers, { env });
   }
 
   /** Asks the runner to checkpoint and stop. */
@@ -146,25 +202,16 @@ export class Attempts {
   private async run(job: DaemonJob): Promise<void> {
     const a = job.assignment;
     this.o.log('info', `attempt ${a.attemptId}: ${a.kind} job ${a.jobId} (attempt ${a.attempt}) on device(s) ${a.deviceIndexes.join(',') || '-'}`);
-    const runner = new RunnerProcess(
-      {
-        onBatch: (kind, items) => job.outbox.add(kind, items),
-        uploadCheckpoint: (kind, step, bytes) => this.uploadCheckpoint(job, kind, step, bytes),
-        fetchBlob: (key) => this.fetchBlob(job, key),
-        onSample: (event) => {
-          if (job.lost) return;
-          if (event.type === 'token') this.o.transport.socket?.emit('sample:token', event.token);
-          else this.o.transport.socket?.emit('sample:done', event.done);
-        },
+    const runner = this.runnerFor(a.deviceIndexes, {
+      onBatch: (kind, items) => job.outbox.add(kind, items),
+      uploadCheckpoint: (kind, step, bytes) => this.uploadCheckpoint(job, kind, step, bytes),
+      fetchBlob: (key) => this.fetchBlob(job, key),
+      onSample: (event) => {
+        if (job.lost) return;
+        if (event.type === 'token') this.o.transport.socket?.emit('sample:token', event.token);
+        else this.o.transport.socket?.emit('sample:done', event.done);
       },
-      {
-        env: {
-          WHETSTONE_BACKEND: this.o.backend ?? process.env.WHETSTONE_BACKEND,
-          ...(a.deviceIndexes.length > 0 ? { CUDA_VISIBLE_DEVICES: a.deviceIndexes.join(',') } : {}),
-          ...this.o.runnerEnv,
-        },
-      },
-    );
+    });
     job.runner = runner;
     let exit: RunnerExit;
     try {

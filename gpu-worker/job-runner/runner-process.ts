@@ -1,7 +1,9 @@
 /**
  * The daemon's handle on one job runner child process. The child is forked with tsx's loader when
  * this file runs as TypeScript. The daemon supplies the transport (handlers); the child's stream
- * batches arrive in the order they were sent.
+ * batches arrive in the order they were sent. A runner may be forked before its job is known (the
+ * daemon's spare) and given its handlers when an attempt takes it: until `start` the child sends
+ * nothing but its `ready`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
@@ -38,7 +40,7 @@ export class RunnerProcess {
   private gone = false;
 
   constructor(
-    private readonly handlers: RunnerHandlers,
+    private handlers: RunnerHandlers | null,
     options: { env?: Record<string, string | undefined> } = {},
   ) {
     const here = path.dirname(fileURLToPath(import.meta.url));
@@ -67,6 +69,16 @@ export class RunnerProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** Whether the child still runs. */
+  get alive(): boolean {
+    return !this.gone;
+  }
+
+  /** Gives a runner forked ahead of its job the handlers of the attempt that takes it. */
+  attach(handlers: RunnerHandlers): void {
+    this.handlers = handlers;
   }
 
   start(assignment: Assignment): void {
@@ -103,14 +115,16 @@ export class RunnerProcess {
   }
 
   private handle(msg: FromRunner) {
-    if (msg.type === 'batch') this.handlers.onBatch(msg.kind, msg.items);
+    if (msg.type === 'done') this.result = msg.result;
+    else if (!this.handlers) return;
+    else if (msg.type === 'batch') this.handlers.onBatch(msg.kind, msg.items);
     else if (msg.type === 'sample') this.handlers.onSample?.(msg.event);
-    else if (msg.type === 'done') this.result = msg.result;
     else if (msg.type === 'request') {
+      const handlers = this.handlers;
       const work: Promise<unknown> =
         msg.method === 'uploadCheckpoint'
-          ? this.handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes)
-          : this.handlers.fetchBlob(msg.params.key);
+          ? handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes)
+          : handlers.fetchBlob(msg.params.key);
       work.then(
         (result) => this.send({ type: 'reply', id: msg.id, ok: true, result }),
         (e: unknown) => this.send({ type: 'reply', id: msg.id, ok: false, error: (e as Error).message }),

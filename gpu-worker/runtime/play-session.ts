@@ -211,7 +211,7 @@ export class PlaySessionRuntime {
     }
     let reset;
     try {
-      reset = await env.reset({ episodeId: sessionId, seed: request.seed, taskSeed: request.seed, row: request.row });
+      reset = await env.reset({ episodeId: sessionId, seed: request.seed, taskSeed: request.seed, row: request.row, ...(request.task !== undefined ? { task: request.task } : {}) });
     } catch (e) {
       checkpoints.release();
       await env.dispose();
@@ -226,7 +226,10 @@ export class PlaySessionRuntime {
       return { session: null, result: mismatch };
     }
     const session = new PlaySessionRuntime(sessionId, env, seat, players as Record<string, PlayPlayer>, request.maxTurns, logs, reset.systemPrompts, checkpoints, reset.turn, request.seed);
-    const error = await session.guard(() => session.advance());
+    const error = await session.guard(async () => {
+      await session.replay(request.prefix ?? []);
+      return session.advance();
+    });
     const opponents = Object.fromEntries(Object.entries(session.players).flatMap(([agent, p]) => ('user' in p ? [] : [[agent, p]])));
     const result: PlayOpenResult = {
       ok: true,
@@ -303,6 +306,14 @@ export class PlaySessionRuntime {
       this.done = true;
       this.endReason = 'error';
       return e.toJSON();
+    }
+  }
+
+  /** A branch's moves, as they were played in its match, whoever's turn each was. */
+  private async replay(prefix: string[]): Promise<void> {
+    for (const action of prefix) {
+      if (this.done) return;
+      await this.play(this.current.agent, action);
     }
   }
 

@@ -95,12 +95,16 @@ interface Session {
   game: { agents: string[]; players: Record<string, PlayPlayer>; turns: PlayTurn[]; task: Json };
   /** The saved version it plays (null for the editor's draft). */
   versionId: string | null;
+  /** The match and move it branched from, when it continues a recorded game. */
+  parent: { matchId: string; move: number } | undefined;
 }
 
 /** A game of several agents that ended in a step: what its match record is made of. */
 export interface FinishedGame {
   game: Parameters<typeof playedMatch>[0];
   versionId: string | null;
+  /** The match and move it branched from, if any: the game is kept as a variation of it. */
+  parent: { matchId: string; move: number } | undefined;
 }
 
 export class PlaySessions {
@@ -119,7 +123,7 @@ export class PlaySessions {
   }
 
   /** Opens a session for a user of a team; compile and load errors come back in the result (no session then). */
-  async open(teamId: string, userId: string, environment: string, request: PlayOpenRequest, versionId: string | null = null): Promise<PlayOpenResult> {
+  async open(teamId: string, userId: string, environment: string, request: PlayOpenRequest, versionId: string | null = null, parent?: { matchId: string; move: number }): Promise<PlayOpenResult> {
     this.refuseIfClosed();
     const team = [...this.sessions.values()].filter((s) => s.teamId === teamId).length + (this.opening.get(teamId) ?? 0);
     if (team >= this.o.perTeam) {
@@ -137,7 +141,7 @@ export class PlaySessions {
         const now = new Date();
         const players: Record<string, PlayPlayer> = { ...result.opponents, [result.seat]: { user: true } };
         const game = { agents: result.description.agents, players, turns: [...result.history], task: result.task };
-        const session: Session = { id: sessionId, teamId, userId, environment, seat: result.seat, openedAt: now, lastActiveAt: now, idle: null, busy: false, process, game, versionId };
+        const session: Session = { id: sessionId, teamId, userId, environment, seat: result.seat, openedAt: now, lastActiveAt: now, idle: null, busy: false, process, game, versionId, parent };
         this.sessions.set(sessionId, session);
         process.sessions.add(sessionId);
         this.touch(session);
@@ -167,7 +171,7 @@ export class PlaySessions {
       else this.touch(session);
       const finished =
         result.done && session.game.agents.length > 1 && session.game.turns.length > 0
-          ? { game: { ...session.game, endReason: result.endReason, returns: result.returns, error: result.error?.message ?? null }, versionId: session.versionId }
+          ? { game: { ...session.game, endReason: result.endReason, returns: result.returns, error: result.error?.message ?? null }, versionId: session.versionId, parent: session.parent }
           : null;
       return { result, finished };
     } finally {

@@ -219,6 +219,29 @@ describe('play sessions through the API', () => {
     expect(await call(url, other.apiKey, 'play.branch', { teamId: other.teamId, matchId: parent.matchId, move: 1, policy: { bot: 'scripted' } })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
   });
 
+  it('the user plays a side of a branch: the match replayed to a move, the user on one seat, the game kept as a variation', async () => {
+    const team = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const version = await must(call<{ versionId: string }>(url, team.apiKey, 'environments.create', { teamId: team.teamId, name: 'go', from: { template: 'gomoku' } }));
+    const parent = await must(call<AutoplayResult>(url, team.apiKey, 'play.autoplay', { teamId: team.teamId, source: { versionId: version.versionId }, policy: { bot: 'scripted' }, opponents: { white: { random: true } }, seed: 4 }));
+    if (!parent.ok || !parent.matchId) throw new Error('autoplay failed');
+    const from = { matchId: parent.matchId, move: 4 };
+    // A branch plays on its match's version.
+    expect(await call(url, team.apiKey, 'play.open', { teamId: team.teamId, source: draftOf(gomoku), from })).toMatchObject({ ok: false, code: 'BAD_REQUEST', message: expect.stringMatching(/^source: a branch plays on the version/) });
+    const session = opened(await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source: { versionId: version.versionId }, from, seat: 'white', opponents: { black: { bot: 'scripted' } }, seed: 3 })));
+    // The parent's four moves, then black (the scripted bot) once, and it is the user's turn as white.
+    expect(session.history.slice(0, 4).map((t) => t.action)).toEqual(parent.transcript.turns.slice(0, 4).map((t) => t.action));
+    expect(session.history.map((t) => t.agent)).toEqual(['black', 'white', 'black', 'white', 'black']);
+    expect(session.task).toEqual(parent.transcript.task);
+    // A move on a taken cell (the parent's first) ends the game as the rules say; it is kept as a variation.
+    const step = await must(call<PlayStepResult & { matchId?: string }>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: parent.transcript.turns[0].action }));
+    expect(step.done).toBe(true);
+    const saved = await ctx.t.db.match.findUniqueOrThrow({ where: { id: step.matchId! } });
+    expect(saved).toMatchObject({ environmentVersionId: version.versionId, result: { parent: from } });
+    const withVariations = await must(call<{ variations: Array<{ id: string; move: number }> }>(url, team.apiKey, 'runs.match', { teamId: team.teamId, matchId: parent.matchId }, 'query'));
+    expect(withVariations.variations).toEqual([expect.objectContaining({ id: step.matchId, move: 4 })]);
+  });
+
   it('caps open sessions per team, and a killed process ends its sessions with a clear error while other teams play on', async () => {
     const team = await seedTeam(ctx.t.db);
     const other = await seedTeam(ctx.t.db);

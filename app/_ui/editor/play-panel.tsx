@@ -134,6 +134,8 @@ export function PlayPanel({
   description,
   onReveal,
   preferred,
+  from,
+  initial,
 }: {
   teamId: string;
   environmentId: string;
@@ -144,14 +146,18 @@ export function PlayPanel({
   onReveal: (at: { file: string; line: number; column: number }) => void;
   /** Who plays the other seats and "let it play" unless the user picks another (the playground's checkpoint, `checkpoint:<id>`). */
   preferred?: string;
+  /** A recorded match's position to start from (the replay's "branch from here"): its moves up to `move` are played first. */
+  from?: { matchId: string; move: number };
+  /** The user's seat and the other seats' players (`bot:<name>`, `random`, `checkpoint:<id>`), chosen elsewhere: the session opens with them at once. */
+  initial?: { seat: string; opponents: Record<string, string> };
 }) {
   const trpc = useTRPC();
   const agents = description?.agents ?? [];
   const bots = description?.bots ?? [];
   const checkpoints = useEnvironmentCheckpoints(teamId, environmentId);
   const [useDraft, setUseDraft] = useState(false);
-  const [seat, setSeat] = useState('');
-  const [opponents, setOpponents] = useState<Record<string, string>>({});
+  const [seat, setSeat] = useState(initial?.seat ?? '');
+  const [opponents, setOpponents] = useState<Record<string, string>>(initial?.opponents ?? {});
   const [session, setSession] = useState<PlaySession | null>(null);
   const [turns, setTurns] = useState<PlayTurn[]>([]);
   const [observation, setObservation] = useState<string | null>(null);
@@ -226,7 +232,14 @@ export function PlayPanel({
     if (sessionId) closeSession({ teamId, sessionId });
   }, [sessionId, teamId, closeSession]);
 
-  const start = () => open.mutate({ teamId, source, seat: mySeat || undefined, opponents: others.length ? opponentsInput : undefined });
+  const start = () => open.mutate({ teamId, source, seat: mySeat || undefined, opponents: others.length ? opponentsInput : undefined, ...(from ? { from } : {}) });
+  // Chosen elsewhere (the replay's branch panel): open at once, once.
+  const opened = useRef(false);
+  useEffect(() => {
+    if (!initial || opened.current) return;
+    opened.current = true;
+    start();
+  });
   const send = () => {
     if (session && action.trim() && !step.isPending) step.mutate({ teamId, sessionId: session.sessionId, action });
   };

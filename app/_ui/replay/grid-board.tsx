@@ -1,3 +1,4 @@
+import { memo } from 'react';
 import { type Board, cellName } from './grid-game';
 
 const CELL = 32;
@@ -34,31 +35,9 @@ export function GridBoard({
     const c = flipped ? n - 1 - col : col;
     return { x: MARGIN + c * CELL + CELL / 2, y: MARGIN + r * CELL + CELL / 2 };
   };
-  const indices = Array.from({ length: n }, (_, i) => i);
   return (
     <svg className="grid-board" viewBox={`0 0 ${side} ${side}`} role="img" aria-label={label}>
-      <rect className="grid-board-bg" x={MARGIN} y={MARGIN} width={n * CELL} height={n * CELL} rx={3} />
-      {indices.map((i) => (
-        <g key={i}>
-          <line className="grid-board-line" x1={MARGIN + i * CELL} y1={MARGIN} x2={MARGIN + i * CELL} y2={MARGIN + n * CELL} />
-          <line className="grid-board-line" x1={MARGIN} y1={MARGIN + i * CELL} x2={MARGIN + n * CELL} y2={MARGIN + i * CELL} />
-        </g>
-      ))}
-      <rect className="grid-board-edge" x={MARGIN} y={MARGIN} width={n * CELL} height={n * CELL} rx={3} />
-      {indices.map((i) => {
-        const { x } = at(0, i);
-        const { y } = at(i, 0);
-        return (
-          <g key={`label-${i}`} className="grid-board-coord" aria-hidden="true">
-            <text x={x} y={MARGIN - 9} textAnchor="middle">
-              {i + 1}
-            </text>
-            <text x={MARGIN - 8} y={y + 4} textAnchor="end">
-              {i + 1}
-            </text>
-          </g>
-        );
-      })}
+      <GridLines n={n} flipped={flipped} />
       {line && line.length > 1 ? (
         <line
           className="grid-board-win"
@@ -73,22 +52,56 @@ export function GridBoard({
           if (who < 0) return null;
           const { x, y } = at(row, col);
           const key = cellName({ row, col });
-          const number = numbers?.get(key);
-          const isLast = last && last.row === row && last.col === col;
-          return (
-            <g key={key} className={`grid-stone grid-stone-${who === 0 ? 'dark' : 'light'}`}>
-              <circle cx={x} cy={y} r={CELL * 0.42} />
-              {number !== undefined ? (
-                <text x={x} y={y + 4} textAnchor="middle">
-                  {number}
-                </text>
-              ) : null}
-              {isLast && number === undefined ? <circle className="grid-stone-last" cx={x} cy={y} r={CELL * 0.12} /> : null}
-              {isLast && number !== undefined ? <circle className="grid-stone-last-ring" cx={x} cy={y} r={CELL * 0.46} /> : null}
-            </g>
-          );
+          return <Stone key={key} x={x} y={y} dark={who === 0} number={numbers?.get(key)} isLast={last !== null && last.row === row && last.col === col} />;
         }),
       )}
     </svg>
   );
 }
+
+/**
+ * The board's lines and coordinates: the same at every move, so a step through a game draws only
+ * the stones that changed (the replay's step stays within a frame on a full 9 × 9 game).
+ */
+const GridLines = memo(function GridLines({ n, flipped }: { n: number; flipped: boolean }) {
+  const indices = Array.from({ length: n }, (_, i) => i);
+  const centre = (i: number) => MARGIN + (flipped ? n - 1 - i : i) * CELL + CELL / 2;
+  return (
+    <>
+      <rect className="grid-board-bg" x={MARGIN} y={MARGIN} width={n * CELL} height={n * CELL} rx={3} />
+      {indices.map((i) => (
+        <g key={i}>
+          <line className="grid-board-line" x1={MARGIN + i * CELL} y1={MARGIN} x2={MARGIN + i * CELL} y2={MARGIN + n * CELL} />
+          <line className="grid-board-line" x1={MARGIN} y1={MARGIN + i * CELL} x2={MARGIN + n * CELL} y2={MARGIN + i * CELL} />
+        </g>
+      ))}
+      <rect className="grid-board-edge" x={MARGIN} y={MARGIN} width={n * CELL} height={n * CELL} rx={3} />
+      {indices.map((i) => (
+        <g key={`label-${i}`} className="grid-board-coord" aria-hidden="true">
+          <text x={centre(i)} y={MARGIN - 9} textAnchor="middle">
+            {i + 1}
+          </text>
+          <text x={MARGIN - 8} y={centre(i) + 4} textAnchor="end">
+            {i + 1}
+          </text>
+        </g>
+      ))}
+    </>
+  );
+});
+
+/** One stone, drawn again only when it, its number or its last-move mark changes. */
+const Stone = memo(function Stone({ x, y, dark, number, isLast }: { x: number; y: number; dark: boolean; number: number | undefined; isLast: boolean }) {
+  return (
+    <g className={`grid-stone grid-stone-${dark ? 'dark' : 'light'}`}>
+      <circle cx={x} cy={y} r={CELL * 0.42} />
+      {number !== undefined ? (
+        <text x={x} y={y + 4} textAnchor="middle">
+          {number}
+        </text>
+      ) : null}
+      {isLast && number === undefined ? <circle className="grid-stone-last" cx={x} cy={y} r={CELL * 0.12} /> : null}
+      {isLast && number !== undefined ? <circle className="grid-stone-last-ring" cx={x} cy={y} r={CELL * 0.46} /> : null}
+    </g>
+  );
+});

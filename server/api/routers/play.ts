@@ -46,6 +46,25 @@ async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore }; membership: 
   return { teamId, environment: found.environment, request };
 }
 
+/** A position in a recorded match to continue from: its first `move` moves. */
+const branchPoint = { matchId: id, move: z.number().int().min(0).max(10_000) };
+
+/**
+ * What a branch from a team's match plays: the version the match was played on, its moves up to
+ * `move` (as played), its task, and the parent the continuation is kept as a variation of.
+ */
+async function branchFrom(db: Db, teamId: string, point: { matchId: string; move: number }) {
+  const match = await db.match.findFirst({ where: { id: point.matchId, teamId }, select: { id: true, moves: true, result: true, environmentVersionId: true, job: { select: { config: true } } } });
+  if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
+  const fromJob = (match.job?.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+  const versionId = match.environmentVersionId ?? (typeof fromJob === 'string' ? fromJob : null);
+  if (!versionId) throw new TRPCError({ code: 'BAD_REQUEST', message: 'This match was played on unsaved code: there is no version to continue it on' });
+  const moves = Array.isArray(match.moves) ? (match.moves as Array<{ text?: unknown }>) : [];
+  if (point.move > moves.length) throw new TRPCError({ code: 'BAD_REQUEST', message: `move: the match has ${moves.length} moves` });
+  const task = (match.result as { task?: Json } | null)?.task;
+  return { versionId, prefix: moves.slice(0, point.move).map((m) => String(m.text ?? '')), task, parent: { matchId: match.id, move: point.move } };
+}
+
 /**
  * A game of several agents played here is kept as a match of the team (no job, no training
  * step), so that it lists with the others and opens in the replay. A draft's game has no version.
@@ -77,16 +96,32 @@ function refusals<T>(work: Promise<T>): Promise<T> {
 }
 
 export const playRouter = router({
-  /** Opens a session: the user's seat (the first agent by default), its first observation, and what bots played before it. */
+  /**
+   * Opens a session: the user's seat (the first agent by default), its first observation, and what
+   * bots played before it. With `from`, the session starts from a recorded match's position (its
+   * moves up to `from.move` played first, on its task, on the version it was played on) and the
+   * finished game is kept as a variation of that match.
+   */
   open: teamProcedure('MEMBER')
-    .input(z.object({ ...episode, seat: agent.optional() }))
-    .mutation(({ ctx, input }) =>
-      refusals(
+    .input(z.object({ ...episode, seat: agent.optional(), from: z.strictObject(branchPoint).optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const from = input.from ? await branchFrom(ctx.db, ctx.membership.teamId, input.from) : null;
+      if (from && !('versionId' in input.source && input.source.versionId === from.versionId)) {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: `source: a branch plays on the version its match was played on (${from.versionId})` });
+      }
+      return refusals(
         episodeOf(ctx, input).then(({ teamId, environment, request }) =>
-          ctx.deps.play.open(teamId, ctx.user.id, environment, { ...request, seat: input.seat }, 'versionId' in input.source ? input.source.versionId : null),
+          ctx.deps.play.open(
+            teamId,
+            ctx.user.id,
+            environment,
+            { ...request, seat: input.seat, ...(from ? { prefix: from.prefix, ...(from.task !== undefined ? { task: from.task } : {}) } : {}) },
+            'versionId' in input.source ? input.source.versionId : null,
+            from?.parent,
+          ),
         ),
-      ),
-    ),
+      );
+    }),
 
   /** Plays the user's action; the bots answer up to the user's next turn. An error of the environment ends the session. */
   step: teamProcedure('MEMBER')
@@ -94,7 +129,7 @@ export const playRouter = router({
     .mutation(async ({ ctx, input }) => {
       const { result, finished } = await refusals(ctx.deps.play.step(ctx.membership.teamId, ctx.user.id, input.sessionId, input.action));
       if (!finished) return result;
-      return { ...result, matchId: await saveMatch(ctx.db, ctx.membership.teamId, finished.versionId, finished.game) };
+      return { ...result, matchId: await saveMatch(ctx.db, ctx.membership.teamId, finished.versionId, finished.game, finished.parent) };
     }),
 
   close: teamProcedure('MEMBER')
@@ -120,23 +155,16 @@ export const playRouter = router({
    * and the move it branched at (the replay lists it as a variation).
    */
   branch: teamProcedure('MEMBER')
-    .input(z.object({ matchId: id, move: z.number().int().min(0).max(10_000), policy: opponent, opponents: z.record(agent, opponent).optional(), seed: z.number().int().min(0).max(2 ** 31 - 1).optional() }))
+    .input(z.object({ ...branchPoint, policy: opponent, opponents: z.record(agent, opponent).optional(), seed: z.number().int().min(0).max(2 ** 31 - 1).optional() }))
     .mutation(async ({ ctx, input }) => {
       const teamId = ctx.membership.teamId;
-      const match = await ctx.db.match.findFirst({ where: { id: input.matchId, teamId }, select: { id: true, moves: true, result: true, environmentVersionId: true, job: { select: { config: true } } } });
-      if (!match) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such match' });
-      const fromJob = (match.job?.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
-      const versionId = match.environmentVersionId ?? (typeof fromJob === 'string' ? fromJob : null);
-      if (!versionId) throw new TRPCError({ code: 'BAD_REQUEST', message: 'This match was played on unsaved code: there is no version to continue it on' });
-      const moves = Array.isArray(match.moves) ? (match.moves as Array<{ text?: unknown }>) : [];
-      if (input.move > moves.length) throw new TRPCError({ code: 'BAD_REQUEST', message: `move: the match has ${moves.length} moves` });
-      const task = (match.result as { task?: Json } | null)?.task;
-      const episode = { source: { versionId }, opponents: input.opponents, seed: input.seed };
+      const from = await branchFrom(ctx.db, teamId, input);
+      const episode = { source: { versionId: from.versionId }, opponents: input.opponents, seed: input.seed };
       return refusals(
         episodeOf(ctx, episode, input.policy).then(async ({ request }) => {
-          const result = await ctx.deps.play.autoplay(teamId, { ...request, policy: input.policy, prefix: moves.slice(0, input.move).map((m) => String(m.text ?? '')), ...(task !== undefined ? { task } : {}) });
+          const result = await ctx.deps.play.autoplay(teamId, { ...request, policy: input.policy, prefix: from.prefix, ...(from.task !== undefined ? { task: from.task } : {}) });
           if (!result.ok || result.transcript.turns.length === 0) return result;
-          return { ...result, matchId: await saveMatch(ctx.db, teamId, versionId, autoplayedGame(result), { matchId: match.id, move: input.move }) };
+          return { ...result, matchId: await saveMatch(ctx.db, teamId, from.versionId, autoplayedGame(result), from.parent) };
         }),
       );
     }),

@@ -1,6 +1,7 @@
 'use client';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
+import { useState } from 'react';
 import { ErrorNote, Field, Loading, PageTitle } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
 import { Pager } from '../../../_ui/pager';
@@ -33,12 +34,24 @@ export default function MatchesPage() {
   const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, ...filters, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
   // Typing replaces the URL entry; the page goes back to the first.
   const setFilter = (key: string, value: string) => set({ [key]: value.trim() === '' ? null : value.trim(), page: null }, { replace: true });
+  // The text fields keep what is typed (uncontrolled, so typing is never overwritten by a URL
+  // update); clearing the filters draws them anew, empty.
+  const [cleared, setCleared] = useState(0);
+  const clear = () => {
+    set({ result: null, player: null, checkpoint: null, min: null, max: null, page: null });
+    setCleared((n) => n + 1);
+  };
+  const clearButton = (
+    <button type="button" className="btn" onClick={clear}>
+      Clear filters
+    </button>
+  );
 
   return (
     <>
       <PageTitle title="Matches" />
       <p className="muted lead">Games of multi-agent environments: played during training, in evaluations and tournaments, and in the play console.</p>
-      <form className="toolbar matches-filters" role="search" aria-label="Filter matches" onSubmit={(e) => e.preventDefault()}>
+      <form key={cleared} className="toolbar matches-filters" role="search" aria-label="Filter matches" onSubmit={(e) => e.preventDefault()}>
         <Field label="Result">
           {(a) => (
             <select {...a} value={result ?? ''} onChange={(e) => set({ result: e.target.value || null, page: null })}>
@@ -51,21 +64,24 @@ export default function MatchesPage() {
             </select>
           )}
         </Field>
-        <Field label="Played by" hint="scripted, checkpoint:, user…">
-          {(a) => <input {...a} defaultValue={player} onChange={(e) => setFilter('player', e.target.value)} />}
+        <Field label="Played by">
+          {(a) => <input {...a} defaultValue={player} placeholder="scripted, checkpoint:, user…" onChange={(e) => setFilter('player', e.target.value)} />}
         </Field>
         <Field label="Checkpoint">
           {(a) => <input {...a} className="mono" defaultValue={checkpointId} onChange={(e) => setFilter('checkpoint', e.target.value)} />}
         </Field>
         <Field label="Moves from">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('min') ?? ''} onChange={(e) => setFilter('min', e.target.value)} />}</Field>
         <Field label="to">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('max') ?? ''} onChange={(e) => setFilter('max', e.target.value)} />}</Field>
+        {filtered ? <div className="toolbar-end">{clearButton}</div> : null}
       </form>
       {matches.isPending ? (
         <Loading label="Loading matches…" />
       ) : matches.isLoadingError ? (
         <ErrorNote error={matches.error} />
       ) : matches.data.total === 0 && filtered ? (
-        <EmptyState title="No match fits these filters">Widen them, or clear them to see every game of the team.</EmptyState>
+        <EmptyState title="No match fits these filters" action={clearButton}>
+          Widen them, or clear them to see every game of the team.
+        </EmptyState>
       ) : matches.data.total === 0 ? (
         <EmptyState
           title="No matches yet"

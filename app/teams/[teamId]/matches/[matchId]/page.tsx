@@ -3,7 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Check, Link2, Pause, Play, SkipBack, SkipForward } from 'lucide-react';
 import Link from 'next/link';
 import { useParams, useSearchParams } from 'next/navigation';
-import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { Fragment, memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { ErrorNote, Loading } from '../../../../_ui/components';
 import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
@@ -51,6 +51,26 @@ function RawText({ text, move }: { text: string; move: string | null }) {
 }
 
 /**
+ * One entry of the move list. Drawn again only when it becomes or stops being the current move, so
+ * a step through an 81-move game renders two entries rather than the whole list.
+ */
+const MoveItem = memo(function MoveItem({ index, agent, cell, text, mark, current, go }: { index: number; agent: string; cell: { row: number; col: number } | null; text: string; mark: Blunder | undefined; current: boolean; go: (n: number) => void }) {
+  return (
+    <li>
+      <button type="button" className={`replay-move${mark ? ` replay-move-${mark}` : ''}`} aria-current={current ? 'step' : undefined} onClick={() => go(index + 1)}>
+        <span className="replay-move-n">{index + 1}.</span> {agent} {cell ? cellName(cell) : <span className="muted">{text.slice(0, 24) || '—'}</span>}
+        {mark ? (
+          <span className="replay-mark" title={BLUNDER_WORDS[mark].words}>
+            {BLUNDER_WORDS[mark].mark}
+            <span className="sr-only"> ({BLUNDER_WORDS[mark].words})</span>
+          </span>
+        ) : null}
+      </button>
+    </li>
+  );
+});
+
+/**
  * A recorded match as an analysis board (lichess's): the board at any move, the move list with
  * mistakes marked, a scrubber, play and pause, and for the move shown its player, raw text,
  * reward and info. The URL holds the move (`?move=N`, N moves played), so a link opens there.
@@ -75,7 +95,8 @@ export default function MatchReplayPage() {
   const fromUrl = Number(search.get('move'));
   const count = Math.min(total, Math.max(0, shown ?? (Number.isInteger(fromUrl) && search.has('move') ? fromUrl : total)));
   const [flipped, setFlipped] = useState(false);
-  const [playing, setPlaying] = useState(false);
+  // `?play=1` (a game opened to be watched) starts playing it move by move.
+  const [playing, setPlaying] = useState(() => search.get('play') === '1');
   const [speed, setSpeed] = useState(SPEEDS[1].ms);
   const [help, setHelp] = useState(false);
   const [copied, setCopied] = useState(false);
@@ -88,6 +109,8 @@ export default function MatchReplayPage() {
       // The URL follows without a navigation (Next keeps useSearchParams in step with replaceState).
       const url = new URL(window.location.href);
       url.searchParams.set('move', String(next));
+      // A shared link opens at the move, not playing.
+      url.searchParams.delete('play');
       window.history.replaceState(null, '', url);
     },
     [total],
@@ -278,23 +301,9 @@ export default function MatchReplayPage() {
                 Start
               </button>
             </li>
-            {moves.map((mv, i) => {
-              const cell = game?.moves[i]?.cell;
-              const b = marks.get(i);
-              return (
-                <li key={i}>
-                  <button type="button" className={`replay-move${b ? ` replay-move-${b}` : ''}`} aria-current={count === i + 1 ? 'step' : undefined} onClick={() => go(i + 1)}>
-                    <span className="replay-move-n">{i + 1}.</span> {String(mv.agent ?? '')} {cell ? cellName(cell) : <span className="muted">{String(mv.text ?? '').slice(0, 24) || '—'}</span>}
-                    {b ? (
-                      <span className="replay-mark" title={BLUNDER_WORDS[b].words}>
-                        {BLUNDER_WORDS[b].mark}
-                        <span className="sr-only"> ({BLUNDER_WORDS[b].words})</span>
-                      </span>
-                    ) : null}
-                  </button>
-                </li>
-              );
-            })}
+            {moves.map((mv, i) => (
+              <MoveItem key={i} index={i} agent={String(mv.agent ?? '')} cell={game?.moves[i]?.cell ?? null} text={String(mv.text ?? '')} mark={marks.get(i)} current={count === i + 1} go={go} />
+            ))}
           </ol>
           {result.parent ? (
             <p className="small muted replay-parent">

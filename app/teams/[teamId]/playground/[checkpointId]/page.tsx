@@ -12,6 +12,7 @@ import type { EnvironmentDescription } from '../../../../../sdk/dry-run-report';
 import { PlayPanel } from '../../../../_ui/editor/play-panel';
 import type { SessionPhase } from '../../../../_ui/playground/inference-session';
 import { type PlaygroundRequest, SessionColumn } from '../../../../_ui/playground/session-column';
+import { WatchGame } from '../../../../_ui/playground/watch-game';
 import { useTeam } from '../../../../_ui/team-context';
 import { useTRPC } from '../../../../trpc';
 
@@ -253,6 +254,16 @@ export default function PlaygroundPage() {
             The environment in its sandbox, turn by turn, with this checkpoint in the other seats (play against it{description.agents.length > 1 ? ' on the board' : ''}) or playing a whole
             episode by itself (&ldquo;Let it play&rdquo;), as training played it: the same prompts, legal-move masking and temperature.
           </p>
+          {description.agents.length === 2 ? (
+            <WatchGame
+              teamId={team.id}
+              environmentId={environment.id}
+              versionId={environment.versionId}
+              description={description}
+              checkpointId={checkpointId}
+              against={vs && vs !== checkpointId ? vs : null}
+            />
+          ) : null}
           <PlayPanel
             teamId={team.id}
             environmentId={environment.id}

@@ -5,7 +5,7 @@ import Link from 'next/link';
 import { useParams } from 'next/navigation';
 import { ConfirmButton, ErrorNote, Loading } from '../../../../_ui/components';
 import { NotFound } from '../../../../_ui/empty-state';
-import { isNotFound } from '../../../../_ui/errors';
+import { errorMessage, isNotFound } from '../../../../_ui/errors';
 import { formatDateTime, formatDuration, formatRelative } from '../../../../_ui/format';
 import { refetchAfterChange } from '../../../../_ui/refresh';
 import { atLeast } from '../../../../_ui/roles';
@@ -104,6 +104,11 @@ function RunView({ jobId }: { jobId: string }) {
             {r.state === 'RUNNING' && r.startedAt ? ` since ${formatDateTime(r.startedAt)}` : ''}
             {r.state === 'SUCCEEDED' && seconds !== null ? ` in ${formatDuration(seconds)}` : ''}
           </p>
+          {run.isRefetchError ? (
+            <p className="warn small" role="status">
+              The run’s state could not be refreshed ({errorMessage(run.error)}): this is what was read at {formatDateTime(new Date(run.dataUpdatedAt))}. Trying again.
+            </p>
+          ) : null}
         </div>
         <div className="actions">
           {newest ? (
