@@ -1,4 +1,4 @@
-import type { Page } from '@playwright/test';
+import type { Page, Route } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
 import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
 
@@ -71,7 +71,7 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   // settling): the page keeps what it shows, the open table included, and does not turn into an error.
   let refused = 0;
   const summaries = (u: URL) => u.pathname.includes('runs.summary');
-  const refuse = (route: import('@playwright/test').Route) => {
+  const refuse = (route: Route) => {
     refused += 1;
     return route.abort('failed');
   };

@@ -33,13 +33,16 @@ export default function MatchesPage() {
   const filtered = Object.keys(filters).length > 0;
   const matches = useQuery({ ...trpc.runs.teamMatches.queryOptions({ teamId: team.id, ...filters, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }), placeholderData: keepPreviousData });
   // Typing replaces the URL entry; the page goes back to the first.
-  const setFilter = (key: string, value: string) => set({ [key]: value.trim() === '' ? null : value.trim(), page: null }, { replace: true });
-  // The text fields keep what is typed (uncontrolled, so typing is never overwritten by a URL
-  // update); clearing the filters draws them anew, empty.
-  const [cleared, setCleared] = useState(0);
+  // The text fields hold what is typed (the URL follows it, and a URL update that lags never
+  // overwrites a keystroke); they start from the URL, so a link opens with its filters shown.
+  const [typed, setTyped] = useState(() => ({ player, checkpoint: checkpointId, min: params.get('min') ?? '', max: params.get('max') ?? '' }));
+  const setFilter = (key: keyof typeof typed, value: string) => {
+    setTyped((t) => ({ ...t, [key]: value }));
+    set({ [key]: value.trim() === '' ? null : value.trim(), page: null }, { replace: true });
+  };
   const clear = () => {
+    setTyped({ player: '', checkpoint: '', min: '', max: '' });
     set({ result: null, player: null, checkpoint: null, min: null, max: null, page: null });
-    setCleared((n) => n + 1);
   };
   const clearButton = (
     <button type="button" className="btn" onClick={clear}>
@@ -51,7 +54,7 @@ export default function MatchesPage() {
     <>
       <PageTitle title="Matches" />
       <p className="muted lead">Games of multi-agent environments: played during training, in evaluations and tournaments, and in the play console.</p>
-      <form key={cleared} className="toolbar matches-filters" role="search" aria-label="Filter matches" onSubmit={(e) => e.preventDefault()}>
+      <form className="toolbar matches-filters" role="search" aria-label="Filter matches" onSubmit={(e) => e.preventDefault()}>
         <Field label="Result">
           {(a) => (
             <select {...a} value={result ?? ''} onChange={(e) => set({ result: e.target.value || null, page: null })}>
@@ -65,13 +68,13 @@ export default function MatchesPage() {
           )}
         </Field>
         <Field label="Played by">
-          {(a) => <input {...a} defaultValue={player} placeholder="scripted, checkpoint:, user…" onChange={(e) => setFilter('player', e.target.value)} />}
+          {(a) => <input {...a} value={typed.player} placeholder="e.g. scripted or user" onChange={(e) => setFilter('player', e.target.value)} />}
         </Field>
         <Field label="Checkpoint">
-          {(a) => <input {...a} className="mono" defaultValue={checkpointId} onChange={(e) => setFilter('checkpoint', e.target.value)} />}
+          {(a) => <input {...a} className="mono" value={typed.checkpoint} onChange={(e) => setFilter('checkpoint', e.target.value)} />}
         </Field>
-        <Field label="Moves from">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('min') ?? ''} onChange={(e) => setFilter('min', e.target.value)} />}</Field>
-        <Field label="to">{(a) => <input {...a} inputMode="numeric" defaultValue={params.get('max') ?? ''} onChange={(e) => setFilter('max', e.target.value)} />}</Field>
+        <Field label="Moves from">{(a) => <input {...a} inputMode="numeric" value={typed.min} onChange={(e) => setFilter('min', e.target.value)} />}</Field>
+        <Field label="to">{(a) => <input {...a} inputMode="numeric" value={typed.max} onChange={(e) => setFilter('max', e.target.value)} />}</Field>
         {filtered ? <div className="toolbar-end">{clearButton}</div> : null}
       </form>
       {matches.isPending ? (

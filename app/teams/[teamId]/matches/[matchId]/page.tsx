@@ -127,15 +127,17 @@ export default function MatchReplayPage() {
     if (i !== undefined) go(i + 1);
   }, [mistakes, count, go]);
 
+  const loaded = match.data !== undefined;
   useEffect(() => {
-    if (!playing) return;
+    // (Before the match is loaded it has no moves: `?play=1` waits for them.)
+    if (!playing || !loaded) return;
     if (count >= total) {
       setPlaying(false);
       return;
     }
     const timer = setTimeout(() => go(count + 1), speed);
     return () => clearTimeout(timer);
-  }, [playing, count, total, speed, go]);
+  }, [playing, loaded, count, total, speed, go]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
