@@ -82,17 +82,49 @@ export async function submitTeamRun(
   page: Page,
   url: string,
   run: { environment: string; training: Record<string, unknown> },
-): Promise<{ teamId: string; base: string; job: { id: string } }> {
+): Promise<{ teamId: string; base: string; job: { id: string }; environment: TeamEnvironment }> {
   await page.goto(url);
   await page.waitForURL(/\/teams\/[^/]+$/);
   const teamId = teamIdOf(page);
-  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const environment = environments.find((e) => e.name === run.environment);
-  if (!environment) throw new Error(`no environment ${run.environment} among ${environments.map((e) => e.name).join(', ')}`);
+  const environment = await teamEnvironment(page, url, teamId, run.environment);
   const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
     teamId,
     kind: 'TRAIN',
     config: { environmentVersionId: environment.versions[0].id, training: run.training },
   });
-  return { teamId, base: `${url}/teams/${teamId}`, job };
+  return { teamId, base: `${url}/teams/${teamId}`, job, environment };
+}
+
+/** One of the team's environments, as environments.list gives it. */
+export interface TeamEnvironment {
+  id: string;
+  name: string;
+  versions: Array<{ id: string }>;
+}
+
+/** The team's environment of this name (a built-in template's, on `npm start`'s default team). */
+export async function teamEnvironment(page: Page, url: string, teamId: string, name: string): Promise<TeamEnvironment> {
+  const environments = await trpc<TeamEnvironment[]>(page, url, 'environments.list', 'query', { teamId });
+  const environment = environments.find((e) => e.name === name);
+  if (!environment) throw new Error(`no environment ${name} among ${environments.map((e) => e.name).join(', ')}`);
+  return environment;
+}
+
+/**
+ * The sampler checkpoint a run writes at its end, once it is there: this run's own (the e2e server
+ * is shared by the journeys, whose runs write theirs).
+ */
+export async function samplerCheckpointOf(page: Page, url: string, teamId: string, jobId: string): Promise<string> {
+  let id = '';
+  await expect
+    .poll(
+      async () => {
+        const list = await trpc<Array<{ id: string; kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId });
+        id = list.find((c) => c.kind === 'SAMPLER')?.id ?? '';
+        return id;
+      },
+      { timeout: 300_000, intervals: [1_000] },
+    )
+    .not.toBe('');
+  return id;
 }

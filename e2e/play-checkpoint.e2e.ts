@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+import { expectAccessible, samplerCheckpointOf, shoot, submitTeamRun } from './helpers';
 
 // A checkpoint of the team's as a player: a short gomoku run saves one; in the play console it
 // opens as black against the user, then plays a whole episode by itself; in the launcher it is a
@@ -11,28 +11,11 @@ test('a saved checkpoint plays in the play console and is offered as a frozen op
   const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   const watch = watchPage(page);
-  await page.goto(url);
-  await page.waitForURL(/\/teams\/[^/]+$/);
-  const teamId = teamIdOf(page);
-
-  const environments = await trpc<Array<{ id: string; name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const gomoku = environments.find((e) => e.name === 'gomoku')!;
-  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN',
-    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: null, model: { contextLength: 256 } } },
+  const { teamId, job, environment: gomoku } = await submitTeamRun(page, url, {
+    environment: 'gomoku',
+    training: { steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: null, model: { contextLength: 256 } },
   });
-  let checkpointId = '';
-  await expect
-    .poll(
-      async () => {
-        // This run's own checkpoint: the server is shared with other journeys, whose runs write theirs.
-        const list = await trpc<Array<{ id: string; kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId: job.id });
-        checkpointId = list.find((c) => c.kind === 'SAMPLER')?.id ?? '';
-        return checkpointId;
-      },
-      { timeout: 300_000, intervals: [1_000] },
-    )
-    .not.toBe('');
+  const checkpointId = await samplerCheckpointOf(page, url, teamId, job.id);
 
   // The play console: the user plays white, the checkpoint black; it opens with a move.
   await page.goto(`${url}/teams/${teamId}/environments/${gomoku.id}`);

@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, submitTeamRun, trpc } from './helpers';
+import { expectAccessible, samplerCheckpointOf, shoot, submitTeamRun, trpc } from './helpers';
 
 // The playground, one click from a run's checkpoint: an inference session is placed on the local
 // worker, the environment's own prompt is pre-filled, completions stream token by token, and
@@ -15,9 +15,7 @@ test('playground: open a run’s checkpoint, a completion streams, a token’s p
     environment: 'gomoku',
     training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } },
   });
-  await expect
-    .poll(async () => (await trpc<Array<{ kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId: job.id })).some((c) => c.kind === 'SAMPLER'), { timeout: 300_000, intervals: [1_000] })
-    .toBe(true);
+  await samplerCheckpointOf(page, url, teamId, job.id);
 
   // One click from the run page.
   await page.goto(`${base}/runs/${job.id}`);

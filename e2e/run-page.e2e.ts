@@ -1,6 +1,6 @@
 import type { Page, Route } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+import { expectAccessible, shoot, submitTeamRun, trpc } from './helpers';
 
 // The live run page on `npm start`'s embedded default: a GRPO run on bandit, submitted as the CLI
 // does, watched from the page while it trains. The reward chart gains points without a reload;
@@ -25,15 +25,9 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   const page = await context.newPage();
   // Offline on purpose: the socket's and the fetches' failures are expected then; the 404 is the other team's run; ERR_FAILED the refused refetches.
   const watch = watchPage(page, { expectedStatuses: [404], expectedErrors: /ERR_INTERNET_DISCONNECTED|ERR_FAILED|WebSocket connection to .* failed|ERR_NETWORK_CHANGED/ });
-  await page.goto(url);
-  await page.waitForURL(/\/teams\/[^/]+$/);
-  const teamId = teamIdOf(page);
-  const base = `${url}/teams/${teamId}`;
-
-  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const bandit = environments.find((e) => e.name === 'bandit')!;
-  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN', config: { environmentVersionId: bandit.versions[0].id, training: { algorithm: 'grpo', steps: 400, batchSize: 2, groupSize: 4, checkpointEvery: 5 } },
+  const { teamId, base, job, environment: bandit } = await submitTeamRun(page, url, {
+    environment: 'bandit',
+    training: { algorithm: 'grpo', steps: 400, batchSize: 2, groupSize: 4, checkpointEvery: 5 },
   });
   const summary = () => trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: job.id });
 

@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
+import { expectAccessible, samplerCheckpointOf, shoot, submitTeamRun } from './helpers';
 
 // A checkpoint tournament from the page: two checkpoints of gomoku (two one-step runs) and the
 // random bot, 4 games a pairing; the pairings run as evaluation jobs on the local worker, and the
@@ -11,26 +11,12 @@ test('tournament: two checkpoints and the random bot, 4 games a pairing, give an
   const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   const watch = watchPage(page);
-  await page.goto(url);
-  await page.waitForURL(/\/teams\/[^/]+$/);
-  const teamId = teamIdOf(page);
-  const base = `${url}/teams/${teamId}`;
-
-  const environments = await trpc<Array<{ id: string; name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId });
-  const gomoku = environments.find((e) => e.name === 'gomoku')!;
-  const runs: string[] = [];
-  for (const seed of [1, 2]) {
-    const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
-      teamId, kind: 'TRAIN',
-      config: { environmentVersionId: gomoku.versions[0].id, training: { seed, steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
-    });
-    runs.push(job.id);
-  }
-  for (const jobId of runs) {
-    await expect
-      .poll(async () => (await trpc<Array<{ kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId })).some((c) => c.kind === 'SAMPLER'), { timeout: 300_000, intervals: [1_000] })
-      .toBe(true);
-  }
+  const training = { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } };
+  const one = await submitTeamRun(page, url, { environment: 'gomoku', training: { ...training, seed: 1 } });
+  const two = await submitTeamRun(page, url, { environment: 'gomoku', training: { ...training, seed: 2 } });
+  const { teamId, base, environment: gomoku } = one;
+  const runs = [one.job.id, two.job.id];
+  const samplers = [await samplerCheckpointOf(page, url, teamId, runs[0]), await samplerCheckpointOf(page, url, teamId, runs[1])];
 
   await page.getByRole('link', { name: 'Tournaments' }).click();
   await expect(page).toHaveURL(`${base}/tournaments`);
@@ -61,8 +47,7 @@ test('tournament: two checkpoints and the random bot, 4 games a pairing, give an
   await expect(page.getByRole('table', { name: 'Tournaments' })).toContainText('3 of 3');
 
   // A checkpoint's games, from the matches list's filter: the 8 it played here (and none else of its).
-  const [first] = await trpc<Array<{ id: string; kind: string }>>(page, url, 'runs.checkpoints', 'query', { teamId, jobId: runs[0] }).then((c) => c.filter((x) => x.kind === 'SAMPLER'));
-  await page.goto(`${base}/matches?checkpoint=${first.id}`);
+  await page.goto(`${base}/matches?checkpoint=${samplers[0]}`);
   await expect(page.getByRole('table', { name: 'Matches' }).getByRole('row')).toHaveCount(9);
   await page.getByRole('textbox', { name: 'Moves from' }).fill('100000');
   await expect(page.getByText('No match fits these filters')).toBeVisible();
