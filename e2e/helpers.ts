@@ -103,7 +103,7 @@ export interface TeamEnvironment {
 }
 
 /** The team's environment of this name (a built-in template's, on `npm start`'s default team). */
-export async function teamEnvironment(page: Page, url: string, teamId: string, name: string): Promise<TeamEnvironment> {
+async function teamEnvironment(page: Page, url: string, teamId: string, name: string): Promise<TeamEnvironment> {
   const environments = await trpc<TeamEnvironment[]>(page, url, 'environments.list', 'query', { teamId });
   const environment = environments.find((e) => e.name === name);
   if (!environment) throw new Error(`no environment ${name} among ${environments.map((e) => e.name).join(', ')}`);

@@ -8,6 +8,12 @@ import { closest, resolveTraining, type Resolved, type TrainingOverrides } from 
 
 const id = z.string().min(1).max(64);
 
+/** Words a run is found by in the runs list ("baseline", "lr-sweep", "paper:fig3"). */
+const runTagsSchema = z
+  .array(z.string().trim().min(1).max(40).regex(/^[\w.:/+-]+$/, 'a tag is letters, digits and . : / + - _ (no spaces)'))
+  .max(16)
+  .refine((tags) => new Set(tags).size === tags.length, 'a tag is given twice');
+
 /** Fields that moved, and where to write them now. */
 const MOVED: Record<string, string> = {
   model: 'training.model (e.g. "training": { "model": { "contextLength": 256 } })',
@@ -37,6 +43,8 @@ function strictConfig<T extends z.ZodRawShape>(shape: T) {
 const trainingOverridesSchema = z.record(z.string(), z.unknown()) as z.ZodType<TrainingOverrides>;
 
 export const trainJobConfigSchema = strictConfig({
+  /** Found by in the runs list's tag filter. */
+  tags: runTagsSchema.optional(),
   environmentVersionId: id,
   /** Start from this checkpoint's weights; without one, a new policy of `training.model`'s shape. */
   baseCheckpointId: id.optional(),
@@ -48,12 +56,16 @@ export const trainJobConfigSchema = strictConfig({
 
 /** SFT on a dataset version: `training` takes the SFT options (algorithm "sft"). */
 export const sftJobConfigSchema = strictConfig({
+  /** Found by in the runs list's tag filter. */
+  tags: runTagsSchema.optional(),
   datasetVersionId: id,
   baseCheckpointId: id.optional(),
   training: trainingOverridesSchema.default({}),
 });
 
 export const evalJobConfigSchema = strictConfig({
+  /** Found by in the runs list's tag filter. */
+  tags: runTagsSchema.optional(),
   checkpointId: id,
   environmentVersionId: id,
   /** A data-dependent environment's rows: its held-out split (the CLI finds the team's `<environment>/<heldOut file>`). */

@@ -31,7 +31,7 @@ describe('runs lists', () => {
     const teamId = owner.team.id;
     env = await api.environments.create.mutate({ teamId, name: 'coin', from: { template: 'bandit' } });
     dataset = await api.datasets.upload.mutate({ teamId, name: 'sums.jsonl', jsonl: '{"prompt":"1+1=","completion":"2"}\n' });
-    train = await api.jobs.submit.mutate({ teamId, kind: 'TRAIN', config: { environmentVersionId: env.versionId, training: { steps: 20 } } });
+    train = await api.jobs.submit.mutate({ teamId, kind: 'TRAIN', config: { environmentVersionId: env.versionId, tags: ['baseline', 'lr:3e-4'], training: { steps: 20 } } });
     sft = await api.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId: dataset.versionId, training: { steps: 5 } } });
 
     // The TRAIN job runs on a team worker and has reported three steps, a checkpoint and a game.
@@ -90,6 +90,25 @@ describe('runs lists', () => {
     // The scheduler's order puts the running job first.
     expect((await api.runs.list.query({ teamId, order: 'queue' })).runs.map((r) => r.id)).toEqual([train.id, sft.id]);
     await expect(api.runs.list.query({ teamId, limit: 201 })).rejects.toMatchObject({ data: { code: 'BAD_REQUEST' } });
+  });
+
+  it('filters runs by environment, owner and tag; a tag that is not a word is refused at submit', async () => {
+    const teamId = owner.team.id;
+    const ids = async (filter: { environmentId?: string; ownerId?: string; tag?: string }) => (await api.runs.list.query({ teamId, ...filter })).runs.map((r) => r.id);
+    expect(await ids({ environmentId: env.environmentId })).toEqual([train.id]);
+    expect(await ids({ ownerId: owner.user.id })).toEqual([sft.id, train.id]);
+    expect(await ids({ ownerId: stranger.user.id })).toEqual([]);
+    expect(await ids({ tag: 'lr:3e-4' })).toEqual([train.id]);
+    expect(await ids({ tag: 'base' })).toEqual([]);
+    expect(await ids({ environmentId: env.environmentId, tag: 'baseline', ownerId: owner.user.id })).toEqual([train.id]);
+    expect((await api.runs.list.query({ teamId, tag: 'baseline' })).runs[0].tags).toEqual(['baseline', 'lr:3e-4']);
+    // Another team's environment finds nothing here.
+    const theirs = await client(stranger.cookie).environments.create.mutate({ teamId: stranger.team.id, name: 'coin', from: { template: 'bandit' } });
+    expect(await ids({ environmentId: theirs.environmentId })).toEqual([]);
+    await expect(api.jobs.submit.mutate({ teamId, kind: 'TRAIN', config: { environmentVersionId: env.versionId, tags: ['two words'] } })).rejects.toMatchObject({
+      data: { code: 'BAD_REQUEST' },
+      message: expect.stringContaining('a tag is letters, digits'),
+    });
   });
 
   it('gives one run’s summary, and none of another team', async () => {

@@ -38,6 +38,8 @@ export interface RunSummary {
   reward: number | null;
   /** The last `loss/total` (SFT's progress measure; RL runs report it too). */
   loss: number | null;
+  /** The config's tags ("baseline", "lr-sweep"). */
+  tags: string[];
 }
 
 export type RunOrder = 'newest' | 'queue';
@@ -50,6 +52,12 @@ export interface RunFilter {
   offset: number;
   limit: number;
   jobIds?: string[];
+  /** Runs on any version of this environment. */
+  environmentId?: string;
+  /** Runs this member submitted. */
+  ownerId?: string;
+  /** Runs whose config carries this tag. */
+  tag?: string;
 }
 
 interface Row {
@@ -86,12 +94,18 @@ interface Row {
   lossStep: number | null;
   loss: number | null;
   score: number | null;
+  tags: unknown;
 }
 
-function where(teamId: string, filter: Pick<RunFilter, 'states' | 'kinds' | 'jobIds'>): Prisma.Sql {
+function where(teamId: string, filter: Pick<RunFilter, 'states' | 'kinds' | 'jobIds' | 'environmentId' | 'ownerId' | 'tag'>): Prisma.Sql {
   const parts = [Prisma.sql`j."teamId" = ${teamId}`, Prisma.sql`j.kind::text = ANY(${filter.kinds}::text[])`];
   if (filter.states?.length) parts.push(Prisma.sql`j.state::text = ANY(${filter.states}::text[])`);
   if (filter.jobIds) parts.push(Prisma.sql`j.id = ANY(${filter.jobIds}::text[])`);
+  if (filter.environmentId) {
+    parts.push(Prisma.sql`j.config->>'environmentVersionId' IN (SELECT v.id FROM "EnvironmentVersion" v JOIN "Environment" e ON e.id = v."environmentId" WHERE e.id = ${filter.environmentId} AND e."teamId" = ${teamId})`);
+  }
+  if (filter.ownerId) parts.push(Prisma.sql`j."ownerId" = ${filter.ownerId}`);
+  if (filter.tag) parts.push(Prisma.sql`j.config->'tags' @> jsonb_build_array(${filter.tag}::text)`);
   return Prisma.join(parts, ' AND ');
 }
 
@@ -116,7 +130,8 @@ export async function listRuns(db: Db, teamId: string, filter: RunFilter): Promi
              w.id AS "workerId", w.name AS "workerName",
              j."createdAt", j."queuedAt", j."startedAt", j."finishedAt",
              CASE WHEN j.kind = 'EVAL' THEN (j.config->>'games')::int ELSE (j.config->'training'->>'steps')::int END AS "totalSteps",
-             r.step AS "rewardStep", r.value AS reward, l.step AS "lossStep", l.value AS loss, s.value AS score
+             r.step AS "rewardStep", r.value AS reward, l.step AS "lossStep", l.value AS loss, s.value AS score,
+             j.config->'tags' AS tags
         FROM "Job" j
         JOIN "User" u ON u.id = j."ownerId"
         LEFT JOIN "EnvironmentVersion" v ON v.id = j.config->>'environmentVersionId'
@@ -171,5 +186,6 @@ function summary(r: Row): RunSummary {
     totalSteps: r.totalSteps,
     reward: r.kind === 'EVAL' ? r.score : r.reward,
     loss: r.loss,
+    tags: Array.isArray(r.tags) ? r.tags.filter((t): t is string => typeof t === 'string') : [],
   };
 }

@@ -118,6 +118,9 @@ export const runsRouter = router({
         states: z.array(jobState).max(7).optional(),
         kinds: z.array(z.enum(['TRAIN', 'SFT', 'EVAL', 'INFERENCE'])).min(1).max(4).default(['TRAIN', 'SFT', 'EVAL']),
         order: z.enum(['newest', 'queue']).default('newest'),
+        environmentId: z.string().min(1).max(64).optional(),
+        ownerId: z.string().min(1).max(64).optional(),
+        tag: z.string().trim().min(1).max(40).optional(),
         ...page,
       }),
     )
