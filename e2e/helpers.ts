@@ -81,7 +81,7 @@ export async function trpc<T>(page: Page, url: string, path: string, kind: 'quer
 export async function submitTeamRun(
   page: Page,
   url: string,
-  run: { environment: string; training: Record<string, unknown> },
+  run: { environment: string; training: Record<string, unknown>; tags?: string[] },
 ): Promise<{ teamId: string; base: string; job: { id: string }; environment: TeamEnvironment }> {
   await page.goto(url);
   await page.waitForURL(/\/teams\/[^/]+$/);
@@ -90,7 +90,7 @@ export async function submitTeamRun(
   const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
     teamId,
     kind: 'TRAIN',
-    config: { environmentVersionId: environment.versions[0].id, training: run.training },
+    config: { environmentVersionId: environment.versions[0].id, ...(run.tags ? { tags: run.tags } : {}), training: run.training },
   });
   return { teamId, base: `${url}/teams/${teamId}`, job, environment };
 }

@@ -17,6 +17,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   const { base, job } = await submitTeamRun(page, url, {
     environment: 'gomoku',
     training: { steps: 2, checkpointEvery: 1, evalEvery: 1, evalEpisodes: 8, warmStart: null },
+    tags: ['e2e-sections'],
   });
 
   // Datasets: a file with a bad line is refused line by line, and nothing is lost.
@@ -58,7 +59,27 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   // Runs: the gomoku run is listed; its page shows it through to the end.
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Runs' }).click();
   await expect(page).toHaveURL(`${base}/runs`);
-  await expect(page.getByRole('table', { name: 'Runs' }).getByRole('row', { name: new RegExp(job.id) })).toContainText('gomoku');
+  const runsTable = page.getByRole('table', { name: 'Runs' });
+  await expect(runsTable.getByRole('row', { name: new RegExp(job.id) })).toContainText('gomoku');
+  // Narrowed by its tag (a chip on its row), then by environment and owner; nothing fits a tag no run has.
+  await runsTable.getByRole('row', { name: new RegExp(job.id) }).getByRole('link', { name: 'e2e-sections' }).click();
+  await expect(page).toHaveURL(/[?&]tag=e2e-sections/);
+  await expect(runsTable.getByRole('row')).toHaveCount(2);
+  await expect(page.getByRole('textbox', { name: 'Tag' })).toHaveValue('e2e-sections');
+  await page.getByRole('combobox', { name: 'Environment' }).selectOption({ label: 'gomoku' });
+  await page.getByRole('combobox', { name: 'Owner' }).selectOption({ index: 1 });
+  // Chosen one after the other at once, the three stay together in the URL and the fields.
+  await expect(page).toHaveURL(/(?=.*[?&]tag=e2e-sections)(?=.*[?&]environment=)(?=.*[?&]owner=)/);
+  await expect(page.getByRole('combobox', { name: 'Environment' })).toHaveValue(/.+/);
+  await expect(runsTable.getByRole('row', { name: new RegExp(job.id) })).toBeVisible();
+  await expectAccessible(page, 'runs, filtered');
+  await shoot(page, testInfo, 'runs-filtered');
+  await page.getByRole('textbox', { name: 'Tag' }).fill('no-run-has-this-tag');
+  await expect(page.getByRole('heading', { name: 'No run fits these filters' })).toBeVisible();
+  await page.getByRole('button', { name: 'Clear filters' }).last().click();
+  await expect(page).toHaveURL(`${base}/runs`);
+  await expect(page.getByRole('textbox', { name: 'Tag' })).toHaveValue('');
+  await expect(runsTable.getByRole('row', { name: new RegExp(job.id) })).toBeVisible();
   await expectAccessible(page, 'runs');
   await page.getByRole('link', { name: `Run ${job.id}` }).click();
   await expect(page).toHaveURL(`${base}/runs/${job.id}`);
@@ -83,6 +104,16 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(page.getByRole('table', { name: 'Games of this run' }).getByRole('row').nth(1)).toBeVisible();
   await page.getByRole('tab', { name: 'Logs' }).click();
   await expect(page.getByRole('tabpanel')).toBeVisible();
+  // Searched: only the lines that say it, the words marked, and how many of all.
+  const log = page.getByRole('log', { name: 'Log' });
+  await expect(log).toContainText('training checkpoint after step');
+  await page.getByRole('searchbox', { name: 'Search the log' }).fill('CHECKPOINT after');
+  await expect(page.getByRole('status').filter({ hasText: /^\d+ of \d+ lines$/ })).toBeVisible();
+  await expect(log.locator('mark').first()).toHaveText('checkpoint after');
+  for (const line of await log.locator('.log-line').allTextContents()) expect(line.toLowerCase()).toContain('checkpoint after');
+  await expect(page).toHaveURL(/logq=CHECKPOINT/);
+  await page.getByRole('combobox', { name: 'Log level' }).selectOption('error');
+  await expect(page.getByText(/^No line matches “CHECKPOINT after” at errors\.$/)).toBeVisible();
   await expectAccessible(page, 'run logs');
 
   // Cluster: the local worker and its device; the team's usage.

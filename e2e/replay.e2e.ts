@@ -1,6 +1,6 @@
 import AxeBuilder from '@axe-core/playwright';
 import { expect, test, watchPage } from './fixtures';
-import { submitTeamRun, trpc } from './helpers';
+import { shoot, submitTeamRun, trpc } from './helpers';
 
 // A recorded gomoku game as an analysis board: a short training run plays games; one opens in
 // the replay at a move from its link, and is stepped through by keyboard alone while the URL
@@ -12,11 +12,18 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   const watch = watchPage(page, { expectedStatuses: [404] });
-  // One small step: two games, with a context the board's observation fits in.
+  // A few small steps: two games each, with a context the board's observation fits in.
   const { teamId, base, job } = await submitTeamRun(page, url, {
     environment: 'gomoku',
-    training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } },
+    training: { steps: 4, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } },
   });
+  // Watched while it trains: its games tab shows each step's game live, as the board's text.
+  await page.goto(`${base}/runs/${job.id}`);
+  await page.getByRole('tab', { name: 'Matches' }).click({ timeout: 240_000 });
+  const liveBoard = page.getByRole('region', { name: /^Live: a game of step \d+$/ });
+  await expect(liveBoard).toBeVisible({ timeout: 120_000 });
+  await expect(liveBoard.getByText(/^Position \d+ of \d+/)).toBeVisible();
+  await shoot(page, testInfo, 'run-live-board');
   // A game of at least one move (an untrained policy's game may end at its first, invalid, move).
   let match: { id: string; moves: number } | undefined;
   await expect

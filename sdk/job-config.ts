@@ -9,7 +9,7 @@ import { closest, resolveTraining, type Resolved, type TrainingOverrides } from 
 const id = z.string().min(1).max(64);
 
 /** Words a run is found by in the runs list ("baseline", "lr-sweep", "paper:fig3"). */
-const runTagsSchema = z
+export const runTagsSchema = z
   .array(z.string().trim().min(1).max(40).regex(/^[\w.:/+-]+$/, 'a tag is letters, digits and . : / + - _ (no spaces)'))
   .max(16)
   .refine((tags) => new Set(tags).size === tags.length, 'a tag is given twice');

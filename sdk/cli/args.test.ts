@@ -28,10 +28,14 @@ describe('parseCommandLine', () => {
   it('parses run with every option, global options anywhere', () => {
     expect(parseCommandLine(['--server', 'http://h:1', 'run', 'env-templates/bandit', '--algo', 'ppo', '--steps', '3', '--config', 'c.json', '--watch', '--json', '--priority', '2'])).toEqual({
       globals: { server: 'http://h:1', apiKey: undefined, team: undefined, json: true },
-      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', config: 'c.json', set: [], from: undefined, steps: 3, watch: true, priority: 2, dataset: undefined, logs: false },
+      command: { name: 'run', target: 'env-templates/bandit', algo: 'ppo', config: 'c.json', set: [], from: undefined, steps: 3, watch: true, priority: 2, dataset: undefined, logs: false, tags: [] },
     });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '-w', '--api-key', 'wsk_a']).command).toMatchObject({ name: 'run', algo: 'grpo', watch: true });
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '--api-key', 'wsk_a']).globals.apiKey).toBe('wsk_a');
+  });
+
+  it('run takes --tag, repeated', () => {
+    expect(parseCommandLine(['run', 'env-templates/bandit', '--tag', 'baseline', '--tag', 'lr:3e-4']).command).toMatchObject({ name: 'run', tags: ['baseline', 'lr:3e-4'] });
   });
 
   it('parses the other commands', () => {

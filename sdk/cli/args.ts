@@ -35,6 +35,8 @@ export type Command =
       priority?: number;
       dataset?: string;
       logs: boolean;
+      /** Tags to find the run by (`--tag baseline --tag lr-sweep`). */
+      tags: string[];
     }
   | { name: 'jobs'; state?: JobStateName; limit: number; jobId?: string; config: boolean }
   | { name: 'logs'; jobId: string; follow: boolean }
@@ -72,6 +74,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     priority: { type: 'string' },
     dataset: { type: 'string' },
     logs: { type: 'boolean' },
+    tag: { type: 'string', multiple: true },
   },
   jobs: { state: { type: 'string' }, limit: { type: 'string' }, config: { type: 'boolean' } },
   logs: { follow: { type: 'boolean', short: 'f' } },
@@ -117,7 +120,7 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <checkpoint>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--watch] [--logs]',
+  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <checkpoint>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--tag word]… [--watch] [--logs]',
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
@@ -168,7 +171,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
         globals,
         command: {
           name: 'run', target, algo, config: str('config'), set, from: str('from'), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
-          priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'),
+          priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'), tags: (v.tag as unknown as string[] | undefined) ?? [],
         },
       };
     }

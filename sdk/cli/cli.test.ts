@@ -85,6 +85,11 @@ describe('whetstone CLI against a server without workers', () => {
     // Without --algo, the manifest's algorithm and settings; --config may be inline JSON.
     const fromManifest = await cli(['run', 'bandit', '--config', '{"training": {"steps": 4}}']);
     expect(fromManifest.stdout).toMatch(/submitted job \S+: TRAIN grpo, 4 steps/);
+
+    // Tags, from --tag and --config together, each once.
+    const tagged = await cli(['run', 'bandit', '--config', '{"tags": ["baseline"]}', '--tag', 'lr-sweep', '--tag', 'baseline', '--json']);
+    const taggedJob = await t.db.job.findUniqueOrThrow({ where: { id: (JSON.parse(tagged.stdout) as { job: { id: string } }).job.id } });
+    expect((taggedJob.config as { tags?: string[] }).tags).toEqual(['baseline', 'lr-sweep']);
   });
 
   it('a misspelt or renamed option is refused by the server, naming it and what to write (exit 6)', async () => {

@@ -3,6 +3,7 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { CheckCircle2, Clock, Copy, Rocket, RotateCcw } from 'lucide-react';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useDeferredValue, useEffect, useMemo, useState } from 'react';
+import { runTagsSchema } from '../../../sdk/job-config';
 import { ALGORITHMS, describeOptions, OPTION_GROUP_TITLES, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
@@ -47,7 +48,7 @@ export function Launcher({ teamId }: { teamId: string }) {
   // "Duplicate": a past run's config fills the form.
   const fromJobId = params.get('from');
   const fromJob = useQuery({ ...trpc.jobs.get.queryOptions({ teamId, jobId: fromJobId ?? '' }), enabled: !!fromJobId });
-  const fromConfig = fromJob.data?.config as { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; training?: Record<string, unknown> } | undefined;
+  const fromConfig = fromJob.data?.config as { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; tags?: string[]; training?: Record<string, unknown> } | undefined;
 
   const envs = useQuery(trpc.environments.list.queryOptions({ teamId }));
   const environmentId = params.get('environment') ?? envs.data?.[0]?.id ?? '';
@@ -75,11 +76,14 @@ export function Launcher({ teamId }: { teamId: string }) {
   const [priority, setPriority] = useState(0);
   const [deviceCount, setDeviceCount] = useState(1);
   const [timeLimitMinutes, setTimeLimitMinutes] = useState('');
+  // Tags as typed: words apart by spaces or commas.
+  const [tagsText, setTagsText] = useState('');
   useEffect(() => {
     if (!fromConfig) return;
     const flat = flattenOverrides(fromConfig.training ?? {});
     setTexts(Object.fromEntries(Object.entries(flat).map(([k, v]) => [k, show(v)])));
     setStartFrom(fromConfig.baseCheckpointId ?? '');
+    setTagsText((fromConfig.tags ?? []).join(' '));
     setDatasetVersionId(fromConfig.datasetVersionId ?? '');
     setPriority(fromJob.data?.priority ?? 0);
   }, [fromConfig, fromJob.data?.priority]);
@@ -106,15 +110,21 @@ export function Launcher({ teamId }: { teamId: string }) {
   const effective = resolved.ok ? (resolved.config as Record<string, unknown>) : null;
   const effectiveOf = (name: string) => (name.startsWith('model.') ? (effective?.model as Record<string, unknown> | undefined)?.[name.slice(6)] : effective?.[name]);
 
+  const tags = tagsText.split(/[\s,]+/).filter(Boolean);
+  const tagged = tags.length > 0 ? { tags } : {};
+  // The submit's own check (sdk/job-config.ts), so the field says what is wrong as it is typed.
+  const tagsCheck = runTagsSchema.safeParse(tags);
+  const tagsError = tagsCheck.success ? null : tagsCheck.error.issues[0].message;
   const kind = algorithm === 'sft' ? 'SFT' : 'TRAIN';
   const needsDataset = kind === 'SFT' || !!manifest?.dataset?.train;
   const config =
     kind === 'SFT'
-      ? { datasetVersionId: datasetChoice, ...(startFrom ? { baseCheckpointId: startFrom } : {}), training: overrides }
+      ? { datasetVersionId: datasetChoice, ...(startFrom ? { baseCheckpointId: startFrom } : {}), ...tagged, training: overrides }
       : {
           environmentVersionId: versionId,
           ...(needsDataset && datasetChoice ? { datasetVersionId: datasetChoice } : {}),
           ...(startFrom ? { baseCheckpointId: startFrom } : {}),
+          ...tagged,
           training: overrides,
         };
   const input = {
@@ -125,7 +135,7 @@ export function Launcher({ teamId }: { teamId: string }) {
     ...(timeLimitMinutes ? { timeLimitSeconds: Math.round(Number(timeLimitMinutes) * 60) } : {}),
     config,
   };
-  const formOk = Object.keys(fieldErrors).length === 0 && !!versionId && (!needsDataset || !!datasetChoice);
+  const formOk = Object.keys(fieldErrors).length === 0 && !tagsError && !!versionId && (!needsDataset || !!datasetChoice);
   const deferredInput = useDeferredValue(JSON.stringify(input));
   const preview = useQuery({ ...trpc.jobs.preview.queryOptions(JSON.parse(deferredInput) as typeof input), enabled: formOk, staleTime: 2_000, retry: false });
   const previewFieldError = preview.data && !preview.data.ok && preview.data.field ? preview.data.field.replace(/^config\.training\.|^training\./, '') : null;
@@ -139,6 +149,7 @@ export function Launcher({ teamId }: { teamId: string }) {
     algorithm,
     overrides: flat,
     priority,
+    tags,
     ...(startFrom ? { from: startFrom } : {}),
     ...(needsDataset && datasetVersionId ? { dataset: datasetVersionId } : {}),
   });
@@ -203,6 +214,11 @@ export function Launcher({ teamId }: { teamId: string }) {
                   {!datasetChoice ? <span className="field-error">This run needs a dataset: upload one on the Datasets page.</span> : null}
                 </div>
               ) : null}
+              <div className="field">
+                <label htmlFor="l-tags">Tags</label>
+                <input id="l-tags" value={tagsText} placeholder="baseline lr-sweep" onChange={(e) => setTagsText(e.target.value)} aria-invalid={tagsError ? true : undefined} aria-describedby="l-tags-note" />
+                <span id="l-tags-note" className={tagsError ? 'field-error' : 'hint'}>{tagsError ?? 'Words to find the run by in the runs list, apart by spaces.'}</span>
+              </div>
               <div className="field">
                 <label htmlFor="l-start">Start from</label>
                 <select id="l-start" value={startFrom} onChange={(e) => setStartFrom(e.target.value)}>

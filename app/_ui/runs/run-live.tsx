@@ -31,6 +31,15 @@ export interface RunLive {
   rolloutStep: number | null;
   /** Times (ms) at which steps arrived live: the measured step rate for the ETA. */
   stepTimes: Array<{ step: number; at: number }>;
+  /** The newest game's positions that came live (multi-agent runs), move by move; null before one. */
+  board: LiveBoard | null;
+}
+
+/** A game of a step as the runner streams it: its positions, each as the mover's observation. */
+export interface LiveBoard {
+  step: number;
+  game: number;
+  positions: string[];
 }
 
 const RunLiveContext = createContext<RunLive | null>(null);
@@ -48,6 +57,7 @@ interface Store {
   rolloutStep: number | null;
   stepTimes: Array<{ step: number; at: number }>;
   arrivals: Map<number, number>;
+  board: LiveBoard | null;
 }
 
 /** At most this many points per metric are held live: older ones are in runs.series anyway. */
@@ -66,7 +76,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
   const queryClient = useQueryClient();
   const [connection, setConnection] = useState<Connection>('connecting');
   const [version, setVersion] = useState(0);
-  const store = useRef<Store>({ metrics: new Map(), arrays: new Map(), rolloutStep: null, stepTimes: [], arrivals: new Map() });
+  const store = useRef<Store>({ metrics: new Map(), arrays: new Map(), rolloutStep: null, stepTimes: [], arrivals: new Map(), board: null });
 
   useEffect(() => {
     const s = store.current;
@@ -75,6 +85,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
     let closed = false;
     let joinedBefore = false;
     let logsMoved = false;
+    let matchesMoved = false;
     const changed = () => {
       if (frame) return;
       frame = requestAnimationFrame(() => {
@@ -82,7 +93,10 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
         setVersion((v) => v + 1);
         // The log tab reads its lines itself: one nudge a frame, however many batches came.
         if (logsMoved) void queryClient.invalidateQueries({ queryKey: trpc.runs.logs.pathKey() });
+        // A game finished: the run's list of games (and the tab that shows it) is asked again.
+        if (matchesMoved) void queryClient.invalidateQueries({ queryKey: trpc.runs.teamMatches.pathKey() });
         logsMoved = false;
+        matchesMoved = false;
       });
     };
     const take = (batch: LiveBatch) => {
@@ -99,6 +113,17 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
         for (const r of batch.items) s.rolloutStep = Math.max(s.rolloutStep ?? r.step, r.step);
       } else if (batch.kind === 'logs') {
         logsMoved = true;
+      } else if (batch.kind === 'matches') {
+        matchesMoved = true;
+      } else if (batch.kind === 'boards') {
+        // The newest step's game: a later step's replaces it; its moves may come in several batches.
+        for (const b of batch.items) {
+          const current = s.board;
+          if (current && (b.step < current.step || (b.step === current.step && b.game !== current.game))) continue;
+          const positions = current && current.step === b.step ? [...current.positions] : [];
+          positions[b.move] = b.text;
+          s.board = { step: b.step, game: b.game, positions };
+        }
       }
       changed();
     };
@@ -184,6 +209,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
     keys: () => [...s.metrics.keys()],
     rolloutStep: s.rolloutStep,
     stepTimes: s.stepTimes,
+    board: s.board,
   };
   return <RunLiveContext.Provider value={value}>{children}</RunLiveContext.Provider>;
 }

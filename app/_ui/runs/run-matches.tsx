@@ -4,6 +4,7 @@ import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
 import { Pager } from '../pager';
 import { intParam, useUrlState } from '../url-state';
+import { LiveBoard } from './live-board';
 import { MatchesTable } from './matches-table';
 
 const PAGE_SIZE = 50;
@@ -18,9 +19,12 @@ export function RunMatches({ teamId, jobId }: { teamId: string; jobId: string })
   if (matches.isLoadingError) return <ErrorNote error={matches.error} />;
   if (matches.data.total === 0) return <p className="muted">This run played no games.</p>;
   return (
-    <div className="panel">
-      <MatchesTable matches={matches.data.matches} base={`/teams/${teamId}`} showRun={false} label="Games of this run" />
-      <Pager page={page} pageSize={PAGE_SIZE} total={matches.data.total} onPage={(p) => set({ page: p === 1 ? null : p })} label="Pages of games" />
-    </div>
+    <>
+      <LiveBoard />
+      <div className="panel">
+        <MatchesTable matches={matches.data.matches} base={`/teams/${teamId}`} showRun={false} label="Games of this run" />
+        <Pager page={page} pageSize={PAGE_SIZE} total={matches.data.total} onPage={(p) => set({ page: p === 1 ? null : p })} label="Pages of games" />
+      </div>
+    </>
   );
 }

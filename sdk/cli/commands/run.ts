@@ -205,6 +205,7 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
     ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
     : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), ...(evalDatasetVersionId ? { evalDatasetVersionId } : {}), training };
   if (cmd.from) config.baseCheckpointId = cmd.from;
+  if (cmd.tags.length > 0) config.tags = [...new Set([...(config.tags ?? []), ...cmd.tags])];
   // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.
   const resolved = sft ? resolveJobTraining('SFT', { training }) : resolveJobTraining('TRAIN', { training }, { training: env.training });
   const total = resolved.ok ? resolved.config.steps : null;

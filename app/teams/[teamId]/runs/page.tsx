@@ -2,7 +2,8 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { GitCompare, Rocket } from 'lucide-react';
 import Link from 'next/link';
-import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
+import { useState } from 'react';
+import { ErrorNote, Field, Loading, PageTitle } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatDuration, formatRelative } from '../../../_ui/format';
 import { Pager } from '../../../_ui/pager';
@@ -30,13 +31,36 @@ export default function RunsPage() {
   const base = `/teams/${team.id}`;
   const filter = FILTERS.find((f) => f.id === (params.get('state') ?? '')) ?? FILTERS[0];
   const page = intParam(params.get('page'), 1);
+  // The other filters, in the URL too: environment, owner, tag.
+  const environmentId = params.get('environment') ?? '';
+  const ownerId = params.get('owner') ?? '';
+  const tag = params.get('tag') ?? '';
+  const narrowed = { ...(environmentId ? { environmentId } : {}), ...(ownerId ? { ownerId } : {}), ...(tag ? { tag } : {}) };
+  const filtered = Boolean(filter.states) || Object.keys(narrowed).length > 0;
+  const environments = useQuery(trpc.environments.list.queryOptions({ teamId: team.id }));
+  const members = useQuery(trpc.members.list.queryOptions({ teamId: team.id }));
+  // The tag field holds what is typed; the URL follows it.
+  const [tagText, setTagText] = useState(tag);
   const runs = useQuery({
-    ...trpc.runs.list.queryOptions({ teamId: team.id, states: filter.states, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
+    ...trpc.runs.list.queryOptions({ teamId: team.id, states: filter.states, ...narrowed, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
     placeholderData: keepPreviousData,
     // Rows change as jobs do: ask again while any shown job can still change.
     refetchInterval: (query) => (query.state.data?.runs.some((r) => isActive(r.state)) ? LIVE_REFETCH_MS : false),
   });
-  const filterHref = (id: string) => `${base}/runs${id ? `?state=${id}` : ''}`;
+  // A state link keeps the other filters (and starts at the first page).
+  const filterHref = (id: string) => {
+    const next = new URLSearchParams(params.toString());
+    next.delete('page');
+    if (id) next.set('state', id);
+    else next.delete('state');
+    const query = next.toString();
+    return `${base}/runs${query ? `?${query}` : ''}`;
+  };
+  const narrow = (key: string, value: string, replace = false) => set({ [key]: value.trim() || null, page: null }, { replace });
+  const clearFilters = () => {
+    setTagText('');
+    set({ state: null, environment: null, owner: null, tag: null, page: null });
+  };
   // Rows change as soon as a job does (the team's job hints), besides the poll.
   useJobHints(team.id);
   // Runs chosen to compare, in the URL (`?select=a,b`).
@@ -59,6 +83,50 @@ export default function RunsPage() {
             </Link>
           ))}
         </nav>
+        <form className="inline-form runs-filters" role="search" aria-label="Narrow the runs" onSubmit={(e) => e.preventDefault()}>
+          <Field label="Environment">
+            {(a) => (
+              <select {...a} value={environmentId} onChange={(e) => narrow('environment', e.target.value)}>
+                <option value="">any</option>
+                {(environments.data ?? []).map((env) => (
+                  <option key={env.id} value={env.id}>
+                    {env.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Owner">
+            {(a) => (
+              <select {...a} value={ownerId} onChange={(e) => narrow('owner', e.target.value)}>
+                <option value="">anyone</option>
+                {(members.data ?? []).map((m) => (
+                  <option key={m.user.id} value={m.user.id}>
+                    {m.user.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Tag">
+            {(a) => (
+              <input
+                {...a}
+                value={tagText}
+                placeholder="baseline"
+                onChange={(e) => {
+                  setTagText(e.target.value);
+                  narrow('tag', e.target.value, true);
+                }}
+              />
+            )}
+          </Field>
+          {filtered ? (
+            <button type="button" className="btn" onClick={clearFilters}>
+              Clear filters
+            </button>
+          ) : null}
+        </form>
         {selected.length > 0 ? (
           <Link href={`${base}/runs/compare?ids=${selected.join(',')}`} className={`btn ${selected.length < 2 ? 'btn-disabled' : 'btn-primary'}`} aria-disabled={selected.length < 2} onClick={(e) => selected.length < 2 && e.preventDefault()}>
             <GitCompare size={15} aria-hidden="true" /> Compare {selected.length} {selected.length === 1 ? 'run (choose another)' : 'runs'}
@@ -76,7 +144,7 @@ export default function RunsPage() {
         <Loading label="Loading runs…" />
       ) : runs.isLoadingError ? (
         <ErrorNote error={runs.error} />
-      ) : runs.data.total === 0 && !filter.states ? (
+      ) : runs.data.total === 0 && !filtered ? (
         <EmptyState
           title="No runs yet — launch one from an environment"
           action={
@@ -88,9 +156,16 @@ export default function RunsPage() {
           Open an environment and choose Launch…, or start one from a terminal with <code>npx whetstone run &lt;folder&gt;</code>.
         </EmptyState>
       ) : runs.data.runs.length === 0 ? (
-        <p className="muted">
-          No {filter.label.toLowerCase()} runs{page > 1 ? ' on this page' : ''}. <Link href={filterHref('')}>Show all runs</Link>
-        </p>
+        <EmptyState
+          title={page > 1 ? 'No runs on this page' : 'No run fits these filters'}
+          action={
+            <button type="button" className="btn" onClick={clearFilters}>
+              Clear filters
+            </button>
+          }
+        >
+          Widen them, or clear them to see every run of the team.
+        </EmptyState>
       ) : (
         <div className="panel table-wrap">
           <table className="table" aria-label="Runs">
@@ -128,6 +203,15 @@ export default function RunsPage() {
                       <Link href={`${base}/runs/${run.id}`} className="id-link" aria-label={`Run ${run.id}`}>
                         {run.id}
                       </Link>
+                      {run.tags.length > 0 ? (
+                        <span className="run-tags">
+                          {run.tags.map((t) => (
+                            <Link key={t} href={`${base}/runs?tag=${encodeURIComponent(t)}`} className="run-tag" title={`Runs tagged ${t}`} onClick={() => setTagText(t)}>
+                              {t}
+                            </Link>
+                          ))}
+                        </span>
+                      ) : null}
                     </th>
                     <td>
                       <RunStateBadge state={run.state} title={stateLine(run)} />
