@@ -1,4 +1,5 @@
 import type { RunSummary } from '../../../server/runs/list-runs';
+import { formatDateTime } from '../format';
 
 export type JobState = RunSummary['state'];
 
@@ -22,7 +23,12 @@ function sentence(text: string): string {
  */
 function waitingWords(reason: string | null): string {
   if (!reason) return 'Waiting for the scheduler’s next round';
-  return sentence(reason.replace(/^waiting:\s*/, ''));
+  return sentence(readableTimes(reason.replace(/^waiting:\s*/, '')));
+}
+
+/** The planner writes times as ISO 8601 (the CLI's and logs' form); a page shows them in the reader's time. */
+export function readableTimes(text: string): string {
+  return text.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\b/g, (iso) => formatDateTime(iso));
 }
 
 /** One line on where a job stands, for the run header and the lists' tooltips. */
