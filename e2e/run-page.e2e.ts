@@ -101,6 +101,14 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   await expect(transcript.locator('[data-trainable="false"]').first()).toBeVisible();
   const colourOf = (trainable: boolean) => transcript.locator(`[data-trainable="${trainable}"]`).first().evaluate((e) => `${getComputedStyle(e).color} ${getComputedStyle(e).backgroundColor}`);
   expect(await colourOf(true)).not.toEqual(await colourOf(false));
+  // Coloured token by token by the probability the sampler gave each.
+  // (The choice lives in the URL: the radio shows checked once the URL has it.)
+  await page.getByRole('radio', { name: 'token probability' }).click();
+  await expect(page).toHaveURL(/colour=logprob/);
+  await expect(page.getByRole('radio', { name: 'token probability' })).toBeChecked();
+  const token = transcript.locator('[data-trainable="true"] [data-logprob]').first();
+  await expect(token).toHaveAttribute('title', /^p = (0|1)\.\d{3} \(log-prob -?\d+\.\d{2}\)$/);
+  await shoot(page, testInfo, 'run-rollouts-probability');
   await expectAccessible(page, 'run rollouts');
   await shoot(page, testInfo, 'run-rollouts');
 

@@ -28,7 +28,17 @@ export const METRIC_KEY_MAX = 100;
  * any key: a worker that is older than its server must not lose its metrics to a 400.
  */
 export const metricItemSchema = z.object({ step: z.number().int().min(0), key: z.string().min(1).max(METRIC_KEY_MAX), value: z.number() });
-const segmentSchema = z.object({ text: z.string().max(100_000), trainable: z.boolean(), role: z.string().max(40) });
+/**
+ * A run of a transcript's tokens with one role and one loss-mask value. A trainable (policy)
+ * segment also carries its tokens' texts and the sampler's log-probabilities of them, which the
+ * rollout viewer colours token by token.
+ */
+const segmentSchema = z.object({
+  text: z.string().max(100_000),
+  trainable: z.boolean(),
+  role: z.string().max(40),
+  tokens: z.array(z.object({ text: z.string().max(200), logprob: z.number() })).max(2_000).optional(),
+});
 export const rolloutItemSchema = z.object({
   step: z.number().int().min(0),
   agent: z.string().max(64).default('agent'),

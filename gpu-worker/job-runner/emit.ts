@@ -83,20 +83,30 @@ export interface Segment {
   text: string;
   trainable: boolean;
   role: string;
+  /** Trainable segments: each token's text and the sampler's log-probability of it. */
+  tokens?: Array<{ text: string; logprob: number }>;
 }
+
+/** Tokens of one segment sent with their log-probabilities (sdk/live.ts caps a segment's list there). */
+const MAX_SEGMENT_TOKENS = 2_000;
 
 /**
  * Splits a token sequence into text segments: a new segment at every role separator (its role
  * names the segment) and wherever the loss mask changes, so the UI can show which text the policy
  * wrote (trainable) and which it read. BOS, EOS and padding are dropped.
  */
-function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[]): Segment[] {
+function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[], logprobs: readonly number[] = []): Segment[] {
   const roleOf = new Map<number, Role>(ROLES.map((r) => [tok.roleToken(r), r]));
   const segments: Segment[] = [];
   let role = 'context';
-  let current: { ids: number[]; trainable: boolean; role: string } | null = null;
+  let current: { ids: number[]; logprobs: number[]; trainable: boolean; role: string } | null = null;
   const close = () => {
-    if (current && current.ids.length > 0) segments.push({ text: tok.decode(current.ids), trainable: current.trainable, role: current.role });
+    if (current && current.ids.length > 0) {
+      const segment: Segment = { text: tok.decode(current.ids), trainable: current.trainable, role: current.role };
+      // The policy's own tokens, each with the probability the sampler gave it (the viewer's heat map).
+      if (current.trainable) segment.tokens = current.ids.slice(0, MAX_SEGMENT_TOKENS).map((id, k) => ({ text: tok.decode([id]), logprob: current!.logprobs[k] ?? 0 }));
+      segments.push(segment);
+    }
     current = null;
   };
   for (let i = 0; i < tokens.length; i++) {
@@ -111,9 +121,10 @@ function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: r
     const trainable = lossMask[i] === 1;
     if (!current || current.trainable !== trainable || current.role !== role) {
       close();
-      current = { ids: [], trainable, role };
+      current = { ids: [], logprobs: [], trainable, role };
     }
     current.ids.push(id);
+    current.logprobs.push(logprobs[i] ?? 0);
   }
   close();
   return segments;
@@ -126,7 +137,7 @@ export function rolloutItems(tok: Tokenizer, step: number, rollouts: readonly Ep
   for (const r of rollouts.slice(0, limit)) {
     for (const traj of Object.values(r.agents)) {
       if (!traj.learn) continue;
-      const segments = traj.sequences.flatMap((s) => sequenceSegments(tok, s.tokens, s.lossMask));
+      const segments = traj.sequences.flatMap((s, k) => sequenceSegments(tok, s.tokens, s.lossMask, traj.logprobs[k]));
       items.push({
         step,
         agent: traj.agent,

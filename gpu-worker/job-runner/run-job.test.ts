@@ -78,6 +78,12 @@ describe('job runner: TRAIN', () => {
     expect(sample.segments.find((s) => !s.trainable && s.role === 'user')?.text).toMatch(/^colour: \w+\narm:$/);
     expect(sample.segments.find((s) => s.role === 'system')?.text).toBe('Answer with one letter: A, B, C or D.');
     expect([0, 1]).toContain(sample.reward);
+    // The policy's tokens carry the sampler's log-probabilities (the viewer's heat map); the rest do not.
+    const written = sample.segments.filter((s) => s.trainable).flatMap((s) => s.tokens ?? []);
+    expect(written.length).toBeGreaterThan(0);
+    expect(written.every((t) => Number.isFinite(t.logprob) && t.logprob <= 0)).toBe(true);
+    expect(written.some((t) => t.logprob < 0)).toBe(true);
+    for (const seg of sample.segments) expect(seg.trainable ? seg.tokens?.map((t) => t.text).join('') : seg.tokens).toBe(seg.trainable ? seg.text : undefined);
 
     const logs = full.items('logs');
     expect(logs.map((l) => l.line)).toEqual(logs.map((_, i) => i));

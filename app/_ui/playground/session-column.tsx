@@ -5,6 +5,7 @@ import { ErrorNote } from '../components';
 import { type Completion, type SessionPhase, useInferenceSession } from './inference-session';
 import { TokenText } from './token-text';
 import type { ChatPrompt } from '../../../sdk/worker-protocol';
+import { readableTimes } from '../runs/run-state';
 
 /** What the page asks every column to sample: sent once per `id`. */
 export interface PlaygroundRequest {
@@ -90,7 +91,7 @@ export function SessionColumn({
           <span className="playground-dot" aria-hidden="true" /> {PHASE_WORDS[phase]}
           {phase === 'ready' && job?.worker ? ` on ${job.worker.name}` : ''}
           {phase === 'loading' && job?.worker ? ` on ${job.worker.name}` : ''}
-          {phase === 'placing' && job?.waitingReason ? ` — ${job.waitingReason}` : ''}
+          {phase === 'placing' && job?.waitingReason ? ` — ${readableTimes(job.waitingReason.replace(/^waiting:\s*/, ''))}` : ''}
           {phase === 'ended' && job ? ` (${job.failureReason ?? (job.state === 'SUCCEEDED' ? 'idle' : job.state.toLowerCase())})` : ''}
         </p>
         {stopped ? (

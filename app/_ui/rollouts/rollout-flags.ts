@@ -28,6 +28,8 @@ export interface Segment {
   text: string;
   trainable: boolean;
   role: string;
+  /** The policy's tokens with the sampler's log-probability of each (runs that stored them). */
+  tokens: Array<{ text: string; logprob: number }> | null;
 }
 
 /** The transcript's segments, whatever the stored JSON holds (anything else is dropped). */
@@ -35,7 +37,13 @@ export function segmentsOf(sample: Pick<SampleLike, 'segments'>): Segment[] {
   if (!Array.isArray(sample.segments)) return [];
   return sample.segments.filter(
     (s): s is Segment => typeof s === 'object' && s !== null && typeof (s as Segment).text === 'string' && typeof (s as Segment).trainable === 'boolean',
-  ).map((s) => ({ text: s.text, trainable: s.trainable, role: typeof s.role === 'string' ? s.role : 'context' }));
+  ).map((s) => ({ text: s.text, trainable: s.trainable, role: typeof s.role === 'string' ? s.role : 'context', tokens: tokensOf(s.tokens) }));
+}
+
+function tokensOf(value: unknown): Segment['tokens'] {
+  if (!Array.isArray(value)) return null;
+  const tokens = value.filter((t): t is { text: string; logprob: number } => typeof t === 'object' && t !== null && typeof t.text === 'string' && typeof t.logprob === 'number' && Number.isFinite(t.logprob));
+  return tokens.length === value.length ? tokens : null;
 }
 
 function field(info: unknown, name: string): unknown {

@@ -9,7 +9,7 @@ import { useRunLive } from '../runs/run-live';
 import { useUrlState } from '../url-state';
 import { FLAG_LABELS, groupOf, type SampleFlag, sampleFlags, segmentsOf, taskOf } from './rollout-flags';
 
-type Colouring = 'mask' | 'advantage';
+type Colouring = 'mask' | 'advantage' | 'logprob';
 
 interface Sample {
   id: bigint | string | number;
@@ -62,7 +62,7 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
   const minReward = numberParam(params.get('rmin'));
   const maxReward = numberParam(params.get('rmax'));
   const endReason = params.get('end') || undefined;
-  const colouring: Colouring = params.get('colour') === 'advantage' ? 'advantage' : 'mask';
+  const colouring: Colouring = params.get('colour') === 'advantage' ? 'advantage' : params.get('colour') === 'logprob' ? 'logprob' : 'mask';
   const query = useQuery({
     ...trpc.runs.rollouts.queryOptions({ teamId, jobId, step, task, minReward, maxReward, endReason, limit: 200 }),
     placeholderData: keepPreviousData,
@@ -139,6 +139,9 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
           <label>
             <input type="radio" name="colour" checked={colouring === 'advantage'} onChange={() => set({ colour: 'advantage' }, { replace: true })} /> advantage
           </label>
+          <label>
+            <input type="radio" name="colour" checked={colouring === 'logprob'} onChange={() => set({ colour: 'logprob' }, { replace: true })} /> token probability
+          </label>
         </fieldset>
       </form>
 
@@ -206,6 +209,15 @@ export function RolloutViewer({ teamId, jobId }: { teamId: string; jobId: string
   );
 }
 
+/**
+ * A token's probability as a background: none when the policy was sure of it, red growing as it
+ * was less likely (a sampled surprise, where learning or collapse shows first).
+ */
+function probabilityStyle(logprob: number) {
+  const doubt = 1 - Math.exp(logprob);
+  return { background: `color-mix(in srgb, var(--bad) ${Math.round(doubt * 55)}%, transparent)` };
+}
+
 /** Advantage as a background: blue for better than its group, red for worse, stronger further out. */
 function advantageStyle(a: number) {
   const strength = Math.min(1, Math.abs(a) / 2);
@@ -264,6 +276,13 @@ function Transcript({ sample, flags, advantage, colouring, onSameTask }: { sampl
         ) : null}
         <p className="legend small">
           <span className="seg seg-policy">policy (trained on)</span> <span className="seg seg-env">environment (not trained on)</span> <span className="seg seg-env seg-tool">tool</span>
+          {colouring === 'logprob' ? (
+            <>
+              {' '}
+              · <span className="seg-token" style={probabilityStyle(Math.log(0.2))}>unlikely</span> to <span className="seg-token">sure</span>: each policy token by the probability it was sampled with
+              {segments.some((s) => s.trainable && !s.tokens) ? ' (not stored for this sample)' : ''}
+            </>
+          ) : null}
         </p>
       </header>
       <div className="transcript-body" tabIndex={0} aria-label="Transcript">
@@ -277,7 +296,13 @@ function Transcript({ sample, flags, advantage, colouring, onSameTask }: { sampl
             title={`${seg.role}${seg.trainable ? ', trained on' : ', not trained on'}`}
             style={seg.trainable && colouring === 'advantage' ? advantageStyle(advantage) : undefined}
           >
-            {seg.text}
+            {seg.trainable && colouring === 'logprob' && seg.tokens
+              ? seg.tokens.map((t, k) => (
+                  <span key={k} className="seg-token" data-logprob={t.logprob.toFixed(3)} title={`p = ${Math.exp(t.logprob).toFixed(3)} (log-prob ${t.logprob.toFixed(2)})`} style={probabilityStyle(t.logprob)}>
+                    {t.text}
+                  </span>
+                ))
+              : seg.text}
           </span>
         ))}
       </div>
