@@ -229,6 +229,7 @@ export const METRICS = {
   'reward/batch_std': { description: "standard deviation of the training batch's returns" },
   'reward/batch_min': { description: 'lowest return in the training batch' },
   'reward/batch_max': { description: 'highest return in the training batch' },
+  'reward/zero_variance_groups': { description: "share of the step's groups (episodes of one task) whose learning seats' returns are all equal: GRPO gets no gradient from them", unit: 'share' },
   'episode/count': { description: 'episodes run in the step', unit: 'episodes' },
   'episode/errors': { description: 'episodes that ended in an error (environment or runtime)', unit: 'episodes' },
   'episode/context_truncated': { description: "episodes ended because their next turn would not fit the model's context (trained on what fit)", unit: 'episodes' },

@@ -49,9 +49,19 @@ describe('step metrics', () => {
     expect(values).toMatchObject({
       'reward/mean': 0, 'reward/black': 0, 'reward/white': 0, 'episode/count': 3, 'episode/errors': 1, 'episode/win_rate': 0.5,
       'episode/turns': 3, 'perf/step_s': 1.5, 'loss/total': 1, 'env/moves': 7, 'env/valid': 0.5,
+      // One group (black's two games, 1 and -1): it has a gradient.
+      'reward/zero_variance_groups': 0,
     });
     // The string `result` is not a number to average.
     expect(values).not.toHaveProperty(['env/result']);
+  });
+
+  it('the share of groups whose returns are all equal: no gradient from them (groups of one not counted)', () => {
+    const inGroup = (id: number, group: string, reward: number) => ({ ...episode(id, { black: reward, white: -reward }, {}), group });
+    const report = (rollouts: EpisodeRollout[]): StepReport => ({ step: 0, rollouts, meanReward: {}, metrics: {}, opponents: [] });
+    const flat = [inGroup(0, 'a', 1), inGroup(1, 'a', 1), inGroup(2, 'b', 1), inGroup(3, 'b', -1), inGroup(4, 'c', 0), inGroup(5, 'c', 0), inGroup(6, 'd', 1)];
+    expect(stepMetrics(report(flat), 1)['reward/zero_variance_groups']).toBeCloseTo(2 / 3);
+    expect(stepMetrics(report([inGroup(0, 'a', 1)]), 1)['reward/zero_variance_groups']).toBeNull();
   });
 
   it("of the environment: numbers and booleans of the final info, averaged over the episodes that report them, at most ENV_METRICS_MAX names", () => {

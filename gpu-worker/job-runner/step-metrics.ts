@@ -86,6 +86,25 @@ export function envMetrics(rollouts: readonly EpisodeRollout[]): MetricValues {
 
 const mean = (xs: number[]) => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
 
+/**
+ * The share of a step's groups (the episodes of one task, GRPO's group) whose learning seats all
+ * got the same return: GRPO's advantage is zero for every one of them, so they teach nothing (the
+ * run page's health marker). Groups of one episode are not counted; null when there is none.
+ */
+function zeroVarianceShare(episodes: readonly EpisodeRollout[]): number | null {
+  const returns = new Map<string, number[]>();
+  for (const r of episodes) {
+    for (const a of Object.values(r.agents)) {
+      if (!a.learn) continue;
+      const key = `${r.group}\u0000${a.agent}`;
+      returns.set(key, [...(returns.get(key) ?? []), a.totalReward]);
+    }
+  }
+  const groups = [...returns.values()].filter((g) => g.length > 1);
+  if (groups.length === 0) return null;
+  return groups.filter((g) => g.every((x) => x === g[0])).length / groups.length;
+}
+
 /** A TRAIN step's metrics: the runner's view of the episodes, each learning policy's trainer, the environment's info. */
 export function stepMetrics(report: StepReport, seconds: number): MetricValues {
   const { rollouts } = report;
@@ -99,6 +118,7 @@ export function stepMetrics(report: StepReport, seconds: number): MetricValues {
     'episode/context_truncated': rollouts.filter((r) => r.endReason === 'context').length,
     'episode/turns': mean(learning.map((a) => a.turns)),
     'episode/response_tokens': mean(learning.map((a) => a.responseTokens)),
+    'reward/zero_variance_groups': zeroVarianceShare(ok),
     'perf/step_s': seconds,
   } satisfies Partial<Record<CatalogueKey, number | null>>;
   if (Object.keys(report.meanReward).length > 1) {

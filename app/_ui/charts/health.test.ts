@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { zeroVarianceShares } from '../rollouts/rollout-flags';
 import { healthMarkers } from './health';
 
 const series = (values: number[], from = 1) => values.map((value, i) => ({ step: from + i, value }));
@@ -35,11 +34,10 @@ describe('healthMarkers', () => {
     expect(markers.map((m) => [m.kind, m.step])).toEqual([['length-limit', 3], ['length-limit', 4]]);
   });
 
-  it('marks steps where most groups have all-equal rewards, from the rollouts', () => {
-    const sample = (step: number, index: number, group: number, reward: number) => ({ step, index, reward, endReason: null, segments: [], info: { group } });
-    const shares = zeroVarianceShares([sample(1, 0, 0, 1), sample(1, 1, 0, 0), sample(2, 0, 0, 1), sample(2, 1, 0, 1), sample(2, 2, 1, 0), sample(2, 3, 1, 0)]);
-    expect(shares).toEqual([{ step: 1, value: 0 }, { step: 2, value: 1 }]);
-    expect(healthMarkers({}, shares).map((m) => [m.kind, m.step])).toEqual([['zero-variance', 2]]);
+  it('marks steps where most groups have all-equal rewards (the runner’s share), at the threshold and above', () => {
+    const markers = healthMarkers({ 'reward/zero_variance_groups': series([0, 0.25, 0.5, 1]) });
+    expect(markers.map((m) => [m.kind, m.step, m.key])).toEqual([['zero-variance', 3, 'reward/mean'], ['zero-variance', 4, 'reward/mean']]);
+    expect(markers[1].message).toBe("100% of step 4's groups had all-equal rewards: no gradient from them");
   });
 
   it('marks steps whose loss was not a number or that made no update with tokens to train', () => {

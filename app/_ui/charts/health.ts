@@ -108,15 +108,14 @@ function nanSkipped(metrics: Readonly<Record<string, readonly Point[]>>): Health
 
 /**
  * Every marker for a run. `metrics`: points by key in step order (any keys; missing ones give no
- * markers). `zeroVarianceShares`: per step, the share of groups with all-equal rewards (from the
- * rollouts: rollout-flags.ts).
+ * markers). The share of groups with all-equal returns is the runner's `reward/zero_variance_groups`.
  */
-export function healthMarkers(metrics: Readonly<Record<string, readonly Point[]>>, zeroVarianceShares?: readonly Point[], thresholds: HealthThresholds = DEFAULT_THRESHOLDS): HealthMarker[] {
+export function healthMarkers(metrics: Readonly<Record<string, readonly Point[]>>, thresholds: HealthThresholds = DEFAULT_THRESHOLDS): HealthMarker[] {
   return [
     ...klSpikes(metrics['policy/kl'] ?? [], thresholds),
     ...entropyCollapse(metrics['policy/entropy'] ?? [], thresholds),
     ...lengthAtLimit(metrics['episode/context_truncated'], metrics['episode/count'], thresholds),
-    ...zeroVariance(zeroVarianceShares, thresholds),
+    ...zeroVariance(metrics['reward/zero_variance_groups'], thresholds),
     ...nanSkipped(metrics),
   ].sort((a, b) => a.step - b.step);
 }

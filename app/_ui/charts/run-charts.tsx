@@ -11,7 +11,7 @@ import { healthMarkers } from './health';
 import { type ChartSettings, MetricPanel, type XMode } from './metric-panel';
 
 /** The metrics the health rules read (health.ts). */
-const HEALTH_KEYS = ['policy/kl', 'policy/entropy', 'episode/context_truncated', 'episode/count', 'loss/total', 'loss/policy', 'optim/grad_norm', 'optim/updates', 'optim/tokens'];
+const HEALTH_KEYS = ['policy/kl', 'policy/entropy', 'episode/context_truncated', 'episode/count', 'reward/zero_variance_groups', 'loss/total', 'loss/policy', 'optim/grad_norm', 'optim/updates', 'optim/tokens'];
 const GROUP_ORDER = Object.keys(METRIC_GROUPS);
 const NO_POINTS: Point[] = [];
 

@@ -1,4 +1,3 @@
-import type { Point } from '../charts/bucketing';
 
 /**
  * Suspect samples, flagged in the rollout viewer: pure rules over what runs.rollouts returns.
@@ -88,21 +87,3 @@ export function sampleFlags(samples: readonly SampleLike[]): Map<string, SampleF
   return out;
 }
 
-/** Per step, the share of groups whose rewards are all equal: the health rule's input. */
-export function zeroVarianceShares(samples: readonly SampleLike[]): Point[] {
-  const flat = flatGroups(samples);
-  const groups = new Map<number, Set<string>>();
-  for (const s of samples) {
-    const g = groupOf(s);
-    if (g === null) continue;
-    const set = groups.get(s.step) ?? new Set<string>();
-    set.add(g);
-    groups.set(s.step, set);
-  }
-  return [...groups]
-    .sort(([a], [b]) => a - b)
-    .map(([step, set]) => {
-      const multi = [...set];
-      return { step, value: multi.filter((g) => flat.has(g)).length / multi.length };
-    });
-}
