@@ -120,6 +120,9 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Cluster' }).click();
   await expect(page.getByRole('table', { name: 'Workers' })).toContainText('local');
   await expect(page.getByRole('meter', { name: 'Devices in use' })).toBeVisible();
+  // The last 24 hours: this journey's run held the local worker's device for a while.
+  await expect(page.getByRole('figure', { name: 'Devices in use, hour by hour, over the last 24 hours' })).toContainText(/Last 24 hours: \d+\.\d device-hours/);
+  expect(await page.locator('.usage-chart .recharts-bar-rectangle').count()).toBeGreaterThan(0);
   await expect(page.getByText('Nothing running or waiting.')).toBeVisible();
   await expectAccessible(page, 'cluster');
   await shoot(page, testInfo, 'cluster');

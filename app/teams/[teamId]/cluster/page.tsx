@@ -12,6 +12,7 @@ import { useJobHints } from '../../../_ui/runs/job-hints';
 import { KindBadge, RunStateBadge } from '../../../_ui/runs/run-parts';
 import { LIVE_REFETCH_MS, stateLine } from '../../../_ui/runs/run-state';
 import { useTeam } from '../../../_ui/team-context';
+import { UsageChart } from '../../../_ui/usage-chart';
 import { WorkerActions } from '../../../_ui/worker-actions';
 import { useTRPC } from '../../../trpc';
 
@@ -74,6 +75,7 @@ export default function ClusterPage() {
               <Meter label="Devices in use" used={quota.data.usage.devicesInUse} limit={quota.data.maxConcurrentDevices} />
               <Meter label="Jobs queued" used={quota.data.usage.queuedJobs} limit={quota.data.maxQueuedJobs} />
             </div>
+            <UsageChart history={quota.data.history} quota={quota.data.maxConcurrentDevices} />
             <p className="muted small">
               Highest priority members may ask for: {quota.data.maxPriority}.{' '}
               {atLeast(team.role, 'ADMIN') ? <Link href={`${base}/quotas`}>Change the quota</Link> : 'Admins set the quota.'}
