@@ -49,6 +49,30 @@ test('a saved checkpoint plays in the play console and is offered as a frozen op
   // It opened at the start and plays by itself.
   await expect(page.getByRole('img', { name: /^Board after [1-9]\d* of/ })).toBeVisible({ timeout: 30_000 });
 
+  // Back in the playground: play white against it on the board, three moves, then a move on a taken
+  // cell ends the game as the rules say; the game is kept as a match and opens in the replay.
+  await page.goBack();
+  await expect(page).toHaveURL(new RegExp(`/playground/${checkpointId}$`));
+  await page.getByRole('combobox', { name: 'You play' }).selectOption('white');
+  await page.getByRole('button', { name: 'Play an episode' }).click();
+  const board = page.getByRole('table', { name: 'Board, 9 by 9' });
+  await expect(board.getByRole('button', { name: /: black$/ })).toHaveCount(1, { timeout: 60_000 });
+  for (let move = 1; move <= 3; move++) {
+    await board.getByRole('button', { name: /: empty$/ }).first().click();
+    await page.getByRole('button', { name: 'Send the action' }).click();
+    await expect(board.getByRole('button', { name: /: white$/ })).toHaveCount(move);
+    await expect(board.getByRole('button', { name: /: black$/ })).toHaveCount(move + 1);
+  }
+  await shoot(page, testInfo, 'playground-game');
+  const taken = (await board.getByRole('button', { name: /: black$/ }).first().getAttribute('aria-label'))!.split(':')[0];
+  await page.getByRole('textbox', { name: 'Your action' }).fill(`<move>${taken}</move>`);
+  await page.keyboard.press('Enter');
+  await page.getByRole('link', { name: 'Open in the replay' }).click();
+  await expect(page.getByRole('heading', { level: 1 })).toContainText(/black\s*\(checkpoint[^)]*\)\s*vs\s*white\s*\(a person, in the play console\)/);
+  // At its end: the seven stones, and the refused move that ended it (kept as the record says).
+  await expect(page.getByRole('img', { name: /^Board after (\d+) of \1 moves/ })).toBeVisible();
+  expect(await page.locator('.grid-stone').count()).toBe(7);
+
   // The launcher: the checkpoint is a frozen opponent of the mix.
   await page.goto(`${url}/teams/${teamId}/launch?environment=${gomoku.id}`);
   await page.getByLabel('Opponent to add').selectOption(`checkpoint:${checkpointId}`);

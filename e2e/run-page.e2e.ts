@@ -140,6 +140,10 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   const diff = page.getByRole('table', { name: 'Config differences' });
   await expect(diff.getByRole('row', { name: /training\.steps/ })).toContainText('400');
   await expect(diff.getByRole('row', { name: /training\.algorithm/ })).toHaveCount(0);
+  // The same task, each run's answer side by side (the first run's always has one: the task is its).
+  const sameTask = page.getByRole('region', { name: 'Rollouts on the same task' });
+  await expect(sameTask.getByRole('region', { name: /^Run \S+ on this task$/ })).toHaveCount(2);
+  await expect(sameTask.getByRole('region', { name: `Run ${job.id} on this task` }).getByRole('article')).toBeVisible();
   await expectAccessible(page, 'compare');
   await shoot(page, testInfo, 'compare');
 

@@ -24,7 +24,7 @@ export function UsageChart({ history, quota }: { history: Array<{ hourStart: Dat
         <BarChart data={rows} style={{ width: '100%', height: '100%' }} responsive margin={{ top: 6, right: 8, bottom: 0, left: 0 }} accessibilityLayer={false}>
           <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" vertical={false} />
           <XAxis dataKey="hour" stroke={colours.text} tick={{ fill: colours.text, fontSize: 10 }} interval={3} />
-          <YAxis width={32} allowDecimals stroke={colours.text} tick={{ fill: colours.text, fontSize: 10 }} domain={[0, Math.max(quota, peak, 1)]} />
+          <YAxis width={32} tickCount={3} stroke={colours.text} tick={{ fill: colours.text, fontSize: 10 }} domain={[0, Math.max(quota, peak, 1)]} />
           <Tooltip
             isAnimationActive={false}
             contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}

@@ -9,9 +9,9 @@ import { useRunLive } from '../runs/run-live';
 import { useUrlState } from '../url-state';
 import { FLAG_LABELS, groupOf, type SampleFlag, sampleFlags, segmentsOf, taskOf } from './rollout-flags';
 
-type Colouring = 'mask' | 'advantage' | 'logprob';
+export type Colouring = 'mask' | 'advantage' | 'logprob';
 
-interface Sample {
+export interface Sample {
   id: bigint | string | number;
   step: number;
   agent: string;
@@ -225,7 +225,7 @@ function advantageStyle(a: number) {
   return { background: `color-mix(in srgb, ${hue} ${Math.round(10 + strength * 40)}%, transparent)` };
 }
 
-function Transcript({ sample, flags, advantage, colouring, onSameTask }: { sample: Sample; flags: SampleFlag[]; advantage: number; colouring: Colouring; onSameTask?: () => void }) {
+export function Transcript({ sample, flags, advantage, colouring, onSameTask }: { sample: Sample; flags: SampleFlag[]; advantage: number; colouring: Colouring; onSameTask?: () => void }) {
   const segments = segmentsOf(sample);
   const turnRewards = Array.isArray(sample.turnRewards) ? sample.turnRewards.filter((r): r is number => typeof r === 'number') : [];
   const task = taskOf(sample);

@@ -5,6 +5,7 @@ import { METRIC_GROUPS, metricGroup } from '../../../../../sdk/live';
 import { ComparePanel, RUN_COLOURS } from '../../../../_ui/charts/compare-panel';
 import { ErrorNote, Loading, PageTitle } from '../../../../_ui/components';
 import { isNotFound } from '../../../../_ui/errors';
+import { SameTaskRollouts } from '../../../../_ui/rollouts/same-task';
 import { configDiff } from '../../../../_ui/runs/config-diff';
 import { KindBadge, RunStateBadge, RunSubject } from '../../../../_ui/runs/run-parts';
 import { useTeam } from '../../../../_ui/team-context';
@@ -16,7 +17,8 @@ const GROUP_ORDER = Object.keys(METRIC_GROUPS);
 
 /**
  * Runs side by side (`?ids=a,b`): their metrics as shared panels with one line per run, each run
- * in one colour across every panel, and the config values that differ between them.
+ * in one colour across every panel, the config values that differ between them, and each run's
+ * answer to the same task.
  */
 export default function ComparePage() {
   const team = useTeam();
@@ -129,6 +131,12 @@ export default function ComparePage() {
           <ComparePanel key={key} teamId={team.id} jobIds={shownIds} metricKey={key} smoothing={smoothing} />
         ))}
       </div>
+      {shown.length > 1 ? (
+        <section className="panel" aria-labelledby="same-task-title">
+          <h2 id="same-task-title">Rollouts on the same task</h2>
+          <SameTaskRollouts teamId={team.id} runs={shown.map((r) => ({ id: r.id, colour: r.colour }))} />
+        </section>
+      ) : null}
     </>
   );
 }
