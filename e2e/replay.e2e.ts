@@ -13,10 +13,11 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   const page = await context.newPage();
   const watch = watchPage(page, { expectedStatuses: [404] });
   // A few small steps: two games each, with a context the board's observation fits in.
-  const { teamId, base, job } = await submitTeamRun(page, url, {
+  const { teamId, base, job, environment } = await submitTeamRun(page, url, {
     environment: 'gomoku',
     training: { steps: 4, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } },
   });
+  const gomokuVersion = environment.versions[0].id;
   // Watched while it trains: its games tab shows each step's game live, as the board's text.
   await page.goto(`${base}/runs/${job.id}`);
   await page.getByRole('tab', { name: 'Matches' }).click({ timeout: 240_000 });
@@ -107,6 +108,56 @@ test('match replay: open at a move from its link, step by keyboard with the URL 
   await page.keyboard.press('Enter');
   await page.getByRole('link', { name: 'Open in the replay' }).click();
   await expect(page.getByText('A variation of')).toBeVisible();
+
+  // A game with a mistake in it, played through the play console's API: black (the user) makes
+  // four in a row with an open end, then plays elsewhere (a missed win in one); the replay marks
+  // that move, and n jumps to it.
+  type Turn = { agent: string; info: { move?: [number, number] } };
+  const session = await trpc<{ sessionId: string; history: Turn[] }>(page, url, 'play.open', 'mutation', {
+    teamId, source: { versionId: gomokuVersion }, seat: 'black', opponents: { white: { random: true } }, seed: 7,
+  });
+  const taken = new Set<string>();
+  const take = (turns: Turn[]) => turns.forEach((t) => t.info.move && taken.add(t.info.move.join(',')));
+  take(session.history);
+  const free = (r: number, c: number) => r >= 1 && r <= 9 && c >= 1 && c <= 9 && !taken.has(`${r},${c}`);
+  const step = async (r: number, c: number) => {
+    const res = await trpc<{ turn: Turn | null; botTurns: Turn[]; done: boolean; matchId?: string }>(page, url, 'play.step', 'mutation', { teamId, sessionId: session.sessionId, action: `<move>${r},${c}</move>` });
+    take([...(res.turn ? [res.turn] : []), ...res.botTurns]);
+    return res;
+  };
+  // A row with five free cells in a line: black plays the middle four, one at a time.
+  let line: Array<[number, number]> = [];
+  for (let stone = 0; stone < 4; stone++) {
+    if (line.length === 0 || !line.slice(stone).every(([r, c]) => free(r, c))) {
+      const r = [5, 4, 6, 3, 7, 2, 8].find((row) => [2, 3, 4, 5].every((c) => free(row, c)) && (free(row, 1) || free(row, 6)))!;
+      line = [[r, 2], [r, 3], [r, 4], [r, 5]];
+      stone = 0;
+    }
+    await step(...line[stone]);
+  }
+  const [row] = line[0];
+  expect(free(row, 1) || free(row, 6), 'black has a win in one').toBe(true);
+  // Not the win: a far cell.
+  const far = ([[9, 9], [1, 9], [9, 1], [1, 1]] as Array<[number, number]>).find(([r, c]) => free(r, c) && r !== row)!;
+  // Every move so far placed a stone: the far move is the next one.
+  const farMove = taken.size + 1;
+  await step(...far);
+  // Then a move on a taken cell ends the game; it is kept as a match.
+  const end = await step(...line[0]);
+  expect(end.done).toBe(true);
+  await page.goto(`${base}/matches/${end.matchId}?move=0`);
+  const missed = page.locator('.replay-move-missed-win');
+  await expect(missed).toHaveCount(1);
+  await expect(missed).toContainText('(missed a win in one)');
+  // n goes from mistake to mistake (white's failures to block are marked too) until black's.
+  for (let n = 0; n < 6 && !new URL(page.url()).searchParams.get('move')?.match(new RegExp(`^${farMove}$`)); n++) {
+    const before = page.url();
+    await page.keyboard.press('n');
+    await expect(page).not.toHaveURL(before);
+  }
+  await expect(page).toHaveURL(new RegExp(`[?&]move=${farMove}$`));
+  await expect(page.locator('.replay-move[aria-current="step"]')).toHaveClass(/replay-move-missed-win/);
+  await expect(page.getByText('?? missed a win in one')).toBeVisible();
 
   // Past the end opens at the end; a match that is not the team's is a clear 404 page.
   await page.goto(`${base}/matches/${match!.id}?move=9999`);
