@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, shoot, submitTeamRun } from './helpers';
+import { expectAccessible, shoot, submitTeamRun, trpc } from './helpers';
 
 // The team's sections with real data: a dataset uploaded through the page (first with a bad line,
 // which the page names, then fixed), a short gomoku training run (so there are a run, checkpoints
@@ -14,7 +14,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   // The refused upload is a 400 on purpose (Chromium logs it).
   const watch = watchPage(page, { expectedStatuses: [400] });
   // A short gomoku run, submitted as `whetstone run` does; it plays games while it trains.
-  const { base, job } = await submitTeamRun(page, url, {
+  const { teamId, base, job, environment } = await submitTeamRun(page, url, {
     environment: 'gomoku',
     training: { steps: 2, checkpointEvery: 1, evalEvery: 1, evalEpisodes: 8, warmStart: null },
     tags: ['e2e-sections'],
@@ -126,6 +126,15 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(page.getByText('Nothing running or waiting.')).toBeVisible();
   await expectAccessible(page, 'cluster');
   await shoot(page, testInfo, 'cluster');
+  // A job no worker can take (two devices; the local worker has one) waits in the queue with the
+  // scheduler's reason in words; an admin cancels it from here.
+  const waiting = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', { teamId, kind: 'TRAIN', deviceCount: 2, config: { environmentVersionId: environment.versions[0].id } });
+  const queueTable = page.getByRole('table', { name: 'Queue' });
+  await expect(queueTable.getByRole('row', { name: new RegExp(waiting.id) })).toContainText('No online worker available to this team has 2 devices', { timeout: 60_000 });
+  await shoot(page, testInfo, 'cluster-queued');
+  await queueTable.getByRole('button', { name: `Cancel ${waiting.id}` }).click();
+  await page.getByRole('button', { name: 'Yes, cancel' }).click();
+  await expect(page.getByText('Nothing running or waiting.')).toBeVisible({ timeout: 30_000 });
 
   // Checkpoints and matches, team-wide, each leading back to the run.
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Checkpoints' }).click();
