@@ -23,6 +23,12 @@
  *   navigation to its page until the reward chart has drawn its line; median of 3 navigations.
  * - `zoom_rerender_ms`: on that page, a zoom to 500 steps (the zoom fields, the keyboard's brush)
  *   from the click until the chart shows the range re-queried at full fidelity; median of 5 ranges.
+ * - `live_point_to_pixel_p95_ms`: a running run fed 50 `reward/mean` points a second (the bench is
+ *   its worker, over the worker HTTP API): from each point's send until the frame in which the
+ *   page's reward chart shows its step; p95. `fanout_p95_ms` beside it: from the send until a
+ *   socket.io client subscribed to the run (the owner's session) receives it.
+ * - `long_tasks_during_live_s`: main-thread tasks over 50 ms per second on that page while 1,000
+ *   points a second stream in (50-point batches every 50 ms), for 5 seconds.
  * - `first_load_js_kb`: the JavaScript of the first page a signed-in user sees (the team's page),
  *   cold cache, gzip-compressed as it goes over the wire; Monaco is in none of it (it loads only
  *   on editor pages, which the figure's `monaco_chunks` checks).
@@ -37,7 +43,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Page } from '@playwright/test';
-import { createDb } from '../server/db/client';
+import { io as connect } from 'socket.io-client';
+import { createDb, type Db } from '../server/db/client';
+import { activeAttempt, postBatch } from '../server/test-support/test-attempts';
 import { rebuildRollups } from '../server/streams/rollup';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -87,13 +95,10 @@ const MILLION = 1_000_000;
 
 /**
  * A finished TRAIN run of the team with `MILLION` points of `reward/mean`, written straight into
- * the server's embedded database (its URL from the home's credentials and the postmaster's port),
- * with the rollups ingest keeps rebuilt for them.
+ * the server's embedded database, with the rollups ingest keeps rebuilt for them.
  */
 async function millionPointRun(home: string, teamId: string): Promise<string> {
-  const { password } = JSON.parse(fs.readFileSync(path.join(home, 'postgres-credentials.json'), 'utf8')) as { password: string };
-  const port = fs.readFileSync(path.join(home, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3].trim();
-  const db = createDb(`postgresql://whetstone:${encodeURIComponent(password)}@127.0.0.1:${port}/whetstone`, 2);
+  const db = embeddedDb(home);
   try {
     const owner = await db.membership.findFirstOrThrow({ where: { teamId, role: 'OWNER' } });
     const startedAt = new Date(Date.now() - 3_600_000);
@@ -104,6 +109,100 @@ async function millionPointRun(home: string, teamId: string): Promise<string> {
     await rebuildRollups(db, job.id);
     await db.$executeRawUnsafe('ANALYZE "MetricPoint"');
     return job.id;
+  } finally {
+    await db.$disconnect();
+  }
+}
+
+/** The server's embedded database (its URL from the home's credentials and the postmaster's port). */
+function embeddedDb(home: string): Db {
+  const { password } = JSON.parse(fs.readFileSync(path.join(home, 'postgres-credentials.json'), 'utf8')) as { password: string };
+  const port = fs.readFileSync(path.join(home, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3].trim();
+  return createDb(`postgresql://whetstone:${encodeURIComponent(password)}@127.0.0.1:${port}/whetstone`, 2);
+}
+
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+
+/**
+ * A running run whose worker is the bench (an attempt of a worker registered straight in the
+ * database, its batches posted over the worker HTTP API as a daemon posts them), watched on its
+ * page: latency from a point's send to the frame that draws it at 50 points a second, the
+ * socket.io fan-out of the same points, and the page's long tasks at 1,000 points a second.
+ */
+async function liveFigures(page: Page, server: { url: string; home: string }, teamUrl: string, teamId: string): Promise<void> {
+  const db = embeddedDb(server.home);
+  let seq = 0;
+  try {
+    const owner = await db.membership.findFirstOrThrow({ where: { teamId, role: 'OWNER' } });
+    const job = await db.job.create({ data: { teamId, ownerId: owner.userId, kind: 'TRAIN', state: 'RUNNING', config: { training: { steps: 100_000 } }, startedAt: new Date() } });
+    const attempt = await activeAttempt(db, { id: job.id, teamId }, 1);
+    await db.job.update({ where: { id: job.id }, data: { attempts: 1 } });
+    const send = async (steps: number[]) => {
+      const res = await postBatch(server.url, attempt, seq++, 'metrics', steps.map((step) => ({ step, key: 'reward/mean', value: Math.sin(step / 50) })));
+      if (res.status !== 200) throw new Error(`the stream refused a batch: ${res.status} ${JSON.stringify(res.body)}`);
+    };
+    await send([1]);
+    await page.goto(`${teamUrl}/runs/${job.id}`);
+    await page.locator('figure[data-metric="reward/mean"][data-last-step="1"]').waitFor({ timeout: 60_000 });
+    // The page marks the frame at which the chart's newest step changes (epoch ms).
+    await page.evaluate(`(() => {
+      const seen = (window.__seen = []);
+      let last = '';
+      const tick = () => {
+        const f = document.querySelector('figure[data-metric="reward/mean"]');
+        const step = f ? f.getAttribute('data-last-step') : '';
+        if (step && step !== last) { last = step; seen.push([Number(step), performance.timeOrigin + performance.now()]); }
+        requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+      window.__long = [];
+      new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask' });
+    })()`);
+    // A socket.io client of the owner's session in the run's room: when each point arrives.
+    const cookie = (await page.context().cookies(server.url)).map((c) => `${c.name}=${c.value}`).join('; ');
+    const socket = connect(server.url, { path: '/socket.io', transports: ['websocket'], extraHeaders: { cookie, origin: server.url } });
+    const received = new Map<number, number>();
+    socket.on('stream', (batch: { kind: string; items: Array<{ step: number }> }) => {
+      const at = Date.now();
+      if (batch.kind === 'metrics') for (const item of batch.items) if (!received.has(item.step)) received.set(item.step, at);
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', () => socket.emit('subscribe', { room: `run:${job.id}` }, (answer: { ok: boolean }) => (answer.ok ? resolve() : reject(new Error('the run room refused the bench')))));
+      socket.on('connect_error', reject);
+    });
+
+    // 50 points a second for 10 seconds, one a batch.
+    const sentAt = new Map<number, number>();
+    let step = 2;
+    for (const until = Date.now() + 10_000; Date.now() < until; ) {
+      const due = Date.now() + 20;
+      sentAt.set(step, Date.now());
+      await send([step++]);
+      await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
+    }
+    const lastSent = step - 1;
+    await page.locator(`figure[data-metric="reward/mean"][data-last-step="${lastSent}"]`).waitFor({ timeout: 60_000 });
+    const seen = (await page.evaluate('window.__seen')) as Array<[number, number]>;
+    const drawnAt = (n: number) => seen.find(([s]) => s >= n)?.[1];
+    const toPixel = [...sentAt].flatMap(([n, at]) => (drawnAt(n) === undefined ? [] : [drawnAt(n)! - at]));
+    const fanout = [...sentAt].flatMap(([n, at]) => (received.has(n) ? [received.get(n)! - at] : []));
+    emit('live_point_to_pixel_p95_ms', quantile(toPixel, 0.95), 'ms', {
+      fanout_p95_ms: Math.round(quantile(fanout, 0.95)), difference_ms: Math.round(quantile(toPixel, 0.95) - quantile(fanout, 0.95)), points: toPixel.length, rate: `${Math.round(sentAt.size / 10)} points/s sent (50 asked: one HTTP batch at a time)`,
+      what: 'worker HTTP send of a point until the frame whose reward chart shows its step (fanout: until a subscribed socket.io client has it)', target: 'difference < 50',
+    });
+    socket.close();
+
+    // 1,000 points a second (50 a batch every 50 ms) for 5 seconds: the page's long tasks.
+    await page.evaluate('window.__long.length = 0');
+    for (const until = Date.now() + 5_000; Date.now() < until; ) {
+      const due = Date.now() + 50;
+      await send(Array.from({ length: 50 }, () => step++));
+      await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
+    }
+    await page.locator(`figure[data-metric="reward/mean"][data-last-step="${step - 1}"]`).waitFor({ timeout: 60_000 });
+    const long = (await page.evaluate('window.__long')) as number[];
+    emit('long_tasks_during_live_s', long.length / 5, 'per s', { longest_ms: Math.round(Math.max(0, ...long)), rate: '1000 points/s', seconds: 5, what: 'main-thread tasks over 50 ms a second on the run page while points stream in', target: '0' });
+    await db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED', finishedAt: new Date() } });
   } finally {
     await db.$disconnect();
   }
@@ -340,6 +439,9 @@ try {
     zooms.push((await shown) - (await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt)));
   }
   emit('zoom_rerender_ms', median(zooms), 'ms', { points: MILLION, range_steps: 500, runs: zooms.map(Math.round), what: 'click on Zoom (500 steps of the 1,000,000-point run) until the chart shows the range re-queried', target: '< 300' });
+
+  // live_point_to_pixel_p95_ms, fanout_p95_ms, long_tasks_during_live_s: the bench as the worker of a running run.
+  await liveFigures(page, server, teamUrl, teamId);
   await context.close();
 } catch (error) {
   process.stderr.write(`${server.output()}\n`);
