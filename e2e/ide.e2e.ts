@@ -47,7 +47,8 @@ test('IDE journey: a new environment from the bandit template, a type error and 
   // A type error gets its red squiggle from the SDK's types; undoing it clears it.
   await editor.click();
   await page.keyboard.press('Control+End');
-  await page.keyboard.type('\nconst broken: number = "text";\n');
+  // Inserted at once (typed key by key on a loaded machine, Monaco's suggestions can take keys).
+  await page.keyboard.insertText('\nconst broken: number = "text";\n');
   await expect(page.locator('.monaco-editor .squiggly-error').first()).toBeVisible({ timeout: 60_000 });
   await screenshots(page, 'editor-type-error');
   // Undo takes the typing back a group at a time (words, auto-closed quotes): undo until it is gone.
