@@ -180,6 +180,14 @@ export const warmStartSchema = z.discriminatedUnion('from', [
       'warm-start',
       "Episodes the bot plays to make the demonstrations (on the train rows, in order after a seeded shuffle, for a data-dependent environment). Default 1000.",
     ),
+    opponents: option(
+      z
+        .record(z.string().min(1).max(64), z.number().min(0))
+        .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
+        .optional(),
+      'warm-start',
+      'Multi-agent: bots of the environment that play the seats the warm start does not imitate, as shares of episodes (e.g. {"random": 0.5, "scripted": 0.5}, the run’s own opponents). The imitated bot then plays the learners’ seats (one seat, turn about, with switchSeats) and only its moves are learned, in positions like those the policy will meet. Unset: the bot plays every seat against itself. Gomoku: 0.80–0.86 against scripted after imitating expert against random and scripted, against 0.22–0.53 after its games against itself (env-templates/LEARNING.md, round 4).',
+    ),
     ...warmStartSftOptions,
   }),
   z.strictObject({

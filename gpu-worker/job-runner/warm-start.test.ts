@@ -11,6 +11,8 @@ import { templateEnvironment, testAssignment } from '../test-support/job-runner/
 import { describeMetric, type MetricItem } from '../../sdk/live';
 import { CheckpointStore } from './checkpoints';
 import { runJob } from './run-job';
+import { Rng } from '../engine/rng';
+import { warmStartSeats } from './warm-start';
 import { JobControl, MemorySink } from './sink';
 
 beforeAll(async () => {
@@ -212,5 +214,63 @@ describe('warm start on gomoku 9 × 9', () => {
     expect(m['eval/games']).toBe(games);
     expect(m['eval/legal_move_rate']).toBe(1);
     expect(m['eval/win_rate']).toBeGreaterThanOrEqual(0.75);
+  });
+});
+
+describe('warm-start opponents', () => {
+  const rng = () => new Rng(7);
+  test('without them the bot plays every seat; with them it plays the imitated seat, turn about with switchSeats', () => {
+    const agents = ['black', 'white'];
+    expect(warmStartSeats(agents, agents, 'expert', undefined, { switchSeats: true, rng: rng(), episode: 3 })).toEqual({ players: { black: 'expert', white: 'expert' }, imitated: agents });
+    const r = rng();
+    const seats = Array.from({ length: 4 }, (_, episode) => warmStartSeats(agents, agents, 'expert', { random: 1 }, { switchSeats: true, rng: r, episode }));
+    expect(seats).toEqual([
+      { players: { black: 'expert', white: 'random' }, imitated: ['black'] },
+      { players: { black: 'random', white: 'expert' }, imitated: ['white'] },
+      { players: { black: 'expert', white: 'random' }, imitated: ['black'] },
+      { players: { black: 'random', white: 'expert' }, imitated: ['white'] },
+    ]);
+    // Without switchSeats the learners' seats are the bot's; the others are drawn by their shares.
+    const drawn = Array.from({ length: 400 }, (_, episode) => warmStartSeats(agents, ['white'], 'expert', { random: 3, scripted: 1, never: 0 }, { switchSeats: false, rng: r, episode }));
+    expect(new Set(drawn.map((d) => d.players.white))).toEqual(new Set(['expert']));
+    expect(new Set(drawn.map((d) => JSON.stringify(d.imitated)))).toEqual(new Set(['["white"]']));
+    const random = drawn.filter((d) => d.players.black === 'random').length;
+    expect(drawn.filter((d) => d.players.black === 'scripted').length).toBe(400 - random);
+    expect(random / 400).toBeGreaterThan(0.65);
+    expect(random / 400).toBeLessThan(0.85);
+  });
+
+  test('gomoku: only the imitated seat’s moves are learned, in games against the opponents (fixed seed)', { timeout: 120_000 }, async () => {
+    // A tiny policy: what is checked is the demonstrations, not what is learned from them.
+    const run = async (warm: Record<string, unknown>) => {
+      const sink = new MemorySink();
+      const config = {
+        environmentVersionId: 'gomoku-v1',
+        training: { model: { layers: 1, width: 16, heads: 2, contextLength: 192 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'expert', episodes: 8, steps: 1, ...warm } },
+      };
+      expect(await runJob(testAssignment({ config, environment: templateEnvironment('gomoku') }), sink, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+      return { demonstrations: values(sink, 'warmstart/demonstrations')[0].value, logs: sink.items('logs').map((l) => l.message) };
+    };
+    const itself = await run({});
+    const against = await run({ opponents: { random: 1 } });
+    // Against itself the expert's games are long and both colours are imitated; against random it
+    // wins in a few moves, and only its own moves are demonstrations.
+    expect(against.demonstrations).toBeLessThan(itself.demonstrations / 3);
+    expect(against.demonstrations).toBeGreaterThanOrEqual(8 * 5); // at least five moves to win each game
+    expect(against.logs).toContainEqual(expect.stringMatching(/^warm start: SFT on \d+ demonstrations of bot "expert" against random 1, 1 steps of 32/));
+    expect(itself.logs).toContainEqual(expect.stringMatching(/^warm start: SFT on \d+ demonstrations of bot "expert", 1 steps of 32/));
+  });
+
+  test('opponents that are not bots of the environment, or a single-agent environment, fail saying so', async () => {
+    const gomoku = { environmentVersionId: 'gomoku-v1', training: { model: { layers: 1, width: 16, heads: 2, contextLength: 192 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'expert', episodes: 2, steps: 1, opponents: { random: 1, scriptd: 1 } } } };
+    expect(await runJob(testAssignment({ config: gomoku, environment: templateEnvironment('gomoku') }), new MemorySink(), new JobControl())).toEqual({
+      outcome: 'failed',
+      reason: 'warmStart.opponents: this environment has no bot "scriptd"; its bots: scripted, expert, random',
+    });
+    const bandit = { environmentVersionId: 'bandit-v1', training: { model: { layers: 1, width: 16, heads: 2, contextLength: 72 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'oracle', episodes: 2, steps: 1, opponents: { random: 1 } } } };
+    expect(await runJob(testAssignment({ config: bandit }), new MemorySink(), new JobControl())).toEqual({
+      outcome: 'failed',
+      reason: 'warmStart.opponents: this environment has one agent; opponents play the other seats of a multi-agent one',
+    });
   });
 });
