@@ -217,7 +217,7 @@ describe('warm start on gomoku 9 × 9', () => {
   });
 });
 
-describe('warm-start opponents', () => {
+describe('warm-start demonstrations against opponents, and their symmetries', () => {
   const rng = () => new Rng(7);
   test('without them the bot plays every seat; with them it plays the imitated seat, turn about with switchSeats', () => {
     const agents = ['black', 'white'];
@@ -259,18 +259,30 @@ describe('warm-start opponents', () => {
     expect(against.demonstrations).toBeGreaterThanOrEqual(8 * 5); // at least five moves to win each game
     expect(against.logs).toContainEqual(expect.stringMatching(/^warm start: SFT on \d+ demonstrations of bot "expert" against random 1, 1 steps of 32/));
     expect(itself.logs).toContainEqual(expect.stringMatching(/^warm start: SFT on \d+ demonstrations of bot "expert", 1 steps of 32/));
+
+    // The same games seen through the board's 8 symmetries: 8 × the demonstrations.
+    const augmented = await run({ opponents: { random: 1 }, augment: 'symmetries' });
+    expect(augmented.demonstrations).toBe(8 * against.demonstrations);
+    expect(augmented.logs).toContainEqual(expect.stringMatching(/^warm start: SFT on \d+ demonstrations of bot "expert" against random 1 \(with their symmetries\), 1 steps of 32/));
   });
 
-  test('opponents that are not bots of the environment, or a single-agent environment, fail saying so', async () => {
+  test('opponents that are not bots of the environment, opponents or symmetries an environment lacks, fail saying so', async () => {
     const gomoku = { environmentVersionId: 'gomoku-v1', training: { model: { layers: 1, width: 16, heads: 2, contextLength: 192 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'expert', episodes: 2, steps: 1, opponents: { random: 1, scriptd: 1 } } } };
     expect(await runJob(testAssignment({ config: gomoku, environment: templateEnvironment('gomoku') }), new MemorySink(), new JobControl())).toEqual({
       outcome: 'failed',
       reason: 'warmStart.opponents: this environment has no bot "scriptd"; its bots: scripted, expert, random',
     });
-    const bandit = { environmentVersionId: 'bandit-v1', training: { model: { layers: 1, width: 16, heads: 2, contextLength: 72 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'oracle', episodes: 2, steps: 1, opponents: { random: 1 } } } };
-    expect(await runJob(testAssignment({ config: bandit }), new MemorySink(), new JobControl())).toEqual({
+    const bandit = (warm: Record<string, unknown>) => ({
+      environmentVersionId: 'bandit-v1',
+      training: { model: { layers: 1, width: 16, heads: 2, contextLength: 72 }, steps: 1, batchSize: 1, groupSize: 2, evalEpisodes: 0, warmStart: { from: 'bot', bot: 'oracle', episodes: 2, steps: 1, ...warm } },
+    });
+    expect(await runJob(testAssignment({ config: bandit({ opponents: { random: 1 } }) }), new MemorySink(), new JobControl())).toEqual({
       outcome: 'failed',
       reason: 'warmStart.opponents: this environment has one agent; opponents play the other seats of a multi-agent one',
+    });
+    expect(await runJob(testAssignment({ config: bandit({ augment: 'symmetries' }) }), new MemorySink(), new JobControl())).toEqual({
+      outcome: 'failed',
+      reason: 'warmStart.augment: this environment defines no symmetries (the `symmetries` of its definition)',
     });
   });
 });

@@ -73,11 +73,12 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
   const contextLength = w.model.config.contextLength;
   const sequences =
     ws.from === 'bot'
-      ? await botDemonstrations(w, ws.bot, ws.episodes, ws.opponents)
+      ? await botDemonstrations(w, ws.bot, ws.episodes, ws.opponents, ws.augment)
       : datasetDemonstrations(w.tokenizer, await fetchRows(w.assignment, w.sink, ws.datasetVersionId), contextLength, w.emit);
   const prepared = ((performance.now() - started) / 1000).toFixed(1);
   const against = ws.from === 'bot' && ws.opponents ? ` against ${Object.entries(ws.opponents).map(([name, share]) => `${name} ${share}`).join(', ')}` : '';
-  const source = ws.from === 'bot' ? `bot "${ws.bot}"${against}` : `dataset version ${ws.datasetVersionId}`;
+  const augmented = ws.from === 'bot' && ws.augment === 'symmetries' ? ' (with their symmetries)' : '';
+  const source = ws.from === 'bot' ? `bot "${ws.bot}"${against}${augmented}` : `dataset version ${ws.datasetVersionId}`;
   w.emit.log(
     'info',
     `warm start: SFT on ${sequences.length} demonstrations of ${source}, ${ws.steps} steps of ${ws.batchSize}, learning rate ${ws.learningRate}${ws.decay ? ' with cosine decay' : ''}` +
@@ -150,9 +151,10 @@ function pickWeighted(rng: Rng, mix: Record<string, number>): string {
  * learn from them: episodes that failed, sequences longer than the context, and actions longer than
  * a turn may be (the policy would be cut off before it finishes one).
  */
-async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number, opponents: Record<string, number> | undefined): Promise<Sequence[]> {
+async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number, opponents: Record<string, number> | undefined, augment: 'none' | 'symmetries'): Promise<Sequence[]> {
   const { agents, bots, context, toolPrompt } = w.env.description;
   if (!bots.includes(bot)) throw new JobFailure(`warmStart.bot: this environment has no bot "${bot}"; its bots: ${bots.join(', ') || 'none'}`);
+  if (augment === 'symmetries' && !w.env.description.symmetries) throw new JobFailure('warmStart.augment: this environment defines no symmetries (the `symmetries` of its definition)');
   if (opponents) {
     if (agents.length < 2) throw new JobFailure('warmStart.opponents: this environment has one agent; opponents play the other seats of a multi-agent one');
     const unknown = Object.keys(opponents).filter((name) => !bots.includes(name));
@@ -185,7 +187,10 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
   if (failed.length > 0) w.emit.log('warn', `warm start: ${failed.length} of ${episodes} episodes of bot "${bot}" failed and are left out (first: ${failed[0].error?.message ?? 'unknown error'})`);
 
   const contextLength = w.model.config.contextLength;
-  const all = transcripts.flatMap((t, i) => demonstrationSequences(w.tokenizer, [t], { context, toolPrompt, agents: imitated[i], contextLength: Number.POSITIVE_INFINITY }));
+  const played = transcripts.map((t, i) => ({ t, imitated: imitated[i] }));
+  const demonstrated =
+    augment === 'symmetries' ? (await Promise.all(played.map((p) => symmetricTranscripts(w.env, p.t)))).flatMap((ts, i) => ts.map((t) => ({ t, imitated: played[i].imitated }))) : played;
+  const all = demonstrated.flatMap(({ t, imitated: seats }) => demonstrationSequences(w.tokenizer, [t], { context, toolPrompt, agents: seats, contextLength: Number.POSITIVE_INFINITY }));
   const fit = all.filter((s) => s.tokens.length <= contextLength);
   if (fit.length === 0) {
     const shortest = Math.min(...all.map((s) => s.tokens.length));
@@ -203,4 +208,14 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
     );
   }
   return fit;
+}
+
+/**
+ * A played episode as each of the environment's symmetries shows it (the first is the episode
+ * itself): every turn's observation and action transformed by the same symmetry.
+ */
+export async function symmetricTranscripts(env: SandboxEnvironment, t: Transcript): Promise<Transcript[]> {
+  if (t.endReason === 'error' || t.turns.length === 0) return [t];
+  const seen = await env.symmetries({ turns: t.turns.map((turn) => ({ agent: turn.agent, observation: turn.observation, action: turn.action })) });
+  return seen[0].map((_, k) => ({ ...t, turns: t.turns.map((turn, j) => ({ ...turn, observation: seen[j][k].observation, action: seen[j][k].action })) }));
 }
