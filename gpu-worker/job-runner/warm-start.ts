@@ -8,7 +8,10 @@
  * Demonstrations come from one of the environment's bots playing every seat, laid out exactly as the
  * rollout prompts the policy (runtime/demonstrations.ts: system prompt and tool paragraph,
  * observations and tool results with loss mask 0, the imitated seats' actions with mask 1), or from
- * a dataset version's rows as an SFT job reads them (sft-batches.ts).
+ * a dataset version's rows as an SFT job reads them (sft-batches.ts). In a game, `opponents` has
+ * the bot play only the imitated seat against bots of the mix, so that it is imitated in positions
+ * like those the policy will meet; `augment: 'symmetries'` learns each demonstration in every
+ * symmetric position the environment declares (a board's rotations and reflections).
  *
  * Its steps are numbered from 0 and stream under `warmstart/` keys. A preemption checkpoints with
  * the SFT trainer's state and `warmStartStep` in the note (at job step 0), so the next attempt goes
