@@ -67,6 +67,8 @@ export interface EnvironmentDescription {
   /** A paragraph listing the tools and the call syntax, for the system prompt. Empty without tools. */
   toolPrompt: string;
   bots: string[];
+  /** Whether the environment defines `symmetries` (warm-start augmentation); absent means no. */
+  symmetries?: boolean;
   /** QuickJS stack of the define call, for locating errors the driver detects in the user's output. */
   definedAt: string;
 }

@@ -173,6 +173,23 @@ declare module 'whetstone' {
    * demonstrations (the paragraph's ~250 constant characters slow its learning several-fold).
    */
   export type ToolPromptStyle = 'full' | 'none';
+  /** One turn as a symmetry sees it: who acted, what it read, what it wrote. */
+  export interface SymmetricTurn {
+      agent: string;
+      observation: string;
+      action: string;
+  }
+  /**
+   * An environment's symmetries, for augmenting warm-start demonstrations (`warmStart.augment:
+   * "symmetries"`): the turn as it reads in each symmetric position — a square board's rotations and
+   * reflections — the turn itself first. The k-th entry of every call must be the same symmetry (a
+   * `full`-context episode is rebuilt turn by turn from them), each observation what the environment
+   * shows in that position and each action what a player writes there.
+   */
+  export type Symmetries = (turn: SymmetricTurn) => {
+      observation: string;
+      action: string;
+  }[];
   interface CommonSpec<Task, State> {
       /** Short identifier, e.g. "gomoku". */
       name: string;
@@ -182,6 +199,8 @@ declare module 'whetstone' {
       tools?: ToolDefinition<EpisodeContext<Task, State>>[];
       /** What the system prompt says about `tools` (default `full`). */
       toolPrompt?: ToolPromptStyle;
+      /** Symmetries of observations and actions, for warm-start augmentation (see `Symmetries`). */
+      symmetries?: Symmetries;
   }
   /** A single-agent environment: Gymnasium's reset/step over text. */
   export type EnvironmentSpec<Task, State> = CommonSpec<Task, State> & TaskSource<Task> & {
@@ -252,6 +271,7 @@ declare module 'whetstone' {
       readonly tools: readonly ToolDefinition<EpisodeContext>[];
       readonly toolPrompt: ToolPromptStyle;
       readonly bots: Readonly<Record<string, Bot>>;
+      readonly symmetries: Symmetries | undefined;
       /** The stack where the define function was called: errors point at the user's definition. */
       readonly definedAt: string;
       /**

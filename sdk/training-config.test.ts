@@ -152,7 +152,7 @@ describe('warmStart', () => {
   };
 
   test("the manifest's, with the documented defaults for what it leaves out", () => {
-    expect(resolve({}).warmStart).toEqual({ from: 'bot', bot: 'oracle', episodes: 9500, steps: 600, batchSize: 128, learningRate: 0.003, warmupSteps: 20, decay: true });
+    expect(resolve({}).warmStart).toEqual({ from: 'bot', bot: 'oracle', episodes: 9500, augment: 'none', steps: 600, batchSize: 128, learningRate: 0.003, warmupSteps: 20, decay: true });
     const plain = resolveTraining({});
     expect(plain.ok ? plain.config : null).not.toHaveProperty('warmStart');
   });

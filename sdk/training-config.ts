@@ -180,6 +180,19 @@ export const warmStartSchema = z.discriminatedUnion('from', [
       'warm-start',
       "Episodes the bot plays to make the demonstrations (on the train rows, in order after a seeded shuffle, for a data-dependent environment). Default 1000.",
     ),
+    opponents: option(
+      z
+        .record(z.string().min(1).max(64), z.number().min(0))
+        .refine((mix) => Object.values(mix).some((w) => w > 0), 'at least one opponent must have a positive share')
+        .optional(),
+      'warm-start',
+      'Multi-agent: bots of the environment that play the seats the warm start does not imitate, as shares of episodes (e.g. {"random": 0.5, "scripted": 0.5}, the run’s own opponents). The imitated bot then plays the learners’ seats (one seat, turn about, with switchSeats) and only its moves are learned, in positions like those the policy will meet. Unset: the bot plays every seat against itself. Gomoku, 400 SFT steps: imitating expert against random and scripted won 0.30–0.86 of 64 greedy games against scripted (3 seeds), imitating its games against itself 0.36–0.44 (env-templates/LEARNING.md, round 4).',
+    ),
+    augment: option(
+      z.enum(['none', 'symmetries']).default('none'),
+      'warm-start',
+      'symmetries: every demonstration is also learned as the environment’s symmetries show it (its `symmetries`: a square board’s 8 rotations and reflections), so that the policy sees each position in every orientation — 8 × the demonstrations from the same games. The environment must define `symmetries`. Default none. Gomoku, with opponents: 0.72–0.80 against scripted on 3 seeds, where the same games without it gave 0.30–0.86 (env-templates/LEARNING.md, round 4).',
+    ),
     ...warmStartSftOptions,
   }),
   z.strictObject({

@@ -86,6 +86,52 @@ export function renderCompact(board: Board): string {
   return out;
 }
 
+/**
+ * The 8 symmetries of a square board (the dihedral group: 4 rotations, each with or without a
+ * reflection), as maps of 0-based (row, col); the first is the identity.
+ */
+export function symmetries(size: number): ((row: number, col: number) => [number, number])[] {
+  const n = size - 1;
+  return [
+    (r, c) => [r, c],
+    (r, c) => [c, n - r],
+    (r, c) => [n - r, n - c],
+    (r, c) => [n - c, r],
+    (r, c) => [r, n - c],
+    (r, c) => [n - r, c],
+    (r, c) => [c, r],
+    (r, c) => [n - c, n - r],
+  ];
+}
+
+/** The board with every stone moved by `map` (one of `symmetries`). */
+export function transformBoard(board: Board, map: (row: number, col: number) => [number, number]): Board {
+  const out: Board = { ...board, cells: new Array<Stone>(board.cells.length).fill(EMPTY) };
+  for (let r = 0; r < board.size; r++) {
+    for (let c = 0; c < board.size; c++) {
+      const [r2, c2] = map(r, c);
+      out.cells[r2 * board.size + c2] = board.cells[r * board.size + c];
+    }
+  }
+  return out;
+}
+
+/** The cells of a board as `renderBoard` or `renderCompact` wrote them (row lines after any header). */
+export function readCells(rows: readonly string[], size: number): Stone[] {
+  const cells: Stone[] = [];
+  for (const line of rows) {
+    // Compact rows are the label then the cells; grid rows are space-separated, label first.
+    const symbols = line.includes(' ') && line.trim().split(/\s+/).length === size + 1 ? line.trim().split(/\s+/).slice(1) : line.slice(String(size).length).split('');
+    if (symbols.length !== size) throw new Error(`not a board row of ${size} cells: "${line}"`);
+    for (const s of symbols) {
+      const stone = SYMBOLS.indexOf(s as (typeof SYMBOLS)[number]);
+      if (stone < 0) throw new Error(`not a cell: "${s}" in "${line}"`);
+      cells.push(stone as Stone);
+    }
+  }
+  return cells;
+}
+
 /** The move syntax: `<move>row,col</move>`, 1-based. Returns 0-based coordinates, or the problem. */
 export function parseMove(text: string): { row: number; col: number } | { problem: string } {
   const m = /<move>\s*(\d+)\s*,\s*(\d+)\s*<\/move>/.exec(text);

@@ -4,7 +4,7 @@
  * five or more in a row wins.
  */
 import { defineMultiAgentEnvironment } from 'whetstone';
-import { BLACK, type Board, WHITE, formatMove, isFull, newBoard, parseMove, place, renderBoard, renderCompact, at, inside } from './board';
+import { BLACK, type Board, WHITE, formatMove, isFull, newBoard, parseMove, place, readCells, renderBoard, renderCompact, at, inside, symmetries, transformBoard } from './board';
 import { expertMove, randomMove, scriptedMove } from './bots';
 
 export type Player = 'black' | 'white';
@@ -75,6 +75,28 @@ function legalMoves(board: Board): string[] {
   return moves;
 }
 
+/**
+ * A turn seen through the board's 8 symmetries (the warm start's `augment: "symmetries"`): the
+ * observation is read back into a board and its last move, each is rotated or reflected, and the
+ * observation is written again as the environment writes it; so is the move.
+ */
+function symmetricTurns(size: number, winLength: number, observe: (state: State, agent: Player) => string, observation: string, action: string, agent: Player) {
+  const lines = observation.split('\n');
+  // Both layouts have one line above the rows: the compact header or the grid's column numbers.
+  const compact = /^[XO] /.test(lines[0]);
+  const board: Board = { ...newBoard(size, winLength), cells: readCells(lines.slice(1, 1 + size), size) };
+  board.moves = board.cells.filter((c) => c !== 0).length;
+  const last = compact ? /^[XO] (\d+),(\d+)$/.exec(lines[0]) : / played (\d+),(\d+)\./.exec(observation);
+  const move = parseMove(action);
+  if ('problem' in move) throw new Error(`symmetries: the action "${action}" is not a move (${move.problem})`);
+  return symmetries(size).map((map) => {
+    const [lr, lc] = last ? map(Number(last[1]) - 1, Number(last[2]) - 1) : [0, 0];
+    const [mr, mc] = map(move.row, move.col);
+    const state: State = { board: transformBoard(board, map), toMove: agent, lastMove: last ? `${lr + 1},${lc + 1}` : null };
+    return { observation: observe(state, agent), action: formatMove(mr, mc) };
+  });
+}
+
 export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
   const options: GomokuOptions = { ...DEFAULT_OPTIONS, ...overrides, rewards: { ...DEFAULT_OPTIONS.rewards, ...overrides.rewards } };
   const { size, winLength, rewards } = options;
@@ -98,6 +120,7 @@ export function createGomoku(overrides: Partial<GomokuOptions> = {}) {
       `Get ${winLength} or more stones in a row (across, down or diagonally) to win. ` +
       `Rows and columns are numbered from 1. Reply with your move as <move>row,col</move>.`,
     sample: () => ({ size, winLength }),
+    symmetries: ({ observation, action, agent }) => symmetricTurns(size, winLength, observe, observation, action, agent as Player),
     reset: (ctx) => {
       ctx.state = { board: newBoard(ctx.task.size, ctx.task.winLength), toMove: 'black', lastMove: null };
       return turn(ctx.state, 'black');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Rng } from '../../sdk/environment/rng';
-import { BLACK, WHITE, newBoard, parseMove, place, renderBoard, renderCompact } from './board';
+import { BLACK, WHITE, newBoard, parseMove, place, renderBoard, renderCompact, symmetries } from './board';
 import { expertMove, scriptedMove } from './bots';
 import { loadTemplate } from '../load-template';
 import { openInSandbox, playWith } from '../test-support/template-harness';
@@ -203,5 +203,51 @@ describe('configurable size and win length', () => {
     expect(report.ok).toBe(true);
     expect(report.warnings).toEqual([]);
     expect(report.rewards.black.mean + report.rewards.white.mean).toBeCloseTo(0);
+  });
+});
+
+describe('symmetries (warm-start augmentation)', () => {
+  /** A 0-based move through the k-th of the 8 symmetries, as symmetries() in board.ts orders them. */
+  const maps = symmetries(9);
+  const moved = (action: string, k: number) => {
+    const { row, col } = parseMove(action) as { row: number; col: number };
+    const [r, c] = maps[k](row, col);
+    return `<move>${r + 1},${c + 1}</move>`;
+  };
+
+  test.each([
+    ['compact', undefined],
+    ['grid', "import { createGomoku } from './env';\nexport default createGomoku({ observation: 'grid' });\n"],
+  ])('%s: each symmetric turn is what the environment shows when the game is played rotated or reflected', async (_layout, variant) => {
+    const env = await openInSandbox(template, variant ? { 'variant.ts': variant } : {}, variant ? 'variant.ts' : undefined);
+    try {
+      expect(env.description.symmetries).toBe(true);
+      const game = await playWith(env, { black: 'expert', white: 'scripted' }, { seed: 3 });
+      expect(game.turns.length).toBeGreaterThan(8);
+      const seen = await env.symmetries({ turns: game.turns.map((t) => ({ agent: t.agent, observation: t.observation, action: t.action })) });
+      expect(seen.map((s) => s.length)).toEqual(game.turns.map(() => 8));
+      for (let k = 0; k < 8; k++) {
+        // The same game with every move moved by symmetry k, played for real.
+        const actions = game.turns.map((t) => moved(t.action, k));
+        const replay = await playWith(env, { black: actions.filter((_, i) => i % 2 === 0), white: actions.filter((_, i) => i % 2 === 1) });
+        expect(replay.turns.map((t) => t.observation)).toEqual(seen.map((s) => s[k].observation));
+        expect(replay.turns.map((t) => t.action)).toEqual(seen.map((s) => s[k].action));
+        expect(replay.finalInfo.result).toBe(game.finalInfo.result);
+      }
+      // The first is the turn itself; the eight boards are different (the game is not symmetric).
+      expect(seen.map((s) => s[0])).toEqual(game.turns.map((t) => ({ observation: t.observation, action: t.action })));
+      expect(new Set(seen.at(-1)!.map((s) => s.observation)).size).toBe(8);
+    } finally {
+      await env.dispose();
+    }
+  });
+
+  test('an action that is not a move cannot be transformed: the error says so', async () => {
+    const env = await openInSandbox(template);
+    try {
+      await expect(env.symmetries({ turns: [{ agent: 'black', observation: `X -,-\n${renderCompact(newBoard(9, 5))}`, action: 'I resign' }] })).rejects.toThrow(/the action "I resign" is not a move/);
+    } finally {
+      await env.dispose();
+    }
   });
 });

@@ -102,7 +102,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     if (warmStarting) {
       const interrupted = await runWarmStart({
         assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
-        agents: training.switchSeats ? agents : learnerAgents, note: note(0),
+        agents: training.switchSeats ? agents : learnerAgents, switchSeats: training.switchSeats, note: note(0),
         resume: midWarmStart !== undefined && policy.trainerState ? { step: midWarmStart, trainerState: policy.trainerState } : null,
         evaluate: noEvaluation ? null : () => evaluation(training.seed * 31 + 999_983),
       });

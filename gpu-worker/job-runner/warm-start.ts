@@ -8,7 +8,10 @@
  * Demonstrations come from one of the environment's bots playing every seat, laid out exactly as the
  * rollout prompts the policy (runtime/demonstrations.ts: system prompt and tool paragraph,
  * observations and tool results with loss mask 0, the imitated seats' actions with mask 1), or from
- * a dataset version's rows as an SFT job reads them (sft-batches.ts).
+ * a dataset version's rows as an SFT job reads them (sft-batches.ts). In a game, `opponents` has
+ * the bot play only the imitated seat against bots of the mix, so that it is imitated in positions
+ * like those the policy will meet; `augment: 'symmetries'` learns each demonstration in every
+ * symmetric position the environment declares (a board's rotations and reflections).
  *
  * Its steps are numbered from 0 and stream under `warmstart/` keys. A preemption checkpoints with
  * the SFT trainer's state and `warmStartStep` in the note (at job step 0), so the next attempt goes
@@ -54,8 +57,10 @@ export interface WarmStartRun {
   tokenizer: Tokenizer;
   /** A data-dependent environment's train rows: the bot plays on them. */
   rows?: Json[];
-  /** The seats whose actions are imitated: the run's learners. */
+  /** The seats whose actions are imitated: the run's learners (every seat with switchSeats). */
   agents: readonly string[];
+  /** The run's switchSeats: with warm-start opponents, the bot then plays one seat per episode, turn about. */
+  switchSeats?: boolean;
   /** Where a resumed attempt's warm start stood: its SFT steps done and the SFT trainer's state. */
   resume: { step: number; trainerState: TrainerState } | null;
   /** The runner's note for a checkpoint (its step and warm-start step are set here). */
@@ -71,10 +76,12 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
   const contextLength = w.model.config.contextLength;
   const sequences =
     ws.from === 'bot'
-      ? await botDemonstrations(w, ws.bot, ws.episodes)
+      ? await botDemonstrations(w, ws.bot, ws.episodes, ws.opponents, ws.augment)
       : datasetDemonstrations(w.tokenizer, await fetchRows(w.assignment, w.sink, ws.datasetVersionId), contextLength, w.emit);
   const prepared = ((performance.now() - started) / 1000).toFixed(1);
-  const source = ws.from === 'bot' ? `bot "${ws.bot}"` : `dataset version ${ws.datasetVersionId}`;
+  const against = ws.from === 'bot' && ws.opponents ? ` against ${Object.entries(ws.opponents).map(([name, share]) => `${name} ${share}`).join(', ')}` : '';
+  const augmented = ws.from === 'bot' && ws.augment === 'symmetries' ? ' (with their symmetries)' : '';
+  const source = ws.from === 'bot' ? `bot "${ws.bot}"${against}${augmented}` : `dataset version ${ws.datasetVersionId}`;
   w.emit.log(
     'info',
     `warm start: SFT on ${sequences.length} demonstrations of ${source}, ${ws.steps} steps of ${ws.batchSize}, learning rate ${ws.learningRate}${ws.decay ? ' with cosine decay' : ''}` +
@@ -114,19 +121,59 @@ export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
 }
 
 /**
+ * Who plays each seat of warm-start episode `i`: without opponents the bot plays every seat and the
+ * learners' seats are imitated; with them the bot plays the imitated seats (one, turn about, with
+ * switchSeats; else the learners') and the opponent bots, drawn by their shares, the others.
+ */
+export function warmStartSeats(
+  agents: readonly string[],
+  learners: readonly string[],
+  bot: string,
+  opponents: Record<string, number> | undefined,
+  options: { switchSeats: boolean; rng: Rng; episode: number },
+): { players: Record<string, string>; imitated: readonly string[] } {
+  if (!opponents) return { players: Object.fromEntries(agents.map((a) => [a, bot])), imitated: learners };
+  const imitated = options.switchSeats ? [agents[options.episode % agents.length]] : learners;
+  const players: Record<string, string> = {};
+  for (const agent of agents) players[agent] = imitated.includes(agent) ? bot : pickWeighted(options.rng, opponents);
+  return { players, imitated };
+}
+
+function pickWeighted(rng: Rng, mix: Record<string, number>): string {
+  const entries = Object.entries(mix).filter(([, w]) => w > 0);
+  let x = rng.next() * entries.reduce((a, [, w]) => a + w, 0);
+  for (const [name, w] of entries) {
+    x -= w;
+    if (x < 0) return name;
+  }
+  return entries[entries.length - 1][0];
+}
+
+/**
  * The bot's episodes as the policy's training sequences. Warns about what the policy could not
  * learn from them: episodes that failed, sequences longer than the context, and actions longer than
  * a turn may be (the policy would be cut off before it finishes one).
  */
-async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number): Promise<Sequence[]> {
-  const { bots, context, toolPrompt } = w.env.description;
+async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number, opponents: Record<string, number> | undefined, augment: 'none' | 'symmetries'): Promise<Sequence[]> {
+  const { agents, bots, context, toolPrompt } = w.env.description;
   if (!bots.includes(bot)) throw new JobFailure(`warmStart.bot: this environment has no bot "${bot}"; its bots: ${bots.join(', ') || 'none'}`);
+  if (augment === 'symmetries' && !w.env.description.symmetries) throw new JobFailure('warmStart.augment: this environment defines no symmetries (the `symmetries` of its definition)');
+  if (opponents) {
+    if (agents.length < 2) throw new JobFailure('warmStart.opponents: this environment has one agent; opponents play the other seats of a multi-agent one');
+    const unknown = Object.keys(opponents).filter((name) => !bots.includes(name));
+    if (unknown.length > 0) throw new JobFailure(`warmStart.opponents: this environment has no bot ${unknown.map((n) => `"${n}"`).join(', ')}; its bots: ${bots.join(', ')}`);
+    if (!w.switchSeats && agents.every((a) => w.agents.includes(a))) w.emit.log('warn', 'warm start: every seat is a learner\'s, so warmStart.opponents play no seat');
+  }
   // Train rows in a seeded order, so a warm start of fewer episodes than rows sees a fair sample.
   const rows = w.rows ? new Rng(w.seed * 7919 + 17).shuffle([...w.rows]) : undefined;
+  const seatRng = new Rng(w.seed * 7919 + 29);
   const transcripts: Transcript[] = [];
+  const imitated: (readonly string[])[] = [];
   for (let i = 0; i < episodes; i++) {
     // Seeds of their own, apart from the RL phase's (the coordinator's are small multiples of the run's seed).
     const seed = (0x40000000 + w.seed * 1_000_003 + i) >>> 0;
+    const seats = warmStartSeats(agents, w.agents, bot, opponents, { switchSeats: w.switchSeats ?? false, rng: seatRng, episode: i });
+    imitated.push(seats.imitated);
     transcripts.push(
       await playEpisode(w.env, {
         episodeId: `warm-${i}`,
@@ -134,7 +181,7 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number)
         taskSeed: seed,
         row: rows?.[i % rows.length],
         maxTurns: w.limits.maxTurns,
-        actor: (_agent, _observation, episodeId) => w.env.bot({ episodeId, bot }),
+        actor: (agent, _observation, episodeId) => w.env.bot({ episodeId, bot: seats.players[agent] ?? bot }),
       }),
     );
   }
@@ -143,7 +190,10 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number)
   if (failed.length > 0) w.emit.log('warn', `warm start: ${failed.length} of ${episodes} episodes of bot "${bot}" failed and are left out (first: ${failed[0].error?.message ?? 'unknown error'})`);
 
   const contextLength = w.model.config.contextLength;
-  const all = demonstrationSequences(w.tokenizer, transcripts, { context, toolPrompt, agents: w.agents, contextLength: Number.POSITIVE_INFINITY });
+  const played = transcripts.map((t, i) => ({ t, imitated: imitated[i] }));
+  const demonstrated =
+    augment === 'symmetries' ? (await Promise.all(played.map((p) => symmetricTranscripts(w.env, p.t)))).flatMap((ts, i) => ts.map((t) => ({ t, imitated: played[i].imitated }))) : played;
+  const all = demonstrated.flatMap(({ t, imitated: seats }) => demonstrationSequences(w.tokenizer, [t], { context, toolPrompt, agents: seats, contextLength: Number.POSITIVE_INFINITY }));
   const fit = all.filter((s) => s.tokens.length <= contextLength);
   if (fit.length === 0) {
     const shortest = Math.min(...all.map((s) => s.tokens.length));
@@ -151,7 +201,7 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number)
   }
   if (fit.length < all.length) w.emit.log('warn', `warm start: ${all.length - fit.length} of ${all.length} demonstrations are longer than the context (${contextLength} tokens) and are left out`);
 
-  const actions = transcripts.flatMap((t) => (t.endReason === 'error' ? [] : t.turns.filter((turn) => w.agents.includes(turn.agent)).map((turn) => w.tokenizer.encode(turn.action).length)));
+  const actions = transcripts.flatMap((t, i) => (t.endReason === 'error' ? [] : t.turns.filter((turn) => imitated[i].includes(turn.agent)).map((turn) => w.tokenizer.encode(turn.action).length)));
   const over = actions.filter((n) => n > w.limits.maxTokensPerTurn);
   if (over.length > 0) {
     w.emit.log(
@@ -161,4 +211,14 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number)
     );
   }
   return fit;
+}
+
+/**
+ * A played episode as each of the environment's symmetries shows it (the first is the episode
+ * itself): every turn's observation and action transformed by the same symmetry.
+ */
+export async function symmetricTranscripts(env: SandboxEnvironment, t: Transcript): Promise<Transcript[]> {
+  if (t.endReason === 'error' || t.turns.length === 0) return [t];
+  const seen = await env.symmetries({ turns: t.turns.map((turn) => ({ agent: turn.agent, observation: turn.observation, action: turn.action })) });
+  return seen[0].map((_, k) => ({ ...t, turns: t.turns.map((turn, j) => ({ ...turn, observation: seen[j][k].observation, action: seen[j][k].action })) }));
 }

@@ -67,6 +67,22 @@ export type TaskSource<Task> = GeneratedTasks<Task> | DatasetTasks;
  */
 export type ToolPromptStyle = 'full' | 'none';
 
+/** One turn as a symmetry sees it: who acted, what it read, what it wrote. */
+export interface SymmetricTurn {
+  agent: string;
+  observation: string;
+  action: string;
+}
+
+/**
+ * An environment's symmetries, for augmenting warm-start demonstrations (`warmStart.augment:
+ * "symmetries"`): the turn as it reads in each symmetric position — a square board's rotations and
+ * reflections — the turn itself first. The k-th entry of every call must be the same symmetry (a
+ * `full`-context episode is rebuilt turn by turn from them), each observation what the environment
+ * shows in that position and each action what a player writes there.
+ */
+export type Symmetries = (turn: SymmetricTurn) => { observation: string; action: string }[];
+
 interface CommonSpec<Task, State> {
   /** Short identifier, e.g. "gomoku". */
   name: string;
@@ -76,6 +92,8 @@ interface CommonSpec<Task, State> {
   tools?: ToolDefinition<EpisodeContext<Task, State>>[];
   /** What the system prompt says about `tools` (default `full`). */
   toolPrompt?: ToolPromptStyle;
+  /** Symmetries of observations and actions, for warm-start augmentation (see `Symmetries`). */
+  symmetries?: Symmetries;
 }
 
 /** A single-agent environment: Gymnasium's reset/step over text. */
@@ -154,6 +172,7 @@ export interface EnvironmentDefinition {
   readonly tools: readonly ToolDefinition<EpisodeContext>[];
   readonly toolPrompt: ToolPromptStyle;
   readonly bots: Readonly<Record<string, Bot>>;
+  readonly symmetries: Symmetries | undefined;
   /** The stack where the define function was called: errors point at the user's definition. */
   readonly definedAt: string;
   /**
@@ -254,6 +273,7 @@ function common<Task, State>(
     rowSchema: spec.rowSchema,
     tools: (spec.tools ?? []) as ToolDefinition<EpisodeContext>[],
     toolPrompt: spec.toolPrompt ?? 'full',
+    symmetries: spec.symmetries,
     definedAt,
     sample: spec.sample as ((rng: Rng) => unknown) | undefined,
   };

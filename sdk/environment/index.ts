@@ -18,6 +18,8 @@ export {
   type StepResult,
   type ContextPolicy,
   type ToolPromptStyle,
+  type SymmetricTurn,
+  type Symmetries,
   type Bot,
   type GeneratedTasks,
   type DatasetTasks,

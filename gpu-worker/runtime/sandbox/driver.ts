@@ -18,6 +18,8 @@ import {
   type ResetResponse,
   type StepRequest,
   type StepResponse,
+  type SymmetriesRequest,
+  type SymmetriesResponse,
 } from './protocol';
 import type { EnvironmentDescription } from '../../../sdk/dry-run-report';
 
@@ -65,6 +67,7 @@ const handlers: Record<string, (args: never) => unknown> = {
     tools: env.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
     toolPrompt: env.toolPrompt === 'none' ? '' : describeTools(env.tools),
     bots: Object.keys(env.bots),
+    ...(env.symmetries ? { symmetries: true } : {}),
     definedAt: env.definedAt,
   }),
 
@@ -111,6 +114,29 @@ const handlers: Record<string, (args: never) => unknown> = {
     const { agent, observation } = episode.turn;
     const name = `bot "${req.bot}"`;
     return { action: user(name, episode.ctx.rng, bot, () => bot(observation, episode.ctx, agent), (a) => checkString(a, name)) };
+  },
+
+  symmetries: (req: SymmetriesRequest): SymmetriesResponse => {
+    const symmetries = env.symmetries;
+    // A symmetry is a function of the turn: Math.random in it gets a fixed stream.
+    const symmetryRng = new Rng(0x5e77);
+    if (!symmetries) throw new InvalidOutput('this environment defines no symmetries');
+    let count = -1;
+    const turns = req.turns.map((turn) =>
+      user('symmetries', symmetryRng, symmetries, () => symmetries({ agent: turn.agent, observation: turn.observation, action: turn.action }), (raw) => {
+        if (!Array.isArray(raw) || raw.length === 0) throw new InvalidOutput(`symmetries must return a non-empty array of { observation, action }, got ${safeString(raw)}`);
+        if (count !== -1 && raw.length !== count) throw new InvalidOutput(`symmetries returned ${raw.length} turns for one turn and ${count} for another: the k-th entry must be the same symmetry for every turn`);
+        count = raw.length;
+        return raw.map((t: unknown, k: number) => {
+          const v = t as { observation?: unknown; action?: unknown } | null;
+          if (typeof v !== 'object' || v === null || typeof v.observation !== 'string' || typeof v.action !== 'string') {
+            throw new InvalidOutput(`symmetries: entry ${k} must be { observation: string, action: string }, got ${safeString(t)}`);
+          }
+          return { observation: v.observation, action: v.action };
+        });
+      }),
+    );
+    return { turns };
   },
 
   close: (req: { episodeId: string }) => {

@@ -52,6 +52,16 @@ export interface BotRequest {
   bot: string;
 }
 
+/** Turns to see through the environment's symmetries (warm-start augmentation). */
+export interface SymmetriesRequest {
+  turns: { agent: string; observation: string; action: string }[];
+}
+
+/** Per turn, the same turn in every symmetric position, the k-th entry the same symmetry for every turn. */
+export interface SymmetriesResponse {
+  turns: { observation: string; action: string }[][];
+}
+
 export interface SandboxErrorPayload {
   name: string;
   message: string;
@@ -72,6 +82,7 @@ export interface DriverMethods {
   step: { request: StepRequest; response: StepResponse };
   bot: { request: BotRequest; response: { action: string } };
   close: { request: { episodeId: string }; response: { open: number } };
+  symmetries: { request: SymmetriesRequest; response: SymmetriesResponse };
   /** The cases of the bundled tests.ts (compiled with `tests`, compile.ts), checked by the host (reward-tests.ts). */
   tests: { request: Record<string, never>; response: { cases: Json[] } };
 }

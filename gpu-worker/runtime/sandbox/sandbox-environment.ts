@@ -8,7 +8,7 @@ import { type CompileOptions, compileEnvironment } from './compile';
 import type { EnvironmentSource } from '../../../sdk/environment-source';
 import { SandboxError } from './errors';
 import { type PoolOptions, SandboxPool } from './pool';
-import { type BotRequest, type DriverMethod, type DriverMethods, type ResetRequest, type StepRequest } from './protocol';
+import { type BotRequest, type DriverMethod, type DriverMethods, type ResetRequest, type StepRequest, type SymmetriesRequest } from './protocol';
 import { type Sandbox } from './sandbox';
 import type { CompileDiagnostic, EnvironmentDescription } from '../../../sdk/dry-run-report';
 
@@ -75,6 +75,11 @@ export class SandboxEnvironment implements EnvironmentHandle {
     this.episodeGeneration.delete(episodeId);
   }
 
+  /** Turns seen through the environment's symmetries (warm-start augmentation): per turn, one entry per symmetry. */
+  async symmetries(request: SymmetriesRequest) {
+    return (await this.call('symmetries', request, '')).turns;
+  }
+
   /** The cases of tests.ts, for an environment loaded with `tests` (reward-tests.ts checks them). */
   async tests() {
     return (await this.call('tests', {}, '')).cases;
@@ -130,7 +135,7 @@ export class SandboxEnvironment implements EnvironmentHandle {
           this.sandbox = null;
           this.generation++;
           this.lastFatal = e;
-        } else if (method !== 'close' && method !== 'describe' && method !== 'tests') {
+        } else if (method !== 'close' && method !== 'describe' && method !== 'tests' && method !== 'symmetries') {
           // An interrupted call never reached the driver's own clean-up: drop the episode there too.
           try {
             this.sandbox.call('close', { episodeId });

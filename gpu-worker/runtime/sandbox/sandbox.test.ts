@@ -421,4 +421,30 @@ describe('compile and load errors', () => {
     expect(step.rewards.agent).toBe(1);
     await r.env.dispose();
   });
+
+  test('symmetries: what the definition returns, checked; one that returns different counts per turn is refused', async () => {
+    const source =
+      "import { defineSingleTurn } from 'whetstone';\n" +
+      "export default defineSingleTurn({ name: 'mirror', systemPrompt: '', sample: () => 0, prompt: () => 'ab', reward: () => 0,\n" +
+      "  symmetries: ({ observation, action }) => action === 'odd' ? [{ observation, action }] : [{ observation, action }, { observation: [...observation].reverse().join(''), action: [...action].reverse().join('') }] });\n";
+    const r = await SandboxEnvironment.load({ entry: 'env.ts', files: { 'env.ts': source } });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    try {
+      expect(r.env.description.symmetries).toBe(true);
+      expect(await r.env.symmetries({ turns: [{ agent: 'agent', observation: 'ab', action: 'xy' }] })).toEqual([[{ observation: 'ab', action: 'xy' }, { observation: 'ba', action: 'yx' }]]);
+      const e = await r.env.symmetries({ turns: [{ agent: 'agent', observation: 'ab', action: 'xy' }, { agent: 'agent', observation: 'ab', action: 'odd' }] }).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(SandboxError);
+      expect((e as SandboxError).message).toMatch(/symmetries returned 1 turns for one turn and 2 for another/);
+    } finally {
+      await r.env.dispose();
+    }
+    const plain = await SandboxEnvironment.load({ entry: 'env.ts', files: { 'env.ts': "import { defineSingleTurn } from 'whetstone';\nexport default defineSingleTurn({ name: 'p', systemPrompt: '', sample: () => 0, prompt: () => '', reward: () => 0 });\n" } });
+    if (!plain.ok) throw new Error(JSON.stringify(plain.errors));
+    try {
+      expect(plain.env.description.symmetries).toBeUndefined();
+      await expect(plain.env.symmetries({ turns: [] })).rejects.toThrow(/this environment defines no symmetries/);
+    } finally {
+      await plain.env.dispose();
+    }
+  });
 });

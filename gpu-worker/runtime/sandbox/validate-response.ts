@@ -21,6 +21,7 @@ const responses: { [M in DriverMethod]: z.ZodType<DriverMethods[M]['response']> 
     tools: z.array(z.object({ name: z.string(), description: z.string(), parameters: objectSchema })),
     toolPrompt: z.string(),
     bots: z.array(z.string()),
+    symmetries: z.boolean().optional(),
     definedAt: z.string(),
   }) as z.ZodType<DriverMethods['describe']['response']>,
   reset: z.object({ turn, systemPrompts: z.record(z.string(), z.string()), task: jsonValueSchema }) as z.ZodType<DriverMethods['reset']['response']>,
@@ -35,6 +36,7 @@ const responses: { [M in DriverMethod]: z.ZodType<DriverMethods[M]['response']> 
   }) as z.ZodType<DriverMethods['step']['response']>,
   bot: z.object({ action: z.string() }),
   close: z.object({ open: z.number() }),
+  symmetries: z.object({ turns: z.array(z.array(z.object({ observation: z.string(), action: z.string() })).min(1)) }),
   tests: z.object({ cases: z.array(jsonValueSchema) }) as z.ZodType<DriverMethods['tests']['response']>,
 };
 
