@@ -217,7 +217,7 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
  * A played episode as each of the environment's symmetries shows it (the first is the episode
  * itself): every turn's observation and action transformed by the same symmetry.
  */
-export async function symmetricTranscripts(env: SandboxEnvironment, t: Transcript): Promise<Transcript[]> {
+async function symmetricTranscripts(env: SandboxEnvironment, t: Transcript): Promise<Transcript[]> {
   if (t.endReason === 'error' || t.turns.length === 0) return [t];
   const seen = await env.symmetries({ turns: t.turns.map((turn) => ({ agent: turn.agent, observation: turn.observation, action: turn.action })) });
   return seen[0].map((_, k) => ({ ...t, turns: t.turns.map((turn, j) => ({ ...turn, observation: seen[j][k].observation, action: seen[j][k].action })) }));
