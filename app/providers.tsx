@@ -26,7 +26,9 @@ export function Providers({ children }: { children: ReactNode }) {
   );
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({
-      links: [httpBatchLink({ url: '/api/trpc', transformer })],
+      // A batch of queries goes as one GET; a run page asks for dozens of series at once, and a URL
+      // past Node's 16 KiB header limit is refused (431). Past 8,000 characters a batch is split.
+      links: [httpBatchLink({ url: '/api/trpc', transformer, maxURLLength: 8_000 })],
     }),
   );
   return (
