@@ -108,9 +108,11 @@ async function main(): Promise<void> {
     let waited: NodeJS.Timeout | undefined;
     await Promise.race([step, new Promise<void>((resolve) => (waited = setTimeout(resolve, STEP_WAIT_MS)))]);
     clearTimeout(waited);
-    // Armed before the steps below, so that none can keep the process up.
+    // Armed before the steps below, so that none can keep the process up. It names the step it
+    // cut short: a shutdown that overran once under load said only that it had.
+    let stage = 'stopping the local worker';
     setTimeout(() => {
-      console.error('[whetstone] shutdown took too long; exiting');
+      console.error(`[whetstone] shutdown took too long (${stage}); exiting`);
       localWorker?.kill();
       database?.signalStop();
       process.exit(1);
@@ -118,20 +120,27 @@ async function main(): Promise<void> {
     // The worker first: it checkpoints its jobs and hands them back while the server still answers.
     await localWorker?.stop(2_500);
     if (server) {
+      stage = 'closing HTTP connections';
       const closed = services ? services.realtime.close() /* also closes the HTTP server */ : new Promise<void>((resolve) => server!.close(() => resolve()));
       server.closeAllConnections();
       await closed;
     }
     if (services) {
+      stage = 'stopping the scheduler';
       await services.scheduler.stop();
+      stage = 'stopping the dry-run processes';
       await services.dryRuns.close();
+      stage = 'stopping the play sessions';
       await services.play.shutdown();
     }
+    stage = 'closing Next.js';
     await nextApp?.close().catch(() => {});
     if (services) {
+      stage = 'closing database connections';
       await services.db.$disconnect().catch(() => {});
       await services.realtimePool.end().catch(() => {});
     }
+    stage = 'stopping the database';
     await database?.stop().catch(() => {});
     log('stopped');
     process.exit(exitCode);

@@ -18,10 +18,19 @@ interface Notifying {
  * which LISTENs), as before.
  */
 export function createReplicaAdapter(pool: pg.Pool, opts: PostgresAdapterOptions): (nsp: unknown) => PostgresAdapter {
-  const create = createAdapter(pool, opts);
+  const listen = listenConnection(pool);
+  const create = createAdapter(listen.pool, opts);
+  let open = 0;
   // A function, not an arrow: socket.io calls it with `new`.
   return function (nsp: unknown) {
     const adapter = create(nsp);
+    // The adapter's own close releases its LISTEN connection when the last namespace closes; ours follows it.
+    open++;
+    const close = adapter.close.bind(adapter);
+    adapter.close = () => {
+      close();
+      if (--open === 0) listen.close();
+    };
     const notifying = adapter as unknown as Notifying;
     const notify = notifying.doPublish.bind(adapter);
     // No offsets to wait for: the adapter has none ("connection state recovery is not supported").
@@ -29,5 +38,42 @@ export function createReplicaAdapter(pool: pg.Pool, opts: PostgresAdapterOptions
     // the order of the broadcasts.
     notifying.doPublish = (message) => (setImmediate(() => void notify(message)), Promise.resolve(''));
     return adapter;
+  };
+}
+
+/**
+ * The pool as the adapter sees it, where its one `connect()` is its LISTEN connection. The
+ * adapter's close releases that connection only once it is set up: one still connecting, or still
+ * sending its LISTENs, was kept for ever, and the pool's `end()` in the server's shutdown waited
+ * for it (a Ctrl-C just after start-up overran the shutdown's deadline). Closed, this gives back
+ * a connection still in the adapter's hands, ending it, and one that arrives later at once; the
+ * reconnection the adapter then schedules waits for ever, holding nothing.
+ */
+function listenConnection(pool: pg.Pool): { pool: pg.Pool; close: () => void } {
+  let closed = false;
+  const held = new Set<pg.PoolClient>();
+  const connect = async (): Promise<pg.PoolClient> => {
+    if (closed) return new Promise<never>(() => {});
+    const client = await pool.connect();
+    if (closed) {
+      client.release();
+      return new Promise<never>(() => {});
+    }
+    held.add(client);
+    // The pool gives each checkout a release of its own; this one's forgets the client first.
+    const release = client.release.bind(client);
+    client.release = (destroy?: boolean | Error) => {
+      held.delete(client);
+      release(destroy);
+    };
+    return client;
+  };
+  const view = { connect, query: pool.query.bind(pool) } as unknown as pg.Pool;
+  return {
+    pool: view,
+    close: () => {
+      closed = true;
+      for (const client of [...held]) client.release(true);
+    },
   };
 }
