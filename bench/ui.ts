@@ -2,6 +2,7 @@
  * `npm run bench:ui`: the IDE's figures in Chromium against a real Whetstone started as `npm start`
  * starts it (the embedded PostgreSQL, the local worker, the production build), one JSON object per
  * figure and nothing else on stdout (the server's output goes to stderr only if it fails).
+ * `BENCH_ONLY=live` measures the live figures alone (the last three below).
  *
  * - `editor_ready_ms`: a navigation to the bandit environment's editor until Monaco has the focus
  *   and shows the file (it accepts input), warm cache: median of the runs after a first visit.
@@ -242,206 +243,210 @@ try {
 
   // The bandit environment's editor.
   const teamUrl = page.url();
-  await page.goto(`${teamUrl}/environments`);
-  await page.getByRole('link', { name: 'bandit', exact: true }).click();
-  await page.waitForURL(/\/environments\/[^/?]+/);
-  const editorUrl = page.url().split('?')[0];
-  await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 120_000 });
+  // BENCH_ONLY=live: the live figures alone (the sections before them take minutes).
+  const onlyLive = process.env.BENCH_ONLY === 'live';
+  if (!onlyLive) {
+    await page.goto(`${teamUrl}/environments`);
+    await page.getByRole('link', { name: 'bandit', exact: true }).click();
+    await page.waitForURL(/\/environments\/[^/?]+/);
+    const editorUrl = page.url().split('?')[0];
+    await page.locator('.monaco-editor .view-lines').first().waitFor({ timeout: 120_000 });
 
-  // editor_ready_ms: warm (the visit above filled the caches), median of RUNS navigations.
-  const accepting = '.monaco-editor.focused .view-lines .view-line';
-  const ready: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    await page.goto('about:blank');
-    await page.goto(editorUrl, { waitUntil: 'commit' });
-    ready.push(await frameWhen(page, accepting));
-  }
-  emit('editor_ready_ms', median(ready), 'ms', { runs: ready.map(Math.round), cache: 'warm', what: 'navigation start until Monaco has the focus and shows the file', target: '< 1500' });
+    // editor_ready_ms: warm (the visit above filled the caches), median of RUNS navigations.
+    const accepting = '.monaco-editor.focused .view-lines .view-line';
+    const ready: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      await page.goto('about:blank');
+      await page.goto(editorUrl, { waitUntil: 'commit' });
+      ready.push(await frameWhen(page, accepting));
+    }
+    emit('editor_ready_ms', median(ready), 'ms', { runs: ready.map(Math.round), cache: 'warm', what: 'navigation start until Monaco has the focus and shows the file', target: '< 1500' });
 
-  // diagnostic_ms: `const probe: number = 1` is fine; the keystroke `n` makes it a bigint.
-  const editor = page.locator('.monaco-editor .view-lines').first();
-  await editor.click();
-  await page.keyboard.press('Control+End');
-  await page.keyboard.insertText('\nexport const probe: number = 1');
-  const squiggle = '.monaco-editor .squiggly-error';
-  const diagnostics: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    await page.locator(squiggle).first().waitFor({ state: 'detached', timeout: 60_000 });
-    await page.evaluate(() => {
-      document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
-    });
-    const shown = frameWhen(page, squiggle, 60_000);
-    await page.keyboard.press('n');
-    const at = await shown;
-    diagnostics.push(at - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
-    await page.keyboard.press('Backspace');
-  }
-  emit('diagnostic_ms', median(diagnostics), 'ms', { runs: diagnostics.map(Math.round), what: 'keydown of a key making a type error until its squiggle is drawn', target: '< 1000' });
-
-  // save_to_dry_run_ms: each save a new version (a new comment), until its statistics show.
-  const saves: number[] = [];
-  let version = Number(await page.locator('#version-select').inputValue());
-  for (let i = 0; i < RUNS; i++) {
+    // diagnostic_ms: `const probe: number = 1` is fine; the keystroke `n` makes it a bigint.
+    const editor = page.locator('.monaco-editor .view-lines').first();
     await editor.click();
     await page.keyboard.press('Control+End');
-    await page.keyboard.insertText(`\n// bench save ${i} ${Date.now()}\n`);
-    await page.getByText('● unsaved').waitFor();
-    version += 1;
-    await page.evaluate(() => {
-      document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
-    });
-    const shown = page
-      .waitForFunction(
-        (v) => (document.querySelector<HTMLSelectElement>('#version-select')?.value === String(v) && document.querySelector('section[aria-label="Statistics"]') ? performance.now() : false),
-        version,
-        { polling: 'raf', timeout: 120_000 },
-      )
-      .then((h) => h.jsonValue() as Promise<number>);
-    await page.keyboard.press('Control+s');
-    const at = await shown;
-    saves.push(at - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
-  }
-  emit('save_to_dry_run_ms', median(saves), 'ms', { runs: saves.map(Math.round), environment: 'bandit template', what: 'Ctrl-S until the new version’s dry-run statistics show', target: '< 3000' });
-
-  // The playground, on a sampler checkpoint of a short gomoku run (trained now, on the local worker).
-  const teamId = new URL(teamUrl).pathname.split('/')[2];
-  const call = async <T>(procedure: string, kind: 'query' | 'mutation', input: unknown): Promise<T> => {
-    const response =
-      kind === 'query'
-        ? await page.request.get(`${server.url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-        : await page.request.post(`${server.url}/api/trpc/${procedure}`, { data: { json: input }, headers: { origin: server.url } });
-    if (!response.ok()) throw new Error(`${procedure}: ${await response.text()}`);
-    return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
-  };
-  const environments = await call<Array<{ name: string; versions: Array<{ id: string }> }>>('environments.list', 'query', { teamId });
-  const gomoku = environments.find((e) => e.name === 'gomoku');
-  if (!gomoku) throw new Error('no gomoku environment in the default team');
-  const run = await call<{ id: string }>('jobs.submit', 'mutation', {
-    teamId, kind: 'TRAIN',
-    config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
-  });
-  for (let waited = 0; !(await call<Array<{ kind: string }>>('runs.checkpoints', 'query', { teamId, jobId: run.id })).some((c) => c.kind === 'SAMPLER'); waited++) {
-    if (waited > 600) throw new Error('the gomoku run wrote no sampler checkpoint in 10 minutes');
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  // The run's session must not be what the click waits for: its job has ended.
-  for (let waited = 0; (await call<{ state: string }>('runs.summary', 'query', { teamId, jobId: run.id })).state !== 'SUCCEEDED'; waited++) {
-    if (waited > 600) throw new Error('the gomoku run did not end');
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-
-  // playground_first_token_ms: the click on "Open in playground" until the first token is drawn;
-  // Generate is pressed the frame it is enabled (the session placed and loaded), as a user would.
-  await page.goto(`${teamUrl}/runs/${run.id}`);
-  const open = page.getByRole('link', { name: /Open step \d+ in playground/ });
-  await open.waitFor();
-  await page.evaluate(() => {
-    document.addEventListener('click', (e) => ((window as unknown as { clickAt: number }).clickAt = e.timeStamp), { once: true, capture: true });
-  });
-  await open.click();
-  await page.getByRole('textbox', { name: 'Samples' }).fill('3');
-  await page.getByRole('textbox', { name: 'Max tokens' }).fill('512');
-  await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent?.includes('Generate') && !b.disabled), null, { polling: 'raf', timeout: 300_000 });
-  // Every change of each completion's token count, with the time of the frame it was drawn in.
-  // (A string: tsx names inner functions with a helper the page does not have.)
-  await page.evaluate(`(() => {
-    const drawn = [];
-    window.drawn = drawn;
-    const look = () => {
-      document.querySelectorAll('[data-testid="completion"]').forEach((li, i) => {
-        const tokens = li.querySelectorAll('[data-testid="token"]').length;
-        const series = (drawn[i] ??= []);
-        if (series.length === 0 || series[series.length - 1].tokens !== tokens) series.push({ at: performance.now(), tokens });
+    await page.keyboard.insertText('\nexport const probe: number = 1');
+    const squiggle = '.monaco-editor .squiggly-error';
+    const diagnostics: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      await page.locator(squiggle).first().waitFor({ state: 'detached', timeout: 60_000 });
+      await page.evaluate(() => {
+        document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
       });
-      requestAnimationFrame(look);
+      const shown = frameWhen(page, squiggle, 60_000);
+      await page.keyboard.press('n');
+      const at = await shown;
+      diagnostics.push(at - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
+      await page.keyboard.press('Backspace');
+    }
+    emit('diagnostic_ms', median(diagnostics), 'ms', { runs: diagnostics.map(Math.round), what: 'keydown of a key making a type error until its squiggle is drawn', target: '< 1000' });
+
+    // save_to_dry_run_ms: each save a new version (a new comment), until its statistics show.
+    const saves: number[] = [];
+    let version = Number(await page.locator('#version-select').inputValue());
+    for (let i = 0; i < RUNS; i++) {
+      await editor.click();
+      await page.keyboard.press('Control+End');
+      await page.keyboard.insertText(`\n// bench save ${i} ${Date.now()}\n`);
+      await page.getByText('● unsaved').waitFor();
+      version += 1;
+      await page.evaluate(() => {
+        document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
+      });
+      const shown = page
+        .waitForFunction(
+          (v) => (document.querySelector<HTMLSelectElement>('#version-select')?.value === String(v) && document.querySelector('section[aria-label="Statistics"]') ? performance.now() : false),
+          version,
+          { polling: 'raf', timeout: 120_000 },
+        )
+        .then((h) => h.jsonValue() as Promise<number>);
+      await page.keyboard.press('Control+s');
+      const at = await shown;
+      saves.push(at - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
+    }
+    emit('save_to_dry_run_ms', median(saves), 'ms', { runs: saves.map(Math.round), environment: 'bandit template', what: 'Ctrl-S until the new version’s dry-run statistics show', target: '< 3000' });
+
+    // The playground, on a sampler checkpoint of a short gomoku run (trained now, on the local worker).
+    const teamId = new URL(teamUrl).pathname.split('/')[2];
+    const call = async <T>(procedure: string, kind: 'query' | 'mutation', input: unknown): Promise<T> => {
+      const response =
+        kind === 'query'
+          ? await page.request.get(`${server.url}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+          : await page.request.post(`${server.url}/api/trpc/${procedure}`, { data: { json: input }, headers: { origin: server.url } });
+      if (!response.ok()) throw new Error(`${procedure}: ${await response.text()}`);
+      return ((await response.json()) as { result: { data: { json: T } } }).result.data.json;
     };
-    requestAnimationFrame(look);
-  })()`);
-  const firstToken = frameWhen(page, '[data-testid="token"]', 120_000);
-  await page.getByRole('button', { name: /Generate/ }).click();
-  const firstAt = await firstToken;
-  const clickAt = await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt);
-  emit('playground_first_token_ms', firstAt - clickAt, 'ms', { what: 'click on "Open in playground" (fresh checkpoint, idle local worker) until the first token is drawn, Generate pressed once enabled', target: '< 3000' });
-
-  // playground_tokens_per_s: tokens drawn a second in the page against the worker's own decode
-  // rate for the same requests (each completion's footer names it), over completions of 20+ tokens.
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="completion"]').length === 3 && document.querySelectorAll('[data-testid="completion"][data-done=""]').length === 0, null, { timeout: 300_000 });
-  const drawn = await page.evaluate(() => (window as unknown as { drawn: Array<Array<{ at: number; tokens: number }>> }).drawn);
-  const footers = await page.getByTestId('completion').locator('.playground-completion-foot').allTextContents();
-  // The page lists the newest first; `drawn` is by position at each frame, and the three were all
-  // listed (streaming one after another) before the first token: positions are stable.
-  const pairs = drawn.flatMap((series, i) => {
-    const withTokens = series.filter((s) => s.tokens > 0);
-    const worker = /\(worker (\d+)\)/.exec(footers[i] ?? '')?.[1];
-    if (withTokens.length < 2 || !worker) return [];
-    const first = withTokens[0];
-    const last = withTokens[withTokens.length - 1];
-    if (last.tokens - first.tokens < 20 || last.at <= first.at) return [];
-    return [{ page: ((last.tokens - first.tokens) / (last.at - first.at)) * 1000, worker: Number(worker), tokens: last.tokens }];
-  });
-  if (pairs.length === 0) throw new Error(`no completion of 20 tokens or more to time: ${footers.join(' | ')}`);
-  const pageRate = pairs.reduce((s, p) => s + p.page, 0) / pairs.length;
-  const workerRate = pairs.reduce((s, p) => s + p.worker, 0) / pairs.length;
-  emit('playground_tokens_per_s', pageRate, 'tokens/s', { worker_tokens_per_s: Math.round(workerRate), ratio: Number((pageRate / workerRate).toFixed(3)), completions: pairs.map((p) => p.tokens), what: 'tokens drawn a second in the page vs the worker’s own decode rate for the same requests', target: 'ratio ≥ 0.9' });
-
-  // replay_step_ms: the longest of a few games random play plays against itself on gomoku (kept
-  // as matches by the play console), stepped with → from its start: keydown until the frame whose
-  // board shows the next move; median over the moves.
-  let longest = { id: '', moves: 0 };
-  for (let seed = 1; seed <= 6 && longest.moves < 81; seed++) {
-    const game = await call<{ ok: boolean; matchId?: string; transcript?: { turns: unknown[] } }>('play.autoplay', 'mutation', { teamId, source: { versionId: gomoku.versions[0].id }, policy: { random: true }, seed });
-    if (game.ok && game.matchId && (game.transcript?.turns.length ?? 0) > longest.moves) longest = { id: game.matchId, moves: game.transcript!.turns.length };
-  }
-  await page.goto(`${teamUrl}/matches/${longest.id}?move=0`);
-  await page.getByRole('img', { name: /^Board after 0 of/ }).waitFor();
-  const steps: number[] = [];
-  for (let n = 1; n <= longest.moves; n++) {
-    await page.evaluate(() => {
-      document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
+    const environments = await call<Array<{ name: string; versions: Array<{ id: string }> }>>('environments.list', 'query', { teamId });
+    const gomoku = environments.find((e) => e.name === 'gomoku');
+    if (!gomoku) throw new Error('no gomoku environment in the default team');
+    const run = await call<{ id: string }>('jobs.submit', 'mutation', {
+      teamId, kind: 'TRAIN',
+      config: { environmentVersionId: gomoku.versions[0].id, training: { steps: 1, batchSize: 1, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { contextLength: 1024 } } },
     });
-    const drawn = page
-      .waitForFunction((k) => (document.querySelector(`[aria-label^="Board after ${k} of"]`) ? performance.now() : false), n, { polling: 'raf', timeout: 10_000 })
-      .then((h) => h.jsonValue() as Promise<number>);
-    await page.keyboard.press('ArrowRight');
-    steps.push((await drawn) - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
-  }
-  emit('replay_step_ms', median(steps), 'ms', { moves: longest.moves, p90: Math.round([...steps].sort((a, b) => a - b)[Math.floor(steps.length * 0.9)]), what: '→ keydown until the frame that draws the next move, median over a random game’s moves', target: '< 16' });
+    for (let waited = 0; !(await call<Array<{ kind: string }>>('runs.checkpoints', 'query', { teamId, jobId: run.id })).some((c) => c.kind === 'SAMPLER'); waited++) {
+      if (waited > 600) throw new Error('the gomoku run wrote no sampler checkpoint in 10 minutes');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    // The run's session must not be what the click waits for: its job has ended.
+    for (let waited = 0; (await call<{ state: string }>('runs.summary', 'query', { teamId, jobId: run.id })).state !== 'SUCCEEDED'; waited++) {
+      if (waited > 600) throw new Error('the gomoku run did not end');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
 
-  // series_1m_first_render_ms, zoom_rerender_ms: a finished run of 1,000,000 points.
-  const jobId = await millionPointRun(server.home, teamId);
-  const firstRender: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    await page.goto('about:blank');
-    await page.goto(`${teamUrl}/runs/${jobId}`);
-    firstRender.push(await frameWhen(page, 'figure[data-metric="reward/mean"] .recharts-line-curve'));
-  }
-  emit('series_1m_first_render_ms', median(firstRender), 'ms', { points: MILLION, runs: firstRender.map(Math.round), what: 'navigation start until the reward chart of a 1,000,000-point run has drawn its line', target: '< 1000' });
-  const zooms: number[] = [];
-  for (const from of [100_000, 300_000, 500_000, 700_000, 900_000]) {
-    const to = from + 500;
-    await page.getByRole('spinbutton', { name: 'Zoom from step' }).fill(String(from));
-    await page.getByRole('spinbutton', { name: 'Zoom to step' }).fill(String(to));
+    // playground_first_token_ms: the click on "Open in playground" until the first token is drawn;
+    // Generate is pressed the frame it is enabled (the session placed and loaded), as a user would.
+    await page.goto(`${teamUrl}/runs/${run.id}`);
+    const open = page.getByRole('link', { name: /Open step \d+ in playground/ });
+    await open.waitFor();
     await page.evaluate(() => {
       document.addEventListener('click', (e) => ((window as unknown as { clickAt: number }).clickAt = e.timeStamp), { once: true, capture: true });
     });
-    const shown = page
-      .waitForFunction(
-        ([lo, hi]) => {
-          const f = document.querySelector('figure[data-metric="reward/mean"]');
-          const last = Number(f?.getAttribute('data-last-step'));
-          return f && f.querySelector('.recharts-line-curve') && last >= lo && last <= hi ? performance.now() : false;
-        },
-        [from, to],
-        { polling: 'raf', timeout: 60_000 },
-      )
-      .then((h) => h.jsonValue() as Promise<number>);
-    await page.getByRole('button', { name: 'Zoom', exact: true }).click();
-    zooms.push((await shown) - (await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt)));
-  }
-  emit('zoom_rerender_ms', median(zooms), 'ms', { points: MILLION, range_steps: 500, runs: zooms.map(Math.round), what: 'click on Zoom (500 steps of the 1,000,000-point run) until the chart shows the range re-queried', target: '< 300' });
+    await open.click();
+    await page.getByRole('textbox', { name: 'Samples' }).fill('3');
+    await page.getByRole('textbox', { name: 'Max tokens' }).fill('512');
+    await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent?.includes('Generate') && !b.disabled), null, { polling: 'raf', timeout: 300_000 });
+    // Every change of each completion's token count, with the time of the frame it was drawn in.
+    // (A string: tsx names inner functions with a helper the page does not have.)
+    await page.evaluate(`(() => {
+      const drawn = [];
+      window.drawn = drawn;
+      const look = () => {
+        document.querySelectorAll('[data-testid="completion"]').forEach((li, i) => {
+          const tokens = li.querySelectorAll('[data-testid="token"]').length;
+          const series = (drawn[i] ??= []);
+          if (series.length === 0 || series[series.length - 1].tokens !== tokens) series.push({ at: performance.now(), tokens });
+        });
+        requestAnimationFrame(look);
+      };
+      requestAnimationFrame(look);
+    })()`);
+    const firstToken = frameWhen(page, '[data-testid="token"]', 120_000);
+    await page.getByRole('button', { name: /Generate/ }).click();
+    const firstAt = await firstToken;
+    const clickAt = await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt);
+    emit('playground_first_token_ms', firstAt - clickAt, 'ms', { what: 'click on "Open in playground" (fresh checkpoint, idle local worker) until the first token is drawn, Generate pressed once enabled', target: '< 3000' });
 
+    // playground_tokens_per_s: tokens drawn a second in the page against the worker's own decode
+    // rate for the same requests (each completion's footer names it), over completions of 20+ tokens.
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid="completion"]').length === 3 && document.querySelectorAll('[data-testid="completion"][data-done=""]').length === 0, null, { timeout: 300_000 });
+    const drawn = await page.evaluate(() => (window as unknown as { drawn: Array<Array<{ at: number; tokens: number }>> }).drawn);
+    const footers = await page.getByTestId('completion').locator('.playground-completion-foot').allTextContents();
+    // The page lists the newest first; `drawn` is by position at each frame, and the three were all
+    // listed (streaming one after another) before the first token: positions are stable.
+    const pairs = drawn.flatMap((series, i) => {
+      const withTokens = series.filter((s) => s.tokens > 0);
+      const worker = /\(worker (\d+)\)/.exec(footers[i] ?? '')?.[1];
+      if (withTokens.length < 2 || !worker) return [];
+      const first = withTokens[0];
+      const last = withTokens[withTokens.length - 1];
+      if (last.tokens - first.tokens < 20 || last.at <= first.at) return [];
+      return [{ page: ((last.tokens - first.tokens) / (last.at - first.at)) * 1000, worker: Number(worker), tokens: last.tokens }];
+    });
+    if (pairs.length === 0) throw new Error(`no completion of 20 tokens or more to time: ${footers.join(' | ')}`);
+    const pageRate = pairs.reduce((s, p) => s + p.page, 0) / pairs.length;
+    const workerRate = pairs.reduce((s, p) => s + p.worker, 0) / pairs.length;
+    emit('playground_tokens_per_s', pageRate, 'tokens/s', { worker_tokens_per_s: Math.round(workerRate), ratio: Number((pageRate / workerRate).toFixed(3)), completions: pairs.map((p) => p.tokens), what: 'tokens drawn a second in the page vs the worker’s own decode rate for the same requests', target: 'ratio ≥ 0.9' });
+
+    // replay_step_ms: the longest of a few games random play plays against itself on gomoku (kept
+    // as matches by the play console), stepped with → from its start: keydown until the frame whose
+    // board shows the next move; median over the moves.
+    let longest = { id: '', moves: 0 };
+    for (let seed = 1; seed <= 6 && longest.moves < 81; seed++) {
+      const game = await call<{ ok: boolean; matchId?: string; transcript?: { turns: unknown[] } }>('play.autoplay', 'mutation', { teamId, source: { versionId: gomoku.versions[0].id }, policy: { random: true }, seed });
+      if (game.ok && game.matchId && (game.transcript?.turns.length ?? 0) > longest.moves) longest = { id: game.matchId, moves: game.transcript!.turns.length };
+    }
+    await page.goto(`${teamUrl}/matches/${longest.id}?move=0`);
+    await page.getByRole('img', { name: /^Board after 0 of/ }).waitFor();
+    const steps: number[] = [];
+    for (let n = 1; n <= longest.moves; n++) {
+      await page.evaluate(() => {
+        document.addEventListener('keydown', (e) => ((window as unknown as { keyAt: number }).keyAt = e.timeStamp), { once: true, capture: true });
+      });
+      const drawn = page
+        .waitForFunction((k) => (document.querySelector(`[aria-label^="Board after ${k} of"]`) ? performance.now() : false), n, { polling: 'raf', timeout: 10_000 })
+        .then((h) => h.jsonValue() as Promise<number>);
+      await page.keyboard.press('ArrowRight');
+      steps.push((await drawn) - (await page.evaluate(() => (window as unknown as { keyAt: number }).keyAt)));
+    }
+    emit('replay_step_ms', median(steps), 'ms', { moves: longest.moves, p90: Math.round([...steps].sort((a, b) => a - b)[Math.floor(steps.length * 0.9)]), what: '→ keydown until the frame that draws the next move, median over a random game’s moves', target: '< 16' });
+
+    // series_1m_first_render_ms, zoom_rerender_ms: a finished run of 1,000,000 points.
+    const jobId = await millionPointRun(server.home, teamId);
+    const firstRender: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await page.goto('about:blank');
+      await page.goto(`${teamUrl}/runs/${jobId}`);
+      firstRender.push(await frameWhen(page, 'figure[data-metric="reward/mean"] .recharts-line-curve'));
+    }
+    emit('series_1m_first_render_ms', median(firstRender), 'ms', { points: MILLION, runs: firstRender.map(Math.round), what: 'navigation start until the reward chart of a 1,000,000-point run has drawn its line', target: '< 1000' });
+    const zooms: number[] = [];
+    for (const from of [100_000, 300_000, 500_000, 700_000, 900_000]) {
+      const to = from + 500;
+      await page.getByRole('spinbutton', { name: 'Zoom from step' }).fill(String(from));
+      await page.getByRole('spinbutton', { name: 'Zoom to step' }).fill(String(to));
+      await page.evaluate(() => {
+        document.addEventListener('click', (e) => ((window as unknown as { clickAt: number }).clickAt = e.timeStamp), { once: true, capture: true });
+      });
+      const shown = page
+        .waitForFunction(
+          ([lo, hi]) => {
+            const f = document.querySelector('figure[data-metric="reward/mean"]');
+            const last = Number(f?.getAttribute('data-last-step'));
+            return f && f.querySelector('.recharts-line-curve') && last >= lo && last <= hi ? performance.now() : false;
+          },
+          [from, to],
+          { polling: 'raf', timeout: 60_000 },
+        )
+        .then((h) => h.jsonValue() as Promise<number>);
+      await page.getByRole('button', { name: 'Zoom', exact: true }).click();
+      zooms.push((await shown) - (await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt)));
+    }
+    emit('zoom_rerender_ms', median(zooms), 'ms', { points: MILLION, range_steps: 500, runs: zooms.map(Math.round), what: 'click on Zoom (500 steps of the 1,000,000-point run) until the chart shows the range re-queried', target: '< 300' });
+
+  }
   // live_point_to_pixel_p95_ms, fanout_p95_ms, long_tasks_during_live_s: the bench as the worker of a running run.
-  await liveFigures(page, server, teamUrl, teamId);
+  await liveFigures(page, server, teamUrl, new URL(teamUrl).pathname.split('/')[2]);
   await context.close();
 } catch (error) {
   process.stderr.write(`${server.output()}\n`);

@@ -135,6 +135,30 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await queueTable.getByRole('button', { name: `Cancel ${waiting.id}` }).click();
   await page.getByRole('button', { name: 'Yes, cancel' }).click();
   await expect(page.getByText('Nothing running or waiting.')).toBeVisible({ timeout: 30_000 });
+  // With the local worker drained (stopped, as far as new work goes), a job it could run waits, and
+  // the reason names it; resumed, it takes the job. It is the shared pool's worker: the owner
+  // manages it as the installation admin.
+  const workersTable = page.getByRole('table', { name: 'Workers' });
+  const [local] = await trpc<Array<{ id: string; name: string }>>(page, url, 'workers.list', 'query', { teamId });
+  await workersTable.getByRole('button', { name: `Drain ${local.name}` }).click();
+  await page.getByRole('button', { name: 'Yes, drain' }).click();
+  const resume = workersTable.getByRole('button', { name: `Resume ${local.name}` });
+  let held: { id: string } | null = null;
+  try {
+    await expect(resume).toBeVisible();
+    held = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', { teamId, kind: 'TRAIN', config: { environmentVersionId: environment.versions[0].id, training: { steps: 1, warmStart: null, evalEpisodes: 0 } } });
+    const heldRow = queueTable.getByRole('row', { name: new RegExp(held.id) });
+    await expect(heldRow).toContainText(`worker ${local.id} would, but is draining`, { timeout: 60_000 });
+    await shoot(page, testInfo, 'cluster-drained');
+    await resume.click();
+    await expect(workersTable.getByRole('button', { name: `Drain ${local.name}` })).toBeVisible();
+    // Placed on the worker: it leaves the queue.
+    await expect(heldRow).toHaveCount(0, { timeout: 60_000 });
+  } finally {
+    // The worker serves the journeys after this one.
+    if (await resume.isVisible()) await trpc(page, url, 'workers.resume', 'mutation', { teamId, workerId: local.id });
+    if (held) await trpc(page, url, 'jobs.cancel', 'mutation', { teamId, jobId: held.id });
+  }
 
   // Checkpoints and matches, team-wide, each leading back to the run.
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Checkpoints' }).click();

@@ -66,6 +66,8 @@ export class WorkerDaemon {
   private readonly transport: WorkerTransport;
   private readonly attempts: Attempts;
   private draining = false;
+  /** The pool drains this worker (an admin's drain): undone when an admin resumes it, unlike `draining`. */
+  private poolDraining = false;
   private stopped = false;
   private heartbeatMs: number;
   private wakeHeartbeat: (() => void) | null = null;
@@ -85,7 +87,7 @@ export class WorkerDaemon {
       backend: o.backend,
       runnerEnv: o.runnerEnv,
       spareRunner: o.spareRunner,
-      accepting: () => !this.draining && !this.stopped,
+      accepting: () => !this.draining && !this.poolDraining && !this.stopped,
       stopped: () => this.stopped,
       log: (level, message) => this.log(level, message),
     });
@@ -252,9 +254,12 @@ export class WorkerDaemon {
       this.draining = true;
       return;
     }
-    if (answer.state === 'DRAINING' && !this.draining) {
+    if (answer.state === 'DRAINING' && !this.poolDraining) {
       this.log('info', 'the pool drains this worker: no new work');
-      this.draining = true;
+      this.poolDraining = true;
+    } else if (answer.state === 'ONLINE' && this.poolDraining) {
+      this.log('info', 'the pool resumed this worker: taking work again');
+      this.poolDraining = false;
     }
     for (const a of answer.assignments) void this.attempts.accept(a);
   }

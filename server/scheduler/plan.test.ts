@@ -151,7 +151,11 @@ describe('placement', () => {
       queued: [queued('j1')],
     });
     expect(p.placements).toEqual([]);
-    expect(waiting(p, 'j1')?.code).toBe('NO_WORKER');
+    expect(waiting(p, 'j1')).toMatchObject({
+      code: 'NO_WORKER',
+      // The draining worker would take it, and the reason says so (the offline one is not named).
+      reason: 'waiting: no online worker available to this team has 1 device; worker w-drain would, but is draining (an admin can resume it)',
+    });
     expect(p.preemptions).toEqual([]);
     const q = run({
       workers: [worker('w-drain', 4, { state: 'DRAINING' }), worker('w-on', 2)],

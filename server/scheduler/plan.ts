@@ -377,10 +377,10 @@ function shapesFor(s: State, job: PlanQueuedJob): Shape[] {
   return shapes;
 }
 
-function computeShapes(s: State, job: PlanQueuedJob): Shape[] {
+function computeShapes(s: State, job: PlanQueuedJob, state: WorkerState = 'ONLINE'): Shape[] {
   const shapes: Shape[] = [];
   for (const worker of s.workers) {
-    if (worker.state !== 'ONLINE') continue;
+    if (worker.state !== state) continue;
     if (worker.teamId !== null && worker.teamId !== job.teamId) continue;
     for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
       const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
@@ -388,6 +388,11 @@ function computeShapes(s: State, job: PlanQueuedJob): Shape[] {
     }
   }
   return shapes;
+}
+
+/** The draining workers that would take a job no online one can: the reason names them (an admin may resume one). */
+function drainingThatFit(s: State, job: PlanQueuedJob): string[] {
+  return [...new Set(computeShapes(s, job, 'DRAINING').map((shape) => shape.worker.id))];
 }
 
 /** A reservation's devices on its worker, as a pool; `freed` holders count as gone. */
@@ -465,7 +470,7 @@ function decide(s: State, job: PlanQueuedJob, out: Plan): void {
   const quota = quotaOf(s, job.teamId);
   if (job.deviceCount > quota) return wait(out, job, 'EXCEEDS_QUOTA', exceedsQuotaReason(job.deviceCount, quota));
   const shapes = shapesFor(s, job);
-  if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job));
+  if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job, drainingThatFit(s, job)));
   // Rule 5: as an earlier job of its kind that could not start either waits.
   const kind = kindOf(job, s.now);
   const first = s.waitedKinds.get(kind);

@@ -42,7 +42,12 @@ export const backoffReason = (notBefore: number): string => `waiting: backing of
 export const exceedsQuotaReason = (deviceCount: number, quota: number): string =>
   `waiting: needs ${deviceCount} devices, more than the team quota of ${quota}`;
 
-export const noWorkerReason = (job: Request): string => `waiting: no online worker available to this team has ${describe(job)}`;
+export function noWorkerReason(job: Request, draining: string[] = []): string {
+  const reason = `waiting: no online worker available to this team has ${describe(job)}`;
+  if (draining.length === 0) return reason;
+  const workers = draining.map((id) => `worker ${id}`).join(', ');
+  return `${reason}; ${workers} would, but ${draining.length === 1 ? 'is' : 'are'} draining (an admin can resume ${draining.length === 1 ? 'it' : 'them'})`;
+}
 
 // ── placed (rules 4 and 5) ──
 

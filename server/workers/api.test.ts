@@ -51,6 +51,17 @@ describe('worker tokens and registration', () => {
     expect((await ctx.t.db.worker.findUniqueOrThrow({ where: { id: worker.id } })).lastHeartbeatAt!.getTime()).toBeGreaterThan(Date.now() - 60_000);
     await mutate(ctx.server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
     expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'DRAINING' } });
+    // Resumed, it takes work again; a worker that is not draining is no resume's business.
+    await mutate(ctx.server.url, owner.cookie, 'workers.resume', { teamId, workerId: worker.id });
+    expect(await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).toMatchObject({ status: 200, body: { state: 'ONLINE' } });
+    const twice = await fetch(`${ctx.server.url}/api/trpc/workers.resume`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, origin: ctx.server.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { teamId, workerId: worker.id } }),
+    });
+    expect(twice.status).toBe(404);
+    expect(JSON.stringify(await twice.json())).toMatch(/No draining worker/);
+    await mutate(ctx.server.url, owner.cookie, 'workers.drain', { teamId, workerId: worker.id });
     await mutate(ctx.server.url, owner.cookie, 'workers.revoke', { teamId, workerId: worker.id });
     expect((await post(ctx.server.url, '/api/workers/heartbeat', {}, auth)).status).toBe(401);
 
@@ -60,7 +71,7 @@ describe('worker tokens and registration', () => {
     expect(again.status).toBe(401);
     expect(again.body.error).toMatch(/not valid/);
     const actions = (await ctx.t.db.auditLog.findMany({ where: { teamId }, select: { action: true } })).map((a) => a.action);
-    expect(actions).toEqual(expect.arrayContaining(['worker_token.created', 'worker.registered', 'worker.drained', 'worker.revoked', 'worker_token.revoked', 'worker.registration_refused']));
+    expect(actions).toEqual(expect.arrayContaining(['worker_token.created', 'worker.registered', 'worker.drained', 'worker.resumed', 'worker.revoked', 'worker_token.revoked', 'worker.registration_refused']));
   });
 
   it('checks the token before the rest: a forged one learns nothing; a valid one gets 400 and the reasons', async () => {
@@ -99,6 +110,30 @@ describe('worker tokens and registration', () => {
     const reg = await post(ctx.server.url, '/api/workers/register', registration(created.token));
     expect(reg.body.pool).toBe('shared');
     expect((await ctx.t.db.worker.findUniqueOrThrow({ where: { id: reg.body.workerId } })).teamId).toBeNull();
+
+    // A shared worker is the installation admins' to drain, resume and revoke (from any team they
+    // admin); a team's admin who is not one cannot touch it, and learns nothing of it.
+    const shared = { workerId: reg.body.workerId };
+    const refusedDrain = await fetch(`${ctx.server.url}/api/trpc/workers.drain`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, origin: ctx.server.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { teamId: owner.team.id, ...shared } }),
+    });
+    expect(refusedDrain.status).toBe(404);
+    expect(JSON.stringify(await refusedDrain.json())).not.toMatch(/shared one/);
+    const stateOf = async () => (await ctx.t.db.worker.findUniqueOrThrow({ where: { id: shared.workerId } })).state;
+    expect(await stateOf()).toBe('ONLINE');
+    expect(await mutate(ctx.server.url, installationAdmin.cookie, 'workers.drain', { teamId: installationAdmin.team.id, ...shared })).toEqual({ ok: true });
+    expect(await stateOf()).toBe('DRAINING');
+    expect(await mutate(ctx.server.url, installationAdmin.cookie, 'workers.resume', { teamId: installationAdmin.team.id, ...shared })).toEqual({ ok: true });
+    expect(await stateOf()).toBe('ONLINE');
+    const audited = await ctx.t.db.auditLog.findMany({ where: { targetId: shared.workerId, action: { in: ['worker.drained', 'worker.resumed'] } } });
+    expect(audited.map((a) => [a.action, a.teamId, a.details])).toEqual(
+      expect.arrayContaining([
+        ['worker.drained', null, { pool: 'shared' }],
+        ['worker.resumed', null, { pool: 'shared' }],
+      ]),
+    );
   });
 });
 

@@ -12,20 +12,23 @@ export const quotasRouter = router({
   get: teamProcedure('VIEWER').query(async ({ ctx }) => {
     const teamId = ctx.membership.teamId;
     const quota = await ctx.db.teamQuota.upsert({ where: { teamId }, update: {}, create: { teamId } });
-    const [queued, running, stream, history] = await Promise.all([
+    const [queued, running, stream] = await Promise.all([
       ctx.db.job.count({ where: { teamId, state: 'QUEUED' } }),
       ctx.db.job.aggregate({ where: { teamId, state: { in: ['ASSIGNED', 'RUNNING'] } }, _sum: { deviceCount: true } }),
       ctx.db.teamStreamUsage.findUnique({ where: { teamId } }),
-      usageHistory(ctx.db, teamId),
     ]);
     return {
       ...quota,
       // streamStorageBytes (the limit) and usage.streamStorageBytes are bytes, as bigint.
       usage: { queuedJobs: queued, devicesInUse: running._sum.deviceCount ?? 0, streamStorageBytes: stream?.bytes ?? 0n },
-      /** The last 24 hours, hour by hour: devices held on average (quota: maxConcurrentDevices). */
-      history,
     };
   }),
+
+  /**
+   * The last 24 hours, hour by hour: devices held on average (against maxConcurrentDevices). Its
+   * own query: it reads a day of attempts, and a page polls it by the minute, not with the meters.
+   */
+  history: teamProcedure('VIEWER').query(({ ctx }) => usageHistory(ctx.db, ctx.membership.teamId)),
 
   update: teamProcedure('ADMIN')
     .input(

@@ -18,6 +18,8 @@ import { useTRPC } from '../../../trpc';
 
 /** Workers report a heartbeat every few seconds; the page follows them at this pace. */
 const WORKERS_REFETCH_MS = 5_000;
+/** The day's usage moves by the hour: asked once a minute, apart from the meters. */
+const HISTORY_REFETCH_MS = 60_000;
 const QUEUE_LIMIT = 200;
 
 /**
@@ -57,6 +59,7 @@ export default function ClusterPage() {
       ]
     : [];
   const quota = useQuery({ ...trpc.quotas.get.queryOptions({ teamId: team.id }), refetchInterval: busy ? LIVE_REFETCH_MS : WORKERS_REFETCH_MS });
+  const history = useQuery({ ...trpc.quotas.history.queryOptions({ teamId: team.id }), refetchInterval: HISTORY_REFETCH_MS });
 
   return (
     <>
@@ -75,7 +78,13 @@ export default function ClusterPage() {
               <Meter label="Devices in use" used={quota.data.usage.devicesInUse} limit={quota.data.maxConcurrentDevices} />
               <Meter label="Jobs queued" used={quota.data.usage.queuedJobs} limit={quota.data.maxQueuedJobs} />
             </div>
-            <UsageChart history={quota.data.history} quota={quota.data.maxConcurrentDevices} />
+            {history.isPending ? (
+              <Loading label="Loading the last 24 hours…" />
+            ) : history.isLoadingError ? (
+              <ErrorNote error={history.error} />
+            ) : (
+              <UsageChart history={history.data} quota={quota.data.maxConcurrentDevices} />
+            )}
             <p className="muted small">
               Highest priority members may ask for: {quota.data.maxPriority}.{' '}
               {atLeast(team.role, 'ADMIN') ? <Link href={`${base}/quotas`}>Change the quota</Link> : 'Admins set the quota.'}
