@@ -11,7 +11,10 @@ function readChoice(): ThemeChoice {
   return parseThemeChoice(document.documentElement.dataset.theme);
 }
 
-const darkQuery = () => window.matchMedia('(prefers-color-scheme: dark)');
+// One query for the page: every chart asks for the theme on each render (a live run's page renders
+// a frame at a time), and a new MediaQueryList each time showed in its profile.
+let dark: MediaQueryList | null = null;
+const darkQuery = () => (dark ??= window.matchMedia('(prefers-color-scheme: dark)'));
 const listeners = new Set<() => void>();
 function subscribe(listener: () => void) {
   listeners.add(listener);

@@ -1,7 +1,7 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
 import { Download, Image as ImageIcon } from 'lucide-react';
-import { memo, type PointerEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { memo, type PointerEvent, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { Area, CartesianGrid, ComposedChart, Line, ReferenceArea, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import { describeMetric } from '../../../sdk/live';
 import { useTRPC } from '../../trpc';
@@ -31,6 +31,10 @@ export type XMode = 'step' | 'relative' | 'wall';
 
 const Y_AXIS_WIDTH = 52;
 const MARGIN_RIGHT = 12;
+const CHART_STYLE = { width: '100%', height: '100%', userSelect: 'none' } as const;
+const CHART_MARGIN = { top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 };
+const X_DOMAIN = ['dataMin', 'dataMax'];
+const Y_DOMAIN = ['auto', 'auto'];
 
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 
@@ -154,6 +158,26 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
   const banded = rows.some((r) => r.band[0] !== r.band[1]);
   const smoothing = settings.smoothing > 0;
 
+  // Recharts 3 keeps each child's props in its store, and a prop that is a new object or function
+  // on every render (a tick style, a formatter) is stored again, and the chart drawn again, each
+  // live frame: these stay the same while their inputs do.
+  const axis = useMemo(() => ({ stroke: colours.text, tick: { fill: colours.text, fontSize: 11 } }), [colours.text]);
+  const formatXTick = useCallback((v: number) => formatX(settings.x, v), [settings.x]);
+  const tooltip = useMemo(
+    () => ({
+      contentStyle: { background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 },
+      labelFormatter: (x: unknown, payload: ReadonlyArray<{ payload?: unknown }>) => {
+        const row = payload[0]?.payload as Row | undefined;
+        return settings.x === 'step' ? `step ${String(x)}` : `step ${row?.step ?? '?'} · ${formatX(settings.x, Number(x))}`;
+      },
+      formatter: (value: unknown, name: unknown): [string, string] => [
+        Array.isArray(value) ? value.map((v) => formatMetric(Number(v))).join(' … ') : formatMetric(Number(value)),
+        name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
+      ],
+    }),
+    [colours.tooltip, colours.border, settings.x],
+  );
+
   let body;
   if (series.isPending) body = <Loading label={`Loading ${metricKey}…`} />;
   else if (series.isLoadingError) body = <ErrorNote error={series.error} />;
@@ -161,28 +185,11 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
     body = <p className="muted chart-empty">{zoom ? `No ${metricKey} between steps ${zoom.from} and ${zoom.to}.` : `No ${metricKey} points yet: they come after the run’s first step.`}</p>;
   else
     body = (
-      <ComposedChart
-        data={rows}
-        style={{ width: '100%', height: '100%', userSelect: 'none' }}
-        responsive
-        margin={{ top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 }}
-        accessibilityLayer={false}
-      >
+      <ComposedChart data={rows} style={CHART_STYLE} responsive margin={CHART_MARGIN} accessibilityLayer={false}>
         <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
-        <XAxis dataKey="x" type="number" domain={['dataMin', 'dataMax']} allowDecimals={settings.x !== 'step'} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatX(settings.x, v)} />
-        <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} allowDataOverflow={settings.log} />
-        <Tooltip
-          isAnimationActive={false}
-          contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
-          labelFormatter={(x, payload) => {
-            const row = payload[0]?.payload as Row | undefined;
-            return settings.x === 'step' ? `step ${String(x)}` : `step ${row?.step ?? '?'} · ${formatX(settings.x, Number(x))}`;
-          }}
-          formatter={(value, name) => [
-            Array.isArray(value) ? value.map((v) => formatMetric(Number(v))).join(' … ') : formatMetric(Number(value)),
-            name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
-          ]}
-        />
+        <XAxis dataKey="x" type="number" domain={X_DOMAIN} allowDecimals={settings.x !== 'step'} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatXTick} />
+        <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={Y_DOMAIN} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatMetric} allowDataOverflow={settings.log} />
+        <Tooltip isAnimationActive={false} contentStyle={tooltip.contentStyle} labelFormatter={tooltip.labelFormatter} formatter={tooltip.formatter} />
         {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
         <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
         {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
