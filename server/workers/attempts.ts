@@ -8,6 +8,7 @@ import type { finishRequestSchema, startRequestSchema } from '../../sdk/worker-p
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { groupCommit } from '../db/group-commit';
+import { applySaveAs } from '../runs/bases';
 import type { JobChanged } from '../scheduler/job-changes';
 import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/notify';
 import { endAttemptAndRequeue, recordEvent, stoppedState } from '../scheduler/transitions';
@@ -191,11 +192,22 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
     return { state: 'RUNNING' };
   };
 
+  // A succeeded run's `saveAs` names its checkpoint after the state is recorded: the run has
+  // finished either way, so a problem here is logged and never turns into the worker's answer.
+  const saveAs = async (jobId: string) => {
+    try {
+      await applySaveAs(db, jobId);
+    } catch (e) {
+      console.error(`[attempts] job ${jobId}: could not apply saveAs`, e);
+    }
+  };
+
   const finish: AttemptCalls['finish'] = async (ref, input) => {
     await starting.get(input.attemptId)?.catch(() => undefined);
     const call = input.outcome === 'succeeded' ? fastCall(ref, input) : null;
     const fast = call && (await finishFast({ ...call, reason: input.reason, exitCode: input.exitCode }));
     if (fast?.changed) {
+      await saveAs(fast.jobId);
       jobChanged(fast.teamId, fast.jobId);
       return { state: 'SUCCEEDED' };
     }
@@ -236,6 +248,7 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
       await recordEvent(tx, attempt.jobId, from, 'FAILED', actor, input.reason || `exit code ${input.exitCode}`);
       return 'FAILED';
     });
+    if (state === 'SUCCEEDED') await saveAs(attempt.jobId);
     jobChanged(attempt.job.teamId, attempt.jobId);
     await notifyScheduler(db, `job ${attempt.jobId} ${state}`);
     return { state };
