@@ -59,6 +59,8 @@ interface FastResult {
   jobId: string;
   teamId: string;
   changed: boolean;
+  /** The job config's `saveAs`, so that only a job that asks for a base costs a query after its finish. */
+  saveAs?: string | null;
 }
 
 function fastCall(ref: WorkerRef, input: { attemptId: string; fencingToken: string }): FastCall | null {
@@ -88,7 +90,7 @@ function fencedCalls(calls: FastCall[], extra: Array<[column: string, values: Pr
       SELECT * FROM unnest(${Prisma.join(columns.map(([, values]) => values))})
              WITH ORDINALITY AS p(${Prisma.raw(columns.map(([column]) => column).join(', '))}, call)
     ), a AS (
-      SELECT p.*, a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId", j.state
+      SELECT p.*, a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId", j.state, j.config->>'saveAs' AS "saveAs"
         FROM p JOIN "JobAttempt" a ON a.id = p."attemptId" JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
        WHERE a."fencingToken" = p.token::bigint AND a.state = 'ACTIVE' AND w.state <> 'REVOKED'
          AND (w.id = p."byWorker" OR w."credentialHash" = p."byHash")
@@ -144,7 +146,7 @@ async function finishSucceededBatch(db: Db, calls: FastFinish[]): Promise<Array<
     ), wake AS (
       SELECT pg_notify(${SCHEDULER_CHANNEL}, (SELECT count(*) FROM job) || ' jobs SUCCEEDED') WHERE EXISTS (SELECT 1 FROM job)
     )
-    SELECT a.call::int AS call, a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
+    SELECT a.call::int AS call, a."jobId", a."teamId", a."saveAs", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
       FROM a, (SELECT count(*) FROM wake) w`);
   return answerEach(calls, rows);
 }
@@ -207,7 +209,7 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
     const call = input.outcome === 'succeeded' ? fastCall(ref, input) : null;
     const fast = call && (await finishFast({ ...call, reason: input.reason, exitCode: input.exitCode }));
     if (fast?.changed) {
-      await saveAs(fast.jobId);
+      if (fast.saveAs) await saveAs(fast.jobId);
       jobChanged(fast.teamId, fast.jobId);
       return { state: 'SUCCEEDED' };
     }
@@ -248,7 +250,7 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
       await recordEvent(tx, attempt.jobId, from, 'FAILED', actor, input.reason || `exit code ${input.exitCode}`);
       return 'FAILED';
     });
-    if (state === 'SUCCEEDED') await saveAs(attempt.jobId);
+    if (state === 'SUCCEEDED' && (attempt.job.config as { saveAs?: unknown } | null)?.saveAs) await saveAs(attempt.jobId);
     jobChanged(attempt.job.teamId, attempt.jobId);
     await notifyScheduler(db, `job ${attempt.jobId} ${state}`);
     return { state };
