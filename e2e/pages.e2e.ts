@@ -166,6 +166,21 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(checkpoints.getByRole('link', { name: job.id }).first()).toBeVisible();
   await expectAccessible(page, 'checkpoints');
   await shoot(page, testInfo, 'checkpoints');
+  // A checkpoint named as a base: the name is checked as typed, then the base leads the Bases
+  // list with its card, and the launcher offers it first.
+  await expect(page.getByText('No bases yet.')).toBeVisible();
+  await checkpoints.getByRole('row').nth(1).getByRole('button', { name: /^Name checkpoint/ }).click();
+  await page.getByRole('textbox', { name: 'Base name' }).fill('Not A Name');
+  await expect(page.getByText('a base name is 1 to 63 lower-case letters')).toBeVisible();
+  await page.getByRole('textbox', { name: 'Base name' }).fill('e2e-base');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  const bases = page.getByRole('table', { name: 'Bases' });
+  await expect(bases.getByRole('row').nth(1)).toContainText('e2e-base');
+  await expect(bases.getByRole('row').nth(1)).toContainText(job.id);
+  await expectAccessible(page, 'checkpoints with a base');
+  await page.goto(`${base}/launch`);
+  await expect(page.locator('#l-start optgroup[label="Bases"] option')).toHaveText([/^e2e-base · step \d+ · gomoku v\d+$/]);
+  await page.goBack();
   await page.getByRole('link', { name: 'Training' }).click();
   await expect(page).toHaveURL(`${base}/checkpoints?kind=training`);
   await expect(checkpoints.getByRole('row').nth(1)).toContainText('training');

@@ -14,6 +14,16 @@ export const runTagsSchema = z
   .max(16)
   .refine((tags) => new Set(tags).size === tags.length, 'a tag is given twice');
 
+/**
+ * A base's name: a checkpoint of the team's saved under a name that runs start from ("gomoku-9x9-bc",
+ * "arith-base"). Lower case, so that two names differing only in case cannot both exist; no spaces
+ * or slashes, so that it stands as one word on a command line (`--from <name>`).
+ */
+export const baseNameSchema = z
+  .string()
+  .trim()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'a base name is 1 to 63 lower-case letters, digits and . _ - (starting with a letter or digit), e.g. "gomoku-9x9-bc"');
+
 /** Fields that moved, and where to write them now. */
 const MOVED: Record<string, string> = {
   model: 'training.model (e.g. "training": { "model": { "contextLength": 256 } })',
@@ -48,6 +58,11 @@ export const trainJobConfigSchema = strictConfig({
   environmentVersionId: id,
   /** Start from this checkpoint's weights; without one, a new policy of `training.model`'s shape. */
   baseCheckpointId: id.optional(),
+  /**
+   * On success, the run's newest sampler checkpoint becomes the team's base of this name. A name
+   * already taken leaves the run SUCCEEDED and says so in its events (server/runs/bases.ts).
+   */
+  saveAs: baseNameSchema.optional(),
   datasetVersionId: id.optional(),
   /** Held-out rows for the evaluations during training (a data-dependent environment's held-out split). */
   evalDatasetVersionId: id.optional(),
@@ -60,6 +75,8 @@ export const sftJobConfigSchema = strictConfig({
   tags: runTagsSchema.optional(),
   datasetVersionId: id,
   baseCheckpointId: id.optional(),
+  /** As a TRAIN job's: the newest sampler checkpoint becomes the base of this name on success. */
+  saveAs: baseNameSchema.optional(),
   training: trainingOverridesSchema.default({}),
 });
 

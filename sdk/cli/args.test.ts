@@ -34,6 +34,14 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['run', 'x', '--algo=grpo', '--api-key', 'wsk_a']).globals.apiKey).toBe('wsk_a');
   });
 
+  it('run takes --from (a base name or a checkpoint id) and --save-as (a base name, checked here)', () => {
+    expect(parseCommandLine(['run', 'gomoku', '--from', 'gomoku-9x9-bc', '--save-as', 'gomoku-9x9-rl']).command).toMatchObject({ name: 'run', from: 'gomoku-9x9-bc', saveAs: 'gomoku-9x9-rl' });
+    expect(parseCommandLine(['run', 'gomoku', '--from', 'cm0abc123']).command).toMatchObject({ from: 'cm0abc123', saveAs: undefined });
+    expect(usage(['run', 'gomoku', '--save-as', 'My Base'])).toMatch(/^--save-as My Base: a base name is 1 to 63 lower-case letters/);
+    expect(usage(['run', 'gomoku', '--save-as', 'a/b'])).toMatch(/--save-as a\/b: a base name/);
+    expect(HELP).toContain('--save-as <base name>');
+  });
+
   it('run takes --tag, repeated', () => {
     expect(parseCommandLine(['run', 'env-templates/bandit', '--tag', 'baseline', '--tag', 'lr:3e-4']).command).toMatchObject({ name: 'run', tags: ['baseline', 'lr:3e-4'] });
   });

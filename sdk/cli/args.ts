@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { baseNameSchema } from '../job-config';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -28,8 +29,10 @@ export type Command =
       config?: string;
       /** Training options as `key=value`, applied over --config in order (`--set clipHigh=0.3`). */
       set: string[];
-      /** Start from this checkpoint's weights (config.baseCheckpointId): e.g. GRPO after SFT. */
+      /** Start from this checkpoint's weights (config.baseCheckpointId): a base's name or a checkpoint id. */
       from?: string;
+      /** On success, save the run's newest sampler checkpoint as the team's base of this name (config.saveAs). */
+      saveAs?: string;
       steps?: number;
       watch: boolean;
       priority?: number;
@@ -69,6 +72,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     config: { type: 'string' },
     set: { type: 'string', multiple: true },
     from: { type: 'string' },
+    'save-as': { type: 'string' },
     steps: { type: 'string' },
     watch: { type: 'boolean', short: 'w' },
     priority: { type: 'string' },
@@ -113,6 +117,13 @@ function temperatureOf(value: string | undefined): number | undefined {
   return Number(value);
 }
 
+function baseNameOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const parsed = baseNameSchema.safeParse(value);
+  if (!parsed.success) throw new UsageError(`--save-as ${value}: ${parsed.error.issues[0].message}`);
+  return parsed.data;
+}
+
 function one(positionals: string[], what: string, command: string): string {
   if (positionals.length === 0) throw new UsageError(`${command} needs ${what}`, [`usage: ${USAGE[command]}`]);
   if (positionals.length > 1) throw new UsageError(`${command} takes one ${what}, got ${positionals.length}: ${positionals.join(' ')}`);
@@ -120,7 +131,7 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <checkpoint>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--tag word]… [--watch] [--logs]',
+  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <base name | checkpoint id>] [--save-as <base name>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--tag word]… [--watch] [--logs]',
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
@@ -170,7 +181,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return {
         globals,
         command: {
-          name: 'run', target, algo, config: str('config'), set, from: str('from'), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
+          name: 'run', target, algo, config: str('config'), set, from: str('from'), saveAs: baseNameOf(str('save-as')), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
           priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'), tags: (v.tag as unknown as string[] | undefined) ?? [],
         },
       };
@@ -242,8 +253,11 @@ commands:
       inline: '{"training": {"batchSize": 4, "model": {"width": 32}}}'), then each
       --set key=value (any option: --set clipHigh=0.3 --set epochs=2 --set model.contextLength=256),
       then --algo and --steps. Unknown options are refused with the closest name. --from starts
-      from a checkpoint's weights instead of a new policy: GRPO after an SFT warm start is
-      whetstone run <env> --algo grpo --from <the SFT job's checkpoint>.
+      from a checkpoint's weights instead of a new policy: a base's name (the team's named
+      checkpoints, e.g. gomoku-9x9-bc) or a checkpoint id. GRPO after an SFT warm start is
+      whetstone run <env> --algo grpo --from <the SFT job's checkpoint>. --save-as <name>
+      saves the run's last sampler checkpoint as a base of that name when it succeeds (a name
+      already taken is reported in the run's events; the run still succeeds).
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
   ${USAGE.jobs}
       The team's jobs: id, kind, state, priority, owner, age, the newest sampler checkpoint (for

@@ -246,6 +246,33 @@ describe('whetstone CLI and datasets', () => {
   });
 });
 
+describe('whetstone CLI and bases', () => {
+  // The folder, not the name: a test above made a broken latest version of bandit.
+  it('run --from takes a base by name (or a checkpoint id) and --save-as names the run’s base-to-be', async () => {
+    const api = cookieApi(owner.cookie);
+    const teamId = owner.team.id;
+    const source = await t.db.job.findFirstOrThrow({ where: { teamId, kind: 'TRAIN' } });
+    const ckpt = await t.db.checkpoint.create({ data: { teamId, jobId: source.id, kind: 'SAMPLER', step: 3, storageKey: 'cli-base', bytes: 1n, sha256: 'x' } });
+    await api.runs.nameCheckpoint.mutate({ teamId, checkpointId: ckpt.id, name: 'bandit-base' });
+
+    const byName = await cli(['run', BANDIT, '--from', 'bandit-base', '--save-as', 'bandit-next']);
+    expect(byName.stderr).toBe('');
+    expect(byName.stdout).toContain(`starting from base bandit-base: step 3 (checkpoint ${ckpt.id})`);
+    const job = await t.db.job.findUniqueOrThrow({ where: { id: /submitted job (\S+):/.exec(byName.stdout)![1] } });
+    expect(job.config).toMatchObject({ baseCheckpointId: ckpt.id, saveAs: 'bandit-next' });
+
+    const byId = await cli(['run', BANDIT, '--from', ckpt.id, '--json']);
+    expect(byId.code).toBe(EXIT.OK);
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: byId.json().job.id } })).config).toMatchObject({ baseCheckpointId: ckpt.id });
+    // Neither a base nor a checkpoint of the team's: the server's refusal names the field.
+    const unknown = await cli(['run', BANDIT, '--from', 'no-such-base']);
+    expect(unknown.code).toBe(EXIT.NOT_FOUND);
+    expect(unknown.stderr).toContain('No such checkpoint in this team');
+    const badName = await cli(['run', BANDIT, '--save-as', 'Bad Name']);
+    expect(badName.code).toBe(EXIT.USAGE);
+  });
+});
+
 describe('whetstone CLI with a worker daemon', () => {
   // A real daemon process (as npm start runs it): tfjs and its runner children stay out of the test process.
   let daemon: Proc;

@@ -9,6 +9,8 @@ export interface TeamCheckpoint {
   step: number;
   bytes: number;
   isAdapter: boolean;
+  /** Its base name, when the team has named it (server/runs/bases.ts). */
+  name: string | null;
   createdAt: Date;
   /** The job that wrote it (null once that job is deleted), and the environment it trained on. */
   job: { id: string; kind: JobKind; state: JobState; environmentName: string | null; environmentVersion: number | null } | null;
@@ -20,6 +22,7 @@ interface Row {
   step: number;
   bytes: bigint;
   isAdapter: boolean;
+  name: string | null;
   createdAt: Date;
   jobId: string | null;
   jobKind: JobKind | null;
@@ -48,7 +51,7 @@ export async function listTeamCheckpoints(
   const filter = Prisma.join(conditions, ' AND ');
   const [rows, [{ total }]] = await Promise.all([
     db.$queryRaw<Row[]>`
-      SELECT c.id, c.kind::text AS kind, c.step, c.bytes, c."isAdapter", c."createdAt",
+      SELECT c.id, c.kind::text AS kind, c.step, c.bytes, c."isAdapter", c.name, c."createdAt",
              j.id AS "jobId", j.kind::text AS "jobKind", j.state::text AS "jobState",
              e.name AS "environmentName", v.version AS "environmentVersion"
         FROM "Checkpoint" c
@@ -68,6 +71,7 @@ export async function listTeamCheckpoints(
       step: r.step,
       bytes: Number(r.bytes),
       isAdapter: r.isAdapter,
+      name: r.name,
       createdAt: r.createdAt,
       job:
         r.jobId && r.jobKind && r.jobState

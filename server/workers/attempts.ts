@@ -8,6 +8,7 @@ import type { finishRequestSchema, startRequestSchema } from '../../sdk/worker-p
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { groupCommit } from '../db/group-commit';
+import { applySaveAs } from '../runs/bases';
 import type { JobChanged } from '../scheduler/job-changes';
 import { notifyScheduler, SCHEDULER_CHANNEL } from '../scheduler/notify';
 import { endAttemptAndRequeue, recordEvent, stoppedState } from '../scheduler/transitions';
@@ -58,6 +59,8 @@ interface FastResult {
   jobId: string;
   teamId: string;
   changed: boolean;
+  /** The job config's `saveAs`, so that only a job that asks for a base costs a query after its finish. */
+  saveAs?: string | null;
 }
 
 function fastCall(ref: WorkerRef, input: { attemptId: string; fencingToken: string }): FastCall | null {
@@ -87,7 +90,7 @@ function fencedCalls(calls: FastCall[], extra: Array<[column: string, values: Pr
       SELECT * FROM unnest(${Prisma.join(columns.map(([, values]) => values))})
              WITH ORDINALITY AS p(${Prisma.raw(columns.map(([column]) => column).join(', '))}, call)
     ), a AS (
-      SELECT p.*, a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId", j.state
+      SELECT p.*, a."jobId", a.number, w.id AS "workerId", w.name AS "workerName", j."teamId", j.state, j.config->>'saveAs' AS "saveAs"
         FROM p JOIN "JobAttempt" a ON a.id = p."attemptId" JOIN "Worker" w ON w.id = a."workerId" JOIN "Job" j ON j.id = a."jobId"
        WHERE a."fencingToken" = p.token::bigint AND a.state = 'ACTIVE' AND w.state <> 'REVOKED'
          AND (w.id = p."byWorker" OR w."credentialHash" = p."byHash")
@@ -143,7 +146,7 @@ async function finishSucceededBatch(db: Db, calls: FastFinish[]): Promise<Array<
     ), wake AS (
       SELECT pg_notify(${SCHEDULER_CHANNEL}, (SELECT count(*) FROM job) || ' jobs SUCCEEDED') WHERE EXISTS (SELECT 1 FROM job)
     )
-    SELECT a.call::int AS call, a."jobId", a."teamId", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
+    SELECT a.call::int AS call, a."jobId", a."teamId", a."saveAs", EXISTS (SELECT 1 FROM job WHERE job.id = a."jobId") AS changed
       FROM a, (SELECT count(*) FROM wake) w`);
   return answerEach(calls, rows);
 }
@@ -191,11 +194,22 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
     return { state: 'RUNNING' };
   };
 
+  // A succeeded run's `saveAs` names its checkpoint after the state is recorded: the run has
+  // finished either way, so a problem here is logged and never turns into the worker's answer.
+  const saveAs = async (jobId: string) => {
+    try {
+      await applySaveAs(db, jobId);
+    } catch (e) {
+      console.error(`[attempts] job ${jobId}: could not apply saveAs`, e);
+    }
+  };
+
   const finish: AttemptCalls['finish'] = async (ref, input) => {
     await starting.get(input.attemptId)?.catch(() => undefined);
     const call = input.outcome === 'succeeded' ? fastCall(ref, input) : null;
     const fast = call && (await finishFast({ ...call, reason: input.reason, exitCode: input.exitCode }));
     if (fast?.changed) {
+      if (fast.saveAs) await saveAs(fast.jobId);
       jobChanged(fast.teamId, fast.jobId);
       return { state: 'SUCCEEDED' };
     }
@@ -236,6 +250,7 @@ export function createAttemptCalls(db: Db, jobChanged: JobChanged): AttemptCalls
       await recordEvent(tx, attempt.jobId, from, 'FAILED', actor, input.reason || `exit code ${input.exitCode}`);
       return 'FAILED';
     });
+    if (state === 'SUCCEEDED' && (attempt.job.config as { saveAs?: unknown } | null)?.saveAs) await saveAs(attempt.jobId);
     jobChanged(attempt.job.teamId, attempt.jobId);
     await notifyScheduler(db, `job ${attempt.jobId} ${state}`);
     return { state };

@@ -3,7 +3,7 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { CheckCircle2, Clock, Copy, Rocket, RotateCcw } from 'lucide-react';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { useDeferredValue, useEffect, useMemo, useState } from 'react';
-import { runTagsSchema } from '../../../sdk/job-config';
+import { baseNameSchema, runTagsSchema } from '../../../sdk/job-config';
 import { ALGORITHMS, describeOptions, OPTION_GROUP_TITLES, resolveTraining, type Algorithm, type OptionDoc, type OptionGroup } from '../../../sdk/training-config';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
@@ -48,7 +48,7 @@ export function Launcher({ teamId }: { teamId: string }) {
   // "Duplicate": a past run's config fills the form.
   const fromJobId = params.get('from');
   const fromJob = useQuery({ ...trpc.jobs.get.queryOptions({ teamId, jobId: fromJobId ?? '' }), enabled: !!fromJobId });
-  const fromConfig = fromJob.data?.config as { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; tags?: string[]; training?: Record<string, unknown> } | undefined;
+  const fromConfig = fromJob.data?.config as { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; saveAs?: string; tags?: string[]; training?: Record<string, unknown> } | undefined;
 
   const envs = useQuery(trpc.environments.list.queryOptions({ teamId }));
   const environmentId = params.get('environment') ?? envs.data?.[0]?.id ?? '';
@@ -58,6 +58,8 @@ export function Launcher({ teamId }: { teamId: string }) {
   const splits = useQuery({ ...trpc.environments.datasets.queryOptions({ teamId, versionId }), enabled: !!versionId });
   const datasets = useQuery(trpc.datasets.list.queryOptions({ teamId }));
   const jobs = useQuery(trpc.jobs.list.queryOptions({ teamId, limit: 100 }));
+  // The team's named checkpoints: offered first as what to start from.
+  const bases = useQuery(trpc.runs.bases.queryOptions({ teamId }));
   // The environment's sampler checkpoints: what the opponent mix offers as frozen opponents.
   const opponentCheckpoints = useEnvironmentCheckpoints(teamId, environmentId);
 
@@ -78,11 +80,14 @@ export function Launcher({ teamId }: { teamId: string }) {
   const [timeLimitMinutes, setTimeLimitMinutes] = useState('');
   // Tags as typed: words apart by spaces or commas.
   const [tagsText, setTagsText] = useState('');
+  const [saveAs, setSaveAs] = useState('');
   useEffect(() => {
     if (!fromConfig) return;
     const flat = flattenOverrides(fromConfig.training ?? {});
     setTexts(Object.fromEntries(Object.entries(flat).map(([k, v]) => [k, show(v)])));
     setStartFrom(fromConfig.baseCheckpointId ?? '');
+    // A duplicate does not take the base name over: the original run holds it already.
+    setSaveAs('');
     setTagsText((fromConfig.tags ?? []).join(' '));
     setDatasetVersionId(fromConfig.datasetVersionId ?? '');
     setPriority(fromJob.data?.priority ?? 0);
@@ -115,15 +120,19 @@ export function Launcher({ teamId }: { teamId: string }) {
   // The submit's own check (sdk/job-config.ts), so the field says what is wrong as it is typed.
   const tagsCheck = runTagsSchema.safeParse(tags);
   const tagsError = tagsCheck.success ? null : tagsCheck.error.issues[0].message;
+  const saveAsCheck = baseNameSchema.safeParse(saveAs);
+  const saveAsError = saveAs === '' || saveAsCheck.success ? null : saveAsCheck.error.issues[0].message;
+  const saved = saveAs !== '' && saveAsCheck.success ? { saveAs: saveAsCheck.data } : {};
   const kind = algorithm === 'sft' ? 'SFT' : 'TRAIN';
   const needsDataset = kind === 'SFT' || !!manifest?.dataset?.train;
   const config =
     kind === 'SFT'
-      ? { datasetVersionId: datasetChoice, ...(startFrom ? { baseCheckpointId: startFrom } : {}), ...tagged, training: overrides }
+      ? { datasetVersionId: datasetChoice, ...(startFrom ? { baseCheckpointId: startFrom } : {}), ...saved, ...tagged, training: overrides }
       : {
           environmentVersionId: versionId,
           ...(needsDataset && datasetChoice ? { datasetVersionId: datasetChoice } : {}),
           ...(startFrom ? { baseCheckpointId: startFrom } : {}),
+          ...saved,
           ...tagged,
           training: overrides,
         };
@@ -135,14 +144,21 @@ export function Launcher({ teamId }: { teamId: string }) {
     ...(timeLimitMinutes ? { timeLimitSeconds: Math.round(Number(timeLimitMinutes) * 60) } : {}),
     config,
   };
-  const formOk = Object.keys(fieldErrors).length === 0 && !tagsError && !!versionId && (!needsDataset || !!datasetChoice);
+  const formOk = Object.keys(fieldErrors).length === 0 && !tagsError && !saveAsError && !!versionId && (!needsDataset || !!datasetChoice);
   const deferredInput = useDeferredValue(JSON.stringify(input));
   const preview = useQuery({ ...trpc.jobs.preview.queryOptions(JSON.parse(deferredInput) as typeof input), enabled: formOk, staleTime: 2_000, retry: false });
   const previewFieldError = preview.data && !preview.data.ok && preview.data.field ? preview.data.field.replace(/^config\.training\.|^training\./, '') : null;
 
   const submit = useMutation(trpc.jobs.submit.mutationOptions({ onSuccess: (job) => router.push(`/teams/${teamId}/runs/${job.id}`) }));
 
-  const checkpoints = (jobs.data ?? []).flatMap((j) => (j.checkpoints[0] ? [{ id: j.checkpoints[0].id, label: `${j.kind.toLowerCase()} ${j.id.slice(0, 10)} · step ${j.checkpoints[0].step} · ${j.state.toLowerCase()}` }] : []));
+  const baseOptions = (bases.data ?? []).map((b) => ({
+    id: b.id,
+    name: b.name,
+    label: `${b.name} · step ${b.step}${b.training?.environment ? ` · ${b.training.environment.name} v${b.training.environment.version}` : b.training?.dataset ? ` · ${b.training.dataset.name}` : ''}`,
+  }));
+  const startBase = baseOptions.find((b) => b.id === startFrom);
+  const baseIds = new Set(baseOptions.map((b) => b.id));
+  const checkpoints = (jobs.data ?? []).filter((j) => !j.checkpoints[0] || !baseIds.has(j.checkpoints[0].id)).flatMap((j) => (j.checkpoints[0] ? [{ id: j.checkpoints[0].id, label: `${j.kind.toLowerCase()} ${j.id.slice(0, 10)} · step ${j.checkpoints[0].step} · ${j.state.toLowerCase()}` }] : []));
   const datasetOptions = (datasets.data ?? []).flatMap((d) => (d.latest ? [{ id: d.latest.id, label: `${d.name} · v${d.latest.version} · ${d.latest.rowCount} rows` }] : []));
   const cli = cliCommand({
     environment: env.data?.name ?? manifest?.name ?? '<environment>',
@@ -150,7 +166,9 @@ export function Launcher({ teamId }: { teamId: string }) {
     overrides: flat,
     priority,
     tags,
-    ...(startFrom ? { from: startFrom } : {}),
+    // A base by its name, which `--from` resolves, so the command reads as what was chosen.
+    ...(startFrom ? { from: startBase?.name ?? startFrom } : {}),
+    ...saved,
     ...(needsDataset && datasetVersionId ? { dataset: datasetVersionId } : {}),
   });
   const json = JSON.stringify({ kind, priority, deviceCount, config }, null, 2);
@@ -223,11 +241,29 @@ export function Launcher({ teamId }: { teamId: string }) {
                 <label htmlFor="l-start">Start from</label>
                 <select id="l-start" value={startFrom} onChange={(e) => setStartFrom(e.target.value)}>
                   <option value="">A new model</option>
-                  {checkpoints.map((c) => (
-                    <option key={c.id} value={c.id}>Checkpoint of {c.label}</option>
-                  ))}
+                  {baseOptions.length > 0 ? (
+                    <optgroup label="Bases">
+                      {baseOptions.map((b) => (
+                        <option key={b.id} value={b.id}>{b.label}</option>
+                      ))}
+                    </optgroup>
+                  ) : null}
+                  {checkpoints.length > 0 ? (
+                    <optgroup label="Recent checkpoints">
+                      {checkpoints.map((c) => (
+                        <option key={c.id} value={c.id}>Checkpoint of {c.label}</option>
+                      ))}
+                    </optgroup>
+                  ) : null}
                 </select>
-                <span className="hint">Full-parameter training of the whole policy.</span>
+                <span className="hint">{bases.isLoadingError ? 'Bases could not be loaded; recent checkpoints are listed.' : 'Full-parameter training of the whole policy.'}</span>
+              </div>
+              <div className="field">
+                <label htmlFor="l-save-as">Save as base</label>
+                <input id="l-save-as" value={saveAs} placeholder="optional, e.g. gomoku-9x9-bc" onChange={(e) => setSaveAs(e.target.value)} aria-invalid={saveAsError ? true : undefined} aria-describedby="l-save-as-note" />
+                <span id="l-save-as-note" className={saveAsError ? 'field-error' : 'hint'}>
+                  {saveAsError ?? 'When the run succeeds, its last checkpoint becomes a base of this name to start other runs from (a name already taken is left as it is).'}
+                </span>
               </div>
               {!startFrom ? (
                 <div className="field">

@@ -2,10 +2,13 @@
 import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useTRPC } from '../../trpc';
+import { NameCheckpoint } from '../bases';
 import { ErrorNote, Loading } from '../components';
 import { formatBytes, formatDateTime } from '../format';
 import { formatMetric } from './run-parts';
 import { LIVE_REFETCH_MS } from './run-state';
+import { atLeast } from '../roles';
+import { useTeam } from '../team-context';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -27,6 +30,8 @@ function metricsLine(metrics: unknown): string {
 export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobId: string; active: boolean }) {
   const trpc = useTRPC();
   const checkpoints = useQuery({ ...trpc.runs.checkpoints.queryOptions({ teamId, jobId, limit: 500 }), refetchInterval: active ? LIVE_REFETCH_MS : false });
+  // Naming a base is a write on the team's runs: members and up, as the server checks.
+  const mayName = atLeast(useTeam().role, 'MEMBER');
   if (checkpoints.isPending) return <Loading label="Loading checkpoints…" />;
   if (checkpoints.isLoadingError) return <ErrorNote error={checkpoints.error} />;
   if (checkpoints.data.length === 0) {
@@ -55,8 +60,9 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
         <tbody>
           {checkpoints.data.map((c) => (
             <tr key={c.id}>
-              <th scope="row" className="id-link">
-                {c.id}
+              <th scope="row">
+                <span className="id-link">{c.id}</span>
+                {c.name ? <span className="cell-sub mono">base {c.name}</span> : null}
               </th>
               <td>
                 {c.kind.toLowerCase()}
@@ -67,11 +73,14 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
               <td className="small tabular">{metricsLine(c.metrics) || <span className="muted">—</span>}</td>
               <td className="nowrap muted small">{formatDateTime(c.createdAt)}</td>
               <td className="row-actions">
-                {c.kind === 'SAMPLER' ? (
-                  <Link href={`/teams/${teamId}/playground/${c.id}`} className="btn btn-small" aria-label={`Open step ${c.step} in the playground`}>
-                    Playground
-                  </Link>
-                ) : null}
+                <span className="inline-actions">
+                  {c.kind === 'SAMPLER' ? (
+                    <Link href={`/teams/${teamId}/playground/${c.id}`} className="btn btn-small" aria-label={`Open step ${c.step} in the playground`}>
+                      Playground
+                    </Link>
+                  ) : null}
+                  {mayName ? <NameCheckpoint teamId={teamId} checkpoint={c} /> : null}
+                </span>
               </td>
             </tr>
           ))}

@@ -7,7 +7,7 @@ import { CliError, EXIT, UsageError } from '../errors';
 import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
 import type { z } from 'zod';
-import { resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
+import { baseNameSchema, resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
 import { applySet, type TrainingOverrides } from '../../training-config';
 import { call, type CommandContext } from './context';
 import { checkRequestSize, uploadDataset } from './datasets';
@@ -185,6 +185,18 @@ async function heldOutDataset(ctx: CommandContext, conn: Connection, env: Resolv
   return found?.latest?.id;
 }
 
+/**
+ * `--from`: a base's name (the team's named checkpoints) or a checkpoint id. A base of that name
+ * wins; anything else goes to the server as an id, which refuses one the team does not have.
+ */
+async function startingCheckpoint(ctx: CommandContext, conn: Connection, from: string): Promise<string> {
+  if (!baseNameSchema.safeParse(from).success) return from;
+  const [base] = await call(conn, () => conn.api.runs.bases.query({ teamId: conn.teamId, name: from }));
+  if (!base) return from;
+  ctx.out.line(`starting from base ${base.name}: step ${base.step} (checkpoint ${base.id})`);
+  return base.id;
+}
+
 export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
   const fileConfig = cmd.config ? readJsonConfig(cmd.config, ctx.io.cwd) : {};
   const training = trainingOptions(cmd, fileConfig);
@@ -204,7 +216,8 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
   const config: z.input<typeof trainJobConfigSchema> | z.input<typeof sftJobConfigSchema> = sft
     ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
     : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), ...(evalDatasetVersionId ? { evalDatasetVersionId } : {}), training };
-  if (cmd.from) config.baseCheckpointId = cmd.from;
+  if (cmd.from) config.baseCheckpointId = await startingCheckpoint(ctx, conn, cmd.from);
+  if (cmd.saveAs) config.saveAs = cmd.saveAs;
   if (cmd.tags.length > 0) config.tags = [...new Set([...(config.tags ?? []), ...cmd.tags])];
   // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.
   const resolved = sft ? resolveJobTraining('SFT', { training }) : resolveJobTraining('TRAIN', { training }, { training: env.training });

@@ -7,6 +7,8 @@ import { audit } from '../../auth/audit';
 import { roleAtLeast } from '../../auth/roles';
 import type { Db } from '../../db/client';
 import { deleteRun } from '../../streams/delete-run';
+import { baseNameSchema } from '../../../sdk/job-config';
+import { listBases, nameCheckpoint } from '../../runs/bases';
 import { listRuns } from '../../runs/list-runs';
 import { listTeamCheckpoints } from '../../runs/team-checkpoints';
 import { listTeamMatches } from '../../runs/team-matches';
@@ -141,6 +143,28 @@ export const runsRouter = router({
   teamCheckpoints: teamProcedure('VIEWER')
     .input(z.object({ kind: z.enum(['TRAINING', 'SAMPLER']).optional(), environmentId: z.string().min(1).max(64).optional(), ...page }))
     .query(({ ctx, input }) => listTeamCheckpoints(ctx.db, ctx.membership.teamId, input)),
+
+  /**
+   * The team's bases (named checkpoints), by name, each with its card: the run that wrote it and
+   * how (algorithm, environment, steps, warm start) and its latest finished eval. `name` asks for
+   * one (the CLI's `--from <name>`).
+   */
+  bases: teamProcedure('VIEWER')
+    .input(z.object({ name: baseNameSchema.optional() }))
+    .query(({ ctx, input }) => listBases(ctx.db, ctx.membership.teamId, input)),
+
+  /** Names one of the team's checkpoints as a base, or clears its name (`name: null`); a name taken by another is a CONFLICT. */
+  nameCheckpoint: teamProcedure('MEMBER')
+    .input(z.object({ checkpointId: z.string().min(1).max(64), name: baseNameSchema.nullable() }))
+    .mutation(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      const named = await nameCheckpoint(ctx.db, teamId, input.checkpointId, input.name);
+      await audit(ctx.db, {
+        teamId, actorUserId: ctx.user.id, action: input.name === null ? 'checkpoint.unnamed' : 'checkpoint.named', targetType: 'checkpoint', targetId: named.id,
+        details: { name: named.name, previous: named.previous }, ipAddress: ctx.ip,
+      });
+      return { id: named.id, name: named.name };
+    }),
 
   /** A page of the team's matches (players, result, moves), newest first; of one run with `jobId`. */
   teamMatches: teamProcedure('VIEWER')
@@ -308,7 +332,7 @@ export const runsRouter = router({
       ctx.db.checkpoint.findMany({
         where: { teamId: ctx.membership.teamId, ...(input.jobId ? { jobId: input.jobId } : {}) },
         orderBy: { createdAt: 'desc' }, take: input.limit,
-        select: { id: true, jobId: true, kind: true, step: true, bytes: true, isAdapter: true, metrics: true, createdAt: true },
+        select: { id: true, jobId: true, kind: true, step: true, bytes: true, isAdapter: true, metrics: true, name: true, createdAt: true },
       }),
     ),
 });

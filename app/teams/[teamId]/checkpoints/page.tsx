@@ -1,10 +1,12 @@
 'use client';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
+import { BasesSection, NameCheckpoint } from '../../../_ui/bases';
 import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { atLeast } from '../../../_ui/roles';
 import { RunStateBadge } from '../../../_ui/runs/run-parts';
 import { useTeam } from '../../../_ui/team-context';
 import { intParam, useUrlState } from '../../../_ui/url-state';
@@ -19,8 +21,16 @@ const KINDS = [
 
 type Checkpoint = NonNullable<ReturnType<typeof useCheckpoints>['data']>['checkpoints'][number];
 
-const columns = (base: string): Column<Checkpoint>[] => [
-  { header: 'Checkpoint', cell: (c) => c.id, className: 'id-link' },
+const columns = (base: string, teamId: string, mayName: boolean): Column<Checkpoint>[] => [
+  {
+    header: 'Checkpoint',
+    cell: (c) => (
+      <>
+        <span className="id-link">{c.id}</span>
+        {c.name ? <span className="cell-sub mono">base {c.name}</span> : null}
+      </>
+    ),
+  },
   {
     header: 'Kind',
     className: 'nowrap',
@@ -63,6 +73,7 @@ const columns = (base: string): Column<Checkpoint>[] => [
         <Link href={`${base}/playground/${c.id}`} className="btn btn-small" aria-label={`Open checkpoint ${c.id} (step ${c.step}) in the playground`}>
           Playground
         </Link>
+        {mayName ? <NameCheckpoint teamId={teamId} checkpoint={c} /> : null}
       </span>
     ),
   },
@@ -87,11 +98,15 @@ export default function CheckpointsPage() {
   const filter = KINDS.find((k) => k.id === (params.get('kind') ?? '')) ?? KINDS[0];
   const page = intParam(params.get('page'), 1);
   const checkpoints = useCheckpoints(team.id, filter.kind, page);
+  // Naming a base is a write on the team's runs: members and up, as the server checks.
+  const mayName = atLeast(team.role, 'MEMBER');
 
   return (
     <>
       <PageTitle title="Checkpoints" />
-      <p className="muted lead">Weights the team’s runs saved. Sampler checkpoints are what evaluations and the playground load; training checkpoints let a run resume exactly.</p>
+      <p className="muted lead">Weights the team’s runs saved. Sampler checkpoints are what evaluations and the playground load; training checkpoints let a run resume exactly. A checkpoint named as a base is offered first in the launcher’s “Start from” and by name to <code>whetstone run --from</code>.</p>
+      <BasesSection teamId={team.id} mayName={mayName} />
+      <h2>All checkpoints</h2>
       <div className="toolbar toolbar-wrap">
         <nav className="segmented" aria-label="Filter checkpoints by kind">
           {KINDS.map((k) => (
@@ -131,7 +146,7 @@ export default function CheckpointsPage() {
           label="Checkpoints"
           rows={checkpoints.data.checkpoints}
           rowKey={(c) => c.id}
-          columns={columns(base)}
+          columns={columns(base, team.id, mayName)}
           pager={{ page, pageSize: PAGE_SIZE, total: checkpoints.data.total, onPage: (p) => set({ page: p === 1 ? null : p }), label: 'Pages of checkpoints' }}
         />
       )}
