@@ -356,8 +356,8 @@ describe('worker daemon: outages and signals', () => {
     await until('the first metrics', () => server.items('o1', 'metrics').length > 0);
     server.down = true;
     const stepsBefore = Math.max(...server.items('o1', 'metrics').map((m) => m.step as number));
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(daemon.jobs.get('o1')?.outbox.queue.length ?? 0).toBeGreaterThan(0); // buffered while the server is away
+    // Buffered while the server is away (the next step's batch, however long it takes to come).
+    await until('a batch buffered', () => (daemon.jobs.get('o1')?.outbox.queue.length ?? 0) > 0);
     server.down = false;
     await until('the finish of o1', () => server.finishes.some((f) => f.attemptId === 'o1'));
     expect(server.finishes.find((f) => f.attemptId === 'o1')?.outcome).toBe('succeeded');

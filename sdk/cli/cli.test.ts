@@ -133,9 +133,11 @@ describe('whetstone CLI against a server without workers', () => {
 
   it('run --watch follows a job to its end: cancelled while queued is exit 1', async () => {
     const before = await t.db.job.count();
-    const watching = cli(['run', BANDIT, '--algo', 'grpo', '--watch']);
+    let printed = '';
+    const watching = runCapture(['run', BANDIT, '--algo', 'grpo', '--watch'], { env, cwd: REPO, onStdout: (text) => (printed += text) });
     const job = await waitUntil('the watched job', async () => (await t.db.job.count()) > before && t.db.job.findFirst({ orderBy: { createdAt: 'desc' } }), 20_000);
-    await new Promise((r) => setTimeout(r, 300));
+    // Cancelled once the watcher has said it waits (the order a user sees), not after a while.
+    await waitUntil('the watcher to say queued', async () => printed.includes('queued'), 60_000);
     expect((await cli(['cancel', job.id])).code).toBe(EXIT.OK);
     const res = await watching;
     expect(res.code).toBe(EXIT.JOB_FAILED);
