@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { HttpEnvironment } from './http-environment';
 import { playEpisode } from './play-episode';
@@ -11,12 +12,25 @@ import { SandboxError } from './sandbox/errors';
  */
 function startGameServer() {
   const games = new Map<string, { target: number; guesses: number }>();
-  const control = { fail503: 0, stallMs: 0, requests: [] as string[], finalized: [] as string[] };
+  const control = {
+    fail503: 0,
+    stallMs: 0,
+    /** Drops the connection after reading the next step (it was received: it may have been applied). */
+    dropNextStep: false,
+    /** The next step's answer, as raw text, instead of the game's. */
+    nextStepAnswer: null as string | null,
+    requests: [] as string[],
+    finalized: [] as string[],
+    resets: [] as Array<Record<string, unknown>>,
+    steps: new Map<string, number>(),
+    headers: [] as Array<string | undefined>,
+  };
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
     req.on('end', () => {
       control.requests.push(`${req.method} ${req.url}`);
+      control.headers.push(req.headers.authorization);
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
@@ -28,10 +42,23 @@ function startGameServer() {
       const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
       if (req.url === '/health') return send(200, { status: 'healthy' });
       if (req.url === '/reset') {
+        control.resets.push(body);
         games.set(String(body.instance_id), { target: (Number(body.seed) * 7) % 10, guesses: 0 });
-        return send(200, { observation: 'Guess a digit.', system_prompt: 'Reply with one digit.' });
+        return send(200, { observation: 'Guess a digit.', system_prompt: 'Reply with one digit.', ...(body.board ? { game_state: { board: body.board } } : {}) });
       }
+      if (req.url?.startsWith('/stats/reset')) return send(200, { step: 1 });
       if (req.url === '/step') {
+        control.steps.set(String(body.instance_id), (control.steps.get(String(body.instance_id)) ?? 0) + 1);
+        if (control.dropNextStep) {
+          control.dropNextStep = false;
+          return void req.socket.destroy();
+        }
+        if (control.nextStepAnswer !== null) {
+          const text = control.nextStepAnswer;
+          control.nextStepAnswer = null;
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end(text);
+        }
         const game = games.get(String(body.instance_id));
         if (!game) return send(404, { detail: 'Instance not found. Call /reset first.' });
         const reply = () => {
@@ -108,7 +135,7 @@ describe('HTTP environments', () => {
     const e = await env.reset({ episodeId: 'http-3', seed: 1, taskSeed: 1 }).catch((x: unknown) => x);
     control.fail503 = 0;
     expect(e).toBeInstanceOf(SandboxError);
-    expect(e).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/\/reset is unavailable: HTTP 503 \(tried up to 2 times\)/) });
+    expect(e).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/\/reset is unavailable: HTTP 503: \{"detail":"busy"\} \(tried up to 2 times\)/) });
   });
 
   test('a step that times out fails without being retried (it may have been applied)', async () => {
@@ -138,4 +165,81 @@ describe('HTTP environments', () => {
     // Gave up after its retries rather than waiting for ever (a bound, not a speed figure).
     expect(Date.now() - started).toBeLessThan(20_000);
   });
+
+  test("OpenTinker's /reset: the row's fields flat (its env_kwargs when it has them), seeds, ids; the row's prompt first", async () => {
+    const env = await HttpEnvironment.connect({ baseUrl, jobId: 'job-r' });
+    const reset = await env.reset({ episodeId: 'row-1', seed: 4, taskSeed: 9, row: { prompt: 'What is 2 + 3?', env_kwargs: { ground_truth: '5', board: 'x..' } } });
+    expect(control.resets.at(-1)).toEqual({ instance_id: 'row-1', job_id: 'job-r', seed: 4, task_seed: 9, ground_truth: '5', board: 'x..' });
+    expect(reset.turn.observation).toBe('What is 2 + 3?\n\nGuess a digit.');
+    // A row without env_kwargs goes flat as it is; a row's instance_id cannot take the episode's.
+    await env.reset({ episodeId: 'row-2', seed: 1, taskSeed: 1, row: { prompt: 'p', answer: 7, instance_id: 'not-mine' } });
+    expect(control.resets.at(-1)).toEqual({ instance_id: 'row-2', job_id: 'job-r', seed: 1, task_seed: 1, prompt: 'p', answer: 7 });
+    // The reset's game_state is in the first step's info.
+    const first = await env.step({ episodeId: 'row-1', action: '0' });
+    expect(first.info).toMatchObject({ game_state: { board: 'x..' }, guesses: 1 });
+    expect((await env.step({ episodeId: 'row-1', action: '1' })).info).not.toHaveProperty('game_state');
+  });
+
+  test("a missing reward or done is OpenTinker's 0 or false; done with info.truncated is a truncation; every end is finalized", async () => {
+    const env = await HttpEnvironment.connect({ baseUrl });
+    await env.reset({ episodeId: 'defaults-1', seed: 1, taskSeed: 1 });
+    control.nextStepAnswer = JSON.stringify({ observation: 'go on' });
+    expect(await env.step({ episodeId: 'defaults-1', action: '1' })).toMatchObject({ rewards: { agent: 0 }, terminated: false, truncated: false, next: { observation: 'go on' } });
+    control.nextStepAnswer = JSON.stringify({ observation: '', reward: 0.5, done: true, info: { truncated: true } });
+    expect(await env.step({ episodeId: 'defaults-1', action: '2' })).toMatchObject({ rewards: { agent: 0.5 }, terminated: false, truncated: true, next: null });
+    expect(control.finalized).toContain('defaults-1');
+  });
+
+  test('a step is never sent twice: a connection lost after the server read it fails the step, naming why', async () => {
+    const env = await HttpEnvironment.connect({ baseUrl, retries: 3, retryDelayMs: 10 });
+    await env.reset({ episodeId: 'once-1', seed: 1, taskSeed: 1 });
+    control.dropNextStep = true;
+    const e = await env.step({ episodeId: 'once-1', action: '1' }).catch((x: unknown) => x);
+    expect(control.steps.get('once-1')).toBe(1);
+    expect(e).toMatchObject({ kind: 'unavailable', message: expect.stringMatching(/\/step failed: .*a step is never sent twice/) });
+  });
+
+  test('answers outside the protocol name the URL, the route and what came back', async () => {
+    const env = await HttpEnvironment.connect({ baseUrl });
+    await env.reset({ episodeId: 'bad-1', seed: 1, taskSeed: 1 });
+    control.nextStepAnswer = '<html><body>Bad gateway</body></html>';
+    await expect(env.step({ episodeId: 'bad-1', action: '1' })).rejects.toMatchObject({ kind: 'protocol', message: `${baseUrl}/step answered with something that is not JSON: <html><body>Bad gateway</body></html>` });
+    control.nextStepAnswer = '{"observation": "x", "reward": 1e999, "done": false}';
+    await expect(env.step({ episodeId: 'bad-1', action: '1' })).rejects.toMatchObject({ kind: 'protocol', message: expect.stringContaining(`${baseUrl}/step answered outside the protocol: reward: reward must be a finite number`) });
+    const unknown = await env.step({ episodeId: 'forgotten', action: '1' }).catch((x: unknown) => x);
+    expect(unknown).toMatchObject({ kind: 'protocol', message: expect.stringMatching(/\/step does not know instance forgotten \(HTTP 404/) });
+  });
+
+  test("headers go with every call, and the job's statistics are started once at connect", async () => {
+    const before = control.requests.length;
+    await HttpEnvironment.connect({ baseUrl, jobId: 'job/stats', headers: { authorization: 'Bearer s3cret' } });
+    expect(control.requests.slice(before)).toEqual(['GET /health', 'POST /stats/reset?job_id=job%2Fstats']);
+    expect(control.headers.slice(before)).toEqual(['Bearer s3cret', 'Bearer s3cret']);
+  });
+
+  test('shards: each instance goes to the server crc32(instance_id) picks, for all its calls', async () => {
+    const second = startGameServer();
+    await new Promise<void>((resolve) => second.server.listen(0, '127.0.0.1', resolve));
+    const secondUrl = `http://127.0.0.1:${(second.server.address() as AddressInfo).port}`;
+    try {
+      const env = await HttpEnvironment.connect({ baseUrl: [baseUrl, secondUrl] });
+      const ids = Array.from({ length: 12 }, (_, i) => `shard-${i}`);
+      for (const id of ids) {
+        await env.reset({ episodeId: id, seed: 1, taskSeed: 1 });
+        await env.step({ episodeId: id, action: '7' }); // (1 × 7) % 10: the right guess, the game ends
+      }
+      const onSecond = ids.filter((id) => second.control.steps.has(id));
+      expect(onSecond.length).toBeGreaterThan(0);
+      expect(onSecond.length).toBeLessThan(ids.length);
+      for (const id of ids) {
+        const expected = crc32(id) % 2 === 0 ? control : second.control;
+        expect(expected.steps.get(id), id).toBe(1);
+        expect(expected.finalized, id).toContain(id);
+        expect(expected.resets.some((r) => r.instance_id === id), id).toBe(true);
+      }
+    } finally {
+      await new Promise<void>((resolve) => second.server.close(() => resolve()));
+    }
+  });
 });
+

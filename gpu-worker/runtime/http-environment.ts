@@ -1,65 +1,105 @@
 /**
  * An environment served over HTTP with OpenTinker's game-server protocol, so that an environment
- * written in another language plugs in:
+ * written in another language (OpenTinker's own servers among them) plugs in unchanged:
  *
- *   POST /reset    { instance_id, job_id, seed, task_seed, row? } -> { observation, system_prompt? }
- *   POST /step     { instance_id, job_id, action }               -> { observation, reward, done, info }
- *   POST /finalize { instance_id, job_id }                        -> anything
- *   GET  /health                                                  -> 200
+ *   POST /reset    { instance_id, job_id, seed, task_seed, ...the row's fields }
+ *                  -> { observation, system_prompt?, game_state? }
+ *   POST /step     { instance_id, job_id, action } -> { observation?, reward?, done?, info? }
+ *   POST /finalize { instance_id, job_id }          -> anything (sent at every episode's end)
+ *   GET  /health                                    -> 200
+ *   POST /stats/reset?job_id=…                      -> anything (once per job, where offered)
  *
- * Each call has a timeout and is retried on connection failures and 502/503/504. A `step` that
- * timed out is not retried: the server may have applied the action, and applying it twice would
- * corrupt the episode.
+ * Field for field as OpenTinker's client: the dataset row's fields go flat at the top of /reset
+ * (its `env_kwargs` object when it has one), where the game reads them as keyword arguments; the
+ * model's first prompt is the row's prompt followed by the reset observation; a missing reward or
+ * done is 0 or false; several servers on consecutive ports are routed by crc32(instance_id), so an
+ * episode's calls all reach the one server that holds it.
+ *
+ * Retries: only where the request cannot have reached the game — a connection that could not be
+ * made, or a 503 (the server refused it). A step is never sent twice: a timeout or a connection
+ * lost after sending may have applied the action, and applying it again would corrupt the episode.
  */
+import { crc32 } from 'node:zlib';
 import { z } from 'zod';
 import { type EnvironmentHandle, type ResetRequest, type StepRequest } from './environment-handle';
 import { SandboxError } from './sandbox/errors';
 import { type ResetResponse, type StepResponse } from './sandbox/protocol';
 import type { EnvironmentDescription } from '../../sdk/dry-run-report';
+import type { Json } from '../../sdk/environment/schema';
 import { jsonObjectSchema } from '../../sdk/user-json';
 
 export interface HttpEnvironmentOptions {
-  /** e.g. http://127.0.0.1:8081 */
-  baseUrl: string;
+  /** e.g. http://127.0.0.1:8081; or several (shards), one per server process. */
+  baseUrl: string | string[];
   /** Sent as job_id so one server can keep statistics per job (OpenTinker's multi-job isolation). */
   jobId?: string;
   name?: string;
+  /** Per call; OpenTinker's servers may be slow (a simulator's step). Default 60 s. */
   timeoutMs?: number;
-  /** Extra attempts after the first. */
+  /** Per /reset, which may build a whole world (ALFWorld's take tens of seconds). Default: timeoutMs. */
+  resetTimeoutMs?: number;
+  /** Extra attempts after the first, for calls that cannot have reached the game (see above). */
   retries?: number;
   retryDelayMs?: number;
+  /** Sent with every call (a token from a team secret). */
+  headers?: Record<string, string>;
+  /** The row's field that holds the problem text shown before the reset observation. Default "prompt". */
+  promptField?: string;
+  /** Told of what goes wrong without ending the episode (a /finalize that failed). */
+  warn?: (message: string) => void;
 }
 
 const AGENT = 'agent';
+const DEFAULT_TIMEOUT_MS = 60_000;
+/** What an error quotes of an answer that broke the protocol. */
+const QUOTED = 300;
+/** Failures that happen before a request is sent: the server never saw it. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-const resetSchema = z.object({ observation: z.string(), system_prompt: z.string().nullish() });
+const resetSchema = z.object({ observation: z.string(), system_prompt: z.string().nullish(), game_state: jsonObjectSchema.nullish() });
+// OpenTinker's client takes a missing observation as "", reward as 0 and done as false.
 const stepSchema = z.object({
-  observation: z.string(),
-  reward: z.number().refine(Number.isFinite, 'reward must be finite'),
-  done: z.boolean(),
+  observation: z.string().nullish(),
+  // zod refuses ±Infinity (which JSON.parse gives for 1e999) with a message of its own; this one says what is wrong.
+  reward: z.unknown().refine((v) => v === null || v === undefined || (typeof v === 'number' && Number.isFinite(v)), 'reward must be a finite number').transform((v) => v as number | null | undefined).optional(),
+  done: z.boolean().nullish(),
   info: jsonObjectSchema.nullish(),
 });
 
-class Retryable extends Error {}
+/** A call that may be tried again: the server cannot have acted on it. */
+class NotSent extends Error {}
 
 export class HttpEnvironment implements EnvironmentHandle {
   readonly description: EnvironmentDescription;
-  private readonly base: string;
+  private readonly urls: string[];
   private readonly timeoutMs: number;
+  private readonly resetTimeoutMs: number;
   private readonly retries: number;
   private readonly retryDelayMs: number;
   private readonly jobId: string;
+  private readonly headers: Record<string, string>;
+  private readonly promptField: string;
+  private readonly warn: (message: string) => void;
+  /** The reset's game_state of each open episode, given with the first step's info. */
+  private readonly gameStates = new Map<string, Json>();
 
   private constructor(options: HttpEnvironmentOptions) {
-    this.base = options.baseUrl.replace(/\/+$/, '');
-    this.timeoutMs = options.timeoutMs ?? 10_000;
+    const urls = (Array.isArray(options.baseUrl) ? options.baseUrl : [options.baseUrl]).map((u) => u.replace(/\/+$/, ''));
+    if (urls.length === 0) throw new Error('an HTTP environment needs at least one URL');
+    this.urls = urls;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.resetTimeoutMs = options.resetTimeoutMs ?? this.timeoutMs;
     this.retries = options.retries ?? 2;
     this.retryDelayMs = options.retryDelayMs ?? 200;
     this.jobId = options.jobId ?? 'default';
+    this.headers = options.headers ?? {};
+    this.promptField = options.promptField ?? 'prompt';
+    this.warn = options.warn ?? (() => {});
+    const served = urls.length === 1 ? urls[0] : `${urls[0]} and ${urls.length - 1} more`;
     this.description = {
       kind: 'multi-turn',
-      name: options.name ?? `http:${this.base}`,
-      description: `served by ${this.base}`,
+      name: options.name ?? `http:${urls[0]}`,
+      description: `served by ${served}`,
       agents: [AGENT],
       context: 'full',
       rowSchema: null,
@@ -70,86 +110,169 @@ export class HttpEnvironment implements EnvironmentHandle {
     };
   }
 
-  /** Checks /health first, so that a service that is down is reported before any episode starts. */
+  /**
+   * Checks every server's /health first, so that one that is down is reported, by its URL, before
+   * any episode starts; then starts the job's statistics where the server keeps them.
+   */
   static async connect(options: HttpEnvironmentOptions): Promise<HttpEnvironment> {
     const env = new HttpEnvironment(options);
-    await env.request('GET', '/health', undefined, 'health', true);
+    for (const url of env.urls) await env.request(url, 'GET', '/health', undefined, env.timeoutMs);
+    for (const url of env.urls) await env.resetStats(url);
     return env;
   }
 
+  /** The server that holds this instance: OpenTinker's routing, crc32 of the id over the servers. */
+  urlFor(instanceId: string): string {
+    return this.urls[crc32(instanceId) % this.urls.length];
+  }
+
   async reset(request: ResetRequest): Promise<ResetResponse> {
-    const body = { instance_id: request.episodeId, job_id: this.jobId, seed: request.seed, task_seed: request.taskSeed, ...(request.row !== undefined ? { row: request.row } : {}) };
-    const r = this.parse(resetSchema, await this.request('POST', '/reset', body, 'reset', true), 'reset');
-    return { turn: { agent: AGENT, observation: r.observation }, systemPrompts: { [AGENT]: r.system_prompt ?? '' }, task: request.row ?? null };
+    const url = this.urlFor(request.episodeId);
+    const fields = rowFields(request.row);
+    const body = { seed: request.seed, task_seed: request.taskSeed, ...fields, instance_id: request.episodeId, job_id: this.jobId };
+    const r = this.parse(url, '/reset', resetSchema, await this.request(url, 'POST', '/reset', body, this.resetTimeoutMs));
+    if (r.game_state) this.gameStates.set(request.episodeId, r.game_state as Json);
+    // The problem is the row's (OpenTinker's prompt), the reset observation follows it.
+    const prompt = promptOf(request.row, this.promptField);
+    const observation = prompt ? (r.observation ? `${prompt}\n\n${r.observation}` : prompt) : r.observation;
+    return { turn: { agent: AGENT, observation }, systemPrompts: { [AGENT]: r.system_prompt ?? '' }, task: request.row ?? null };
   }
 
   async step(request: StepRequest): Promise<StepResponse> {
+    const url = this.urlFor(request.episodeId);
     const body = { instance_id: request.episodeId, job_id: this.jobId, action: request.action };
-    const r = this.parse(stepSchema, await this.request('POST', '/step', body, 'step', false), 'step');
-    const info = JSON.parse(JSON.stringify(r.info ?? {})) as StepResponse['info'];
-    return { rewards: { [AGENT]: r.reward }, terminated: r.done, truncated: false, info, next: r.done ? null : { agent: AGENT, observation: r.observation }, tool: null };
+    const answer = await this.request(url, 'POST', '/step', body, this.timeoutMs, request.episodeId);
+    const r = this.parse(url, '/step', stepSchema, answer);
+    const info: Record<string, Json> = JSON.parse(JSON.stringify(r.info ?? {})) as Record<string, Json>;
+    const state = this.gameStates.get(request.episodeId);
+    if (state !== undefined) {
+      info.game_state ??= state;
+      this.gameStates.delete(request.episodeId);
+    }
+    const ended = r.done ?? false;
+    // A server that stopped the game for its own limit says so in info; that is no terminal state.
+    const truncated = ended && info.truncated === true;
+    if (ended) await this.finalize(request.episodeId);
+    return {
+      rewards: { [AGENT]: r.reward ?? 0 },
+      terminated: ended && !truncated,
+      truncated,
+      info,
+      next: ended ? null : { agent: AGENT, observation: r.observation ?? '' },
+      tool: null,
+    };
   }
 
   async bot(): Promise<string> {
     throw new SandboxError('protocol', 'bot', 'HTTP environments have no bots', null, '');
   }
 
+  /** An episode that ends early (a turn or token limit) is finalized too. */
   async close(episodeId: string): Promise<void> {
-    await this.request('POST', '/finalize', { instance_id: episodeId, job_id: this.jobId }, 'finalize', true);
+    await this.finalize(episodeId);
   }
 
   async dispose(): Promise<void> {}
 
-  private parse<T>(schema: z.ZodType<T>, value: unknown, during: string): T {
+  /** /finalize lets the server free the instance; one that fails is told, never fatal. */
+  private async finalize(episodeId: string): Promise<void> {
+    this.gameStates.delete(episodeId);
+    const url = this.urlFor(episodeId);
+    try {
+      await this.request(url, 'POST', '/finalize', { instance_id: episodeId, job_id: this.jobId }, this.timeoutMs);
+    } catch (e) {
+      this.warn(`${url}/finalize for ${episodeId} failed (the episode stands): ${(e as Error).message}`);
+    }
+  }
+
+  /** OpenTinker's servers keep per-job statistics; a server without the route is fine. */
+  private async resetStats(url: string): Promise<void> {
+    try {
+      await this.request(url, 'POST', `/stats/reset?job_id=${encodeURIComponent(this.jobId)}`, undefined, this.timeoutMs);
+    } catch (e) {
+      if (!(e instanceof SandboxError && e.kind === 'protocol' && /HTTP (404|405)\b/.test(e.message))) {
+        this.warn(`${url}/stats/reset failed (statistics on the server may mix jobs): ${(e as Error).message}`);
+      }
+    }
+  }
+
+  private parse<T>(url: string, route: string, schema: z.ZodType<T>, value: unknown): T {
     const r = schema.safeParse(value);
     if (r.success) return r.data;
     const problem = r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
-    throw new SandboxError('protocol', during, `${this.base}/${during} answered outside the protocol: ${problem}`, null, '');
+    throw new SandboxError('protocol', route.slice(1), `${url}${route} answered outside the protocol: ${problem}; it sent ${quote(JSON.stringify(value))}`, null, '');
   }
 
-  private async request(method: 'GET' | 'POST', path: string, body: unknown, during: string, retryTimeouts: boolean): Promise<unknown> {
-    const url = `${this.base}${path}`;
+  private async request(url: string, method: 'GET' | 'POST', route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
+    const during = route.slice(1).split('?')[0];
     let last = '';
     for (let attempt = 0; attempt <= this.retries; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs * attempt));
       try {
-        return await this.once(method, url, body);
+        return await this.once(url, method, route, body, timeoutMs, instanceId);
       } catch (e) {
         if (e instanceof SandboxError) throw e;
         const timedOut = (e as Error).name === 'TimeoutError';
-        const code = (e as { cause?: { code?: string } }).cause?.code;
-        last = timedOut ? `no answer within ${this.timeoutMs} ms` : code ? `cannot connect (${code})` : (e as Error).message;
-        if (timedOut && !retryTimeouts) break;
-        if (!(e instanceof Retryable) && !timedOut && !isConnectionError(e)) break;
+        last = timedOut ? `no answer within ${timeoutMs} ms` : describeFailure(e);
+        if (!(e instanceof NotSent) && !notSent(e)) {
+          // It may have reached the game: said once, with why it is not tried again.
+          const once = route === '/step' ? ' (a step is never sent twice: the server may have applied it)' : '';
+          throw new SandboxError('unavailable', during, `environment service ${url}${route} failed: ${last}${once}`, null, '');
+        }
       }
     }
-    const attempts = this.retries + 1;
-    throw new SandboxError('unavailable', during, `environment service ${url} is unavailable: ${last} (tried up to ${attempts} times)`, null, '');
+    throw new SandboxError('unavailable', during, `environment service ${url}${route} is unavailable: ${last} (tried up to ${this.retries + 1} times)`, null, '');
   }
 
-  private async once(method: string, url: string, body: unknown): Promise<unknown> {
-    const response = await fetch(url, {
+  private async once(url: string, method: string, route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
+    const response = await fetch(`${url}${route}`, {
       method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      headers: { ...this.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await response.text();
-    if (response.status === 502 || response.status === 503 || response.status === 504) throw new Retryable(`HTTP ${response.status}`);
-    if (!response.ok) {
-      throw new SandboxError('protocol', new URL(url).pathname.slice(1), `${url} answered HTTP ${response.status}: ${text.slice(0, 300)}`, null, '');
+    if (response.status === 503) throw new NotSent(`HTTP 503: ${quote(text)}`);
+    const during = route.slice(1).split('?')[0];
+    if (response.status === 404 && instanceId !== undefined) {
+      throw new SandboxError('protocol', during, `${url}${route} does not know instance ${instanceId} (HTTP 404: ${quote(text)}): did the server restart, or is another server holding it?`, null, '');
     }
+    if (!response.ok) throw new SandboxError('protocol', during, `${url}${route} answered HTTP ${response.status}: ${quote(text)}`, null, '');
     if (text === '') return {};
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      throw new SandboxError('protocol', new URL(url).pathname.slice(1), `${url} answered with something that is not JSON: ${text.slice(0, 100)}`, null, '');
+      throw new SandboxError('protocol', during, `${url}${route} answered with something that is not JSON: ${quote(text)}`, null, '');
     }
   }
 }
 
-function isConnectionError(e: unknown): boolean {
-  // undici reports network failures as "fetch failed" with the system error as cause.
-  const cause = (e as { cause?: { code?: string } }).cause;
-  return (e as Error).message === 'fetch failed' || ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'].includes(cause?.code ?? '');
+/** The row's fields as /reset sends them: its `env_kwargs` object when it has one (OpenTinker's datasets), else the row. */
+function rowFields(row: Json | undefined): Record<string, Json> {
+  if (row === null || row === undefined || typeof row !== 'object' || Array.isArray(row)) return {};
+  const kwargs = row.env_kwargs;
+  if (kwargs && typeof kwargs === 'object' && !Array.isArray(kwargs)) return kwargs;
+  return row;
+}
+
+function promptOf(row: Json | undefined, field: string): string {
+  if (row === null || row === undefined || typeof row !== 'object' || Array.isArray(row)) return '';
+  const value = row[field];
+  return typeof value === 'string' ? value : '';
+}
+
+function quote(text: string): string {
+  return text.length > QUOTED ? `${text.slice(0, QUOTED)}… (${text.length} characters)` : text;
+}
+
+function describeFailure(e: unknown): string {
+  if (e instanceof NotSent) return e.message;
+  const code = (e as { cause?: { code?: string } }).cause?.code;
+  return code ? `cannot connect (${code})` : (e as Error).message;
+}
+
+/** A failure before the request went out: undici says "fetch failed" with the system error as cause. */
+function notSent(e: unknown): boolean {
+  const code = (e as { cause?: { code?: string } }).cause?.code ?? '';
+  return NOT_SENT.has(code);
 }
