@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Json } from '../../sdk/environment/schema';
 import { repoRoot } from '../../server/paths';
 import { HttpEnvironment } from './http-environment';
 import { playEpisode } from './play-episode';
@@ -63,7 +64,7 @@ describe.skipIf(!available)('an HTTP environment served by Python (FastAPI)', ()
 
   it("learns the answer from the row's fields, shows the row's problem, and rewards the right answer", async () => {
     const env = await HttpEnvironment.connect({ baseUrl: url, jobId: 'conformance' });
-    const rows = [
+    const rows: Array<{ prompt: string } & Record<string, Json>> = [
       { prompt: 'What is 12 + 30?', env_kwargs: { ground_truth: '42' } },
       { prompt: 'What is 7 * 6?', ground_truth: '42' },
       { prompt: 'What is 9 - 4?', env_kwargs: { ground_truth: '5' } },
