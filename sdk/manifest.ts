@@ -29,6 +29,24 @@ const manifestTrainingSchema = z
     if (!resolved.ok) for (const problem of resolved.problems) ctx.addIssue({ code: 'custom', message: problem, path: [] });
   }) as z.ZodType<TrainingOverrides, TrainingOverrides | undefined>;
 
+/**
+ * An environment served over HTTP (OpenTinker's game-server protocol, docs/http-environments.md)
+ * instead of code run in the sandbox: the rollouts call its servers.
+ */
+const serverSchema = z
+  .object({
+    urls: z
+      .array(z.string().url().refine((u) => /^https?:\/\//.test(u), 'an http:// or https:// URL'))
+      .min(1)
+      .max(64)
+      .describe("The game server's URL, or one per server process (shards: an episode goes to crc32(instance_id) of them)."),
+    timeoutSeconds: z.number().positive().max(3600).default(60).describe('How long a call may take.'),
+    resetTimeoutSeconds: z.number().positive().max(3600).optional().describe('How long a /reset may take (default: timeoutSeconds).'),
+    retries: z.number().int().min(0).max(10).default(2).describe('Tries again for calls the server cannot have seen (no connection, 503); never for a step once sent.'),
+    promptField: z.string().min(1).max(100).default('prompt').describe("The dataset row's field shown before the reset observation."),
+  })
+  .describe('Served over HTTP: the rollouts call these servers instead of running code in the sandbox.');
+
 const semver = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
 
 export const manifestSchema = z
@@ -48,6 +66,7 @@ export const manifestSchema = z
       .optional()
       .describe("JSONL files of the environment's folder, for data-dependent environments."),
     limits: limitsSchema.prefault({}).describe('Episode limits the rollout runtime enforces.'),
+    server: serverSchema.optional(),
     training: manifestTrainingSchema,
   })
   .superRefine((m, ctx) => {
@@ -57,6 +76,9 @@ export const manifestSchema = z
     }
     if (m.kind === 'single-turn' && m.limits.maxTurns !== 1) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTurns'], message: 'a single-turn environment has maxTurns 1' });
+    }
+    if (m.server && m.kind === 'multi-agent') {
+      ctx.addIssue({ code: 'custom', path: ['server'], message: 'an HTTP environment has one agent (several agents over HTTP are not supported yet)' });
     }
     if (m.limits.maxTokensPerTurn > m.limits.maxResponseTokens) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTokensPerTurn'], message: 'cannot exceed maxResponseTokens' });

@@ -10,7 +10,7 @@ import { type Tokenizer } from '../engine/tokenizer';
 import { modelPolicy } from '../runtime/engine-policy';
 import { type EpisodeRollout, type Player, runRollouts } from '../runtime/rollout';
 import { type Policy } from '../runtime/policy';
-import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
+import { type EnvironmentHandle } from '../runtime/environment-handle';
 import { evalJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema, manifestTraining } from '../../sdk/manifest';
 import { type Assignment } from '../../sdk/worker-protocol';
@@ -24,19 +24,20 @@ import { type Json } from '../../sdk/environment/schema';
 import { frequentErrors } from './outcomes';
 import { scoreEpisodes } from './scores';
 import { seatSwitchedSpecs } from './evaluate-policy';
+import { openJobEnvironment } from './job-environment';
 import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
   const emit = new Emitter(sink);
   const store = new CheckpointStore(sink);
   const models: GPT[] = [];
-  let env: SandboxEnvironment | null = null;
+  let env: EnvironmentHandle | null = null;
   try {
     const config = evalJobConfigSchema.parse(assignment.config);
     if (!assignment.environment) throw new JobFailure('an EVAL job needs an environment version');
     const manifest = manifestSchema.parse(assignment.environment.manifest);
     const training = manifestTraining(manifest);
-    const loaded = await SandboxEnvironment.load({ files: assignment.environment.files, entry: assignment.environment.entry });
+    const loaded = await openJobEnvironment(manifest, assignment, emit);
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => e.message).join('; ')}`);
     env = loaded.env;
 

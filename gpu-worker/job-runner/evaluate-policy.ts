@@ -7,12 +7,12 @@
 import { type Json } from '../../sdk/environment/schema';
 import { type Policy } from '../runtime/policy';
 import { type EpisodeSpec, type Player, type RolloutConfig, runRollouts } from '../runtime/rollout';
-import { type SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
+import { type EnvironmentHandle } from '../runtime/environment-handle';
 import { type Tokenizer } from '../engine/tokenizer';
 import { scoreEpisodes, type Scores } from './scores';
 
 export interface PolicyEvaluation {
-  env: SandboxEnvironment;
+  env: EnvironmentHandle;
   tokenizer: Tokenizer;
   policy: Policy;
   episodes: number;
@@ -23,7 +23,7 @@ export interface PolicyEvaluation {
 }
 
 /** Why no evaluation can run, or null when one can. */
-export function cannotEvaluate(env: SandboxEnvironment, rows: Json[] | undefined): string | null {
+export function cannotEvaluate(env: EnvironmentHandle, rows: Json[] | undefined): string | null {
   const d = env.description;
   if (d.rowSchema && !rows) return 'this environment reads dataset rows and the job names no held-out rows (evalDatasetVersionId)';
   if (d.agents.length > 1 && d.bots.length === 0) return 'this multi-agent environment has no bot to play against';

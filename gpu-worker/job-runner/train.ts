@@ -19,6 +19,7 @@ import { type GPT, frozenCopy } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
 import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
+import { type EnvironmentHandle } from '../runtime/environment-handle';
 import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
@@ -30,6 +31,7 @@ import { CheckpointStore } from './checkpoints';
 import { Emitter } from './emit';
 import { emitStep } from './emit-step';
 import { fetchRows } from './dataset-rows';
+import { openJobEnvironment } from './job-environment';
 import { loadPolicy } from './load-policy';
 import { loadOpponentCheckpoints } from './opponent-checkpoints';
 import { OutcomeWatch } from './outcomes';
@@ -44,7 +46,7 @@ const POLICY = 'policy';
 export async function runTrain(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
   const emit = new Emitter(sink);
   const store = new CheckpointStore(sink);
-  let env: SandboxEnvironment | null = null;
+  let env: EnvironmentHandle | null = null;
   const disposables: { dispose(): void }[] = [];
   try {
     const config = trainJobConfigSchema.parse(assignment.config);
@@ -57,11 +59,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     if (training.algorithm === 'sft') throw new JobFailure('algorithm "sft" trains on a dataset: submit an SFT job');
     emit.log('info', `job ${assignment.jobId} attempt ${assignment.attempt}: ${training.algorithm} on ${manifest.name}@${manifest.version}, ${training.steps} steps`);
 
-    // The environment, with its console going to the job's log.
-    const loaded = await SandboxEnvironment.load(
-      { files: assignment.environment.files, entry: assignment.environment.entry },
-      { onLogs: (lines, episodeId) => lines.forEach((l) => emit.userLog(`[env${episodeId ? ` ${episodeId}` : ''}] ${l}`)) },
-    );
+    // The environment (sandboxed code, or its servers over HTTP), with its console going to the job's log.
+    const loaded = await openJobEnvironment(manifest, assignment, emit);
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => `${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.message}`).join('; ')}`);
     env = loaded.env;
 
@@ -100,6 +99,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const midWarmStart = policy.source === 'resume' ? policy.note?.warmStartStep : undefined;
     const warmStarting = training.warmStart && (policy.source !== 'resume' || midWarmStart !== undefined);
     if (warmStarting) {
+      if (!(env instanceof SandboxEnvironment)) throw new JobFailure('warmStart imitates the environment\'s bots, and an HTTP environment has none: start from a checkpoint (baseCheckpointId) instead');
       const interrupted = await runWarmStart({
         assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
         agents: training.switchSeats ? agents : learnerAgents, switchSeats: training.switchSeats, note: note(0),

@@ -47,9 +47,12 @@ export interface HttpEnvironmentOptions {
   promptField?: string;
   /** Told of what goes wrong without ending the episode (a /finalize that failed). */
   warn?: (message: string) => void;
+  /** single-turn or multi-turn, as the manifest says (default multi-turn). */
+  kind?: 'single-turn' | 'multi-turn';
+  /** The agent's name (the manifest's one agent; default "agent"). */
+  agent?: string;
 }
 
-const AGENT = 'agent';
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** What an error quotes of an answer that broke the protocol. */
 const QUOTED = 300;
@@ -82,6 +85,7 @@ export class HttpEnvironment implements EnvironmentHandle {
   private readonly warn: (message: string) => void;
   /** The reset's game_state of each open episode, given with the first step's info. */
   private readonly gameStates = new Map<string, Json>();
+  private readonly agent: string;
 
   private constructor(options: HttpEnvironmentOptions) {
     const urls = (Array.isArray(options.baseUrl) ? options.baseUrl : [options.baseUrl]).map((u) => u.replace(/\/+$/, ''));
@@ -95,12 +99,13 @@ export class HttpEnvironment implements EnvironmentHandle {
     this.headers = options.headers ?? {};
     this.promptField = options.promptField ?? 'prompt';
     this.warn = options.warn ?? (() => {});
+    this.agent = options.agent ?? 'agent';
     const served = urls.length === 1 ? urls[0] : `${urls[0]} and ${urls.length - 1} more`;
     this.description = {
-      kind: 'multi-turn',
+      kind: options.kind ?? 'multi-turn',
       name: options.name ?? `http:${urls[0]}`,
       description: `served by ${served}`,
-      agents: [AGENT],
+      agents: [this.agent],
       context: 'full',
       rowSchema: null,
       tools: [],
@@ -135,7 +140,7 @@ export class HttpEnvironment implements EnvironmentHandle {
     // The problem is the row's (OpenTinker's prompt), the reset observation follows it.
     const prompt = promptOf(request.row, this.promptField);
     const observation = prompt ? (r.observation ? `${prompt}\n\n${r.observation}` : prompt) : r.observation;
-    return { turn: { agent: AGENT, observation }, systemPrompts: { [AGENT]: r.system_prompt ?? '' }, task: request.row ?? null };
+    return { turn: { agent: this.agent, observation }, systemPrompts: { [this.agent]: r.system_prompt ?? '' }, task: request.row ?? null };
   }
 
   async step(request: StepRequest): Promise<StepResponse> {
@@ -154,11 +159,11 @@ export class HttpEnvironment implements EnvironmentHandle {
     const truncated = ended && info.truncated === true;
     if (ended) await this.finalize(request.episodeId);
     return {
-      rewards: { [AGENT]: r.reward ?? 0 },
+      rewards: { [this.agent]: r.reward ?? 0 },
       terminated: ended && !truncated,
       truncated,
       info,
-      next: ended ? null : { agent: AGENT, observation: r.observation ?? '' },
+      next: ended ? null : { agent: this.agent, observation: r.observation ?? '' },
       tool: null,
     };
   }
