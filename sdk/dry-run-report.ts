@@ -6,6 +6,7 @@ import type { DatasetProblem } from './dataset';
 import type { ContextPolicy, EnvironmentKind } from './environment/define';
 import type { Json, ObjectSchema } from './environment/schema';
 import type { RewardExpectation } from './environment/tests';
+import type { Manifest } from './manifest';
 
 export interface SourceLocation {
   file: string;
@@ -199,7 +200,7 @@ export function firstProblem(report: DryRunReport): string {
  */
 export interface DryRunRequest {
   source: { files: Record<string, string>; entry: string };
-  manifest: { kind: EnvironmentKind; agents: string[]; limits: { maxTurns: number; maxTokensPerTurn: number; maxResponseTokens: number } };
+  manifest: { kind: EnvironmentKind; agents: string[]; limits: { maxTurns: number; maxTokensPerTurn: number; maxResponseTokens: number }; server?: Manifest['server'] };
   dataset?: { path: string; text: string };
   episodes: number;
   /** The whole dry run's wall-clock budget: past it the run is not a pass. */

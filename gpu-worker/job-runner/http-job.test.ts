@@ -3,55 +3,14 @@
  * the worker runs it: a colour-to-arm game served by a Node HTTP server speaking the protocol of
  * docs/http-environments.md, and one that is down.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
+import { startHttpBandit } from '../test-support/http-bandit-server';
 import { testAssignment as assignment } from '../test-support/job-runner/assignments';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
-
-const COLOURS = ['red', 'green', 'blue', 'yellow'];
-const ARM: Record<string, string> = { red: 'C', green: 'A', blue: 'D', yellow: 'B' };
-
-/** The bandit template's game, over HTTP: task_seed picks the colour; the paying arm earns 1. */
-function banditServer() {
-  const games = new Map<string, string>();
-  const calls = { resets: 0, steps: 0, finalized: 0, statsResets: [] as string[] };
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
-      const send = (value: unknown, status = 200) => {
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(value));
-      };
-      if (req.url === '/health') return send({ status: 'healthy' });
-      if (req.url?.startsWith('/stats/reset')) return (calls.statsResets.push(new URL(req.url, 'http://x').searchParams.get('job_id') ?? ''), send({}));
-      if (req.url === '/reset') {
-        calls.resets++;
-        const colour = COLOURS[Number(body.task_seed) % COLOURS.length];
-        games.set(String(body.instance_id), colour);
-        return send({ observation: `colour: ${colour}\narm:`, system_prompt: 'Answer with one letter: A, B, C or D.' });
-      }
-      if (req.url === '/step') {
-        calls.steps++;
-        const colour = games.get(String(body.instance_id));
-        if (!colour) return send({ detail: 'Call /reset first.' }, 404);
-        const arm = String(body.action).trim().charAt(0).toUpperCase();
-        return send({ observation: '', reward: arm === ARM[colour] ? 1 : 0, done: true, info: { arm } });
-      }
-      if (req.url === '/finalize') {
-        calls.finalized++;
-        games.delete(String(body.instance_id));
-        return send({});
-      }
-      send({ detail: 'no such route' }, 404);
-    });
-  });
-  return { server, calls };
-}
 
 /** The environment version a job gets: a manifest naming the servers, and no code to run. */
 function httpEnvironment(urls: string[]) {
@@ -73,17 +32,16 @@ function httpEnvironment(urls: string[]) {
 
 const training = { steps: 3, batchSize: 4, groupSize: 4, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, model: { layers: 1, width: 16, heads: 2, contextLength: 72 } };
 
-let server: Server;
-let calls: ReturnType<typeof banditServer>['calls'];
+let bandit: Awaited<ReturnType<typeof startHttpBandit>>;
+let calls: typeof bandit.calls;
 let url = '';
 
 beforeAll(async () => {
   await testBackend();
-  ({ server, calls } = banditServer());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  bandit = await startHttpBandit();
+  ({ calls, url } = bandit);
 });
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(() => bandit?.close());
 
 describe('jobs on an HTTP environment', () => {
   let trained: MemorySink;

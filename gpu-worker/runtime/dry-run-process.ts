@@ -59,8 +59,9 @@ process.on('message', (command: DryRunProcessCommand) => {
   void dryRun({ ...request, onProgress: (episodes, description) => send({ type: 'progress', id, episodes, description }) })
     .then(async (ran) => {
       const report = capReport(ran);
-      // esbuild's syntax errors are the markers already; TypeScript would repeat them.
-      if (report.compileErrors.length === 0) {
+      // esbuild's syntax errors are the markers already; TypeScript would repeat them. An HTTP
+      // environment's code is not run here (its servers are), so it has no type check either.
+      if (report.compileErrors.length === 0 && !request.manifest.server) {
         send({ type: 'checking-types', id, report });
         const checked = await types.check(request.source, TYPE_CHECK_MS);
         if (checked.ok) Object.assign(report, capReport({ ...report, typeErrors: checked.result.typeErrors }), { typeCheckMs: checked.result.ms });

@@ -10,6 +10,8 @@ import { parseJsonlDataset } from '../../sdk/dataset';
 import { type Manifest } from '../../sdk/manifest';
 import type { EnvironmentSource } from '../../sdk/environment-source';
 import { SandboxError } from './sandbox/errors';
+import { type EnvironmentHandle, type LogSink } from './environment-handle';
+import { openEnvironment } from './open-environment';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type Actor, playEpisode } from './play-episode';
 import { runRewardTests } from './reward-tests';
@@ -19,7 +21,7 @@ import { type Distribution, type DryRunError, type DryRunReport, emptyReport, ty
 export interface DryRunOptions {
   source: EnvironmentSource;
   /** Limits and agents to check against; without one, 8 turns per agent. */
-  manifest?: Pick<Manifest, 'kind' | 'agents' | 'limits'>;
+  manifest?: Pick<Manifest, 'kind' | 'agents' | 'limits' | 'server'>;
   /** Dataset rows, required for data-dependent environments (a sample of the train split is enough). */
   rows?: Json[];
   /** Or the dataset file as saved: checked line by line against the code's rowSchema. */
@@ -51,13 +53,16 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
   const report: DryRunReport = { ...emptyReport(options.policy), logs };
   const finish = () => ({ ...report, durationMs: Date.now() - started });
 
-  let env: SandboxEnvironment;
+  let env: EnvironmentHandle;
+  // Served over HTTP: the dry run plays the live servers (random text: they have no bots).
+  const served = options.manifest?.server ? options.manifest : null;
   try {
-    const loaded = await SandboxEnvironment.load(options.source, {
-      onLogs: (lines, episodeId) => {
-        for (const line of lines) if (logs.length < MAX_LOG_LINES) logs.push(episodeId ? `[${episodeId}] ${line}` : line);
-      },
-    });
+    const onLogs: LogSink = (lines, episodeId) => {
+      for (const line of lines) if (logs.length < MAX_LOG_LINES) logs.push(episodeId ? `[${episodeId}] ${line}` : line);
+    };
+    const loaded = served
+      ? await openEnvironment(served, options.source, { jobId: 'dry-run', warn: (message) => onLogs([message], null) })
+      : await SandboxEnvironment.load(options.source, { onLogs });
     if (!loaded.ok) {
       report.compileErrors = loaded.errors;
       return finish();
@@ -74,6 +79,8 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
   } finally {
     await env.dispose();
   }
+  // An HTTP environment has no code here, so no reward tests.
+  if (served) return finish();
   // The reward tests run in a sandbox of their own (their bundle includes tests.ts), in what is left of the budget.
   report.tests = await runRewardTests({
     source: options.source,
@@ -87,7 +94,7 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
 }
 
 /** The dry run's episodes, summarised into the report. */
-async function playEpisodes(env: SandboxEnvironment, report: DryRunReport, options: DryRunOptions, started: number): Promise<void> {
+async function playEpisodes(env: EnvironmentHandle, report: DryRunReport, options: DryRunOptions, started: number): Promise<void> {
   const description = env.description;
   report.description = description;
   report.warnings = checkAgainstManifest(description, options.manifest);

@@ -226,7 +226,8 @@ export class HttpEnvironment implements EnvironmentHandle {
         }
       }
     }
-    throw new SandboxError('unavailable', during, `environment service ${url}${route} is unavailable: ${last} (tried up to ${this.retries + 1} times)`, null, '');
+    const tried = this.retries === 0 ? 'tried once' : `tried up to ${this.retries + 1} times`;
+    throw new SandboxError('unavailable', during, `environment service ${url}${route} is unavailable: ${last} (${tried})`, null, '');
   }
 
   private async once(url: string, method: string, route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
@@ -272,8 +273,10 @@ function quote(text: string): string {
 
 function describeFailure(e: unknown): string {
   if (e instanceof NotSent) return e.message;
-  const code = (e as { cause?: { code?: string } }).cause?.code;
-  return code ? `cannot connect (${code})` : (e as Error).message;
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code) return `cannot connect (${cause.code})`;
+  // undici's "fetch failed" says little; its cause says why (a port fetch refuses, a bad URL).
+  return cause?.message ? `${(e as Error).message}: ${cause.message}` : (e as Error).message;
 }
 
 /** A failure before the request went out: undici says "fetch failed" with the system error as cause. */

@@ -19,7 +19,7 @@ export interface OpenOptions {
 }
 
 export async function openEnvironment(
-  manifest: Manifest,
+  manifest: Pick<Manifest, 'kind' | 'agents' | 'server'> & { name?: string },
   source: EnvironmentSource,
   options: OpenOptions = {},
 ): Promise<{ ok: true; env: EnvironmentHandle } | { ok: false; errors: CompileDiagnostic[] }> {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTemplate } from '../../env-templates/load-template';
+import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-server';
 import { probeEnvironmentSource } from '../test-support/probe-environment';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { DryRunPool } from './dry-run-pool';
@@ -41,6 +42,28 @@ describe('saving environment versions', () => {
 
     expect(await saveEnvironmentVersion(t.db, dryRuns, { ...input, manifest: { ...bandit.manifest, kind: 'bogus' } })).toMatchObject({ ok: false, problems: [expect.stringMatching(/^manifest\.kind/)] });
     expect(await saveEnvironmentVersion(t.db, dryRuns, { ...input, entry: 'missing.ts' })).toMatchObject({ ok: false, problems: [expect.stringMatching(/missing\.ts is not one of the files/)] });
+  });
+
+  it('an HTTP environment is saved without code and dry-run against its live server; one that is down is saved invalid, naming its URL', async () => {
+    const bandit = await startHttpBandit();
+    try {
+      const manifest = { name: 'http-bandit', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server: { urls: [bandit.url] } };
+      const input = { teamId, userId, name: 'http-bandit', entry: 'env.ts', files: { 'README.md': 'Served over HTTP.' }, manifest };
+      const saved = await saveEnvironmentVersion(t.db, dryRuns, input);
+      if (!saved.ok) throw new Error(saved.problems.join('; '));
+      expect(saved.validation).toMatchObject({ ok: true, policy: 'random', description: { kind: 'single-turn', agents: ['agent'] }, tests: [], typeErrors: [] });
+      expect(saved.validation!.transcripts[0].turns[0].observation).toMatch(/^colour: \w+\narm:$/);
+      expect(bandit.calls.steps).toBeGreaterThan(0);
+      expect(bandit.calls.finalized).toBe(bandit.calls.steps);
+
+      const closed = await startHttpBandit();
+      await closed.close();
+      const gone = await saveEnvironmentVersion(t.db, dryRuns, { ...input, manifest: { ...manifest, server: { urls: [closed.url], retries: 0 } } });
+      if (!gone.ok) throw new Error(gone.problems.join('; '));
+      expect(gone.validation).toMatchObject({ ok: false, loadError: { message: expect.stringContaining(`${closed.url}/health is unavailable: cannot connect (ECONNREFUSED)`) } });
+    } finally {
+      await bandit.close();
+    }
   });
 
   /** An environment whose step runs `body` (a function body over action and ctx) and ends the episode after `turns` turns. */

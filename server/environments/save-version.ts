@@ -54,7 +54,8 @@ export type SaveVersionResult =
 export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input: SaveVersionInput): Promise<SaveVersionResult> {
   const parsed = parseManifest(input.manifest);
   if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `manifest.${p}`) };
-  if (!(input.entry in input.files)) return { ok: false, problems: [`entry: ${input.entry} is not one of the files`] };
+  // An HTTP environment's code runs on its servers: it needs no entry file here.
+  if (!parsed.manifest.server && !(input.entry in input.files)) return { ok: false, problems: [`entry: ${input.entry} is not one of the files`] };
   const manifest = parsed.manifest as unknown as Prisma.InputJsonObject;
   const contentHash = environmentContentHash({ entry: input.entry, files: input.files, manifest });
   const environment = await db.environment.upsert({
@@ -67,10 +68,10 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
   if (existing) {
     return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null, conflict: await conflict() };
   }
-  const { kind, agents, limits } = parsed.manifest;
+  const { kind, agents, limits, server } = parsed.manifest;
   const report = await dryRuns.run(input.teamId, {
     source: { files: input.files, entry: input.entry },
-    manifest: { kind, agents, limits },
+    manifest: { kind, agents, limits, ...(server ? { server } : {}) },
     dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
     episodes: DRY_RUN_EPISODES,
   });
