@@ -49,6 +49,8 @@ export function errorNote(page: Page) {
 
 /** Fails on any serious or critical axe violation, listing each with the elements it found. */
 export async function expectAccessible(page: Page, name: string) {
+  // Next.js streams a page's metadata: just after a navigation the <title> may not be there yet.
+  await expect(page).toHaveTitle(/\S/);
   const { violations } = await new AxeBuilder({ page }).analyze();
   const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   expect(bad.map((v) => `${name}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)).toEqual([]);

@@ -9,6 +9,9 @@ export default defineConfig({
   workers: 1,
   retries: 0,
   timeout: 120_000,
+  // Every expect waits for its condition; on a loaded CI machine a client navigation (its chunk,
+  // its queries) took over the default 5 s. Longer only changes how late a real failure is told.
+  expect: { timeout: 20_000 },
   reporter: process.env.CI ? [['list']] : [['list']],
   use: {
     browserName: 'chromium',
