@@ -7,6 +7,7 @@ import { capText } from './limits';
 import { matchWinner } from './live';
 import type { CompileDiagnostic, EndReason, EnvironmentDescription, SandboxErrorJson, ToolCallRecord, Transcript } from './dry-run-report';
 import type { Json } from './environment/schema';
+import type { Manifest } from './manifest';
 
 /**
  * Who plays a seat that is not the user's: one of the environment's bots, random play, or a saved
@@ -152,8 +153,17 @@ export interface PlaySampling {
   maskActions: boolean;
 }
 
+/** An environment served over HTTP (its manifest's `server`): what the play process opens instead of the code. */
+export interface PlayServed {
+  name: string;
+  kind: Manifest['kind'];
+  agents: string[];
+  server: NonNullable<Manifest['server']>;
+}
+
 export interface PlayOpenRequest {
   source: { files: Record<string, string>; entry: string };
+  served?: PlayServed;
   maxTurns: number;
   /** The checkpoints `opponents` names. */
   checkpoints?: Record<string, PlayCheckpoint>;
@@ -171,6 +181,7 @@ export interface PlayOpenRequest {
 
 export interface AutoplayRequest {
   source: { files: Record<string, string>; entry: string };
+  served?: PlayServed;
   maxTurns: number;
   /** Plays every seat not in `opponents`. */
   policy: PlayOpponent;

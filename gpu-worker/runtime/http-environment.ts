@@ -85,6 +85,8 @@ export class HttpEnvironment implements EnvironmentHandle {
   private readonly warn: (message: string) => void;
   /** The reset's game_state of each open episode, given with the first step's info. */
   private readonly gameStates = new Map<string, Json>();
+  /** Episodes reset and not yet finalized: a close after the end sends no second /finalize. */
+  private readonly open = new Set<string>();
   private readonly agent: string;
 
   private constructor(options: HttpEnvironmentOptions) {
@@ -136,6 +138,7 @@ export class HttpEnvironment implements EnvironmentHandle {
     const fields = rowFields(request.row);
     const body = { seed: request.seed, task_seed: request.taskSeed, ...fields, instance_id: request.episodeId, job_id: this.jobId };
     const r = this.parse(url, '/reset', resetSchema, await this.request(url, 'POST', '/reset', body, this.resetTimeoutMs));
+    this.open.add(request.episodeId);
     if (r.game_state) this.gameStates.set(request.episodeId, r.game_state as Json);
     // The problem is the row's (OpenTinker's prompt), the reset observation follows it.
     const prompt = promptOf(request.row, this.promptField);
@@ -172,9 +175,9 @@ export class HttpEnvironment implements EnvironmentHandle {
     throw new SandboxError('protocol', 'bot', 'HTTP environments have no bots', null, '');
   }
 
-  /** An episode that ends early (a turn or token limit) is finalized too. */
+  /** An episode that ends early (a turn or token limit) is finalized too; one that ended already was. */
   async close(episodeId: string): Promise<void> {
-    await this.finalize(episodeId);
+    if (this.open.has(episodeId)) await this.finalize(episodeId);
   }
 
   async dispose(): Promise<void> {}
@@ -182,6 +185,7 @@ export class HttpEnvironment implements EnvironmentHandle {
   /** /finalize lets the server free the instance; one that fails is told, never fatal. */
   private async finalize(episodeId: string): Promise<void> {
     this.gameStates.delete(episodeId);
+    this.open.delete(episodeId);
     const url = this.urlFor(episodeId);
     try {
       await this.request(url, 'POST', '/finalize', { instance_id: episodeId, job_id: this.jobId }, this.timeoutMs);

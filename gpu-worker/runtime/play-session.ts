@@ -15,6 +15,8 @@ import { cutText } from './cut-text';
 import { randomTextActor } from './dry-run';
 import { type Actor, type ActorTurn, playEpisode } from './play-episode';
 import { SandboxError } from './sandbox/errors';
+import { type EnvironmentHandle } from './environment-handle';
+import { openEnvironment } from './open-environment';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 import { type AgentTurnMessage, type StepResponse } from './sandbox/protocol';
 
@@ -47,9 +49,12 @@ class LogBuffer {
   }
 }
 
-async function load(source: PlayOpenRequest['source'], logs: LogBuffer): Promise<{ ok: true; env: SandboxEnvironment } | Failed> {
+async function load(request: Pick<PlayOpenRequest, 'source' | 'served'>, logs: LogBuffer): Promise<{ ok: true; env: EnvironmentHandle } | Failed> {
   try {
-    const loaded = await SandboxEnvironment.load(source, { onLogs: logs.add });
+    // Served over HTTP: its servers play (a server that is down is the load error, naming its URL).
+    const loaded = request.served
+      ? await openEnvironment(request.served, request.source, { jobId: 'play', warn: (message) => logs.add([message]) })
+      : await SandboxEnvironment.load(request.source, { onLogs: logs.add });
     if (!loaded.ok) return { ok: false, compileErrors: loaded.errors, error: null, logs: logs.drain() };
     return loaded;
   } catch (e) {
@@ -78,7 +83,7 @@ class CheckpointSeats {
   ) {}
 
   /** Loads the checkpoints `players` names (tfjs is imported only when one does), or says why one cannot be played. */
-  static async hold(env: SandboxEnvironment, players: Record<string, PlayPlayer>, request: Pick<PlayOpenRequest, 'checkpoints' | 'sampling' | 'seed'>): Promise<CheckpointSeats | PlayRefusal> {
+  static async hold(env: EnvironmentHandle, players: Record<string, PlayPlayer>, request: Pick<PlayOpenRequest, 'checkpoints' | 'sampling' | 'seed'>): Promise<CheckpointSeats | PlayRefusal> {
     const wanted = Object.entries(players).flatMap(([agent, p]) => ('checkpointId' in p ? [[agent, p.checkpointId] as const] : []));
     if (wanted.length === 0) return new CheckpointSeats({}, () => {});
     const sampling = request.sampling;
@@ -127,7 +132,7 @@ function defaultOpponent(description: EnvironmentDescription): PlayOpponent {
 /** A seat's move: the text, and a checkpoint's log-probability of it. */
 type SeatActor = (agent: string, observation: string, episodeId: string, turn: ActorTurn) => Promise<{ text: string; logprob?: number }>;
 
-function actorFor(env: SandboxEnvironment, player: PlayOpponent, seed: number, agent: string, checkpoints: CheckpointSeats): SeatActor {
+function actorFor(env: EnvironmentHandle, player: PlayOpponent, seed: number, agent: string, checkpoints: CheckpointSeats): SeatActor {
   if ('checkpointId' in player) {
     const seat = checkpoints.seats[agent];
     return (_agent, observation, _episodeId, turn) => seat.act({ ...turn, observation } satisfies SeatTurn);
@@ -166,7 +171,7 @@ export class PlaySessionRuntime {
 
   private constructor(
     private readonly sessionId: string,
-    private readonly env: SandboxEnvironment,
+    private readonly env: EnvironmentHandle,
     private readonly seat: string,
     private readonly players: Record<string, PlayPlayer>,
     private readonly maxTurns: number,
@@ -186,7 +191,7 @@ export class PlaySessionRuntime {
   /** Opens a session: loads the environment, resets an episode and lets the bots play up to the user's first turn. */
   static async open(sessionId: string, request: PlayOpenRequest): Promise<{ session: PlaySessionRuntime | null; result: PlayOpenResult | PlayRefusal }> {
     const logs = new LogBuffer();
-    const loaded = await load(request.source, logs);
+    const loaded = await load(request, logs);
     if (!loaded.ok) return { session: null, result: loaded };
     const { env } = loaded;
     const description = env.description;
@@ -374,7 +379,7 @@ class Unplayable extends Error {}
  */
 export async function autoplay(request: AutoplayRequest): Promise<AutoplayResult | PlayRefusal> {
   const logs = new LogBuffer();
-  const loaded = await load(request.source, logs);
+  const loaded = await load(request, logs);
   if (!loaded.ok) return loaded;
   const { env } = loaded;
   let checkpoints: CheckpointSeats | null = null;

@@ -5,7 +5,7 @@
  */
 import type { Json } from '../../sdk/environment/schema';
 import { manifestTraining, parseManifest } from '../../sdk/manifest';
-import type { PlaySampling } from '../../sdk/play';
+import type { PlaySampling, PlayServed } from '../../sdk/play';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import { PlayRefused } from './play-sessions';
@@ -21,6 +21,8 @@ export interface PlaySource {
   environment: string;
   /** The dataset row for the episode's task, when the environment reads a dataset. */
   row?: Json;
+  /** Served over HTTP: the play process calls these servers instead of running the code. */
+  served?: PlayServed;
 }
 
 export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string, input: { source: PlaySourceInput; datasetVersionId?: string; seed: number }): Promise<PlaySource> {
@@ -40,11 +42,12 @@ export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string
     template = version.environment.template;
   } else {
     ({ files, entry, manifest } = input.source.draft);
-    if (!(entry in files)) throw new PlayRefused('BAD_REQUEST', `entry: ${entry} is not one of the files`);
   }
   const parsed = parseManifest(manifest);
   if (!parsed.ok) throw new PlayRefused('BAD_REQUEST', `The manifest is not valid: ${parsed.problems.map((p) => `manifest.${p}`).join('; ')}`);
-  const { name, limits, dataset } = parsed.manifest;
+  const { name, limits, dataset, server, kind, agents } = parsed.manifest;
+  // An HTTP environment's code runs on its servers: it needs no entry file.
+  if (!server && !(entry in files)) throw new PlayRefused('BAD_REQUEST', `entry: ${entry} is not one of the files`);
   const text = await datasetText(db, blobs, teamId, input.datasetVersionId, template && dataset ? `${template}/${dataset.train}` : null);
   const training = manifestTraining(parsed.manifest);
   const sampling: PlaySampling = {
@@ -53,7 +56,14 @@ export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string
     temperature: 'temperature' in training ? training.temperature : 1,
     maskActions: 'maskActions' in training ? training.maskActions : true,
   };
-  return { source: { files, entry }, maxTurns: limits.maxTurns, sampling, environment: name, ...(text !== null ? { row: pickRow(text, input.seed) } : {}) };
+  return {
+    source: { files, entry },
+    maxTurns: limits.maxTurns,
+    sampling,
+    environment: name,
+    ...(text !== null ? { row: pickRow(text, input.seed) } : {}),
+    ...(server ? { served: { name, kind, agents, server } } : {}),
+  };
 }
 
 /**

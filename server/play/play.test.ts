@@ -9,6 +9,7 @@ import { testBackend } from '../../gpu-worker/test-support/engine/test-setup';
 import { templateEnvironment, testAssignment } from '../../gpu-worker/test-support/job-runner/assignments';
 import type { AutoplayResult, PlayOpenResult, PlaySession, PlaySessionSummary, PlayStepResult } from '../../sdk/play';
 import { seedTeam, waitUntil } from '../test-support/reliability/harness';
+import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-server';
 import { useTestServer } from '../test-support/test-server';
 
 // The play console's API through tRPC, against real PostgreSQL and real play processes: bandit and
@@ -87,6 +88,30 @@ describe('play sessions through the API', () => {
     expect(late).toMatchObject({ ok: false, code: 'NOT_FOUND', message: 'This play session has ended: the episode ended (terminated). Open a new one.' });
     expect(await must(call(url, team.apiKey, 'play.close', { teamId: team.teamId, sessionId: session.sessionId }))).toEqual({ closed: false });
     expect(await must(call(url, team.apiKey, 'play.list', { teamId: team.teamId }, 'query'))).toEqual([]);
+  });
+
+  it('an HTTP environment (a draft naming its server): the user plays its live server; one that is down is a clear error', async () => {
+    const team = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const bandit = await startHttpBandit();
+    try {
+      const manifest = { name: 'http-bandit', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server: { urls: [bandit.url] } };
+      const draft = { draft: { entry: 'env.ts', files: { 'README.md': 'Served over HTTP.' }, manifest } };
+      const session = opened(await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source: draft, seed: 2 })));
+      expect(session).toMatchObject({ seat: 'agent', done: false, description: { kind: 'single-turn', agents: ['agent'], bots: [] }, systemPrompt: 'Answer with one letter: A, B, C or D.' });
+      const colour = /^colour: (\w+)\narm:$/.exec(session.observation ?? '')![1];
+      const step = await must(call<PlayStepResult>(url, team.apiKey, 'play.step', { teamId: team.teamId, sessionId: session.sessionId, action: PAYING[colour] }));
+      expect(step).toMatchObject({ turn: { rewards: { agent: 1 }, terminated: true }, done: true, returns: { agent: 1 } });
+      expect(bandit.calls).toMatchObject({ resets: 1, steps: 1, finalized: 1 });
+
+      const closed = await startHttpBandit();
+      await closed.close();
+      const down = { draft: { ...draft.draft, manifest: { ...manifest, server: { urls: [closed.url], retries: 0 } } } };
+      const failed = await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source: down, seed: 2 }));
+      expect(failed).toMatchObject({ ok: false, error: { message: expect.stringContaining(`${closed.url}/health is unavailable: cannot connect (ECONNREFUSED)`) } });
+    } finally {
+      await bandit.close();
+    }
   });
 
   it('gomoku, unsaved draft, as white: the bot opens, a legal move is answered, an illegal one loses', async () => {

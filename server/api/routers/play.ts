@@ -42,7 +42,7 @@ async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore }; membership: 
   const teamId = ctx.membership.teamId;
   const checkpoints = await playCheckpoints(ctx.db, ctx.deps.blobs, teamId, [...Object.values(input.opponents ?? {}), ...(policy ? [policy] : [])]);
   const found = await resolvePlaySource(ctx.db, ctx.deps.blobs, teamId, { ...input, seed });
-  const request = { source: found.source, maxTurns: found.maxTurns, sampling: found.sampling, seed, row: found.row, opponents: input.opponents, checkpoints };
+  const request = { source: found.source, ...(found.served ? { served: found.served } : {}), maxTurns: found.maxTurns, sampling: found.sampling, seed, row: found.row, opponents: input.opponents, checkpoints };
   return { teamId, environment: found.environment, request };
 }
 
