@@ -15,6 +15,7 @@ import { startWorker, stopGracefully, waitUntil, type Proc } from '../../server/
 import type { AppRouter } from '../../server/api/root';
 import { createTestDatabase, type TestDatabase } from '../../server/test-support/test-database';
 import { createUserWithTeam, startTestServer } from '../../server/test-support/test-server';
+import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-server';
 import { EXIT } from './errors';
 import { runCapture } from '../test-support/cli/test-io';
 
@@ -272,6 +273,29 @@ describe('whetstone CLI and bases', () => {
     expect(unknown.stderr).toContain('No such checkpoint in this team');
     const badName = await cli(['run', BANDIT, '--save-as', 'Bad Name']);
     expect(badName.code).toBe(EXIT.USAGE);
+  });
+});
+
+describe('whetstone CLI and HTTP environments', () => {
+  it('run uploads a folder with only a manifest naming its server; the dry run plays the live server', async () => {
+    const bandit = await startHttpBandit();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-http-env-'));
+    try {
+      const manifest = { name: 'cli-http-bandit', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server: { urls: [bandit.url] } };
+      fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+      const ran = await cli(['run', dir, '--algo', 'grpo', '--json']);
+      expect(ran.stderr).toBe('');
+      expect(ran.code).toBe(EXIT.OK);
+      const doc = ran.json();
+      expect(doc.environment).toMatchObject({ name: 'cli-http-bandit', version: 1, created: true });
+      const version = await t.db.environmentVersion.findUniqueOrThrow({ where: { id: doc.environment.versionId } });
+      expect(version).toMatchObject({ validationStatus: 'VALID', files: {} });
+      expect(bandit.calls.steps).toBeGreaterThan(0);
+      expect((await cli(['cancel', doc.job.id])).code).toBe(EXIT.OK);
+    } finally {
+      await bandit.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

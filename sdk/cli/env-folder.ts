@@ -53,9 +53,11 @@ export function readEnvironmentFolder(target: string, cwd: string): EnvironmentF
     if (name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts')) files[name] = fs.readFileSync(file, 'utf8');
   }
   const count = Object.keys(files).length;
-  if (count === 0) throw new CliError(`${rel(dir)} has no .ts files`, EXIT.REJECTED);
+  // Served over HTTP (the manifest's `server`), the code runs on the servers: none is needed here.
+  const served = parsed.manifest.server !== undefined;
+  if (count === 0 && !served) throw new CliError(`${rel(dir)} has no .ts files`, EXIT.REJECTED);
   if (count > MAX_FILES) throw new CliError(`${rel(dir)} has ${count} .ts files; an environment has at most ${MAX_FILES}`, EXIT.REJECTED);
-  if (!(parsed.manifest.entry in files)) throw new CliError(`${rel(manifestPath)}: entry ${parsed.manifest.entry} is not in the folder`, EXIT.REJECTED);
+  if (!served && !(parsed.manifest.entry in files)) throw new CliError(`${rel(manifestPath)}: entry ${parsed.manifest.entry} is not in the folder`, EXIT.REJECTED);
   let datasetText: string | undefined;
   if (parsed.manifest.dataset) {
     const datasetPath = path.join(dir, parsed.manifest.dataset.train);

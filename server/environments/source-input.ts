@@ -12,6 +12,8 @@ const filePath = relativePath('ts|md', '.ts or .md');
 
 export const environmentSourceInput = {
   entry: codePath,
-  files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length >= 1 && Object.keys(f).length <= 50, '1 to 50 files'),
+  // None at all is an HTTP environment's right (its code runs on its servers); code needs its entry
+  // file, which the save and the play console check against the manifest.
+  files: z.record(filePath, z.string().max(MAX_FILE_CHARS)).refine((f) => Object.keys(f).length <= 50, 'at most 50 files'),
   manifest: z.record(z.string(), z.unknown()),
 };
