@@ -157,6 +157,10 @@ describe('errors', () => {
     expect(toCliError(trpcError('FORBIDDEN', 'no'), 'u', null).exitCode).toBe(EXIT.UNAUTHORIZED);
     expect(toCliError(trpcError('NOT_FOUND', 'No such job'), 'u', null)).toMatchObject({ exitCode: EXIT.NOT_FOUND, message: 'No such job' });
     expect(toCliError(trpcError('BAD_REQUEST', 'Invalid'), 'u', null).exitCode).toBe(EXIT.REJECTED);
+    // The schema's issues line by line, not tRPC's JSON of them.
+    const refusedInput = trpcError('BAD_REQUEST', '[{"code":"custom"}]');
+    (refusedInput as unknown as { data: unknown }).data = { code: 'BAD_REQUEST', issues: [{ path: ['files'], message: 'at most 50 files' }, { path: [], message: 'odd' }] };
+    expect(toCliError(refusedInput, 'u', null)).toMatchObject({ exitCode: EXIT.REJECTED, message: 'the server refused the request:', details: ['files: at most 50 files', '(input): odd'] });
     expect(toCliError(trpcError('TOO_MANY_REQUESTS', 'Not queued'), 'u', null).exitCode).toBe(EXIT.REJECTED);
     expect(toCliError(trpcError('INTERNAL_SERVER_ERROR', 'x'), 'u', null).exitCode).toBe(EXIT.SERVER_ERROR);
     const refused = new TRPCClientError('fetch failed', { cause: Object.assign(new Error('fetch failed'), { cause: Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }) }) });

@@ -85,8 +85,12 @@ function innermostMessage(error: unknown): string {
 export function toCliError(error: unknown, serverUrl: string, keySource: KeySource | null): CliError {
   if (error instanceof CliError) return error;
   if (error instanceof TRPCClientError) {
-    const data = (error as TRPCClientError<never>).data as { code?: string; httpStatus?: number } | undefined;
+    const data = (error as TRPCClientError<never>).data as { code?: string; httpStatus?: number; issues?: Array<{ path?: Array<string | number>; message: string }> | null } | undefined;
     const code = data?.code;
+    // Input the server's schema refused: tRPC's message is the issues as JSON; said line by line instead.
+    if (code === 'BAD_REQUEST' && data?.issues?.length) {
+      return new CliError('the server refused the request:', EXIT.REJECTED, data.issues.map((i) => `${i.path?.join('.') || '(input)'}: ${i.message}`));
+    }
     if (!code) {
       // No tRPC error shape: the request never got a Whetstone answer.
       const detail = networkDetail(error);
