@@ -76,6 +76,20 @@ describe('jobs on an HTTP environment', () => {
     expect(sink.items('metrics').some((m) => m.key.startsWith('eval/'))).toBe(true);
   });
 
+  // GRPO from a new policy learns the game through the server alone: the reward the server gives
+  // rises from what guessing gets (measured: 0.03 → 0.8–1.0 over 80 steps, 40 s at load 4).
+  test('GRPO learns the game over HTTP: the reward rises', async () => {
+    const sink = new MemorySink();
+    const learning = { steps: 60, batchSize: 8, groupSize: 8, learningRate: 0.003, checkpointEvery: 1000, evalEpisodes: 0, warmStart: null, seed: 0, model: { layers: 2, width: 64, heads: 2, contextLength: 72 } };
+    const result = await runJob(assignment({ jobId: 'http-learn', environment: httpEnvironment([url]), config: { environmentVersionId: 'http-bandit-v1', training: learning } }), sink, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const rewards = sink.items('metrics').filter((m) => m.key === 'reward/mean').map((m) => m.value);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    expect(rewards).toHaveLength(60);
+    expect(mean(rewards.slice(0, 10))).toBeLessThan(0.25);
+    expect(mean(rewards.slice(-10))).toBeGreaterThan(0.5);
+  }, 600_000);
+
   test('a server that is down fails the job at its start, naming the URL', async () => {
     const gone = createServer();
     await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve));
