@@ -4,18 +4,15 @@
  * from the writing job and the latest eval, and a job's `saveAs` applied when its worker reports
  * success, including a name already taken (the run stays SUCCEEDED and its events say why).
  */
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { transformer } from '../../sdk/transformer';
 import { activeAttempt } from '../test-support/test-attempts';
 import { addMember, createUserWithTeam, useTestServer } from '../test-support/test-server';
+import { sessionClient } from '../test-support/trpc-client';
 import { createAttemptCalls } from '../workers/attempts';
-import type { AppRouter } from './root';
 
 describe('bases', () => {
   const s = useTestServer();
-  const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
+  const client = (cookie: string) => sessionClient(s.server.url, cookie);
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let stranger: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;

@@ -3,12 +3,12 @@
  * every bad line named (structured for the page), the declared row schema enforced, versions,
  * paged previews, who uses each version, team scoping, and an SFT job that names the uploaded version.
  */
-import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
-import { transformer } from '../../sdk/transformer';
+import { TRPCClientError } from '@trpc/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { AppRouter } from './root';
 import { loadTemplate } from '../../env-templates/load-template';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
+import { sessionClient } from '../test-support/trpc-client';
 
 const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
 
@@ -16,8 +16,7 @@ describe('datasets', () => {
   const s = useTestServer();
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;
-  const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
+  const client = (cookie: string) => sessionClient(s.server.url, cookie);
 
   beforeAll(async () => {
     owner = await createUserWithTeam(s.server.url, s.t.db);

@@ -8,16 +8,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { io as connect, type Socket } from 'socket.io-client';
-import { transformer } from '../../sdk/transformer';
 import type { SampleEvent } from '../../sdk/live';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopGracefully, waitUntil, type Proc } from '../test-support/reliability/harness';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/test-support/cli/test-io';
-import type { AppRouter } from './root';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
+import { sessionClient } from '../test-support/trpc-client';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -33,8 +31,7 @@ describe('inference sessions', () => {
   let checkpointId = '';
   let browser: Socket;
 
-  const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
+  const client = (cookie: string) => sessionClient(s.server.url, cookie);
 
   beforeAll(async () => {
     owner = await createUserWithTeam(s.server.url, s.t.db);

@@ -4,17 +4,14 @@
  * team's checkpoints and matches; and the jobs on each worker. A job's progress (attempt, metric
  * points, checkpoints, matches) is written into the database as the worker protocol would leave it.
  */
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { transformer } from '../../sdk/transformer';
 import { activeAttempt } from '../test-support/test-attempts';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
-import type { AppRouter } from './root';
+import { sessionClient } from '../test-support/trpc-client';
 
 describe('runs lists', () => {
   const s = useTestServer();
-  const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
+  const client = (cookie: string) => sessionClient(s.server.url, cookie);
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let stranger: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;

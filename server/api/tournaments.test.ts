@@ -4,17 +4,14 @@
  * tournament, and the table computed from the pairings' matches as the runner records them
  * (gpu-worker/job-runner/emit.ts: the evaluated seat's policy is "policy").
  */
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eloRatings } from '../../sdk/elo';
-import { transformer } from '../../sdk/transformer';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
-import type { AppRouter } from './root';
+import { sessionClient } from '../test-support/trpc-client';
 
 describe('tournaments', () => {
   const s = useTestServer();
-  const client = (cookie: string) =>
-    createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${s.server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: s.server.url }) })] });
+  const client = (cookie: string) => sessionClient(s.server.url, cookie);
   let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
   let stranger: Awaited<ReturnType<typeof createUserWithTeam>>;
   let api: ReturnType<typeof client>;
