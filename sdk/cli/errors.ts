@@ -87,8 +87,9 @@ export function toCliError(error: unknown, serverUrl: string, keySource: KeySour
   if (error instanceof TRPCClientError) {
     const data = (error as TRPCClientError<never>).data as { code?: string; httpStatus?: number; issues?: Array<{ path?: Array<string | number>; message: string }> | null } | undefined;
     const code = data?.code;
-    // Input the server's schema refused: tRPC's message is the issues as JSON; said line by line instead.
-    if (code === 'BAD_REQUEST' && data?.issues?.length) {
+    // Input the server's schema refused: where tRPC's message is the issues as JSON (no message of
+    // the server's own), they are said line by line instead.
+    if (code === 'BAD_REQUEST' && data?.issues?.length && error.message.trimStart().startsWith('[')) {
       return new CliError('the server refused the request:', EXIT.REJECTED, data.issues.map((i) => `${i.path?.join('.') || '(input)'}: ${i.message}`));
     }
     if (!code) {
