@@ -179,6 +179,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
   await expect(bases.getByRole('row').nth(1)).toContainText('e2e-base');
   await expect(bases.getByRole('row').nth(1)).toContainText(job.id);
   await expectAccessible(page, 'checkpoints with a base');
+  await shoot(page, testInfo, 'checkpoints-bases');
   await page.goto(`${base}/launch`);
   await expect(page.locator('#l-start optgroup[label="Bases"] option')).toHaveText([/^e2e-base · step \d+ · gomoku v\d+$/]);
   await page.goBack();

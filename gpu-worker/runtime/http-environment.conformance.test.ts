@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../../sdk/environment/schema';
 import { repoRoot } from '../../server/paths';
+import { waitUntil } from '../../server/test-support/reliability/harness';
 import { HttpEnvironment } from './http-environment';
 import { playEpisode } from './play-episode';
 
@@ -50,12 +51,9 @@ describe.skipIf(!available)('an HTTP environment served by Python (FastAPI)', ()
     child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
     // Up when /health answers: Python and FastAPI's imports take their time on a loaded machine.
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`the example server exited ${child.exitCode}:\n${output}`);
-      const up = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-      if (up) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the example server exited ${code}:\n${output}`))));
+    exited.catch(() => {}); // once it is up, its exit at the end (afterAll) is no failure
+    await Promise.race([exited, waitUntil('the example server to answer /health', () => fetch(`${url}/health`).then((r) => r.ok), 110_000)]);
   }, 120_000);
 
   afterAll(() => {
