@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../../sdk/environment/schema';
+import { freePort } from '../../server/db/embedded';
 import { repoRoot } from '../../server/paths';
 import { waitUntil } from '../../server/test-support/reliability/harness';
 import { HttpEnvironment } from './http-environment';
@@ -26,17 +26,6 @@ if (!available) {
   } else {
     console.warn(`[skipped] HTTP environment conformance: ${why}. To run it: python3 -m pip install fastapi uvicorn`);
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 describe.skipIf(!available)('an HTTP environment served by Python (FastAPI)', () => {

@@ -3,6 +3,7 @@ import type { Db } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import type { CheckpointKind, JobKind, JobState } from '../db/generated/prisma/enums';
 import { recordEvent } from '../scheduler/transitions';
+import { isPlainObject } from '../../sdk/user-json';
 
 // Bases: checkpoints a team has named ("gomoku-9x9-bc", "arith-base") to start other runs from.
 // The name is the only thing stored; the card (how the base was trained, how it evaluated) is
@@ -44,15 +45,14 @@ export interface Base {
   eval: BaseEval | null;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown) => (typeof v === 'string' ? v : null);
 const num = (v: unknown) => (typeof v === 'number' ? v : null);
 
 /** "bot", "random", "bot expert", "checkpoint <id>": an eval's `against`, as a card says it. */
 function againstText(against: unknown): string {
   if (typeof against === 'string') return against;
-  if (isRecord(against) && typeof against.bot === 'string') return `bot ${against.bot}`;
-  if (isRecord(against) && typeof against.checkpointId === 'string') return `checkpoint ${against.checkpointId}`;
+  if (isPlainObject(against) && typeof against.bot === 'string') return `bot ${against.bot}`;
+  if (isPlainObject(against) && typeof against.checkpointId === 'string') return `checkpoint ${against.checkpointId}`;
   return 'bot';
 }
 
@@ -66,7 +66,7 @@ export async function listBases(db: Db, teamId: string, opts: { name?: string } 
     select: { id: true, name: true, kind: true, step: true, isAdapter: true, createdAt: true, job: { select: { id: true, kind: true, state: true, config: true } } },
   });
   if (rows.length === 0) return [];
-  const configs = rows.map((r) => (isRecord(r.job?.config) ? r.job.config : {}));
+  const configs = rows.map((r) => (isPlainObject(r.job?.config) ? r.job.config : {}));
   const ids = (field: string) => [...new Set(configs.map((c) => str(c[field])).filter((v): v is string => v !== null))];
 
   // Everything the cards name, one query each, scoped to the team (a config names only the team's own, but a card must never show another team's).
@@ -86,7 +86,7 @@ export async function listBases(db: Db, teamId: string, opts: { name?: string } 
   // Newest first, so the first eval seen for a checkpoint is its latest.
   const evalOf = new Map<string, (typeof evals)[number]>();
   for (const e of evals) {
-    const id = isRecord(e.config) ? str(e.config.checkpointId) : null;
+    const id = isPlainObject(e.config) ? str(e.config.checkpointId) : null;
     if (id && !evalOf.has(id)) evalOf.set(id, e);
   }
   const evalJobIds = [...evalOf.values()].map((e) => e.id);
@@ -100,8 +100,8 @@ export async function listBases(db: Db, teamId: string, opts: { name?: string } 
 
   return rows.map((r, i) => {
     const config = configs[i];
-    const training = isRecord(config.training) ? config.training : {};
-    const warm = isRecord(training.warmStart) ? training.warmStart : null;
+    const training = isPlainObject(config.training) ? config.training : {};
+    const warm = isPlainObject(training.warmStart) ? training.warmStart : null;
     const baseId = str(config.baseCheckpointId);
     const envId = str(config.environmentVersionId);
     const datasetId = str(config.datasetVersionId);
@@ -127,7 +127,7 @@ export async function listBases(db: Db, teamId: string, opts: { name?: string } 
           }
         : null,
       eval: evalJob
-        ? { jobId: evalJob.id, finishedAt: evalJob.finishedAt, against: againstText(isRecord(evalJob.config) ? evalJob.config.against : undefined), metrics: metricsOf.get(evalJob.id) ?? {} }
+        ? { jobId: evalJob.id, finishedAt: evalJob.finishedAt, against: againstText(isPlainObject(evalJob.config) ? evalJob.config.against : undefined), metrics: metricsOf.get(evalJob.id) ?? {} }
         : null,
     };
   });
@@ -171,7 +171,7 @@ export async function nameCheckpoint(db: Db, teamId: string, checkpointId: strin
  */
 export async function applySaveAs(db: Db, jobId: string): Promise<{ named: string } | { skipped: string } | null> {
   const job = await db.job.findUnique({ where: { id: jobId }, select: { id: true, teamId: true, kind: true, state: true, config: true } });
-  const saveAs = job && isRecord(job.config) ? str(job.config.saveAs) : null;
+  const saveAs = job && isPlainObject(job.config) ? str(job.config.saveAs) : null;
   if (!job || !saveAs || job.state !== 'SUCCEEDED' || (job.kind !== 'TRAIN' && job.kind !== 'SFT')) return null;
   const note = (reason: string) => recordEvent(db, job.id, 'SUCCEEDED', 'SUCCEEDED', { type: 'SYSTEM' }, reason);
   const newest = await db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'SAMPLER' }, orderBy: [{ step: 'desc' }, { createdAt: 'desc' }], select: { id: true, step: true, name: true } });
