@@ -157,6 +157,9 @@ async function liveFigures(page: Page, server: { url: string; home: string }, te
       };
       requestAnimationFrame(tick);
       window.__long = [];
+      // How often recharts draws the chart again: its line's path is redrawn (not the live tail's).
+      window.__redraws = 0;
+      new MutationObserver((list) => { if (list.some((m) => m.target.closest && m.target.closest('.recharts-line'))) window.__redraws++; }).observe(document.querySelector('figure[data-metric="reward/mean"]'), { subtree: true, attributes: true, childList: true });
       new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); }).observe({ type: 'longtask' });
     })()`);
     // A socket.io client of the owner's session in the run's room: when each point arrives.
@@ -172,6 +175,13 @@ async function liveFigures(page: Page, server: { url: string; home: string }, te
       socket.on('connect_error', reject);
     });
 
+    // BENCH_PROFILE=<file>: the page's CPU profile of the 50-points-a-second phase (open it in
+    // Chromium's DevTools, Performance), to see where the frames' time goes, and <file>.png.
+    const profiler = process.env.BENCH_PROFILE ? await page.context().newCDPSession(page) : null;
+    if (profiler) {
+      await profiler.send('Profiler.enable');
+      await profiler.send('Profiler.start');
+    }
     // 50 points a second for 10 seconds, one a batch.
     const sentAt = new Map<number, number>();
     let step = 2;
@@ -182,13 +192,17 @@ async function liveFigures(page: Page, server: { url: string; home: string }, te
       await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
     }
     const lastSent = step - 1;
+    // With the profile, a picture of the panel as the stream left it (its live tail drawn).
+    if (profiler) await page.locator('figure[data-metric="reward/mean"]').screenshot({ path: `${process.env.BENCH_PROFILE}.png` });
+    if (profiler) fs.writeFileSync(process.env.BENCH_PROFILE!, JSON.stringify((await profiler.send('Profiler.stop')).profile));
+    const redraws = (await page.evaluate('window.__redraws')) as number;
     await page.locator(`figure[data-metric="reward/mean"][data-last-step="${lastSent}"]`).waitFor({ timeout: 60_000 });
     const seen = (await page.evaluate('window.__seen')) as Array<[number, number]>;
     const drawnAt = (n: number) => seen.find(([s]) => s >= n)?.[1];
     const toPixel = [...sentAt].flatMap(([n, at]) => (drawnAt(n) === undefined ? [] : [drawnAt(n)! - at]));
     const fanout = [...sentAt].flatMap(([n, at]) => (received.has(n) ? [received.get(n)! - at] : []));
     emit('live_point_to_pixel_p95_ms', quantile(toPixel, 0.95), 'ms', {
-      fanout_p95_ms: Math.round(quantile(fanout, 0.95)), difference_ms: Math.round(quantile(toPixel, 0.95) - quantile(fanout, 0.95)), points: toPixel.length, rate: `${Math.round(sentAt.size / 10)} points/s sent (50 asked: one HTTP batch at a time)`,
+      fanout_p95_ms: Math.round(quantile(fanout, 0.95)), difference_ms: Math.round(quantile(toPixel, 0.95) - quantile(fanout, 0.95)), points: toPixel.length, p50_ms: Math.round(quantile(toPixel, 0.5)), fanout_p50_ms: Math.round(quantile(fanout, 0.5)), frames_with_new_points: seen.length, chart_redraws: redraws, rate: `${Math.round(sentAt.size / 10)} points/s sent (50 asked: one HTTP batch at a time)`,
       what: 'worker HTTP send of a point until the frame whose reward chart shows its step (fanout: until a subscribed socket.io client has it)', target: 'difference < 50',
     });
     socket.close();

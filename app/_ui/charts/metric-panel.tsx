@@ -8,11 +8,13 @@ import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
 import { formatMetric } from '../runs/run-parts';
 import { useEffectiveTheme } from '../theme';
+import { roomyDomain } from './axes';
 import { appendLive, type Bucket, type Point } from './bucketing';
 import { chartColours } from './colours';
 import { downloadCsv, downloadPng } from './export';
 import type { HealthMarker } from './health';
 import { HEALTH_LABELS } from './health';
+import { LiveTail, LiveTailContext } from './live-tail';
 import { debiasedEma } from './smoothing';
 
 export interface ChartSettings {
@@ -60,6 +62,18 @@ function useWidth<T extends HTMLElement>() {
     return () => observer.disconnect();
   }, []);
   return [ref, width] as const;
+}
+
+/** The index of the first item whose step is past `step` (items in step order). */
+function upperBound(items: ReadonlyArray<{ step: number }>, step: number): number {
+  let lo = 0;
+  let hi = items.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (items[mid].step <= step) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 interface Row {
@@ -114,40 +128,100 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
   const [tableOpen, setTableOpen] = useState(false);
   const figure = useRef<HTMLElement>(null);
 
-  // Live points after the series' last bucket (none when zoomed into the past).
+  // Live points in view (none after the range when zoomed into the past), in step order.
+  const inRange = useMemo(() => (zoom ? livePoints.filter((p) => p.step >= zoom.from && p.step <= zoom.to) : livePoints), [livePoints, zoom]);
+  // The live points up to `committed` are in recharts' data; later ones are the live tail
+  // (live-tail.tsx), drawn over the chart without drawing the chart again. `drawn` trails
+  // `committed` by two frames: recharts takes new data in an effect, after the frame that handed
+  // it over, and the tail keeps those points drawn until it has.
+  const newest = inRange.length > 0 ? inRange[inRange.length - 1].step : -Infinity;
+  const newestRef = useRef(newest);
+  newestRef.current = newest;
+  const [committed, setCommitted] = useState(newest);
+  const [drawn, setDrawn] = useState(newest);
+  const live = !zoom && livePoints.length > 0;
+  const cut = live ? committed : Infinity;
+  const held = upperBound(inRange, cut);
+  const commit = useCallback(() => setCommitted(newestRef.current), []);
+  useEffect(() => {
+    let frame = requestAnimationFrame(() => (frame = requestAnimationFrame(() => setDrawn(committed))));
+    return () => cancelAnimationFrame(frame);
+  }, [committed]);
+
+  const xOf = useCallback(
+    (step: number, at?: string | Date): number | null => {
+      if (settings.x === 'step') return step;
+      const t = at ? new Date(at).getTime() : timeOf(step);
+      if (t === null) return null;
+      return settings.x === 'wall' ? t : (t - (settings.origin ?? t)) / 1000;
+    },
+    [settings.x, settings.origin, timeOf],
+  );
   const { rows, skipped, dropped } = useMemo(() => {
     const base: Bucket[] = series.data ?? [];
     const finite = base.filter((b) => Number.isFinite(b.last) && Number.isFinite(b.min) && Number.isFinite(b.max));
-    const inRange = livePoints.filter((p) => !zoom || (p.step >= zoom.from && p.step <= zoom.to));
-    const merged = appendLive(finite, inRange, buckets);
-    const notFinite = base.length - finite.length + inRange.filter((p) => !Number.isFinite(p.value)).length;
+    const handed = inRange.slice(0, held);
+    const merged = appendLive(finite, handed, buckets);
+    const notFinite = base.length - finite.length + handed.filter((p) => !Number.isFinite(p.value)).length;
     // A log scale cannot draw zero or below.
     const shown = settings.log ? merged.filter((b) => b.min > 0) : merged;
     const smooth = debiasedEma(
       shown.map((b) => b.last),
       settings.smoothing,
     );
-    const xOf = (b: Bucket): number | null => {
-      if (settings.x === 'step') return b.toStep;
-      const t = b.at ? new Date(b.at).getTime() : timeOf(b.toStep);
-      if (t === null) return null;
-      return settings.x === 'wall' ? t : (t - (settings.origin ?? t)) / 1000;
-    };
-    const all = shown.map((b, i) => ({ x: xOf(b), step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] as [number, number] }));
+    const all = shown.map((b, i) => ({ x: xOf(b.toStep, b.at), step: b.toStep, fromStep: b.fromStep, last: b.last, smooth: smooth[i], band: [b.min, b.max] as [number, number] }));
     return {
       rows: all.filter((r): r is Row => r.x !== null),
       skipped: notFinite,
       dropped: merged.length - shown.length,
     };
-  }, [series.data, livePoints, zoom, buckets, settings.log, settings.smoothing, settings.x, settings.origin, timeOf]);
+    // `inRange` changes with every live point; the rows change only with the points handed to
+    // recharts (`held` of them), so the chart is not drawn again for a point of the tail.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [series.data, held, zoom, buckets, settings.log, settings.smoothing, xOf]);
+
+  // The tail: the live points after the last row recharts has drawn (from the row at `drawn`,
+  // overlapping what was just handed over until recharts draws it), smoothed on from the rows.
+  const tail = useMemo((): Array<Pick<Row, 'x' | 'step' | 'last' | 'smooth'>> => {
+    if (!live || rows.length === 0 || newest <= rows[rows.length - 1].step) return [];
+    const lastStep = rows[rows.length - 1].step;
+    const anchorAt = Math.max(0, upperBound(rows, drawn) - 1);
+    const anchor = rows[anchorAt];
+    const placed = inRange.slice(upperBound(inRange, anchor.step)).flatMap((p) => {
+      const x = Number.isFinite(p.value) && (!settings.log || p.value > 0) ? xOf(p.step) : null;
+      return x === null ? [] : [{ x, step: p.step, last: p.value }];
+    });
+    const fresh = placed.filter((p) => p.step > lastStep);
+    const smoothFresh = debiasedEma([...rows.map((r) => r.last), ...fresh.map((p) => p.last)], settings.smoothing).slice(rows.length);
+    const smoothOfRow = new Map(rows.slice(anchorAt).map((r) => [r.step, r.smooth]));
+    let k = 0;
+    return [anchor, ...placed.map((p) => ({ ...p, smooth: p.step > lastStep ? smoothFresh[k++] : (smoothOfRow.get(p.step) ?? p.last) }))];
+  }, [live, rows, newest, drawn, inRange, settings.log, settings.smoothing, xOf]);
+  const tailing = tail.length > 1;
+  useEffect(() => {
+    // The tail is handed to recharts two seconds after it started, however fast points come (so
+    // the tooltip and the table soon have its points).
+    if (!tailing) return;
+    const timer = setTimeout(commit, 2000);
+    return () => clearTimeout(timer);
+  }, [tailing, committed, commit]);
+
+  // While points stream in, the x axis reaches a little past the newest one and the y axis a
+  // little above and below the values, so the next points fit without moving the axes (a point
+  // outside hands the tail over at once). A rising reward sets a new high with most points: with
+  // the y axis drawn tight round the data, every one of them drew the whole chart again.
+  const lo = rows[0]?.x ?? 0;
+  const hi = rows[rows.length - 1]?.x ?? 0;
+  const xMax = live ? hi + Math.max((hi - lo) * 0.25, settings.x === 'step' ? 10 : settings.x === 'relative' ? 5 : 5000) : hi;
+  const xDomain = useMemo(() => (live ? ([dataMin]: readonly [number, number]): [number, number] => [dataMin, xMax] : X_DOMAIN), [live, xMax]);
+  const [yLo, yHi] = live && !settings.log ? roomyDomain(rows) : [NaN, NaN];
+  const yDomain = useMemo(() => (Number.isFinite(yLo) ? [yLo, yHi] : Y_DOMAIN), [yLo, yHi]);
   const xFromPointer = (e: PointerEvent<HTMLElement>): number | null => {
     if (rows.length < 2) return null;
     const rect = e.currentTarget.getBoundingClientRect();
     const share = (e.clientX - rect.left - Y_AXIS_WIDTH) / (rect.width - Y_AXIS_WIDTH - MARGIN_RIGHT);
     if (share < 0 || share > 1) return null;
-    const lo = rows[0].x;
-    const hi = rows[rows.length - 1].x;
-    return lo + share * (hi - lo);
+    return lo + share * (xMax - lo);
   };
   const stepAt = (x: number) => rows.find((r) => r.x >= x)?.step ?? rows[rows.length - 1]?.step;
   const xAt = (step: number) => rows.find((r) => r.step >= step)?.x;
@@ -178,38 +252,55 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
     [colours.tooltip, colours.border, settings.x],
   );
 
+  // The chart as one element, made again only when what recharts draws changes: a render of the
+  // panel for a point of the live tail gives React the same element, and it leaves the chart be.
+  const markerKey = JSON.stringify(mine);
+  const chart = useMemo(
+    () =>
+      rows.length === 0 ? null : (
+        <ComposedChart data={rows} style={CHART_STYLE} responsive margin={CHART_MARGIN} accessibilityLayer={false}>
+          <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
+          <XAxis dataKey="x" type="number" domain={xDomain} allowDecimals={settings.x !== 'step'} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatXTick} />
+          <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={yDomain} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatMetric} allowDataOverflow={settings.log} />
+          <Tooltip isAnimationActive={false} contentStyle={tooltip.contentStyle} labelFormatter={tooltip.labelFormatter} formatter={tooltip.formatter} />
+          {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
+          <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
+          {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
+          {mine.map((m) => (
+            <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
+          ))}
+          {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
+          <LiveTail />
+        </ComposedChart>
+      ),
+    // `mine` and `xAt` are read through `markerKey` and `rows`.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [rows, xDomain, yDomain, colours, settings.x, settings.log, axis, formatXTick, tooltip, banded, smoothing, markerKey, drag],
+  );
+  const tailValue = useMemo(() => ({ points: tail, smoothing, colour: colours.line, xMax, onOverflow: commit }), [tail, smoothing, colours.line, xMax, commit]);
+
   let body;
   if (series.isPending) body = <Loading label={`Loading ${metricKey}…`} />;
   else if (series.isLoadingError) body = <ErrorNote error={series.error} />;
   else if (rows.length === 0)
     body = <p className="muted chart-empty">{zoom ? `No ${metricKey} between steps ${zoom.from} and ${zoom.to}.` : `No ${metricKey} points yet: they come after the run’s first step.`}</p>;
-  else
-    body = (
-      <ComposedChart data={rows} style={CHART_STYLE} responsive margin={CHART_MARGIN} accessibilityLayer={false}>
-        <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
-        <XAxis dataKey="x" type="number" domain={X_DOMAIN} allowDecimals={settings.x !== 'step'} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatXTick} />
-        <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={Y_DOMAIN} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatMetric} allowDataOverflow={settings.log} />
-        <Tooltip isAnimationActive={false} contentStyle={tooltip.contentStyle} labelFormatter={tooltip.labelFormatter} formatter={tooltip.formatter} />
-        {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
-        <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
-        {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
-        {mine.map((m) => (
-          <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
-        ))}
-        {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
-      </ComposedChart>
-    );
+  else body = <LiveTailContext.Provider value={tailValue}>{chart}</LiveTailContext.Provider>;
 
-  const last = rows[rows.length - 1];
+  // What the panel shows, the tail's points after the rows (each step once).
+  const shownRows: Row[] = useMemo(
+    () => (tail.length > 1 ? [...rows, ...tail.filter((p) => p.step > rows[rows.length - 1].step).map((p) => ({ ...p, fromStep: p.step, band: [p.last, p.last] as [number, number] }))] : rows),
+    [rows, tail],
+  );
+  const last = shownRows[shownRows.length - 1];
   return (
-    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by ${settings.x === 'step' ? 'step' : 'time'}`} data-metric={metricKey} data-points={rows.length} data-last-step={last?.step ?? ''}>
+    <figure ref={figure} className="chart metric-panel" aria-label={`${metricKey} by ${settings.x === 'step' ? 'step' : 'time'}`} data-metric={metricKey} data-points={shownRows.length} data-last-step={last?.step ?? ''}>
       <figcaption className="metric-panel-head">
         <span className="metric-panel-title" title={info?.description ?? metricKey}>
           {title}
         </span>
         <span className="tabular muted small">{last ? `${formatMetric(last.last)} at step ${last.step}` : ''}</span>
         <span className="metric-panel-tools">
-          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as CSV`} title="CSV" disabled={rows.length === 0} onClick={() => downloadCsv(metricKey, rows)}>
+          <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as CSV`} title="CSV" disabled={rows.length === 0} onClick={() => downloadCsv(metricKey, shownRows)}>
             <Download size={14} aria-hidden="true" />
           </button>
           <button type="button" className="btn btn-ghost btn-icon" aria-label={`Download ${metricKey} as PNG`} title="PNG" disabled={rows.length === 0} onClick={() => figure.current && void downloadPng(metricKey, figure.current, colours.background)}>
@@ -276,7 +367,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
               </tr>
             </thead>
             <tbody>
-              {rows.map((d) => (
+              {shownRows.map((d) => (
                 <tr key={d.step} data-step={d.step}>
                   <th scope="row" className="tabular">{d.fromStep === d.step ? d.step : `${d.fromStep}–${d.step}`}</th>
                   <td className="num">{formatMetric(d.last)}</td>

@@ -14,6 +14,7 @@ import { type ChartSettings, MetricPanel, type XMode } from './metric-panel';
 const HEALTH_KEYS = ['policy/kl', 'policy/entropy', 'episode/context_truncated', 'episode/count', 'reward/zero_variance_groups', 'loss/total', 'loss/policy', 'optim/grad_norm', 'optim/updates', 'optim/tokens'];
 const GROUP_ORDER = Object.keys(METRIC_GROUPS);
 const NO_POINTS: Point[] = [];
+const noTime = () => null;
 
 const X_MODES: Array<[XMode, string]> = [['step', 'Step'], ['relative', 'Relative time'], ['wall', 'Wall time']];
 
@@ -71,7 +72,7 @@ export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { te
   // One settings object while they stay the same, so panels that did not change skip their render.
   const settings = useMemo(() => raw, [raw.smoothing, raw.log, raw.zoom?.from, raw.zoom?.to, raw.x, raw.origin, raw.q]); // eslint-disable-line react-hooks/exhaustive-deps
   const onZoom = useCallback((z: { from: number; to: number }) => set({ zoom: `${z.from}-${z.to}` }), [set]);
-  const timeOf = useCallback((step: number) => live?.timeOf(step) ?? null, [live]);
+  const timeOf = live?.timeOf ?? noTime;
   const keys = useQuery(trpc.runs.metricKeys.queryOptions({ teamId, jobId }));
   const names = useMemo(() => keys.data?.map((k) => k.key) ?? [], [keys.data]);
   const markers = useHealth(teamId, jobId, names);

@@ -1,6 +1,6 @@
 'use client';
 import { useQueryClient } from '@tanstack/react-query';
-import { createContext, type ReactNode, useContext, useEffect, useRef, useState } from 'react';
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useRef, useState } from 'react';
 import { io, type Socket } from 'socket.io-client';
 import { type ClientToServerEvents, type LiveBatch, runRoom, type ServerToClientEvents } from '../../../sdk/live';
 import { StreamCursor } from '../../../sdk/stream-cursor';
@@ -194,6 +194,9 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
   }, [teamId, jobId, trpc, queryClient]);
 
   const s = store.current;
+  // The same function for the page's life: a chart's rows, computed with it, stay the same object
+  // between live frames (a new function a frame made every panel compute and draw them again).
+  const timeOf = useCallback((step: number) => store.current.arrivals.get(step) ?? null, []);
   const value: RunLive = {
     connection,
     version,
@@ -205,7 +208,7 @@ export function RunLiveProvider({ teamId, jobId, children }: { teamId: string; j
       }
       return points;
     },
-    timeOf: (step) => s.arrivals.get(step) ?? null,
+    timeOf,
     keys: () => [...s.metrics.keys()],
     rolloutStep: s.rolloutStep,
     stepTimes: s.stepTimes,

@@ -1,0 +1,22 @@
+/**
+ * The y axis of a live panel: the rows' values with a tenth of their range as room above and
+ * below, out to round numbers (a step of 1, 2 or 5 times a power of ten, about six ticks).
+ */
+export function roomyDomain(rows: ReadonlyArray<{ last: number; smooth: number; band: [number, number] }>): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const r of rows) {
+    for (const v of [r.last, r.smooth, r.band[0], r.band[1]]) {
+      if (!Number.isFinite(v)) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  if (!Number.isFinite(lo)) return [NaN, NaN];
+  const room = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  const raw = (hi - lo + 2 * room) / 6;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
+  const round = (v: number) => Number(v.toPrecision(12));
+  return [round(Math.floor((lo - room) / step) * step), round(Math.ceil((hi + room) / step) * step)];
+}
