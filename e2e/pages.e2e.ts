@@ -148,7 +148,7 @@ test('the team’s sections: datasets with a bad line then fixed, runs, a run’
     await expect(resume).toBeVisible();
     held = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', { teamId, kind: 'TRAIN', config: { environmentVersionId: environment.versions[0].id, training: { steps: 1, warmStart: null, evalEpisodes: 0 } } });
     const heldRow = queueTable.getByRole('row', { name: new RegExp(held.id) });
-    await expect(heldRow).toContainText(`worker ${local.id} would, but is draining`, { timeout: 60_000 });
+    await expect(heldRow).toContainText(`worker ${local.name} would, but is draining`, { timeout: 60_000 });
     await shoot(page, testInfo, 'cluster-drained');
     await resume.click();
     await expect(workersTable.getByRole('button', { name: `Drain ${local.name}` })).toBeVisible();

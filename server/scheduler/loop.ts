@@ -71,7 +71,7 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
         LEFT JOIN LATERAL (SELECT "workerId", "deviceIndexes", "startedAt", "preemptRequestedAt" FROM "JobAttempt" WHERE "jobId" = j.id AND state = 'ACTIVE' LIMIT 1) a ON true
        WHERE j.state IN ('ASSIGNED', 'RUNNING')`)),
     rawQuery<PlanWorker>(db, Prisma.raw(`
-      SELECT w.id, w."teamId", w.state::text AS state,
+      SELECT w.id, w.name, w."teamId", w.state::text AS state,
              coalesce(json_agg(json_build_object('index', d.index, 'kind', d.kind, 'memoryBytes', d."memoryBytes"::float8) ORDER BY d.index)
                       FILTER (WHERE d.id IS NOT NULL), '[]') AS devices
         FROM "Worker" w LEFT JOIN "WorkerDevice" d ON d."workerId" = w.id

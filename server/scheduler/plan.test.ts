@@ -157,6 +157,9 @@ describe('placement', () => {
       reason: 'waiting: no online worker available to this team has 1 device; worker w-drain would, but is draining (an admin can resume it)',
     });
     expect(p.preemptions).toEqual([]);
+    // A worker is named as it registered, where it has a name.
+    const named = run({ workers: [{ ...worker('w-drain', 4, { state: 'DRAINING' }), name: 'gpu-box-3' }], queued: [queued('j1')] });
+    expect(waiting(named, 'j1')?.reason).toContain('worker gpu-box-3 would, but is draining');
     const q = run({
       workers: [worker('w-drain', 4, { state: 'DRAINING' }), worker('w-on', 2)],
       running: [running('r1', 'w-drain', [0, 1, 2])],

@@ -126,6 +126,7 @@ interface Slot {
 
 interface WorkerSlots {
   id: string;
+  name?: string;
   teamId: string | null;
   state: WorkerState;
   slots: Slot[];
@@ -197,6 +198,7 @@ function buildState(input: PlanInput): State {
     .sort((a, b) => cmp(a.id, b.id))
     .map((w) => ({
       id: w.id,
+      name: w.name,
       teamId: w.teamId,
       state: w.state,
       slots: [...w.devices]
@@ -390,9 +392,9 @@ function computeShapes(s: State, job: PlanQueuedJob, state: WorkerState = 'ONLIN
   return shapes;
 }
 
-/** The draining workers that would take a job no online one can: the reason names them (an admin may resume one). */
+/** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
 function drainingThatFit(s: State, job: PlanQueuedJob): string[] {
-  return [...new Set(computeShapes(s, job, 'DRAINING').map((shape) => shape.worker.id))];
+  return [...new Set(computeShapes(s, job, 'DRAINING').map((shape) => shape.worker.name ?? shape.worker.id))];
 }
 
 /** A reservation's devices on its worker, as a pool; `freed` holders count as gone. */

@@ -45,7 +45,7 @@ export const exceedsQuotaReason = (deviceCount: number, quota: number): string =
 export function noWorkerReason(job: Request, draining: string[] = []): string {
   const reason = `waiting: no online worker available to this team has ${describe(job)}`;
   if (draining.length === 0) return reason;
-  const workers = draining.map((id) => `worker ${id}`).join(', ');
+  const workers = draining.map((name) => `worker ${name}`).join(', ');
   return `${reason}; ${workers} would, but ${draining.length === 1 ? 'is' : 'are'} draining (an admin can resume ${draining.length === 1 ? 'it' : 'them'})`;
 }
 

@@ -17,6 +17,8 @@ export interface PlanDevice {
 
 export interface PlanWorker {
   id: string;
+  /** As the worker registered (a reason names a worker by it; ids are for machines). */
+  name?: string;
   /** The pool: a team's worker runs only that team's jobs; null is the shared pool. */
   teamId: string | null;
   state: WorkerState;
