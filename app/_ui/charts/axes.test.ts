@@ -4,24 +4,25 @@ import { roomyDomain } from './axes';
 const rows = (values: number[]) => values.map((v) => ({ last: v, smooth: v, band: [v, v] as [number, number] }));
 
 describe('roomyDomain', () => {
-  it('leaves a tenth of the range above and below, out to round numbers', () => {
-    expect(roomyDomain(rows([0, 0.37, 1]))).toEqual([-0.2, 1.2]);
+  it('leaves a fifth of the range above and below, out to round numbers', () => {
     expect(roomyDomain(rows([-1, 1]))).toEqual([-1.5, 1.5]);
+    expect(roomyDomain(rows([2.1, 2.3]))).toEqual([2.05, 2.35]);
+  });
+
+  it('keeps values that are never negative on an axis from zero or above', () => {
+    expect(roomyDomain(rows([0, 0.37, 1]))).toEqual([0, 1.25]);
     expect(roomyDomain(rows([120, 480]))).toEqual([0, 600]);
-    expect(roomyDomain(rows([5, 5]))).toEqual([4.4, 5.6]);
   });
 
   it('gives a flat series room round its value, and none when nothing is finite', () => {
-    const [lo, hi] = roomyDomain(rows([5, 5]));
-    expect(lo).toBeLessThan(5);
-    expect(hi).toBeGreaterThan(5);
-    expect(roomyDomain(rows([0, 0]))).toEqual([-1, 1]);
+    expect(roomyDomain(rows([5, 5]))).toEqual([4, 6]);
+    expect(roomyDomain(rows([0, 0]))).toEqual([0, 1]);
     expect(roomyDomain(rows([Number.NaN]))).toEqual([NaN, NaN]);
   });
 
   it('takes the band and the smoothed line into account', () => {
     const [lo, hi] = roomyDomain([{ last: 0.5, smooth: 0.5, band: [-3, 7] }]);
-    expect(lo).toBeLessThanOrEqual(-4);
-    expect(hi).toBeGreaterThanOrEqual(8);
+    expect(lo).toBeLessThanOrEqual(-5);
+    expect(hi).toBeGreaterThanOrEqual(9);
   });
 });

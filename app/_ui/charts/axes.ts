@@ -1,6 +1,9 @@
 /**
- * The y axis of a live panel: the rows' values with a tenth of their range as room above and
- * below, out to round numbers (a step of 1, 2 or 5 times a power of ten, about six ticks).
+ * The y axis of a live panel: the rows' values with a fifth of their range as room above and
+ * below, out to round numbers (a step of 1, 2, 2.5 or 5 times a power of ten, about six ticks). Values
+ * that are never negative (a reward in 0..1, a loss) keep an axis from zero or above. Each new
+ * value outside draws the whole chart again: a rising reward sets a new high with most points,
+ * and the room is what lets a run of them fit.
  */
 export function roomyDomain(rows: ReadonlyArray<{ last: number; smooth: number; band: [number, number] }>): [number, number] {
   let lo = Infinity;
@@ -13,10 +16,11 @@ export function roomyDomain(rows: ReadonlyArray<{ last: number; smooth: number; 
     }
   }
   if (!Number.isFinite(lo)) return [NaN, NaN];
-  const room = (hi - lo) * 0.1 || Math.abs(hi) * 0.1 || 1;
+  const room = (hi - lo) * 0.2 || Math.abs(hi) * 0.2 || 1;
   const raw = (hi - lo + 2 * room) / 6;
   const power = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
   const round = (v: number) => Number(v.toPrecision(12));
-  return [round(Math.floor((lo - room) / step) * step), round(Math.ceil((hi + room) / step) * step)];
+  const from = Math.floor((lo - room) / step) * step;
+  return [round(lo >= 0 ? Math.max(0, from) : from), round(Math.ceil((hi + room) / step) * step)];
 }

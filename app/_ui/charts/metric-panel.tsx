@@ -104,6 +104,8 @@ interface PanelProps {
   /** This panel's markers. */
   markers: HealthMarker[];
   onMarker: (step: number) => void;
+  /** The run's last step, where known: a live x axis reaches no further. */
+  totalSteps?: number | null;
 }
 
 /**
@@ -111,10 +113,10 @@ interface PanelProps {
  * other metrics leaves it alone (the page stays responsive while every metric streams).
  */
 export const MetricPanel = memo(MetricPanelView, (a, b) =>
-  a.teamId === b.teamId && a.jobId === b.jobId && a.metricKey === b.metricKey && a.settings === b.settings && a.livePoints === b.livePoints && JSON.stringify(a.markers) === JSON.stringify(b.markers),
+  a.teamId === b.teamId && a.jobId === b.jobId && a.metricKey === b.metricKey && a.settings === b.settings && a.livePoints === b.livePoints && a.totalSteps === b.totalSteps && JSON.stringify(a.markers) === JSON.stringify(b.markers),
 );
 
-function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeOf, onZoom, markers, onMarker }: PanelProps) {
+function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeOf, onZoom, markers, onMarker, totalSteps }: PanelProps) {
   const trpc = useTRPC();
   const colours = chartColours(useEffectiveTheme());
   const [box, width] = useWidth<HTMLDivElement>();
@@ -212,7 +214,10 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
   // the y axis drawn tight round the data, every one of them drew the whole chart again.
   const lo = rows[0]?.x ?? 0;
   const hi = rows[rows.length - 1]?.x ?? 0;
-  const xMax = live ? hi + Math.max((hi - lo) * 0.25, settings.x === 'step' ? 10 : settings.x === 'relative' ? 5 : 5000) : hi;
+  // (At least 50 steps or 10 seconds: each hand-over draws the whole chart, and a run's first
+  // steps, on a narrow axis, would hand over with nearly every point. Not past the run's last step.)
+  const ahead = hi + Math.max((hi - lo) * 0.25, settings.x === 'step' ? 50 : settings.x === 'relative' ? 10 : 10_000);
+  const xMax = !live ? hi : settings.x === 'step' && totalSteps && totalSteps > hi ? Math.min(ahead, totalSteps) : ahead;
   const xDomain = useMemo(() => (live ? ([dataMin]: readonly [number, number]): [number, number] => [dataMin, xMax] : X_DOMAIN), [live, xMax]);
   const [yLo, yHi] = live && !settings.log ? roomyDomain(rows) : [NaN, NaN];
   const yDomain = useMemo(() => (Number.isFinite(yLo) ? [yLo, yHi] : Y_DOMAIN), [yLo, yHi]);

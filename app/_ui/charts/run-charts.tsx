@@ -63,7 +63,7 @@ function useHealth(teamId: string, jobId: string, keys: string[]) {
  * panel (all in the URL, so a link shows the same view). Health markers sit on their panels;
  * each leads to its step's rollouts.
  */
-export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { teamId: string; jobId: string; active: boolean; startedAt: Date | string | null; onPickStep: (step: number) => void }) {
+export function RunCharts({ teamId, jobId, active, startedAt, totalSteps, onPickStep }: { teamId: string; jobId: string; active: boolean; startedAt: Date | string | null; totalSteps?: number | null; onPickStep: (step: number) => void }) {
   const trpc = useTRPC();
   const live = useRunLive();
   const { params, set } = useUrlState();
@@ -151,6 +151,7 @@ export function RunCharts({ teamId, jobId, active, startedAt, onPickStep }: { te
                 onZoom={onZoom}
                 markers={markers.filter((m) => m.key === key)}
                 onMarker={onPickStep}
+                totalSteps={totalSteps}
               />
             ))}
           </div>

@@ -210,7 +210,7 @@ function RunView({ jobId }: { jobId: string }) {
       />
       <div {...tabPanelProps('run', tab)}>
         {tab === 'charts' ? (
-          <RunCharts teamId={team.id} jobId={r.id} active={active} startedAt={r.startedAt} onPickStep={(step) => set({ tab: 'rollouts', rstep: step, sample: null, task: null })} />
+          <RunCharts teamId={team.id} jobId={r.id} active={active} startedAt={r.startedAt} totalSteps={r.totalSteps} onPickStep={(step) => set({ tab: 'rollouts', rstep: step, sample: null, task: null })} />
         ) : tab === 'rollouts' ? (
           <RolloutViewer teamId={team.id} jobId={r.id} />
         ) : tab === 'events' ? (
