@@ -29,15 +29,24 @@ describe('healthMarkers', () => {
     expect(markers.map((m) => [m.kind, m.step])).toEqual([['entropy-collapse', 15]]);
   });
 
-  it('marks steps where a quarter of the episodes hit the context limit', () => {
-    const markers = healthMarkers({ 'episode/context_truncated': series([0, 1, 4, 8]), 'episode/count': series([16, 16, 16, 16]) });
-    expect(markers.map((m) => [m.kind, m.step])).toEqual([['length-limit', 3], ['length-limit', 4]]);
+  it('marks steps where a quarter of the episodes hit the context limit, a run of them as one range', () => {
+    const markers = healthMarkers({ 'episode/context_truncated': series([0, 1, 4, 8, 0, 5]), 'episode/count': series([16, 16, 16, 16, 16, 16]) });
+    expect(markers.map((m) => [m.kind, m.step, m.toStep])).toEqual([['length-limit', 3, 4], ['length-limit', 6, undefined]]);
+    expect(markers[0].message).toBe("Steps 3 to 4: at least 25% of each step's episodes (up to 50%) were cut at the context limit");
+    expect(markers[1].message).toBe("31% of step 6's episodes were cut at the context limit");
   });
 
   it('marks steps where most groups have all-equal rewards (the runner’s share), at the threshold and above', () => {
-    const markers = healthMarkers({ 'reward/zero_variance_groups': series([0, 0.25, 0.5, 1]) });
-    expect(markers.map((m) => [m.kind, m.step, m.key])).toEqual([['zero-variance', 3, 'reward/mean'], ['zero-variance', 4, 'reward/mean']]);
-    expect(markers[1].message).toBe("100% of step 4's groups had all-equal rewards: no gradient from them");
+    const markers = healthMarkers({ 'reward/zero_variance_groups': series([0, 0.25, 1, 0.25, 0.5]) });
+    expect(markers.map((m) => [m.kind, m.step, m.toStep, m.key])).toEqual([['zero-variance', 3, undefined, 'reward/mean'], ['zero-variance', 5, undefined, 'reward/mean']]);
+    expect(markers[0].message).toBe("100% of step 3's groups had all-equal rewards: no gradient from them");
+  });
+
+  it('a sign that lasts is one marker over its steps, not one a step (a new policy on bandit: 100 steps with no gradient)', () => {
+    const shares = [...Array(100).fill(1), ...Array(50).fill(0.1), 0.75, 0.75, 0.1];
+    const markers = healthMarkers({ 'reward/zero_variance_groups': series(shares) });
+    expect(markers.map((m) => [m.step, m.toStep])).toEqual([[1, 100], [151, 152]]);
+    expect(markers[0].message).toBe("Steps 1 to 100: at least 50% of each step's groups (up to 100%) had all-equal rewards: no gradient from them");
   });
 
   it('marks steps whose loss was not a number or that made no update with tokens to train', () => {

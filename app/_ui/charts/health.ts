@@ -3,13 +3,17 @@ import type { Point } from './bucketing';
 /**
  * Health markers: steps where a run shows a known failure sign of RL on language models. Pure
  * rules over the run's metric points (by key), so the chart, the rollout viewer and the tests
- * agree on them. Each marker names its step; the page links it to that step's rollouts.
+ * agree on them. Each marker names its step; the page links it to that step's rollouts. A sign
+ * that holds for several points in a row (groups with no gradient for the first hundred steps of a
+ * bandit run, every episode at the length limit) is one marker over that range, not one a step.
  */
 export type HealthKind = 'kl-spike' | 'entropy-collapse' | 'length-limit' | 'zero-variance' | 'nan-skipped';
 
 export interface HealthMarker {
   kind: HealthKind;
+  /** The first step showing the sign; `toStep` the last of a run of points in a row that all show it. */
   step: number;
+  toStep?: number;
   /** The metric the sign shows on: the panel that draws the marker. */
   key: string;
   /** One sentence for the marker's tooltip and the list under the charts. */
@@ -81,20 +85,59 @@ function byStep(points: readonly Point[] | undefined): Map<number, number> {
 /** Steps where many episodes were cut at the context limit: responses drifting to the limit. */
 function lengthAtLimit(truncated: readonly Point[] | undefined, counts: readonly Point[] | undefined, t: HealthThresholds): HealthMarker[] {
   const count = byStep(counts);
-  const out: HealthMarker[] = [];
-  for (const p of truncated ?? []) {
+  const share = (p: Point) => {
     const n = count.get(p.step);
-    if (!n || !Number.isFinite(p.value) || p.value <= 0) continue;
-    const share = p.value / n;
-    if (share >= t.truncatedShare) out.push({ kind: 'length-limit', step: p.step, key: 'episode/response_tokens', message: `${Math.round(share * 100)}% of step ${p.step}'s episodes were cut at the context limit` });
-  }
-  return out;
+    return n && Number.isFinite(p.value) && p.value > 0 && p.value / n >= t.truncatedShare ? p.value / n : null;
+  };
+  return runsOf(truncated ?? [], share).map((r) => ({
+    kind: 'length-limit' as const,
+    step: r.from,
+    ...(r.to > r.from ? { toStep: r.to } : {}),
+    key: 'episode/response_tokens',
+    message:
+      r.to > r.from
+        ? `Steps ${r.from} to ${r.to}: at least ${percent(t.truncatedShare)} of each step's episodes (up to ${percent(r.worst)}) were cut at the context limit`
+        : `${percent(r.worst)} of step ${r.from}'s episodes were cut at the context limit`,
+  }));
 }
 
+/**
+ * The points in a row (in series order: a bucketed series' neighbours are in a row too) that
+ * `flagged` picks, as [first, last, worst value] runs.
+ */
+function runsOf(points: readonly Point[], flagged: (p: Point) => number | null): Array<{ from: number; to: number; worst: number; count: number }> {
+  const runs: Array<{ from: number; to: number; worst: number; count: number }> = [];
+  let open = false;
+  for (const p of points) {
+    const v = flagged(p);
+    if (v === null) {
+      open = false;
+      continue;
+    }
+    const last = runs[runs.length - 1];
+    if (open && last) {
+      last.to = p.step;
+      last.worst = Math.max(last.worst, v);
+      last.count++;
+    } else runs.push({ from: p.step, to: p.step, worst: v, count: 1 });
+    open = true;
+  }
+  return runs;
+}
+
+const percent = (v: number) => `${Math.round(v * 100)}%`;
+
 function zeroVariance(shares: readonly Point[] | undefined, t: HealthThresholds): HealthMarker[] {
-  return (shares ?? [])
-    .filter((p) => Number.isFinite(p.value) && p.value >= t.zeroVarianceShare)
-    .map((p) => ({ kind: 'zero-variance' as const, step: p.step, key: 'reward/mean', message: `${Math.round(p.value * 100)}% of step ${p.step}'s groups had all-equal rewards: no gradient from them` }));
+  return runsOf(shares ?? [], (p) => (Number.isFinite(p.value) && p.value >= t.zeroVarianceShare ? p.value : null)).map((r) => ({
+    kind: 'zero-variance' as const,
+    step: r.from,
+    ...(r.to > r.from ? { toStep: r.to } : {}),
+    key: 'reward/mean',
+    message:
+      r.to > r.from
+        ? `Steps ${r.from} to ${r.to}: at least ${percent(t.zeroVarianceShare)} of each step's groups (up to ${percent(r.worst)}) had all-equal rewards: no gradient from them`
+        : `${percent(r.worst)} of step ${r.from}'s groups had all-equal rewards: no gradient from them`,
+  }));
 }
 
 /** Steps whose loss or gradient norm was NaN/±Infinity, or that made no update though there were tokens to train. */

@@ -32,6 +32,8 @@ export interface ChartSettings {
 export type XMode = 'step' | 'relative' | 'wall';
 
 const Y_AXIS_WIDTH = 52;
+/** Markers listed under a panel; more are drawn on the chart and listed when zoomed in. */
+const LISTED_MARKERS = 6;
 const MARGIN_RIGHT = 12;
 const CHART_STYLE = { width: '100%', height: '100%', userSelect: 'none' } as const;
 const CHART_MARGIN = { top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 };
@@ -229,11 +231,12 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
     return lo + share * (xMax - lo);
   };
   const stepAt = (x: number) => rows.find((r) => r.x >= x)?.step ?? rows[rows.length - 1]?.step;
-  const xAt = (step: number) => rows.find((r) => r.step >= step)?.x;
+  const xAt = (step: number) => rows.find((r) => r.step >= step)?.x ?? rows[rows.length - 1]?.x;
 
   const info = describeMetric(metricKey);
   const title = metricKey;
-  const mine = markers;
+  // The markers over the steps in view (a zoom lists the ones it shows).
+  const mine = zoom ? markers.filter((m) => (m.toStep ?? m.step) >= zoom.from && m.step <= zoom.to) : markers;
   const banded = rows.some((r) => r.band[0] !== r.band[1]);
   const smoothing = settings.smoothing > 0;
 
@@ -271,9 +274,13 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
           {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
           <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
           {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
-          {mine.map((m) => (
-            <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
-          ))}
+          {mine.map((m) =>
+            m.toStep === undefined ? (
+              <ReferenceLine key={`${m.kind}-${m.step}`} x={xAt(m.step)} stroke={colours.marker} strokeDasharray="4 2" />
+            ) : (
+              <ReferenceArea key={`${m.kind}-${m.step}`} x1={xAt(m.step)} x2={xAt(m.toStep)} fill={colours.marker} fillOpacity={0.08} />
+            ),
+          )}
           {drag ? <ReferenceArea x1={drag.from} x2={drag.to} fill={colours.line} fillOpacity={0.12} /> : null}
           <LiveTail />
         </ComposedChart>
@@ -348,13 +355,14 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
       ) : null}
       {mine.length > 0 ? (
         <ul className="health-markers" aria-label={`Health markers on ${metricKey}`}>
-          {mine.map((m) => (
+          {mine.slice(0, LISTED_MARKERS).map((m) => (
             <li key={`${m.kind}-${m.step}`}>
               <button type="button" className="btn btn-ghost small" title={m.message} onClick={() => onMarker(m.step)}>
-                ⚠ {HEALTH_LABELS[m.kind]} at step {m.step}
+                ⚠ {HEALTH_LABELS[m.kind]} {m.toStep === undefined ? `at step ${m.step}` : `at steps ${m.step}–${m.toStep}`}
               </button>
             </li>
           ))}
+          {mine.length > LISTED_MARKERS ? <li className="muted small">and {mine.length - LISTED_MARKERS} more on the chart (zoom in to list them)</li> : null}
         </ul>
       ) : null}
       <details className="chart-table" onToggle={(e) => setTableOpen(e.currentTarget.open)}>
