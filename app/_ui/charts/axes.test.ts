@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { roomyDomain } from './axes';
+import { isFlat, roomyDomain, staticDomain } from './axes';
 
-const rows = (values: number[]) => values.map((v) => ({ last: v, smooth: v, band: [v, v] as [number, number] }));
+const rows = (values: number[]) => values;
 
 describe('roomyDomain', () => {
   it('leaves a fifth of the range above and below, out to round numbers', () => {
@@ -20,9 +20,17 @@ describe('roomyDomain', () => {
     expect(roomyDomain(rows([Number.NaN]))).toEqual([NaN, NaN]);
   });
 
-  it('takes the band and the smoothed line into account', () => {
-    const [lo, hi] = roomyDomain([{ last: 0.5, smooth: 0.5, band: [-3, 7] }]);
+  it('takes every value it is given (the band and the smoothed line too)', () => {
+    const [lo, hi] = roomyDomain([0.5, 0.5, -3, 7]);
     expect(lo).toBeLessThanOrEqual(-5);
     expect(hi).toBeGreaterThanOrEqual(9);
+  });
+});
+
+describe('staticDomain', () => {
+  it("is recharts' own unless every finite value is the same", () => {
+    expect(staticDomain([1, 2, 3])).toBeNull();
+    expect(staticDomain([8, 8, Number.NaN, 8])).toEqual([6, 10]);
+    expect(isFlat([Number.NaN])).toBe(false);
   });
 });

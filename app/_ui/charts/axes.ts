@@ -5,15 +5,13 @@
  * value outside draws the whole chart again: a rising reward sets a new high with most points,
  * and the room is what lets a run of them fit.
  */
-export function roomyDomain(rows: ReadonlyArray<{ last: number; smooth: number; band: [number, number] }>): [number, number] {
+export function roomyDomain(values: Iterable<number>): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
-  for (const r of rows) {
-    for (const v of [r.last, r.smooth, r.band[0], r.band[1]]) {
-      if (!Number.isFinite(v)) continue;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
-    }
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
   }
   if (!Number.isFinite(lo)) return [NaN, NaN];
   const room = (hi - lo) * 0.2 || Math.abs(hi) * 0.2 || 1;
@@ -23,4 +21,20 @@ export function roomyDomain(rows: ReadonlyArray<{ last: number; smooth: number; 
   const round = (v: number) => Number(v.toPrecision(12));
   const from = Math.floor((lo - room) / step) * step;
   return [round(lo >= 0 ? Math.max(0, from) : from), round(Math.ceil((hi + room) / step) * step)];
+}
+
+/** Every finite value the same: recharts' automatic domain then labels two ticks alike ("8", "8"). */
+export function isFlat(values: Iterable<number>): boolean {
+  let first: number | undefined;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (first === undefined) first = v;
+    else if (v !== first) return false;
+  }
+  return first !== undefined;
+}
+
+/** The y domain of a chart that is not live: room round a flat series' value, else null (recharts' own). */
+export function staticDomain(values: readonly number[]): [number, number] | null {
+  return isFlat(values) ? roomyDomain(values) : null;
 }

@@ -5,6 +5,7 @@ import { CartesianGrid, ComposedChart, Line, Tooltip, XAxis, YAxis } from 'recha
 import { useTRPC } from '../../trpc';
 import { formatMetric } from '../runs/run-parts';
 import { useEffectiveTheme } from '../theme';
+import { staticDomain } from './axes';
 import { chartColours } from './colours';
 import { debiasedEma } from './smoothing';
 
@@ -17,6 +18,8 @@ const BUCKETS = 400;
  * One metric of several runs: a line per run in the run's colour, smoothed as the run page
  * smooths, each from its own downsampled series; rows are merged by step.
  */
+const AUTO = ['auto', 'auto'];
+
 export function ComparePanel({ teamId, jobIds, metricKey, smoothing }: { teamId: string; jobIds: string[]; metricKey: string; smoothing: number }) {
   const trpc = useTRPC();
   const colours = chartColours(useEffectiveTheme());
@@ -39,6 +42,7 @@ export function ComparePanel({ teamId, jobIds, metricKey, smoothing }: { teamId:
     return [...byStep.values()].sort((a, b) => a.step - b.step);
     // eslint-disable-next-line react-hooks/exhaustive-deps -- the series' data are the inputs; the array around them is new each render
   }, [smoothing, ...datas]);
+  const yDomain = useMemo(() => staticDomain(rows.flatMap((r) => Object.entries(r).flatMap(([k, v]) => (k === 'step' ? [] : [v])))) ?? AUTO, [rows]);
   const pending = results.some((r) => r.isPending);
   return (
     <figure className="chart metric-panel" aria-label={`${metricKey}, runs compared`} data-metric={metricKey} data-runs={results.filter((r) => (r.data?.length ?? 0) > 0).length}>
@@ -52,7 +56,7 @@ export function ComparePanel({ teamId, jobIds, metricKey, smoothing }: { teamId:
           <ComposedChart data={rows} style={{ width: '100%', height: '100%' }} responsive margin={{ top: 8, right: 12, bottom: 4, left: 0 }} accessibilityLayer={false}>
             <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
             <XAxis dataKey="step" type="number" domain={['dataMin', 'dataMax']} allowDecimals={false} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} />
-            <YAxis width={52} domain={['auto', 'auto']} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} />
+            <YAxis width={52} domain={yDomain} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} />
             <Tooltip
               isAnimationActive={false}
               contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}

@@ -8,7 +8,7 @@ import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading } from '../components';
 import { formatMetric } from '../runs/run-parts';
 import { useEffectiveTheme } from '../theme';
-import { roomyDomain } from './axes';
+import { roomyDomain, staticDomain } from './axes';
 import { appendLive, type Bucket, type Point } from './bucketing';
 import { chartColours } from './colours';
 import { downloadCsv, downloadPng } from './export';
@@ -39,6 +39,7 @@ const CHART_STYLE = { width: '100%', height: '100%', userSelect: 'none' } as con
 const CHART_MARGIN = { top: 8, right: MARGIN_RIGHT, bottom: 4, left: 0 };
 const X_DOMAIN = ['dataMin', 'dataMax'];
 const Y_DOMAIN = ['auto', 'auto'];
+const NO_DOMAIN = [NaN, NaN] as const;
 
 const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
 
@@ -221,7 +222,8 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
   const ahead = hi + Math.max((hi - lo) * 0.25, settings.x === 'step' ? 50 : settings.x === 'relative' ? 10 : 10_000);
   const xMax = !live ? hi : settings.x === 'step' && totalSteps && totalSteps > hi ? Math.min(ahead, totalSteps) : ahead;
   const xDomain = useMemo(() => (live ? ([dataMin]: readonly [number, number]): [number, number] => [dataMin, xMax] : X_DOMAIN), [live, xMax]);
-  const [yLo, yHi] = live && !settings.log ? roomyDomain(rows) : [NaN, NaN];
+  const values = useMemo(() => rows.flatMap((r) => [r.last, r.smooth, r.band[0], r.band[1]]), [rows]);
+  const [yLo, yHi] = settings.log ? NO_DOMAIN : live ? roomyDomain(values) : (staticDomain(values) ?? NO_DOMAIN);
   const yDomain = useMemo(() => (Number.isFinite(yLo) ? [yLo, yHi] : Y_DOMAIN), [yLo, yHi]);
   const xFromPointer = (e: PointerEvent<HTMLElement>): number | null => {
     if (rows.length < 2) return null;
