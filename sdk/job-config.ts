@@ -125,11 +125,18 @@ export function resolveJobTraining(kind: 'TRAIN' | 'SFT', config: { training: Tr
     if (config.training.algorithm !== undefined && config.training.algorithm !== 'sft') return { ok: false, problems: ['algorithm: an SFT job trains with "sft"'] };
     return resolveTraining({ algorithm: 'sft' }, config.training);
   }
-  const manifestTraining = (rawManifest as { training?: unknown } | null)?.training;
-  const resolved = resolveTraining(isOverrides(manifestTraining) ? manifestTraining : undefined, config.training);
+  const manifest = rawManifest as { training?: unknown; server?: unknown } | null | undefined;
+  const manifestTraining = manifest?.training;
+  // A game served over HTTP whose episodes fail is a server that is down or broken, not a policy
+  // still learning: its jobs fail sooner (the manifest or the job may set another share).
+  const kindDefaults = manifest?.server ? HTTP_TRAINING_DEFAULTS : undefined;
+  const resolved = resolveTraining(kindDefaults, isOverrides(manifestTraining) ? manifestTraining : undefined, config.training);
   if (resolved.ok && resolved.config.algorithm === 'sft') return { ok: false, problems: ['algorithm: "sft" trains on a dataset; submit an SFT job'] };
   return resolved;
 }
+
+/** What an HTTP environment's jobs get before the manifest's options (docs/http-environments.md). */
+export const HTTP_TRAINING_DEFAULTS: TrainingOverrides = { maxEpisodeErrorShare: 0.1 };
 
 function isOverrides(v: unknown): v is TrainingOverrides {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -20,6 +20,7 @@ import {
   resolveTraining,
   sftOptionsSchema,
   type TrainingConfig,
+  type TrainingOverrides,
 } from './training-config';
 
 const manifest = { training: { algorithm: 'grpo', steps: 60, learningRate: 0.003 } };
@@ -91,6 +92,18 @@ describe('defaults', () => {
     expect(resolveJob('TRAIN', { steps: 5 })).toMatchObject({ algorithm: 'grpo', steps: 5, learningRate: 0.003, clipHigh: 0.28, epochs: 1 });
     expect(resolveJob('TRAIN', { algorithm: 'ppo' })).toMatchObject({ algorithm: 'ppo', clipHigh: 0.2, epochs: 2 });
     expect(resolveTraining({ model: { width: 32, heads: 2 } }, { model: { layers: 3 } })).toMatchObject({ ok: true, config: { model: { width: 32, heads: 2, layers: 3, contextLength: 128 } } });
+  });
+
+  test('an environment served over HTTP fails its jobs once a tenth of the episodes failed, unless its manifest or the job says otherwise', () => {
+    const served = { server: { urls: ['http://127.0.0.1:8081'] } };
+    const share = (manifest: object, training: TrainingOverrides = {}) => {
+      const r = resolveJobTraining('TRAIN', { training }, manifest);
+      return r.ok && r.config.algorithm !== 'sft' ? r.config.maxEpisodeErrorShare : r;
+    };
+    expect(share({})).toBe(0.5);
+    expect(share(served)).toBe(0.1);
+    expect(share({ ...served, training: { maxEpisodeErrorShare: 0.3 } })).toBe(0.3);
+    expect(share(served, { maxEpisodeErrorShare: 0.2 })).toBe(0.2);
   });
 
   test('every option is documented with a group and a default', () => {

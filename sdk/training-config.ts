@@ -227,7 +227,7 @@ const rlOptions = {
   maxEpisodeErrorShare: option(
     num(0, 1).default(0.5),
     'run',
-    'The job fails, naming the most frequent errors, once more than this share of its episodes so far ended in an error. Default 0.5: a run mostly of errors learns nothing worth its device.',
+    'The job fails, naming the most frequent errors, once more than this share of its episodes so far ended in an error. Default 0.5: a run mostly of errors learns nothing worth its device. 0.1 for an environment served over HTTP (its failures are a server down or broken, not a policy still learning).',
   ),
   flatRewardWarnSteps: option(
     int(0, 1_000_000).default(10),
