@@ -136,7 +136,7 @@ export function resolveJobTraining(kind: 'TRAIN' | 'SFT', config: { training: Tr
 }
 
 /** What an HTTP environment's jobs get before the manifest's options (docs/http-environments.md). */
-export const HTTP_TRAINING_DEFAULTS: TrainingOverrides = { maxEpisodeErrorShare: 0.1 };
+const HTTP_TRAINING_DEFAULTS: TrainingOverrides = { maxEpisodeErrorShare: 0.1 };
 
 function isOverrides(v: unknown): v is TrainingOverrides {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
