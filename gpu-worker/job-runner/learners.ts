@@ -25,7 +25,7 @@ import { JobFailure } from './types';
 type RLConfig = Exclude<TrainingConfig, { algorithm: 'sft' }>;
 
 /** The policy id of the one policy that learners share. */
-export const SHARED_POLICY = 'policy';
+const SHARED_POLICY = 'policy';
 
 export interface Learner {
   /** The coordinator's policy id: SHARED_POLICY, or the agent's name. */
