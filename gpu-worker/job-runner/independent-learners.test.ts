@@ -128,6 +128,21 @@ describe('independent learners on gomoku', () => {
   }, 60_000);
 });
 
+test('with PPO too: each learner has its own critic (the value head comes with the copy)', { timeout: 60_000 }, async () => {
+  const sink = new MemorySink();
+  const ppo = { ...training, algorithm: 'ppo', steps: 1, checkpointEvery: 1 };
+  expect(await runJob(testAssignment({ config: { ...config, training: ppo }, environment }), sink, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+  expect(sink.checkpoints.map((c) => `${c.kind}:${c.agent}`)).toEqual(['TRAINING:white', 'TRAINING:black', 'SAMPLER:white', 'SAMPLER:black']);
+  const store = new CheckpointStore(sink);
+  try {
+    const loaded = await Promise.all(sink.checkpoints.filter((c) => c.kind === 'TRAINING').map((c) => store.load(c.storageKey)));
+    expect(loaded.map((l) => [l.trainerState?.algorithm, l.model.config.valueHead])).toEqual([['ppo', true], ['ppo', true]]);
+    loaded.forEach((l) => l.model.dispose());
+  } finally {
+    store.dispose();
+  }
+});
+
 test('independentLearners is refused where it makes no sense, with what to write', () => {
   const problems = (over: Record<string, unknown>) => {
     const r = resolveJobTraining('TRAIN', { training: over }, gomoku.manifest);
