@@ -285,6 +285,7 @@ export type CatalogueKey = keyof typeof METRICS;
 /** Keys with a part the run names (an agent, a field of the environment's info). */
 export const METRIC_FAMILIES = {
   'reward/<agent>': { description: 'multi-agent: mean episode return of one agent' },
+  'episode/win_rate/<agent>': { description: "multi-agent: share of the step's episodes that one agent won (a positive return)" },
   'eval/win_rate/<agent>': { description: 'multi-agent evaluation: win rate of the policy in one seat' },
   'env/<name>': { description: "mean over the step's episodes of a number the environment reported in its final step's info" },
 } as const satisfies Record<`${MetricGroup}/${string}<${string}>`, MetricInfo>;
@@ -299,6 +300,11 @@ function part(prefix: string, name: string): string {
 export function agentRewardKey(agent: string): string {
   const key = part('reward/', agent);
   return key in METRICS ? part('reward/agent_', agent) : key;
+}
+
+/** `episode/win_rate/<agent>`: a training step's win rate of one agent. */
+export function agentWinRateKey(agent: string): string {
+  return part('episode/win_rate/', agent);
 }
 
 /** `eval/win_rate/<agent>`. */

@@ -240,6 +240,11 @@ const rlOptions = {
     'multi-agent',
     'Multi-agent, one learner: the learner plays every seat in turn (a GRPO group keeps one seat) and its warm start imitates every seat. For games where a side has the advantage (black in Gomoku), so that the policy learns both sides. Default false.',
   ),
+  independentLearners: option(
+    z.boolean().default(false),
+    'multi-agent',
+    'Multi-agent, two or more learners: each agent in `learners` learns with a policy and an optimiser of its own, all starting from the run’s initial model (after its warm start, if any), and each is checkpointed on its own (one checkpoint per agent at each step; the first learner’s is the run’s). For self-play whose sides should become different players (black and white in Gomoku); in a zero-sum game their rewards sum to zero at every step. Needs switchSeats false (each policy keeps its seat). Default false: the learners share one policy, which learns from every seat it plays — half the memory, and what a symmetric game wants.',
+  ),
   opponents: option(
     z
       .record(z.string(), z.number().min(0))
@@ -306,7 +311,25 @@ export function resolveTraining(...layers: Array<TrainingOverrides | undefined>)
   if (unknown.length > 0) return { ok: false, problems: unknown };
   const parsed = schema.safeParse(merged);
   if (!parsed.success) return { ok: false, problems: parsed.error.issues.map((i) => `${i.path.join('.') || '(training)'}: ${i.message}`) };
+  const clashes = combinationProblems(parsed.data);
+  if (clashes.length > 0) return { ok: false, problems: clashes };
   return { ok: true, config: parsed.data };
+}
+
+/**
+ * Options each valid alone that make no sense together. Checked here, after every layer is merged,
+ * because the clash may come from two layers (the manifest's switchSeats, the job's learners).
+ */
+function combinationProblems(c: TrainingConfig): string[] {
+  if (c.algorithm === 'sft' || !c.independentLearners) return [];
+  const problems: string[] = [];
+  const learners = c.learners ?? [];
+  if (learners.length < 2) {
+    problems.push(`independentLearners: needs two or more learners (e.g. "learners": ["black", "white"]); ${learners.length === 1 ? 'one learner' : 'the default learner'} already has a policy of its own`);
+  }
+  if (new Set(learners).size !== learners.length) problems.push('learners: an agent is named twice; with independentLearners each gets one policy');
+  if (c.switchSeats) problems.push('switchSeats: with independentLearners each policy keeps its own seat; set switchSeats to false');
+  return problems;
 }
 
 /** Options whose object value a later layer changes field by field rather than replaces. */

@@ -40,8 +40,19 @@ export const assignmentSchema = z.object({
   deviceIndexes: z.array(z.number().int()),
   leaseExpiresAt: z.string(),
   timeLimitSeconds: z.number().int().nullable(),
-  /** The newest training checkpoint of the job, to resume from. */
-  resumeFrom: z.object({ checkpointId: z.string(), storageKey: z.string(), step: z.number().int() }).nullable(),
+  /**
+   * The newest training checkpoint of the job, to resume from. `agents`: in a run whose learners
+   * learn independently (training.independentLearners), every learner's checkpoint written with it
+   * (same attempt and step), by agent; null (or absent, from an older server) otherwise.
+   */
+  resumeFrom: z
+    .object({
+      checkpointId: z.string(),
+      storageKey: z.string(),
+      step: z.number().int(),
+      agents: z.record(z.string(), z.object({ checkpointId: z.string(), storageKey: z.string() })).nullish(),
+    })
+    .nullable(),
   /** The environment the job trains or evaluates on, when it has one. */
   environment: z
     .object({ versionId: z.string(), files: z.record(z.string(), z.string()), entry: z.string(), manifest: z.record(z.string(), z.unknown()) })
@@ -167,7 +178,7 @@ export const streamAckSchema = z.object({
 export type StreamAck = z.infer<typeof streamAckSchema>;
 
 /**
- * PUT /api/workers/checkpoints?attemptId=…&fencingToken=…&kind=TRAINING|SAMPLER&step=N[&adapter=1]
+ * PUT /api/workers/checkpoints?attemptId=…&fencingToken=…&kind=TRAINING|SAMPLER&step=N[&adapter=1][&agent=…]
  * with the checkpoint file as the body (application/octet-stream); answers { checkpointId, storageKey }.
  */
 export const checkpointQuerySchema = z.object({
@@ -175,6 +186,8 @@ export const checkpointQuerySchema = z.object({
   kind: z.enum(['TRAINING', 'SAMPLER']),
   step: z.coerce.number().int().min(0),
   adapter: z.enum(['0', '1']).default('0'),
+  /** Whose policy it is, in a run whose learners learn independently (training.independentLearners). */
+  agent: z.string().min(1).max(64).optional(),
 });
 export const checkpointResponseSchema = z.object({ checkpointId: z.string(), storageKey: z.string() });
 

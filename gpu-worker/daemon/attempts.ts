@@ -204,7 +204,7 @@ export class Attempts {
     this.o.log('info', `attempt ${a.attemptId}: ${a.kind} job ${a.jobId} (attempt ${a.attempt}) on device(s) ${a.deviceIndexes.join(',') || '-'}`);
     const runner = this.runnerFor(a.deviceIndexes, {
       onBatch: (kind, items) => job.outbox.add(kind, items),
-      uploadCheckpoint: (kind, step, bytes) => this.uploadCheckpoint(job, kind, step, bytes),
+      uploadCheckpoint: (kind, step, bytes, agent) => this.uploadCheckpoint(job, kind, step, bytes, agent),
       fetchBlob: (key) => this.fetchBlob(job, key),
       onSample: (event) => {
         if (job.lost) return;
@@ -268,16 +268,16 @@ export class Attempts {
     job.start = 'confirmed';
   }
 
-  private async uploadCheckpoint(job: DaemonJob, kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint> {
+  private async uploadCheckpoint(job: DaemonJob, kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint> {
     const a = job.assignment;
-    const query = new URLSearchParams({ attemptId: a.attemptId, fencingToken: a.fencingToken, kind, step: String(step) });
+    const query = new URLSearchParams({ attemptId: a.attemptId, fencingToken: a.fencingToken, kind, step: String(step), ...(agent === undefined ? {} : { agent }) });
     try {
       const answer = await retry(
         () => this.o.transport.request('PUT', `/api/workers/checkpoints?${query}`, { body: bytes, contentType: 'application/octet-stream', timeoutMs: 300_000 }),
         () => job.lost || this.o.stopped(),
       );
       const parsed = checkpointResponseSchema.parse(JSON.parse(new TextDecoder().decode(answer)));
-      this.o.log('info', `attempt ${a.attemptId}: ${kind} checkpoint after step ${step} uploaded (${bytes.byteLength} bytes)`);
+      this.o.log('info', `attempt ${a.attemptId}: ${kind} checkpoint${agent === undefined ? '' : ` of ${agent}`} after step ${step} uploaded (${bytes.byteLength} bytes)`);
       return parsed;
     } catch (e) {
       if (fenced(e)) this.lose(job, 'the server refused a checkpoint (409)');

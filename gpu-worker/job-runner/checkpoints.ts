@@ -26,6 +26,8 @@ export interface RunnerNote {
    * the SFT trainer's state in the checkpoint (and `step` 0). Absent once the warm start is done.
    */
   warmStartStep?: number;
+  /** The learner whose policy it is, in a run whose learners learn independently (training.independentLearners). */
+  agent?: string;
 }
 
 interface Savable {
@@ -41,16 +43,17 @@ export class CheckpointStore {
     this.dir = mkdtempSync(join(tmpdir(), 'whetstone-job-'));
   }
 
+  /** A training checkpoint; the note's `agent`, if any, is also the checkpoint's (one per learner). */
   async uploadTraining(model: GPT, tok: Tokenizer, trainer: Savable, note: RunnerNote): Promise<UploadedCheckpoint> {
     const file = join(this.dir, `training-${note.step}-${this.counter++}.safetensors`);
     await saveTrainingCheckpoint(file, model, tok, trainer, null, { note: JSON.stringify({ runner: note }) });
-    return this.upload('TRAINING', note.step, file);
+    return this.upload('TRAINING', note.step, file, note.agent);
   }
 
-  async uploadSampler(model: GPT, tok: Tokenizer, step: number): Promise<UploadedCheckpoint> {
+  async uploadSampler(model: GPT, tok: Tokenizer, step: number, agent?: string): Promise<UploadedCheckpoint> {
     const file = join(this.dir, `sampler-${step}-${this.counter++}.safetensors`);
     await saveSamplerCheckpoint(file, model, tok);
-    return this.upload('SAMPLER', step, file);
+    return this.upload('SAMPLER', step, file, agent);
   }
 
   /** Fetches a checkpoint by storage key and loads it (model, tokenizer, trainer state, note). */
@@ -70,9 +73,9 @@ export class CheckpointStore {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private async upload(kind: 'TRAINING' | 'SAMPLER', step: number, file: string): Promise<UploadedCheckpoint> {
+  private async upload(kind: 'TRAINING' | 'SAMPLER', step: number, file: string, agent: string | undefined): Promise<UploadedCheckpoint> {
     try {
-      return await this.sink.uploadCheckpoint(kind, step, readFileSync(file));
+      return await this.sink.uploadCheckpoint(kind, step, readFileSync(file), agent);
     } finally {
       rmSync(file, { force: true });
     }

@@ -35,7 +35,7 @@ const inference = new InferenceChannel((event) => send({ type: 'sample', event }
 
 const sink: JobSink = {
   sendBatch: (kind, items) => send({ type: 'batch', kind, items }),
-  uploadCheckpoint: (kind, step, bytes) => request('uploadCheckpoint', { kind, step, bytes }),
+  uploadCheckpoint: (kind, step, bytes, agent) => request('uploadCheckpoint', { kind, step, bytes, agent }),
   fetchBlob: async (key) => new Uint8Array(await request('fetchBlob', { key })),
 };
 

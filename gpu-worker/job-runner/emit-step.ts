@@ -13,12 +13,12 @@ export async function emitStep(
   tok: Tokenizer,
   report: StepReport,
   seconds: number,
-  limits: { samples: number; matches: number; steps: number },
+  limits: { samples: number; matches: number; steps: number; lead?: string },
 ): Promise<void> {
   const { rollouts } = report;
   // The coordinator's step is the loop's index; what is streamed carries the step's number.
   const step = stepNumber(report.step);
-  const values = stepMetrics(report, seconds);
+  const values = stepMetrics(report, seconds, limits.lead);
   await emit.metrics(step, values);
   await emit.rollouts(rolloutItems(tok, step, rollouts, limits.samples));
   if (limits.matches > 0) {

@@ -14,7 +14,7 @@ export type ToRunner =
   | { type: 'reply'; id: number; ok: false; error: string };
 
 export interface RunnerRequests {
-  uploadCheckpoint: { params: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array }; result: UploadedCheckpoint };
+  uploadCheckpoint: { params: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; agent?: string }; result: UploadedCheckpoint };
   fetchBlob: { params: { key: string }; result: Uint8Array };
 }
 

@@ -59,11 +59,22 @@ export async function stopBeforeStep(emit: Emitter, control: JobControl, step: n
   return result;
 }
 
-/** A training run's end: its last training checkpoint, and the sampler checkpoint the playground opens. */
-export async function finishTraining(emit: Emitter, store: CheckpointStore, checkpoint: (step: number) => Promise<void>, model: GPT, tok: Tokenizer, steps: number): Promise<JobResult> {
+/**
+ * A training run's end: its last training checkpoint, and the sampler checkpoint the playground
+ * opens, one per policy (`agent` names each where the learners learn independently). Uploaded last
+ * to first, so that the first policy's is the newest: the one "the run's checkpoint" means
+ * wherever one is picked (newest first: a base saved from the run, the runs list).
+ */
+export async function finishTraining(
+  emit: Emitter, store: CheckpointStore, checkpoint: (step: number) => Promise<void>, policies: readonly { model: GPT; agent?: string }[], tok: Tokenizer, steps: number,
+): Promise<JobResult> {
   await checkpoint(steps);
-  const sampler = await store.uploadSampler(model, tok, steps);
-  emit.log('info', `finished ${steps} steps; sampler checkpoint ${sampler.checkpointId}`);
+  const ids: string[] = [];
+  for (const p of [...policies].reverse()) {
+    const sampler = await store.uploadSampler(p.model, tok, steps, p.agent);
+    ids.unshift(p.agent === undefined ? sampler.checkpointId : `${p.agent} ${sampler.checkpointId}`);
+  }
+  emit.log('info', `finished ${steps} steps; sampler checkpoint${ids.length > 1 ? 's' : ''} ${ids.join(', ')}`);
   await emit.flushLogs();
   return { outcome: 'succeeded', reason: '' };
 }

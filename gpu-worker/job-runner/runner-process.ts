@@ -17,7 +17,7 @@ import { type JobResult } from './types';
 
 export interface RunnerHandlers {
   onBatch(kind: StreamKind, items: unknown[]): void;
-  uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint>;
+  uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   fetchBlob(key: string): Promise<Uint8Array>;
   /** INFERENCE: a token or the end of a sampling request. */
   onSample?(event: InferenceEvent): void;
@@ -123,7 +123,7 @@ export class RunnerProcess {
       const handlers = this.handlers;
       const work: Promise<unknown> =
         msg.method === 'uploadCheckpoint'
-          ? handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes)
+          ? handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes, msg.params.agent)
           : handlers.fetchBlob(msg.params.key);
       work.then(
         (result) => this.send({ type: 'reply', id: msg.id, ok: true, result }),

@@ -62,7 +62,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       if (number % training.checkpointEvery === 0 && number < training.steps) await checkpoint(number);
       options.onStep?.(number);
     }
-    return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
+    return await finishTraining(emit, store, checkpoint, [{ model }], tok, training.steps);
   } catch (e) {
     return await failed(emit, e);
   } finally {

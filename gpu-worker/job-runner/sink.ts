@@ -15,8 +15,11 @@ export interface UploadedCheckpoint {
 export interface JobSink {
   /** One batch of one kind; the transport keeps the order of calls. */
   sendBatch<K extends StreamKind>(kind: K, items: StreamItem<K>[]): void | Promise<void>;
-  /** Stores a checkpoint file; resolves once the control plane has it. */
-  uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint>;
+  /**
+   * Stores a checkpoint file; resolves once the control plane has it. `agent`: whose policy it is,
+   * for a run whose learners learn independently (training.independentLearners); else none.
+   */
+  uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   /** A blob the job may read (a checkpoint, a dataset), by storage key. */
   fetchBlob(key: string): Promise<Uint8Array>;
 }
@@ -60,7 +63,7 @@ export class JobControl {
 /** Keeps everything in memory: for tests, and for running a job without a server. */
 export class MemorySink implements JobSink {
   readonly batches: { kind: StreamKind; items: unknown[] }[] = [];
-  readonly checkpoints: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; storageKey: string }[] = [];
+  readonly checkpoints: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; storageKey: string; agent?: string }[] = [];
   readonly blobs = new Map<string, Uint8Array>();
   /** Called after every batch (tests use it to preempt or cancel at a given point). */
   onBatch: ((kind: StreamKind, items: unknown[]) => void) | null = null;
@@ -73,10 +76,10 @@ export class MemorySink implements JobSink {
     this.onBatch?.(kind, copy);
   }
 
-  async uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array): Promise<UploadedCheckpoint> {
+  async uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint> {
     const storageKey = `checkpoints/mem-${this.counter++}`;
     this.blobs.set(storageKey, bytes.slice());
-    this.checkpoints.push({ kind, step, bytes: bytes.slice(), storageKey });
+    this.checkpoints.push({ kind, step, bytes: bytes.slice(), storageKey, ...(agent === undefined ? {} : { agent }) });
     return { checkpointId: `ckpt-${this.counter}`, storageKey };
   }
 

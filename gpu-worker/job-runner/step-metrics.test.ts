@@ -54,6 +54,19 @@ describe('step metrics', () => {
     });
     // The string `result` is not a number to average.
     expect(values).not.toHaveProperty(['env/result']);
+    // Each side's own win rate, over the games without errors.
+    expect(values).toMatchObject({ 'episode/win_rate/black': 0.5, 'episode/win_rate/white': 0.5 });
+  });
+
+  it("of independent learners: the lead's trainer under the catalogue's keys, not whichever finished last", () => {
+    const report: StepReport = {
+      step: 0,
+      rollouts: [episode(0, { black: 1, white: -1 }, {})],
+      meanReward: { black: 1, white: -1 },
+      metrics: { white: { ...trainerMetricsInput(), loss: 9 }, black: trainerMetricsInput() },
+      opponents: [],
+    };
+    expect(stepMetrics(report, 1, 'black')).toMatchObject({ 'loss/total': 1, 'episode/win_rate/black': 1, 'episode/win_rate/white': 0 });
   });
 
   it('the share of groups whose returns are all equal: no gradient from them (groups of one not counted)', () => {

@@ -3,7 +3,7 @@
  * trainers (StepMetrics) and the runtime's step reports measure. train.ts, sft.ts and eval.ts
  * emit only keys made here or taken from the catalogue.
  */
-import { agentRewardKey, type CatalogueKey, envMetricKey } from '../../sdk/live';
+import { agentRewardKey, agentWinRateKey, type CatalogueKey, envMetricKey } from '../../sdk/live';
 import { type StepMetrics } from '../engine/trainer-core';
 import { type StepReport } from '../runtime/coordinator';
 import { type EpisodeRollout } from '../runtime/rollout';
@@ -105,8 +105,11 @@ function zeroVarianceShare(episodes: readonly EpisodeRollout[]): number | null {
   return groups.filter((g) => g.every((x) => x === g[0])).length / groups.length;
 }
 
-/** A TRAIN step's metrics: the runner's view of the episodes, each learning policy's trainer, the environment's info. */
-export function stepMetrics(report: StepReport, seconds: number): MetricValues {
+/**
+ * A TRAIN step's metrics: the runner's view of the episodes, the learning policy's trainer (of
+ * several, `lead`'s: the first learner's, the run's), the environment's info.
+ */
+export function stepMetrics(report: StepReport, seconds: number, lead?: string): MetricValues {
   const { rollouts } = report;
   const ok = rollouts.filter((r) => r.endReason !== 'error');
   const learning = ok.flatMap((r) => Object.values(r.agents).filter((a) => a.learn));
@@ -122,10 +125,15 @@ export function stepMetrics(report: StepReport, seconds: number): MetricValues {
     'perf/step_s': seconds,
   } satisfies Partial<Record<CatalogueKey, number | null>>;
   if (Object.keys(report.meanReward).length > 1) {
-    for (const [agent, r] of Object.entries(report.meanReward)) values[agentRewardKey(agent)] = r;
+    for (const [agent, r] of Object.entries(report.meanReward)) {
+      values[agentRewardKey(agent)] = r;
+      // Each side's own win rate: with two learners, `episode/win_rate` counts both sides' wins.
+      values[agentWinRateKey(agent)] = ok.length === 0 ? null : ok.filter((e) => (e.agents[agent]?.totalReward ?? 0) > 0).length / ok.length;
+    }
     values['episode/win_rate'] = returns.length === 0 ? null : returns.filter((r) => r > 0).length / returns.length;
   }
-  // The train job has one learning policy; several would need the policy in their keys.
-  for (const m of Object.values(report.metrics)) Object.assign(values, trainerMetrics(m));
+  // One policy's trainer under the catalogue's keys: `lead`'s, or the one there is.
+  const trainers = lead !== undefined && report.metrics[lead] ? [report.metrics[lead]] : Object.values(report.metrics);
+  for (const m of trainers) Object.assign(values, trainerMetrics(m));
   return { ...values, ...envMetrics(ok) };
 }

@@ -14,17 +14,13 @@
  * trainer's RNG and optimiser come back from the checkpoint, so a resumed run continues exactly
  * as the uninterrupted one would have.
  */
-import { GRPOTrainer } from '../engine/grpo';
-import { type GPT, frozenCopy } from '../engine/model';
-import { PPOTrainer } from '../engine/ppo';
-import { MultiAgentCoordinator, type PolicySlot } from '../runtime/coordinator';
-import { engineTrainer, modelPolicy } from '../runtime/engine-policy';
+import { type GPT } from '../engine/model';
+import { MultiAgentCoordinator } from '../runtime/coordinator';
+import { modelPolicy } from '../runtime/engine-policy';
 import { type EnvironmentHandle } from '../runtime/environment-handle';
-import { type Policy } from '../runtime/policy';
 import { SandboxEnvironment } from '../runtime/sandbox/sandbox-environment';
 import { resolveJobTraining, trainJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema } from '../../sdk/manifest';
-import { grpoOptionsSchema, pickOptions, ppoOptionsSchema } from '../../sdk/training-config';
 import { stepNumber } from '../../sdk/live';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
@@ -33,6 +29,7 @@ import { emitStep } from './emit-step';
 import { fetchRows } from './dataset-rows';
 import { openJobEnvironment } from './job-environment';
 import { loadPolicy } from './load-policy';
+import { makeLearners } from './learners';
 import { loadOpponentCheckpoints } from './opponent-checkpoints';
 import { OutcomeWatch } from './outcomes';
 import { cannotEvaluate, evaluatePolicy } from './evaluate-policy';
@@ -40,8 +37,6 @@ import { type JobControl, type JobSink } from './sink';
 import { type JobResult, JobFailure, type RunOptions } from './types';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
 import { runWarmStart } from './warm-start';
-
-const POLICY = 'policy';
 
 export async function runTrain(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
   const emit = new Emitter(sink);
@@ -77,20 +72,23 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     disposables.push(model);
     const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
 
-    // Evaluations: greedy, on held-out rows, after the warm start and every evalEvery steps.
+    // Evaluations: greedy, on held-out rows, after the warm start and every evalEvery steps; of the
+    // policy being warm-started, then of the first learner's (the run's).
+    let evaluated: GPT = model;
     const evalRows = config.evalDatasetVersionId ? await fetchRows(assignment, sink, config.evalDatasetVersionId) : undefined;
     const noEvaluation = training.evalEpisodes > 0 ? cannotEvaluate(env, evalRows) : 'evalEpisodes is 0';
     if (noEvaluation && training.evalEpisodes > 0) emit.log('warn', `no evaluation during training: ${noEvaluation}`);
     const evaluation = (seed: number) =>
       evaluatePolicy({
-        env: env!, tokenizer: tok, policy: modelPolicy(model, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
+        env: env!, tokenizer: tok, policy: modelPolicy(evaluated, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
         rollout: {
           maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens,
-          contextLength: model.config.contextLength, maskActions: training.maskActions,
+          contextLength: evaluated.config.contextLength, maskActions: training.maskActions,
         },
       });
 
-    // Seats: the learners share one policy; the manifest's opponent mix fills the other seats.
+    // Seats: the learners share one policy, or each has its own (independentLearners); the
+    // manifest's opponent mix fills the other seats.
     const agents = env.description.agents;
     const learnerAgents = training.learners ?? [agents[0]];
 
@@ -109,35 +107,13 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (interrupted) return interrupted;
     }
 
-    // The engine's configs are the resolved options themselves (the same names): only selected.
-    // Made after the warm start: a KL reference is a copy of the policy the RL phase starts from.
-    const trainer =
-      training.algorithm === 'ppo'
-        ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training))
-        : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training));
-    disposables.push(trainer);
-    if (policy.trainerState && !warmStarting) {
-      if (policy.trainerState.algorithm !== training.algorithm) throw new JobFailure(`checkpoint was trained with ${policy.trainerState.algorithm}, this job uses ${training.algorithm}`);
-      trainer.importState(policy.trainerState);
-    }
-    // Frozen copies for `frozen:policy` and `pool:policy` opponents, freed when the coordinator drops them.
+    // The learners' trainers and slots (learners.ts). Made after the warm start: a KL reference is a
+    // copy of the policy the RL phase starts from, and independent learners all start from it.
     // (`checkpoint:<id>` opponents are saved checkpoints, loaded below: opponent-checkpoints.ts.)
-    const frozen = new Map<Policy, GPT>();
-    const slot: PolicySlot = {
-      policy: modelPolicy(model, tok),
-      trainer: engineTrainer(trainer),
-      freeze: async () => {
-        const copy = frozenCopy(model);
-        const p = modelPolicy(copy, tok);
-        frozen.set(p, copy);
-        return p;
-      },
-      release: (p) => {
-        frozen.get(p)?.dispose();
-        frozen.delete(p);
-      },
-    };
-    disposables.push({ dispose: () => frozen.forEach((m) => m.dispose()) });
+    const resumed = policy.source === 'resume' && !warmStarting ? { trainerState: policy.trainerState, step: startStep } : null;
+    const learners = await makeLearners({ assignment, store, emit, training, agents: learnerAgents, model, tokenizer: tok, resumed });
+    disposables.push(...learners);
+    evaluated = learners[0].model;
     const multiAgent = agents.length > 1;
     // Saved checkpoints in the mix ("checkpoint:<id>"): loaded once, never learning.
     const saved = multiAgent ? await loadOpponentCheckpoints(assignment, store, emit, training.opponents, { tokenizer: tok, contextLength: model.config.contextLength }) : { slots: {}, models: [] };
@@ -145,8 +121,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const coordinator = new MultiAgentCoordinator({
       env,
       tokenizer: tok,
-      policies: { [POLICY]: slot, ...saved.slots },
-      learners: Object.fromEntries(learnerAgents.map((a) => [a, POLICY])),
+      policies: { ...Object.fromEntries(learners.map((l) => [l.id, l.slot])), ...saved.slots },
+      learners: Object.fromEntries(learnerAgents.map((a) => [a, learners.find((l) => l.agent === a)?.id ?? learners[0].id])),
       opponents: multiAgent ? training.opponents : undefined,
       switchSeats: multiAgent && training.switchSeats,
       pool: { every: training.poolEvery, size: training.poolSize, sampling: training.poolSampling },
@@ -168,11 +144,14 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
 
     // A resumed attempt has its checkpoint already, unless it resumed in the middle of the warm start.
     let lastTrainingCheckpoint = policy.source === 'resume' && !warmStarting ? startStep : -1;
+    // One per learner of its own, last to first: the first learner's is the newest (the run's).
     const checkpoint = async (step: number) => {
       if (lastTrainingCheckpoint === step) return;
-      const up = await store.uploadTraining(model, tok, trainer, note(step));
+      for (const l of [...learners].reverse()) {
+        const up = await store.uploadTraining(l.model, tok, l.trainer, { ...note(step), ...(l.agent === undefined ? {} : { agent: l.agent }) });
+        emit.log('info', `training checkpoint${l.agent === undefined ? '' : ` of ${l.agent}`} after step ${step}: ${up.checkpointId}`);
+      }
       lastTrainingCheckpoint = step;
-      emit.log('info', `training checkpoint after step ${step}: ${up.checkpointId}`);
     };
     // The warm start's end: an attempt resumed from here or later does not redo it.
     if (warmStarting) await checkpoint(0);
@@ -194,7 +173,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (report.step !== step) throw new Error(`the coordinator ran step ${report.step}, expected ${step}`);
       const seconds = (performance.now() - started) / 1000;
       const number = stepNumber(step);
-      await emitStep(emit, tok, report, seconds, { samples, matches: multiAgent ? matchesPerStep : 0, steps: training.steps });
+      await emitStep(emit, tok, report, seconds, { samples, matches: multiAgent ? matchesPerStep : 0, steps: training.steps, lead: learners[0].id });
       const verdict = outcomes.observe(number, report.rollouts);
       if (verdict.warn) emit.log('warn', verdict.warn);
       if (verdict.fail) throw new JobFailure(verdict.fail);
@@ -204,7 +183,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       if (number % training.checkpointEvery === 0 && number < training.steps) await checkpoint(number);
       options.onStep?.(number);
     }
-    return await finishTraining(emit, store, checkpoint, model, tok, training.steps);
+    return await finishTraining(emit, store, checkpoint, learners, tok, training.steps);
   } catch (e) {
     return await failed(emit, e);
   } finally {

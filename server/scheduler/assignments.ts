@@ -29,6 +29,10 @@ export interface AssignmentRow {
  * "deviceIndexes", "leaseExpiresAt", "resumedFromId") and `j` (its job: kind, config,
  * "timeLimitSeconds", "teamId"), with ASSIGNMENT_JOINS.
  *
+ * The checkpoint resumed from carries its siblings by agent (`agents`): a run whose learners learn
+ * independently writes one per learner at each step, all of which the attempt restores; whichever
+ * of them the placement picked as the newest, the set is the same.
+ *
  * The blob keys: the config names checkpoints (baseCheckpointId, checkpointId,
  * against.checkpointId, and "checkpoint:<id>" keys of training.opponents) and dataset versions (datasetVersionId, evalDatasetVersionId, training.warmStart.datasetVersionId)
  * by id, when those are strings;
@@ -39,7 +43,9 @@ export const ASSIGNMENT_COLUMNS = Prisma.raw(`
   a.id, a."fencingToken"::text AS "fencingToken", a."jobId", a.number, a."deviceIndexes",
   to_char(a."leaseExpiresAt", 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "leaseExpiresAt",
   j.kind::text AS kind, j.config, j."timeLimitSeconds", j."teamId",
-  CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object('checkpointId', c.id, 'storageKey', c."storageKey", 'step', c.step) END AS "resumeFrom",
+  CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object('checkpointId', c.id, 'storageKey', c."storageKey", 'step', c.step,
+    'agents', (SELECT json_object_agg(s.agent, json_build_object('checkpointId', s.id, 'storageKey', s."storageKey")) FROM "Checkpoint" s
+                WHERE s."jobId" = c."jobId" AND s."attemptId" IS NOT DISTINCT FROM c."attemptId" AND s.kind = c.kind AND s.step = c.step AND s.agent <> '')) END AS "resumeFrom",
   CASE WHEN v.id IS NULL THEN NULL ELSE json_build_object('versionId', v.id, 'files', v.files, 'entry', v.entry, 'manifest', v.manifest) END AS environment,
   (SELECT coalesce(json_object_agg(k.id, k."storageKey"), '{}') FROM (
      SELECT c.id, c."storageKey" FROM "Checkpoint" c

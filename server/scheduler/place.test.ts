@@ -152,7 +152,29 @@ describe('batch placement', () => {
       await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, kind: 'TRAINING', step: 0, storageKey: `k-${job.id}-${name}`, bytes: 1n, sha256: 'x', createdAt: at(ms) } });
     }
     const [placed] = await placeBatch(t.db, [placement(job.id, 0)], new Date());
-    expect(placed.assignment.resumeFrom).toMatchObject({ storageKey: `k-${job.id}-newest`, step: 0 });
+    // One policy's checkpoints: no learners of their own to restore.
+    expect(placed.assignment.resumeFrom).toMatchObject({ storageKey: `k-${job.id}-newest`, step: 0, agents: null });
+    await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
+  });
+
+  it("independent learners' checkpoints: the attempt resumes from every learner's own at the newest step, of the attempt that wrote them", async () => {
+    const [job] = await queue(1);
+    const old = await t.db.jobAttempt.create({ data: { jobId: job.id, number: 1, workerId: workerIds[0], deviceIndexes: [0], leaseExpiresAt: new Date(), state: 'ENDED' } });
+    await t.db.job.update({ where: { id: job.id }, data: { attempts: 1 } });
+    const rows: Record<string, string> = {};
+    // Step 2 and step 4 of both learners, white's first (the runner writes the first learner's last).
+    for (const [step, agent] of [[2, 'white'], [2, 'black'], [4, 'white'], [4, 'black']] as const) {
+      const c = await t.db.checkpoint.create({ data: { teamId: team.teamId, jobId: job.id, attemptId: old.id, kind: 'TRAINING', step, agent, storageKey: `k-${job.id}-${agent}-${step}`, bytes: 1n, sha256: 'x' } });
+      rows[`${agent}@${step}`] = c.id;
+    }
+    const [placed] = await placeBatch(t.db, [placement(job.id, 0)], new Date());
+    expect(placed.assignment).toEqual((await buildAssignments(t.db, [placed.attemptId]))[0]);
+    expect(placed.assignment.resumeFrom).toMatchObject({
+      step: 4,
+      agents: { white: { checkpointId: rows['white@4'], storageKey: `k-${job.id}-white-4` }, black: { checkpointId: rows['black@4'], storageKey: `k-${job.id}-black-4` } },
+    });
+    expect([rows['white@4'], rows['black@4']]).toContain(placed.assignment.resumeFrom!.checkpointId);
     await t.db.job.update({ where: { id: job.id }, data: { state: 'SUCCEEDED' } });
     await t.db.jobAttempt.updateMany({ where: { jobId: job.id }, data: { state: 'ENDED' } });
   });

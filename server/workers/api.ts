@@ -196,11 +196,11 @@ async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: Inc
   // Keyed by the writer, not the bytes: a job whose checkpoint equals another job's (same template,
   // seed and config) gets a row of its own, and never another team's. A retried upload finds its own.
   const checkpoint = await deps.db.checkpoint.upsert({
-    where: { jobId_attemptId_kind_step: { jobId: attempt.jobId, attemptId: attempt.id, kind: query.kind, step: query.step } },
+    where: { jobId_attemptId_kind_step_agent: { jobId: attempt.jobId, attemptId: attempt.id, kind: query.kind, step: query.step, agent: query.agent ?? '' } },
     update: {},
     create: {
       teamId: attempt.job.teamId, jobId: attempt.jobId, experimentId: attempt.job.experimentId, attemptId: attempt.id,
-      kind: query.kind, step: query.step, storageKey: stored.key, bytes: BigInt(stored.bytes), sha256: stored.sha256,
+      kind: query.kind, step: query.step, agent: query.agent ?? '', storageKey: stored.key, bytes: BigInt(stored.bytes), sha256: stored.sha256,
       isAdapter: query.adapter === '1', metrics: Object.fromEntries(metrics.map((m) => [m.key, m.value])) as Prisma.InputJsonObject,
     },
   });

@@ -16,8 +16,8 @@ describe('checkpoints belong to the job that wrote them', () => {
     await ctx.t.db.worker.update({ where: { id: worker.id }, data: { credentialHash: hashSecret(credential) } });
     const job = await ctx.t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN', state: 'RUNNING', config: {} } });
     const attempt = await ctx.t.db.jobAttempt.create({ data: { jobId: job.id, number: 1, workerId: worker.id, deviceIndexes: [0], leaseExpiresAt: new Date(Date.now() + 600_000) } });
-    const upload = async (bytes: Uint8Array, step = 5) => {
-      const query = new URLSearchParams({ attemptId: attempt.id, fencingToken: attempt.fencingToken.toString(), kind: 'TRAINING', step: String(step) });
+    const upload = async (bytes: Uint8Array, step = 5, agent?: string) => {
+      const query = new URLSearchParams({ attemptId: attempt.id, fencingToken: attempt.fencingToken.toString(), kind: 'TRAINING', step: String(step), ...(agent ? { agent } : {}) });
       const res = await fetch(`${ctx.server.url}/api/workers/checkpoints?${query}`, { method: 'PUT', headers: { authorization: `Bearer ${credential}` }, body: bytes as BodyInit });
       expect(res.status).toBe(201);
       return (await res.json()) as { checkpointId: string; storageKey: string };
@@ -44,5 +44,16 @@ describe('checkpoints belong to the job that wrote them', () => {
     // A retried upload of the same step finds its own row again.
     expect((await jobA.upload(bytes)).checkpointId).toBe(upA.checkpointId);
     expect(await ctx.t.db.checkpoint.count()).toBe(2);
+  });
+
+  it("independent learners: one row per agent at a step, each with its agent; a retried upload finds its own", async () => {
+    const job = await runningJob(await seedTeam(ctx.t.db));
+    const bytes = new TextEncoder().encode('a learner');
+    const black = await job.upload(bytes, 3, 'black');
+    const white = await job.upload(bytes, 3, 'white');
+    expect(white.checkpointId).not.toBe(black.checkpointId);
+    expect((await job.upload(bytes, 3, 'white')).checkpointId).toBe(white.checkpointId);
+    const rows = await ctx.t.db.checkpoint.findMany({ where: { jobId: job.job.id }, orderBy: { agent: 'asc' }, select: { id: true, agent: true, step: true } });
+    expect(rows).toEqual([{ id: black.checkpointId, agent: 'black', step: 3 }, { id: white.checkpointId, agent: 'white', step: 3 }]);
   });
 });

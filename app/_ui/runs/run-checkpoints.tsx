@@ -25,7 +25,8 @@ function metricsLine(metrics: unknown): string {
 
 /**
  * The run's checkpoints: training ones (weights and optimiser state, to resume) and sampler ones
- * (weights, for the playground and evaluations), with the metrics at their step.
+ * (weights, for the playground and evaluations), with the metrics at their step, and whose policy
+ * each is where the run's learners learn independently.
  */
 export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobId: string; active: boolean }) {
   const trpc = useTRPC();
@@ -67,6 +68,8 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
               <td>
                 {c.kind.toLowerCase()}
                 {c.isAdapter ? <span className="badge badge-soft">LoRA</span> : null}
+                {/* A run of independent learners writes one per learner. */}
+                {c.agent ? <span className="cell-sub">{c.agent}’s policy</span> : null}
               </td>
               <td className="num">{c.step}</td>
               <td className="num">{formatBytes(c.bytes)}</td>

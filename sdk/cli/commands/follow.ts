@@ -11,7 +11,8 @@ export interface JobOutcome {
   job: JobDetail;
   metrics: Record<string, number>;
   lastStep: number;
-  checkpoints: Array<{ id: string; kind: string; step: number; bytes: bigint; createdAt: Date }>;
+  /** `agent`: whose policy, in a run of independent learners; "" for a run's one policy. */
+  checkpoints: Array<{ id: string; kind: string; step: number; agent: string; bytes: bigint; createdAt: Date }>;
   exitCode: ExitCode;
 }
 
@@ -38,7 +39,7 @@ export async function followToEnd(ctx: CommandContext, conn: Connection, jobId: 
     job,
     metrics: live.lastMetrics,
     lastStep: live.lastStep,
-    checkpoints: checkpoints.map((c) => ({ id: c.id, kind: c.kind, step: c.step, bytes: c.bytes, createdAt: c.createdAt })),
+    checkpoints: checkpoints.map((c) => ({ id: c.id, kind: c.kind, step: c.step, agent: c.agent, bytes: c.bytes, createdAt: c.createdAt })),
     exitCode: job.state === 'SUCCEEDED' ? EXIT.OK : EXIT.JOB_FAILED,
   };
 }
@@ -53,7 +54,11 @@ export function printOutcome(ctx: CommandContext, outcome: JobOutcome, metricKey
   if (shown.length > 0) ctx.out.line(`  ${shown.map((k) => `${k} ${metricValue(outcome.metrics[k])}`).join('  ')}${outcome.lastStep > 0 ? `  (step ${outcome.lastStep})` : ''}`);
   if (outcome.checkpoints.length > 0) {
     ctx.out.line('checkpoints:');
-    ctx.out.line(table(['ID', 'KIND', 'STEP', 'SIZE'], outcome.checkpoints.map((c) => [c.id, c.kind.toLowerCase(), String(c.step), bytes(c.bytes)])).replace(/^/gm, '  '));
+    // An AGENT column only for a run of independent learners (a checkpoint per learner).
+    const agents = outcome.checkpoints.some((c) => c.agent !== '');
+    const header = agents ? ['ID', 'KIND', 'STEP', 'AGENT', 'SIZE'] : ['ID', 'KIND', 'STEP', 'SIZE'];
+    const rows = outcome.checkpoints.map((c) => [c.id, c.kind.toLowerCase(), String(c.step), ...(agents ? [c.agent || '-'] : []), bytes(c.bytes)]);
+    ctx.out.line(table(header, rows).replace(/^/gm, '  '));
   } else if (job.kind !== 'EVAL') {
     ctx.out.line('no checkpoints');
   }

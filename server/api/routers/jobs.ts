@@ -44,7 +44,8 @@ export const jobsRouter = router({
           waitingReason: true, failureReason: true, createdAt: true, startedAt: true, finishedAt: true,
           owner: { select: { id: true, name: true } },
           // The newest sampler checkpoint: what the playground opens and `whetstone eval` scores.
-          checkpoints: { where: { kind: 'SAMPLER' }, orderBy: { step: 'desc' }, take: 1, select: { id: true, step: true } },
+          // Of several at one step (one per independent learner), the newest: the first learner's.
+          checkpoints: { where: { kind: 'SAMPLER' }, orderBy: [{ step: 'desc' }, { createdAt: 'desc' }], take: 1, select: { id: true, step: true } },
           _count: { select: { checkpoints: true } },
         },
       }),

@@ -332,7 +332,7 @@ export const runsRouter = router({
       ctx.db.checkpoint.findMany({
         where: { teamId: ctx.membership.teamId, ...(input.jobId ? { jobId: input.jobId } : {}) },
         orderBy: { createdAt: 'desc' }, take: input.limit,
-        select: { id: true, jobId: true, kind: true, step: true, bytes: true, isAdapter: true, metrics: true, name: true, createdAt: true },
+        select: { id: true, jobId: true, kind: true, step: true, agent: true, bytes: true, isAdapter: true, metrics: true, name: true, createdAt: true },
       }),
     ),
 });
