@@ -48,7 +48,21 @@ export type Command =
   | { name: 'tournament'; players: string[]; games: number; env?: string; watch: boolean }
   | { name: 'workers' }
   | { name: 'datasets' }
-  | { name: 'datasets-upload'; file: string; datasetName?: string };
+  | { name: 'datasets-upload'; file: string; datasetName?: string }
+  | {
+      name: 'env-create';
+      environmentName: string;
+      /** The game's servers: one, or one per process (shards). */
+      urls: string[];
+      kind: 'single-turn' | 'multi-turn';
+      maxTurns?: number;
+      /** Tokens per turn (the response's limit is this times the turns). */
+      maxTokens?: number;
+      timeoutSeconds?: number;
+      promptField?: string;
+      /** A JSONL file of the rows each episode's /reset is sent (a data-dependent game). */
+      dataset?: string;
+    };
 
 export interface CommandLine {
   globals: GlobalOptions;
@@ -94,6 +108,15 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
   datasets: { name: { type: 'string' } },
+  env: {
+    http: { type: 'string', multiple: true },
+    kind: { type: 'string' },
+    'max-turns': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    timeout: { type: 'string' },
+    'prompt-field': { type: 'string' },
+    dataset: { type: 'string' },
+  },
   help: {},
 };
 
@@ -139,6 +162,7 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
+  env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
 };
 
 /** Parses argv (without node and the script). Throws UsageError on anything malformed. */
@@ -225,6 +249,25 @@ export function parseCommandLine(argv: string[]): CommandLine {
       if (rest[0] !== 'upload') throw new UsageError(`datasets takes no argument or "upload <file.jsonl>", got: ${rest.join(' ')}`, [`usage: ${USAGE.datasets}`]);
       return { globals, command: { name: 'datasets-upload', file: one(rest.slice(1), 'a JSONL file', 'datasets'), datasetName: str('name') } };
     }
+    case 'env': {
+      if (rest[0] !== 'create') throw new UsageError(`env takes "create <name> --http URL", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
+      const environmentName = one(rest.slice(1), 'a name', 'env');
+      const urls = (v.http as unknown as string[] | undefined) ?? [];
+      if (urls.length === 0) throw new UsageError('env create needs the game server: --http URL (once per server process)', [`usage: ${USAGE.env}`]);
+      for (const url of urls) if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) throw new UsageError(`--http must be an http(s) URL, not "${url}"`);
+      const kind = str('kind') ?? 'single-turn';
+      if (kind !== 'single-turn' && kind !== 'multi-turn') throw new UsageError(`--kind must be single-turn or multi-turn, not "${kind}"`);
+      if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn (a single-turn game has one turn)');
+      const timeout = str('timeout');
+      if (timeout !== undefined && !/^\d+(\.\d+)?$/.test(timeout)) throw new UsageError(`--timeout must be seconds, not "${timeout}"`);
+      return {
+        globals,
+        command: {
+          name: 'env-create', environmentName, urls, kind, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
+          timeoutSeconds: timeout === undefined ? undefined : Number(timeout), promptField: str('prompt-field'), dataset: str('dataset'),
+        },
+      };
+    }
     default:
       throw new UsageError(`unknown command "${commandName}"`);
   }
@@ -281,6 +324,15 @@ commands:
   ${USAGE.datasets}
       The team's datasets with their latest version; upload stores a JSONL file as the next
       version of the dataset --name (default: the file's name), or finds the identical one.
+  ${USAGE.env}
+      Saves an environment whose game is served over HTTP (OpenTinker's protocol: /reset, /step,
+      /finalize; docs/http-environments.md) as the next version of <name>: no code, a manifest
+      made from the flags. --http names each server process (episodes are spread over them by
+      instance id); --timeout is each call's limit (default 60 s); --dataset is a JSONL file of
+      rows whose fields /reset is sent (a data-dependent game), --prompt-field the row's field
+      shown to the model first (default prompt). The server plays a few episodes on it at once;
+      a server that does not answer leaves the version invalid and is named. Then: whetstone run
+      <name> --watch.
 
 options:
   --server URL     the server (default WHETSTONE_URL, else http://127.0.0.1:3000)

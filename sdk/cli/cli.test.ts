@@ -297,6 +297,35 @@ describe('whetstone CLI and HTTP environments', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('env create --http saves an environment from the flags alone, dry-run on the live server; one that is down is named', async () => {
+    const bandit = await startHttpBandit();
+    try {
+      const made = await cli(['env', 'create', 'cli-made-http', '--http', bandit.url, '--max-tokens', '2', '--timeout', '30']);
+      expect(made.stderr).toBe('');
+      expect(made.code).toBe(EXIT.OK);
+      expect(made.stdout).toMatch(/environment cli-made-http: version 1 \(saved; dry run: /);
+      expect(made.stdout).toContain('whetstone run cli-made-http --watch');
+      const env = await t.db.environment.findFirstOrThrow({ where: { name: 'cli-made-http' }, include: { versions: true } });
+      expect(env.versions[0]).toMatchObject({ validationStatus: 'VALID', files: {} });
+      expect(env.versions[0].manifest).toMatchObject({ kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2 }, server: { urls: [bandit.url], timeoutSeconds: 30 } });
+      // The same flags again: the same content, the same version.
+      const again = (await cli(['env', 'create', 'cli-made-http', '--http', bandit.url, '--max-tokens', '2', '--timeout', '30', '--json'])).json();
+      expect(again.environment).toMatchObject({ version: 1, created: false });
+    } finally {
+      await bandit.close();
+    }
+    // The server is gone now: saved, but invalid, and its URL named.
+    const down = await cli(['env', 'create', 'cli-made-http', '--http', bandit.url, '--max-tokens', '3']);
+    expect(down.code).toBe(EXIT.REJECTED);
+    expect(down.stderr).toContain('failed its dry run');
+    expect(down.stderr).toContain(bandit.url);
+    // Flags that make no environment are refused before anything is sent.
+    expect((await cli(['env', 'create', 'x'])).stderr).toContain('--http URL');
+    expect((await cli(['env', 'create', 'x', '--http', 'ftp://host'])).code).toBe(EXIT.USAGE);
+    expect((await cli(['env', 'create', 'x', '--http', bandit.url, '--max-turns', '3'])).stderr).toContain('--max-turns goes with --kind multi-turn');
+    expect((await cli(['env', 'list'])).code).toBe(EXIT.USAGE);
+  });
 });
 
 describe('whetstone CLI with a worker daemon', () => {

@@ -5,6 +5,7 @@ import { connect, serverUrl, type Connection } from './client';
 import { cancelCommand } from './commands/cancel';
 import type { CommandContext } from './commands/context';
 import { datasetsCommand, datasetsUploadCommand } from './commands/datasets';
+import { envCreateCommand } from './commands/env';
 import { evalCommand } from './commands/eval';
 import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
@@ -39,6 +40,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return datasetsCommand(ctx);
     case 'datasets-upload':
       return datasetsUploadCommand(ctx, command.file, command.datasetName);
+    case 'env-create':
+      return envCreateCommand(ctx, command);
     case 'version':
       ctx.io.stdout.write(ctx.out.json ? `${toJson({ version: VERSION })}\n` : `whetstone ${VERSION}\n`);
       return Promise.resolve(EXIT.OK);

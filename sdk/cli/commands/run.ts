@@ -51,7 +51,7 @@ function readJsonConfig(file: string, cwd: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-function failedDryRun(name: string, version: number, report: DryRunReport, dir: string | null, cwd: string): CliError {
+export function failedDryRun(name: string, version: number, report: DryRunReport, dir: string | null, cwd: string): CliError {
   const problems = validationProblems(report, dir, cwd);
   return new CliError(`environment ${name} version ${version} failed its dry run; not submitted`, EXIT.REJECTED, problems.length > 0 ? problems : ['(the report names no problem; open it in the editor)']);
 }
