@@ -1,6 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import type { Locator, Page } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
+import { startHttpBandit } from '../gpu-worker/test-support/http-bandit-server';
 import { teamIdOf } from './helpers';
 
 /** No serious or critical accessibility violation on the page as it is now. */
@@ -315,4 +316,43 @@ test('keyboard only: new environment, edit, save, play a turn and launch, withou
   expect(clicks, 'mouse presses').toBe(0);
   watch.expectClean();
   await context.close();
+});
+
+test('an environment served over HTTP: made from its address alone, dry-run on the live server, its page says where it runs', async ({ browser, ownerState, whetstone }) => {
+  test.setTimeout(300_000);
+  const bandit = await startHttpBandit();
+  const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const watch = watchPage(page);
+  try {
+    await page.goto(whetstone.url);
+    await page.waitForURL(/\/teams\/[^/]+$/);
+    const teamId = teamIdOf(page);
+    await page.goto(`${whetstone.url}/teams/${teamId}/environments/new`);
+    await page.getByText('Served over HTTP', { exact: true }).click();
+    const create = page.getByRole('button', { name: 'Create environment' });
+    await page.getByLabel('Name').fill('served-bandit');
+    // No server yet, then one that is not http(s): the form says so and will not submit.
+    await expect(create).toBeDisabled();
+    await page.getByLabel('Server URLs').fill('ftp://example');
+    await expect(page.getByText('“ftp://example” is not an http(s) URL.')).toBeVisible();
+    await expect(create).toBeDisabled();
+    await page.getByLabel('Server URLs').fill(bandit.url);
+    await page.getByLabel('Tokens a turn').fill('2');
+    await expectAccessible(page, 'new environment served over HTTP');
+    await screenshots(page, 'new-http-environment');
+    await create.click();
+    await page.waitForURL(new RegExp(`/teams/${teamId}/environments/[^/?]+`), { timeout: 120_000 });
+    await expect(page.getByText('Dry run passed')).toBeVisible({ timeout: 120_000 });
+    expect(bandit.calls.steps).toBeGreaterThan(0);
+    await expect(page.getByTestId('served-by')).toContainText(`Served over HTTP by ${bandit.url}`);
+    // No code: the editor opens on the manifest that names the server.
+    await expect(page.locator('.monaco-editor .view-lines').first()).toContainText('"server"');
+    await expectAccessible(page, 'environment served over HTTP');
+    await screenshots(page, 'http-environment');
+    watch.expectClean();
+  } finally {
+    await context.close();
+    await bandit.close();
+  }
 });

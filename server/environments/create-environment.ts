@@ -1,4 +1,6 @@
+import type { z } from 'zod';
 import { BLANK_TEMPLATE, loadTemplate, templateFiles, type TemplateName } from '../../env-templates/load-template';
+import { httpManifest, type httpAnswersSchema } from '../../sdk/http-manifest';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import { storeDatasetVersion } from '../datasets/store-version';
@@ -11,7 +13,7 @@ import { saveEnvironmentVersion, type SaveVersionResult } from './save-version';
 // dataset files come along as the new environment's datasets (`<name>/<file>`), so a
 // data-dependent copy dry-runs and trains on the same rows.
 
-export type CreateFrom = { template: TemplateName } | { blank: true } | { versionId: string };
+export type CreateFrom = { template: TemplateName } | { blank: true } | { versionId: string } | { http: z.infer<typeof httpAnswersSchema> };
 
 export interface CreateEnvironmentInput {
   teamId: string;
@@ -36,7 +38,7 @@ interface Content {
 
 export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRuns: DryRunPool }, input: CreateEnvironmentInput): Promise<CreateEnvironmentResult> {
   const { db, blobs } = deps;
-  const content = await contentFrom(db, blobs, input.teamId, input.from);
+  const content = 'http' in input.from ? served(input.name, input.from.http) : await contentFrom(db, blobs, input.teamId, input.from);
   if (!content) return { ok: false, code: 'NOT_FOUND', problems: ['from.versionId: no such environment version in this team'] };
   // The manifest names the environment; the copy takes its new name.
   const manifest = { ...content.manifest, name: input.name, ...(input.description === undefined ? {} : { description: input.description }) };
@@ -69,7 +71,12 @@ export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRun
   }
 }
 
-async function contentFrom(db: Db, blobs: BlobStore, teamId: string, from: CreateFrom): Promise<Content | null> {
+/** An environment served over HTTP: no code, a manifest naming its servers (sdk/http-manifest.ts). */
+function served(name: string, answers: z.infer<typeof httpAnswersSchema>): Content {
+  return { entry: 'env.ts', files: {}, manifest: httpManifest({ name, ...answers }), datasets: {} };
+}
+
+async function contentFrom(db: Db, blobs: BlobStore, teamId: string, from: Exclude<CreateFrom, { http: unknown }>): Promise<Content | null> {
   if (!('versionId' in from)) {
     const template = loadTemplate('template' in from ? from.template : BLANK_TEMPLATE);
     const files = templateFiles(template);

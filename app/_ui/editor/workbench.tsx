@@ -132,7 +132,10 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
 
   const entry = version.data?.entry ?? 'env.ts';
   const fileNames = useMemo(() => (files ? fileOrder(Object.keys(files), entry) : []), [files, entry]);
-  const file = params.get('file') && files && params.get('file')! in files ? params.get('file')! : entry;
+  // An environment served over HTTP has no entry file: it opens on its manifest.
+  const opening = files && !(entry in files) && fileNames.length > 0 ? fileNames[0] : entry;
+  const file = params.get('file') && files && params.get('file')! in files ? params.get('file')! : opening;
+  const servedBy = ((version.data?.manifest as { server?: { urls?: unknown } } | undefined)?.server?.urls ?? null) as string[] | null;
   // The Data tab only for an environment that reads rows (its manifest names a dataset).
   const readsData = !!(version.data?.manifest as { dataset?: unknown } | undefined)?.dataset;
   const tabs = TABS.filter((t) => t.id !== 'data' || readsData);
@@ -274,6 +277,11 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
       {otherDraft ? (
         <p className="notice notice-info workbench-note">
           You have unsaved edits based on v{otherDraft.version}. <button type="button" className="btn-small" onClick={() => setParams({ v: String(otherDraft.version) })}>Open them</button>
+        </p>
+      ) : null}
+      {servedBy ? (
+        <p className="notice notice-info workbench-note" data-testid="served-by">
+          Served over HTTP by <span className="mono">{servedBy.join(', ')}</span>: the game runs there, and jobs, dry runs and the play console call it. Its manifest names the servers and the episode limits.
         </p>
       ) : null}
       <Group orientation="horizontal" className="workbench-panes">

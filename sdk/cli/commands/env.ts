@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../args';
 import { CliError, EXIT } from '../errors';
+import { httpManifest } from '../../http-manifest';
 import { parseManifest } from '../../manifest';
 import { validationSummary } from '../validation';
 import { call, type CommandContext } from './context';
@@ -18,35 +19,29 @@ type EnvCreate = Extract<Command, { name: 'env-create' }>;
  */
 export async function envCreateCommand(ctx: CommandContext, command: EnvCreate): Promise<number> {
   const datasetFile = command.dataset ? readDataset(ctx, command.dataset) : null;
-  const raw = {
+  const raw = httpManifest({
     name: command.environmentName,
-    version: '1.0.0',
-    description: `Served over HTTP by ${command.urls.join(', ')}.`,
+    urls: command.urls,
     kind: command.kind,
-    agents: ['agent'],
-    limits: {
-      maxTurns: command.kind === 'single-turn' ? 1 : (command.maxTurns ?? 8),
-      ...(command.maxTokens !== undefined ? { maxTokensPerTurn: command.maxTokens, maxResponseTokens: command.maxTokens * (command.kind === 'single-turn' ? 1 : (command.maxTurns ?? 8)) } : {}),
-    },
-    ...(datasetFile ? { dataset: { train: datasetFile.name } } : {}),
-    server: {
-      urls: command.urls,
-      ...(command.timeoutSeconds !== undefined ? { timeoutSeconds: command.timeoutSeconds } : {}),
-      ...(command.promptField !== undefined ? { promptField: command.promptField } : {}),
-    },
-  };
+    maxTurns: command.maxTurns,
+    maxTokens: command.maxTokens,
+    timeoutSeconds: command.timeoutSeconds,
+    promptField: command.promptField,
+    datasetFile: datasetFile?.name,
+  });
   // The manifest's own schema first: a mistake is said here, field by field, before anything is sent.
   const parsed = parseManifest(raw);
   if (!parsed.ok) throw new CliError('these flags do not make a valid manifest', EXIT.USAGE, parsed.problems);
   const conn = await ctx.connect();
-  const input = { teamId: conn.teamId, name: raw.name, description: raw.description, entry: parsed.manifest.entry, files: {}, manifest: raw, datasetText: datasetFile?.text };
+  const name = command.environmentName;
+  const input = { teamId: conn.teamId, name, description: parsed.manifest.description || undefined, entry: parsed.manifest.entry, files: {}, manifest: raw, datasetText: datasetFile?.text };
   checkRequestSize('the environment (its manifest and dataset)', input);
   const saved = await call(conn, () => conn.api.environments.saveVersion.mutate(input));
-  ctx.out.document({ environment: { name: raw.name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, manifest: raw, validation: saved.validation } });
-  if (saved.validation && !saved.validation.ok) throw failedDryRun(raw.name, saved.version, saved.validation, null, ctx.io.cwd);
+  ctx.out.document({ environment: { name, environmentId: saved.environmentId, versionId: saved.versionId, version: saved.version, created: saved.created, manifest: raw, validation: saved.validation } });
+  if (saved.validation && !saved.validation.ok) throw failedDryRun(name, saved.version, saved.validation, null, ctx.io.cwd);
   const how = saved.created ? `saved${saved.validation ? `; ${validationSummary(saved.validation)}` : ''}` : 'unchanged, reused';
-  ctx.out.line(`environment ${raw.name}: version ${saved.version} (${how})`);
-  ctx.out.line(`train on it: whetstone run ${raw.name} --watch`);
+  ctx.out.line(`environment ${name}: version ${saved.version} (${how})`);
+  ctx.out.line(`train on it: whetstone run ${name} --watch`);
   return EXIT.OK;
 }
 

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { TEMPLATE_NAMES } from '../../../env-templates/load-template';
+import { httpAnswersSchema } from '../../../sdk/http-manifest';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
@@ -61,6 +62,7 @@ export const environmentsRouter = router({
           z.strictObject({ template: z.enum(TEMPLATE_NAMES) }),
           z.strictObject({ blank: z.literal(true) }),
           z.strictObject({ versionId: id }),
+          z.strictObject({ http: httpAnswersSchema }),
         ]),
       }),
     )

@@ -14,7 +14,16 @@ const STARTS = [
   { id: 'math-tools', title: 'Math with a tool', text: 'Multi-turn, reads a dataset: three-digit multiplication with a calculator tool the agent calls.' },
   { id: 'gomoku', title: 'Gomoku', text: 'Multi-turn, two agents: 9×9 five in a row, with scripted bots to play against.' },
   { id: 'blank', title: 'Blank', text: 'A minimal single-turn environment to write your own from.' },
+  { id: 'http', title: 'Served over HTTP', text: 'A game server you run, in any language (OpenTinker’s protocol: /reset, /step). No code here: its address.' },
 ] as const;
+
+/** The URLs typed one per line (or separated by spaces or commas). */
+function urlsOf(text: string): string[] {
+  return text.split(/[\s,]+/).filter(Boolean);
+}
+
+const isHttpUrl = (u: string) => URL.canParse(u) && ['http:', 'https:'].includes(new URL(u).protocol);
+
 
 export default function NewEnvironmentPage() {
   const team = useTeam();
@@ -22,6 +31,11 @@ export default function NewEnvironmentPage() {
   const router = useRouter();
   const [start, setStart] = useState<(typeof STARTS)[number]['id']>('bandit');
   const [name, setName] = useState('');
+  const [server, setServer] = useState({ urls: '', kind: 'single-turn' as 'single-turn' | 'multi-turn', maxTurns: '', maxTokens: '', timeout: '' });
+  const urls = urlsOf(server.urls);
+  const badUrl = urls.find((u) => !isHttpUrl(u));
+  const serverOk = start !== 'http' || (urls.length > 0 && !badUrl);
+  const numberOr = (text: string) => (text.trim() === '' ? undefined : Number(text));
   const create = useMutation(
     trpc.environments.create.mutationOptions({ onSuccess: (r) => router.push(`/teams/${team.id}/environments/${r.environmentId}`) }),
   );
@@ -34,8 +48,14 @@ export default function NewEnvironmentPage() {
         aria-label="New environment"
         onSubmit={(e) => {
           e.preventDefault();
-          if (!nameOk) return;
-          create.mutate({ teamId: team.id, name, from: start === 'blank' ? { blank: true } : { template: start } });
+          if (!nameOk || !serverOk) return;
+          const from =
+            start === 'http'
+              ? { http: { urls, kind: server.kind, maxTurns: server.kind === 'multi-turn' ? numberOr(server.maxTurns) : undefined, maxTokens: numberOr(server.maxTokens), timeoutSeconds: numberOr(server.timeout) } }
+              : start === 'blank'
+                ? { blank: true as const }
+                : { template: start };
+          create.mutate({ teamId: team.id, name, from });
         }}
       >
         <fieldset className="start-choices">
@@ -48,6 +68,42 @@ export default function NewEnvironmentPage() {
             </label>
           ))}
         </fieldset>
+        {start === 'http' ? (
+          <fieldset className="narrow-panel http-server-fields">
+            <legend>The game’s server</legend>
+            <div className="field">
+              <label htmlFor="http-urls">Server URLs</label>
+              <textarea id="http-urls" rows={2} value={server.urls} onChange={(e) => setServer({ ...server, urls: e.target.value })} placeholder="http://127.0.0.1:8081" aria-describedby="http-urls-hint" aria-invalid={!!badUrl} />
+              <span className="hint" id="http-urls-hint">
+                One per line; several server processes share the episodes. Saving plays a few episodes on them, so they must be running and reachable from Whetstone.
+              </span>
+              {badUrl ? <span className="field-error">{`“${badUrl}” is not an http(s) URL.`}</span> : null}
+            </div>
+            <div className="field-row">
+              <label className="field">
+                <span>Turns</span>
+                <select value={server.kind} onChange={(e) => setServer({ ...server, kind: e.target.value as 'single-turn' | 'multi-turn' })}>
+                  <option value="single-turn">One (single-turn)</option>
+                  <option value="multi-turn">Several (multi-turn)</option>
+                </select>
+              </label>
+              {server.kind === 'multi-turn' ? (
+                <label className="field">
+                  <span>At most</span>
+                  <input type="number" min={1} max={1000} value={server.maxTurns} placeholder="8" onChange={(e) => setServer({ ...server, maxTurns: e.target.value })} className="input-narrow" />
+                </label>
+              ) : null}
+              <label className="field">
+                <span>Tokens a turn</span>
+                <input type="number" min={1} max={4096} value={server.maxTokens} placeholder="64" onChange={(e) => setServer({ ...server, maxTokens: e.target.value })} className="input-narrow" />
+              </label>
+              <label className="field">
+                <span>Call timeout (s)</span>
+                <input type="number" min={1} max={3600} value={server.timeout} placeholder="60" onChange={(e) => setServer({ ...server, timeout: e.target.value })} className="input-narrow" />
+              </label>
+            </div>
+          </fieldset>
+        ) : null}
         <div className="field narrow-panel">
           <label htmlFor="env-name">Name</label>
           <input id="env-name" value={name} onChange={(e) => setName(e.target.value.toLowerCase())} placeholder={`my-${start}`} aria-describedby="env-name-hint" aria-invalid={name !== '' && !nameOk} autoFocus />
@@ -58,7 +114,7 @@ export default function NewEnvironmentPage() {
         </div>
         <ErrorNote error={create.error} />
         <div className="actions">
-          <button type="submit" className="btn-primary" disabled={!nameOk || create.isPending}>
+          <button type="submit" className="btn-primary" disabled={!nameOk || !serverOk || create.isPending}>
             <FilePlus2 size={16} aria-hidden="true" /> {create.isPending ? 'Creating and dry-running…' : 'Create environment'}
           </button>
         </div>
