@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
 import { UsageError } from './errors';
 
@@ -49,20 +50,12 @@ export type Command =
   | { name: 'workers' }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
-  | {
+  | ({
       name: 'env-create';
       environmentName: string;
-      /** The game's servers: one, or one per process (shards). */
-      urls: string[];
-      kind: 'single-turn' | 'multi-turn';
-      maxTurns?: number;
-      /** Tokens per turn (the response's limit is this times the turns). */
-      maxTokens?: number;
-      timeoutSeconds?: number;
-      promptField?: string;
       /** A JSONL file of the rows each episode's /reset is sent (a data-dependent game). */
       dataset?: string;
-    };
+    } & Omit<HttpEnvironmentAnswers, 'name' | 'datasetFile'>);
 
 export interface CommandLine {
   globals: GlobalOptions;
