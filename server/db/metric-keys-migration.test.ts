@@ -53,10 +53,11 @@ describe('migration metric_key_groups', () => {
     // A run resumed by a newer worker wrote step 299 under both names: the new name's value stays.
     await t.db.metricPoint.create({ data: { jobId: jobs.TRAIN, key: 'loss/total', step: 299, value: -1, attempt: 2 } });
     for (const id of Object.values(jobs)) await rebuildRollups(t.db, id);
-    // createMany: it returns no row, so it names no column that later migrations add (create reads them all back).
-    await t.db.checkpoint.createMany({
-      data: [{ teamId: team.id, jobId: jobs.TRAIN, kind: 'TRAINING', step: 2, storageKey: 'k/2', bytes: 1n, sha256: 'x', metrics: { reward: 0.5, loss: 1.5, myOwnKey: 3 } }],
-    });
+    // In SQL, naming only the columns this schema had: the client knows the newest schema, and writes
+    // columns later migrations add (Checkpoint.name, Checkpoint.agent), which this database lacks.
+    const metrics = JSON.stringify({ reward: 0.5, loss: 1.5, myOwnKey: 3 });
+    await t.db.$executeRaw`INSERT INTO "Checkpoint" (id, "teamId", "jobId", kind, step, "storageKey", bytes, sha256, metrics)
+      VALUES ('old-checkpoint', ${team.id}, ${jobs.TRAIN}, 'TRAINING', 2, 'k/2', 1, 'x', ${metrics}::jsonb)`;
     // This migration first; later ones may follow it.
     expect((await migrate(t.url)).applied[0]).toBe(MIGRATION);
   });
