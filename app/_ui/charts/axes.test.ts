@@ -32,5 +32,7 @@ describe('staticDomain', () => {
     expect(staticDomain([1, 2, 3])).toBeNull();
     expect(staticDomain([8, 8, Number.NaN, 8])).toEqual([6, 10]);
     expect(isFlat([Number.NaN])).toBe(false);
+    // A smoothed constant, off by float noise, is flat too.
+    expect(staticDomain([8, 7.999999999999999, 8.000000000000002])).toEqual([6, 10]);
   });
 });

@@ -23,15 +23,19 @@ export function roomyDomain(values: Iterable<number>): [number, number] {
   return [round(lo >= 0 ? Math.max(0, from) : from), round(Math.ceil((hi + room) / step) * step)];
 }
 
-/** Every finite value the same: recharts' automatic domain then labels two ticks alike ("8", "8"). */
+/**
+ * Every finite value the same, to float noise (a smoothed constant is 7.999999999 here and there):
+ * recharts' automatic domain then labels its ticks alike ("8", "8").
+ */
 export function isFlat(values: Iterable<number>): boolean {
-  let first: number | undefined;
+  let lo = Infinity;
+  let hi = -Infinity;
   for (const v of values) {
     if (!Number.isFinite(v)) continue;
-    if (first === undefined) first = v;
-    else if (v !== first) return false;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
   }
-  return first !== undefined;
+  return Number.isFinite(lo) && hi - lo <= 1e-9 * Math.max(1, Math.abs(hi));
 }
 
 /** The y domain of a chart that is not live: room round a flat series' value, else null (recharts' own). */
