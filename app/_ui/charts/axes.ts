@@ -14,8 +14,10 @@ export function roomyDomain(values: Iterable<number>): [number, number] {
     if (v > hi) hi = v;
   }
   if (!Number.isFinite(lo)) return [NaN, NaN];
-  const room = (hi - lo) * 0.2 || Math.abs(hi) * 0.2 || 1;
-  const raw = (hi - lo + 2 * room) / 6;
+  // A range of float noise is no range: room round the value instead.
+  const span = hi - lo <= 1e-9 * Math.max(1, Math.abs(hi)) ? 0 : hi - lo;
+  const room = span * 0.2 || Math.abs(hi) * 0.2 || 1;
+  const raw = (span + 2 * room) / 6;
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power;
   const round = (v: number) => Number(v.toPrecision(12));
