@@ -88,7 +88,9 @@ export function watchPage(page: Page, opts: { expectedStatuses?: number[]; expec
     // A test that provokes an API refusal (404, 403…) on purpose names its status; Chromium logs it.
     const status = /^Failed to load resource: the server responded with a status of (\d{3})/.exec(msg.text())?.[1];
     if (status && opts.expectedStatuses?.includes(Number(status))) return;
-    problems.push(`console error: ${msg.text()}`);
+    // The resource's address too: Chromium's text names only the status.
+    const where = msg.location().url;
+    problems.push(`console error: ${msg.text()}${status && where ? ` (${where})` : ''}`);
   });
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   page.on('request', (request) => {

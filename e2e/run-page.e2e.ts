@@ -8,9 +8,19 @@ import { expectAccessible, shoot, submitTeamRun, trpc } from './helpers';
 // series for the range; a rollout shows trainable and non-trainable tokens in two colours; a
 // checkpoint appears and the header links it to the playground. Every wait is on a condition.
 
-/** Steps the reward panel holds (its table of numbers, once opened: one row per bucket, one step each here). */
+/**
+ * Steps the reward panel holds (its table of numbers, once opened): one row per bucket, which is
+ * one step each until the run has more steps than the plot has pixels; a row of a range counts
+ * each of its steps, so "every step exactly once" holds either way.
+ */
 function rewardSteps(page: Page): Promise<number[]> {
-  return page.evaluate(() => [...document.querySelectorAll('figure[data-metric="reward/mean"] tr[data-step]')].map((r) => Number(r.getAttribute('data-step'))));
+  return page.evaluate(() =>
+    [...document.querySelectorAll('figure[data-metric="reward/mean"] tr[data-step]')].flatMap((r) => {
+      const to = Number(r.getAttribute('data-step'));
+      const from = Number(r.getAttribute('data-from-step') ?? to);
+      return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    }),
+  );
 }
 
 interface Summary {

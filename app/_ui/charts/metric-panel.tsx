@@ -383,7 +383,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
             </thead>
             <tbody>
               {shownRows.map((d) => (
-                <tr key={d.step} data-step={d.step}>
+                <tr key={d.step} data-step={d.step} data-from-step={d.fromStep}>
                   <th scope="row" className="tabular">{d.fromStep === d.step ? d.step : `${d.fromStep}–${d.step}`}</th>
                   <td className="num">{formatMetric(d.last)}</td>
                   <td className="num">{formatMetric(d.smooth)}</td>
