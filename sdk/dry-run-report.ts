@@ -202,6 +202,8 @@ export interface DryRunRequest {
   source: { files: Record<string, string>; entry: string };
   manifest: { kind: EnvironmentKind; agents: string[]; limits: { maxTurns: number; maxTokensPerTurn: number; maxResponseTokens: number }; server?: Manifest['server'] };
   dataset?: { path: string; text: string };
+  /** The team's values of the secrets the manifest's headers name (sdk/team-secrets.ts); never in the report. */
+  secrets?: Record<string, string>;
   episodes: number;
   /** The whole dry run's wall-clock budget: past it the run is not a pass. */
   timeBudgetMs: number;

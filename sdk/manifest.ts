@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { serverHeadersSchema } from './team-secrets';
 import { resolveTraining, type TrainingConfig, type TrainingOverrides } from './training-config';
 
 /**
@@ -44,6 +45,7 @@ const serverSchema = z
     resetTimeoutSeconds: z.number().positive().max(3600).optional().describe('How long a /reset may take (default: timeoutSeconds).'),
     retries: z.number().int().min(0).max(10).default(2).describe('Tries again for calls the server cannot have seen (no connection, 503); never for a step once sent.'),
     promptField: z.string().min(1).max(100).default('prompt').describe("The dataset row's field shown before the reset observation."),
+    headers: serverHeadersSchema.optional(),
   })
   .describe('Served over HTTP: the rollouts call these servers instead of running code in the sandbox.');
 

@@ -159,6 +159,8 @@ export interface PlayServed {
   kind: Manifest['kind'];
   agents: string[];
   server: NonNullable<Manifest['server']>;
+  /** The team's values of the secrets the server's headers name (sdk/team-secrets.ts). */
+  secrets?: Record<string, string>;
 }
 
 export interface PlayOpenRequest {

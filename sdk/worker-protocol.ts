@@ -191,6 +191,16 @@ export const checkpointQuerySchema = z.object({
 });
 export const checkpointResponseSchema = z.object({ checkpointId: z.string(), storageKey: z.string() });
 
+/**
+ * POST /api/workers/attempts/secrets { attemptId, fencingToken }: the values of the team secrets
+ * that the attempt's environment names in its headers (sdk/team-secrets.ts), for the worker that
+ * holds the attempt only, asked when the job opens its environment; answers { secrets: { NAME: value } },
+ * leaving out names the team has not set. Never kept in the assignment, a job row or a log.
+ */
+export const ENVIRONMENT_SECRETS_ROUTE = '/api/workers/attempts/secrets';
+export const environmentSecretsRequestSchema = z.object({ ...fenced });
+export const environmentSecretsResponseSchema = z.object({ secrets: z.record(z.string(), z.string()) });
+
 /** GET /api/workers/blobs/<key>: a checkpoint or dataset the worker's job may read. */
 export const BLOB_ROUTE = '/api/workers/blobs/';
 

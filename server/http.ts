@@ -62,6 +62,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
     publish: deps.realtime.publishRun,
     // The gateway's: one instance for both ways a daemon calls (their batches are shared).
     attempts: deps.realtime.attempts,
+    secretsKey: deps.secretsKey,
   };
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

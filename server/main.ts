@@ -17,6 +17,7 @@ import { createAuth } from './auth/auth';
 import { FsBlobStore } from './blobs/store';
 import { ensureTemplates, validatePendingTemplates } from './environments/templates';
 import { authSecret } from './auth/secret';
+import { secretsKey } from './secrets/secret-box';
 import { createSignInLink } from './auth/session';
 import { ensureLocalCredentials, startLocalWorker } from './local-mode';
 import { DryRunPool } from './environments/dry-run-pool';
@@ -210,11 +211,12 @@ async function main(): Promise<void> {
     await ensureTemplates(db, blobs, teamId);
     void validatePendingTemplates(db, dryRuns, log).catch((error: unknown) => console.error('[whetstone] template validation failed:', error));
   };
+  const installationSecret = authSecret(env.WHETSTONE_HOME, env.WHETSTONE_AUTH_SECRET);
   const auth = createAuth({
     seedTeam,
     db,
     baseURL: publicUrl,
-    secret: authSecret(env.WHETSTONE_HOME, env.WHETSTONE_AUTH_SECRET),
+    secret: installationSecret,
     trustedOrigins,
     secureCookies: publicUrl.startsWith('https://'),
   });
@@ -258,6 +260,7 @@ async function main(): Promise<void> {
     trustedOrigins,
     publicUrl,
     seedTeam,
+    secretsKey: secretsKey(installationSecret),
   };
   listener = createRequestListener(deps, () => nextHandler, { dev: env.WHETSTONE_DEV });
   await startupStep(() => scheduler.start());

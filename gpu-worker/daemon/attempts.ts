@@ -12,6 +12,8 @@ import {
   ATTEMPT_START_EVENT,
   BLOB_ROUTE,
   checkpointResponseSchema,
+  ENVIRONMENT_SECRETS_ROUTE,
+  environmentSecretsResponseSchema,
 } from '../../sdk/worker-protocol';
 import { RunnerProcess, type RunnerExit, type RunnerHandlers } from '../job-runner/runner-process';
 import type { CheckpointUploadKind, UploadedCheckpoint } from '../job-runner/sink';
@@ -206,6 +208,7 @@ export class Attempts {
       onBatch: (kind, items) => job.outbox.add(kind, items),
       uploadCheckpoint: (kind, step, bytes, agent) => this.uploadCheckpoint(job, kind, step, bytes, agent),
       fetchBlob: (key) => this.fetchBlob(job, key),
+      environmentSecrets: () => this.environmentSecrets(job),
       onSample: (event) => {
         if (job.lost) return;
         if (event.type === 'token') this.o.transport.socket?.emit('sample:token', event.token);
@@ -283,6 +286,16 @@ export class Attempts {
       if (fenced(e)) this.lose(job, 'the server refused a checkpoint (409)');
       throw e;
     }
+  }
+
+  /** Asked once when the job opens its environment; the answer goes to the runner and nowhere else (no log). */
+  private async environmentSecrets(job: DaemonJob): Promise<Record<string, string>> {
+    const a = job.assignment;
+    const answer = await retry(
+      () => this.o.transport.json('POST', ENVIRONMENT_SECRETS_ROUTE, { attemptId: a.attemptId, fencingToken: a.fencingToken }),
+      () => job.lost || this.o.stopped(),
+    );
+    return environmentSecretsResponseSchema.parse(answer).secrets;
   }
 
   private async fetchBlob(job: DaemonJob, key: string): Promise<Uint8Array> {

@@ -37,6 +37,7 @@ const sink: JobSink = {
   sendBatch: (kind, items) => send({ type: 'batch', kind, items }),
   uploadCheckpoint: (kind, step, bytes, agent) => request('uploadCheckpoint', { kind, step, bytes, agent }),
   fetchBlob: async (key) => new Uint8Array(await request('fetchBlob', { key })),
+  environmentSecrets: () => request('environmentSecrets', {}),
 };
 
 process.on('message', (msg: ToRunner) => {

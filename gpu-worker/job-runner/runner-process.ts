@@ -19,6 +19,8 @@ export interface RunnerHandlers {
   onBatch(kind: StreamKind, items: unknown[]): void;
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   fetchBlob(key: string): Promise<Uint8Array>;
+  /** The team secrets the job's environment sends as headers (asked only by one that names some). */
+  environmentSecrets(): Promise<Record<string, string>>;
   /** INFERENCE: a token or the end of a sampling request. */
   onSample?(event: InferenceEvent): void;
 }
@@ -124,7 +126,9 @@ export class RunnerProcess {
       const work: Promise<unknown> =
         msg.method === 'uploadCheckpoint'
           ? handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes, msg.params.agent)
-          : handlers.fetchBlob(msg.params.key);
+          : msg.method === 'fetchBlob'
+            ? handlers.fetchBlob(msg.params.key)
+            : handlers.environmentSecrets();
       work.then(
         (result) => this.send({ type: 'reply', id: msg.id, ok: true, result }),
         (e: unknown) => this.send({ type: 'reply', id: msg.id, ok: false, error: (e as Error).message }),

@@ -22,6 +22,11 @@ export interface JobSink {
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   /** A blob the job may read (a checkpoint, a dataset), by storage key. */
   fetchBlob(key: string): Promise<Uint8Array>;
+  /**
+   * The values of the team secrets the job's environment names in its headers (names the team
+   * has not set are left out). Kept in memory only, for the environment's calls.
+   */
+  environmentSecrets?(): Promise<Record<string, string>>;
 }
 
 /** Asks a running job to stop. Read by the runner between steps. */
@@ -65,6 +70,8 @@ export class MemorySink implements JobSink {
   readonly batches: { kind: StreamKind; items: unknown[] }[] = [];
   readonly checkpoints: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; storageKey: string; agent?: string }[] = [];
   readonly blobs = new Map<string, Uint8Array>();
+  /** The team secrets the job's environment may use, by name. */
+  secrets: Record<string, string> = {};
   /** Called after every batch (tests use it to preempt or cancel at a given point). */
   onBatch: ((kind: StreamKind, items: unknown[]) => void) | null = null;
   private counter = 0;
@@ -87,6 +94,10 @@ export class MemorySink implements JobSink {
     const blob = this.blobs.get(key);
     if (!blob) throw new Error(`no blob "${key}"`);
     return blob.slice();
+  }
+
+  async environmentSecrets(): Promise<Record<string, string>> {
+    return { ...this.secrets };
   }
 
   items<K extends StreamKind>(kind: K): StreamItem<K>[] {

@@ -22,6 +22,8 @@ export interface DryRunOptions {
   source: EnvironmentSource;
   /** Limits and agents to check against; without one, 8 turns per agent. */
   manifest?: Pick<Manifest, 'kind' | 'agents' | 'limits' | 'server'>;
+  /** The team's values of the secrets an HTTP environment's headers name. */
+  secrets?: Record<string, string>;
   /** Dataset rows, required for data-dependent environments (a sample of the train split is enough). */
   rows?: Json[];
   /** Or the dataset file as saved: checked line by line against the code's rowSchema. */
@@ -61,7 +63,7 @@ export async function dryRun(options: DryRunOptions): Promise<DryRunReport> {
       for (const line of lines) if (logs.length < MAX_LOG_LINES) logs.push(episodeId ? `[${episodeId}] ${line}` : line);
     };
     const loaded = served
-      ? await openEnvironment(served, options.source, { jobId: 'dry-run', warn: (message) => onLogs([message], null) })
+      ? await openEnvironment(served, options.source, { jobId: 'dry-run', secrets: options.secrets, warn: (message) => onLogs([message], null) })
       : await SandboxEnvironment.load(options.source, { onLogs });
     if (!loaded.ok) {
       report.compileErrors = loaded.errors;

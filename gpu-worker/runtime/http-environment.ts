@@ -209,10 +209,30 @@ export class HttpEnvironment implements EnvironmentHandle {
     const r = schema.safeParse(value);
     if (r.success) return r.data;
     const problem = r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
-    throw new SandboxError('protocol', route.slice(1), `${url}${route} answered outside the protocol: ${problem}; it sent ${quote(JSON.stringify(value))}`, null, '');
+    throw this.hidingHeaders(new SandboxError('protocol', route.slice(1), `${url}${route} answered outside the protocol: ${problem}; it sent ${quote(JSON.stringify(value))}`, null, ''));
+  }
+
+  /**
+   * The error with every header value taken out of its message: they may be team secrets, and an
+   * answer (a server that echoes its request) or fetch's own words (an invalid header value) may
+   * quote them, while these messages go to job logs, reports and the IDE.
+   */
+  private hidingHeaders(e: SandboxError): SandboxError {
+    const values = Object.values(this.headers).filter((v) => v.length >= 4);
+    if (!values.some((v) => e.detail.includes(v))) return e;
+    const detail = values.reduce((text, v) => text.split(v).join('[a header value, hidden]'), e.detail);
+    return new SandboxError(e.kind, e.during, detail, e.location, e.userStack, e.logs);
   }
 
   private async request(url: string, method: 'GET' | 'POST', route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
+    try {
+      return await this.requestWithRetries(url, method, route, body, timeoutMs, instanceId);
+    } catch (e) {
+      throw e instanceof SandboxError ? this.hidingHeaders(e) : e;
+    }
+  }
+
+  private async requestWithRetries(url: string, method: 'GET' | 'POST', route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
     const during = route.slice(1).split('?')[0];
     let last = '';
     for (let attempt = 0; attempt <= this.retries; attempt++) {

@@ -5,8 +5,10 @@
 import type { CompileDiagnostic } from '../../sdk/dry-run-report';
 import type { EnvironmentSource } from '../../sdk/environment-source';
 import type { Manifest } from '../../sdk/manifest';
+import { resolveHeaders } from '../../sdk/team-secrets';
 import { type EnvironmentHandle, type LogSink } from './environment-handle';
 import { HttpEnvironment } from './http-environment';
+import { SandboxError } from './sandbox/errors';
 import { SandboxEnvironment } from './sandbox/sandbox-environment';
 
 export interface OpenOptions {
@@ -16,6 +18,11 @@ export interface OpenOptions {
   onLogs?: LogSink;
   /** What an HTTP environment reports without ending an episode. */
   warn?: (message: string) => void;
+  /**
+   * The team's values of the secrets the manifest's headers name (sdk/team-secrets.ts), fetched
+   * by whoever opens it for the team; a name missing here fails the opening, naming it.
+   */
+  secrets?: Record<string, string>;
 }
 
 export async function openEnvironment(
@@ -27,6 +34,8 @@ export async function openEnvironment(
   if (!server) return SandboxEnvironment.load(source, { onLogs: options.onLogs });
   // The manifest's kind is single- or multi-turn here (it refuses several agents over HTTP).
   const kind = manifest.kind === 'single-turn' ? 'single-turn' : 'multi-turn';
+  const headers = resolveHeaders(server.headers, options.secrets ?? {});
+  if (!headers.ok) throw new SandboxError('load', 'headers', headers.problem, null, '');
   const env = await HttpEnvironment.connect({
     baseUrl: server.urls,
     jobId: options.jobId,
@@ -37,6 +46,7 @@ export async function openEnvironment(
     resetTimeoutMs: server.resetTimeoutSeconds === undefined ? undefined : server.resetTimeoutSeconds * 1000,
     retries: server.retries,
     promptField: server.promptField,
+    headers: headers.headers,
     warn: options.warn,
   });
   return { ok: true, env };

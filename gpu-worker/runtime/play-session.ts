@@ -53,7 +53,7 @@ async function load(request: Pick<PlayOpenRequest, 'source' | 'served'>, logs: L
   try {
     // Served over HTTP: its servers play (a server that is down is the load error, naming its URL).
     const loaded = request.served
-      ? await openEnvironment(request.served, request.source, { jobId: 'play', warn: (message) => logs.add([message]) })
+      ? await openEnvironment(request.served, request.source, { jobId: 'play', secrets: request.served.secrets, warn: (message) => logs.add([message]) })
       : await SandboxEnvironment.load(request.source, { onLogs: logs.add });
     if (!loaded.ok) return { ok: false, compileErrors: loaded.errors, error: null, logs: logs.drain() };
     return loaded;

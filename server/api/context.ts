@@ -25,6 +25,8 @@ export interface ServerDeps {
   dryRuns: DryRunPool;
   /** The play console's sessions: processes apart from this one (play/play-sessions.ts). */
   play: PlaySessions;
+  /** Encrypts and decrypts team secrets (secrets/secret-box.ts), derived from the installation's secret. */
+  secretsKey: Buffer;
 }
 
 export interface Context {

@@ -11,6 +11,7 @@ import { membersRouter } from './routers/members';
 import { playRouter } from './routers/play';
 import { quotasRouter } from './routers/quotas';
 import { runsRouter } from './routers/runs';
+import { secretsRouter } from './routers/secrets';
 import { systemRouter } from './routers/system';
 import { teamsRouter } from './routers/teams';
 import { tournamentsRouter } from './routers/tournaments';
@@ -30,6 +31,7 @@ export const appRouter = router({
   workerTokens: workerTokensRouter,
   workers: workersRouter,
   quotas: quotasRouter,
+  secrets: secretsRouter,
   audit: auditRouter,
   environments: environmentsRouter,
   datasets: datasetsRouter,

@@ -5,6 +5,7 @@ import { z, ZodError } from 'zod';
 import { Prisma } from '../db/generated/prisma/client';
 import type { Role } from '../db/generated/prisma/enums';
 import { roleAtLeast } from '../auth/roles';
+import { SecretUnreadable } from '../secrets/secret-box';
 import type { Context } from './context';
 import { LineProblems } from './line-problems';
 
@@ -54,6 +55,8 @@ const mapErrors = t.middleware(async ({ next }) => {
       else if (cause.code === 'P2002') result.error = new TRPCError({ code: 'CONFLICT', message: 'Already exists', cause });
       else if (cause.code === 'P2003') result.error = new TRPCError({ code: 'BAD_REQUEST', message: 'Refers to something that does not exist', cause });
     }
+    // A team secret an environment needs that no longer decrypts: the caller's admin can fix it.
+    if (cause instanceof SecretUnreadable) result.error = new TRPCError({ code: 'PRECONDITION_FAILED', message: cause.message, cause });
   }
   return result;
 });

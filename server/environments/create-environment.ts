@@ -36,7 +36,7 @@ interface Content {
   datasets: Record<string, string>;
 }
 
-export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRuns: DryRunPool }, input: CreateEnvironmentInput): Promise<CreateEnvironmentResult> {
+export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRuns: DryRunPool; secretsKey?: Buffer }, input: CreateEnvironmentInput): Promise<CreateEnvironmentResult> {
   const { db, blobs } = deps;
   const content = 'http' in input.from ? served(input.name, input.from.http) : await contentFrom(db, blobs, input.teamId, input.from);
   if (!content) return { ok: false, code: 'NOT_FOUND', problems: ['from.versionId: no such environment version in this team'] };
@@ -62,7 +62,7 @@ export async function createEnvironment(deps: { db: Db; blobs: BlobStore; dryRun
     const saved = await saveEnvironmentVersion(db, deps.dryRuns, {
       teamId: input.teamId, userId: input.userId, name: input.name, entry: content.entry, files: content.files, manifest,
       datasetText: dataset?.text, datasetVersionId: dataset?.versionId,
-    });
+    }, deps.secretsKey);
     if (!saved.ok) await forget();
     return saved;
   } catch (error) {

@@ -2,6 +2,7 @@ import { parseManifest } from '../../sdk/manifest';
 import type { Db } from '../db/client';
 import type { Prisma } from '../db/generated/prisma/client';
 import { storedJson } from '../db/stored-json';
+import { environmentSecrets } from '../secrets/environment-secrets';
 import { environmentContentHash } from './content-hash';
 import type { DryRunReport } from '../../sdk/dry-run-report';
 import type { DryRunPool } from './dry-run-pool';
@@ -51,7 +52,7 @@ export type SaveVersionResult =
  * returns the existing version. A new version is dry-run in the sandbox before the answer, so
  * compile errors and runtime errors come back with their file, line and column.
  */
-export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input: SaveVersionInput): Promise<SaveVersionResult> {
+export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input: SaveVersionInput, secretsKey?: Buffer): Promise<SaveVersionResult> {
   const parsed = parseManifest(input.manifest);
   if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `manifest.${p}`) };
   // An HTTP environment's code runs on its servers: it needs no entry file here.
@@ -69,8 +70,11 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
     return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null, conflict: await conflict() };
   }
   const { kind, agents, limits, server } = parsed.manifest;
+  // Served over HTTP: the dry run calls the servers with the headers they will get in training.
+  const secrets = server && secretsKey ? await environmentSecrets(db, secretsKey, input.teamId, server.headers) : {};
   const report = await dryRuns.run(input.teamId, {
     source: { files: input.files, entry: input.entry },
+    secrets,
     manifest: { kind, agents, limits, ...(server ? { server } : {}) },
     dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
     episodes: DRY_RUN_EPISODES,

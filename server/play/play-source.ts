@@ -8,6 +8,7 @@ import { manifestTraining, parseManifest } from '../../sdk/manifest';
 import type { PlaySampling, PlayServed } from '../../sdk/play';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
+import { environmentSecrets } from '../secrets/environment-secrets';
 import { PlayRefused } from './play-sessions';
 
 export type PlaySourceInput = { versionId: string } | { draft: { entry: string; files: Record<string, string>; manifest: Record<string, unknown> } };
@@ -25,7 +26,12 @@ export interface PlaySource {
   served?: PlayServed;
 }
 
-export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string, input: { source: PlaySourceInput; datasetVersionId?: string; seed: number }): Promise<PlaySource> {
+export async function resolvePlaySource(
+  deps: { db: Db; blobs: BlobStore; secretsKey: Buffer },
+  teamId: string,
+  input: { source: PlaySourceInput; datasetVersionId?: string; seed: number },
+): Promise<PlaySource> {
+  const { db, blobs } = deps;
   let files: Record<string, string>;
   let entry: string;
   let manifest: unknown;
@@ -50,6 +56,8 @@ export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string
   if (!server && !(entry in files)) throw new PlayRefused('BAD_REQUEST', `entry: ${entry} is not one of the files`);
   const text = await datasetText(db, blobs, teamId, input.datasetVersionId, template && dataset ? `${template}/${dataset.train}` : null);
   const training = manifestTraining(parsed.manifest);
+  // Served over HTTP: the team's values of the secrets its headers name go to the play process with it.
+  const secrets = server ? await environmentSecrets(db, deps.secretsKey, teamId, server.headers) : {};
   const sampling: PlaySampling = {
     maxTokensPerTurn: limits.maxTokensPerTurn,
     maxResponseTokens: limits.maxResponseTokens,
@@ -62,7 +70,7 @@ export async function resolvePlaySource(db: Db, blobs: BlobStore, teamId: string
     sampling,
     environment: name,
     ...(text !== null ? { row: pickRow(text, input.seed) } : {}),
-    ...(server ? { served: { name, kind, agents, server } } : {}),
+    ...(server ? { served: { name, kind, agents, server, secrets } } : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import { schedulerEvents } from '../scheduler/events';
 import { SchedulerLoop } from '../scheduler/loop';
 import { DryRunPool, type DryRunPoolOptions } from '../environments/dry-run-pool';
 import { PlaySessions, type PlaySessionsOptions } from '../play/play-sessions';
+import { secretsKey } from '../secrets/secret-box';
 
 /**
  * The real request listener, better-auth, socket.io and (when given the database URL) the
@@ -34,14 +35,15 @@ export async function startTestServer(
   const blobRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-test-blobs-'));
   // Teams start empty here; server/environments/templates.test.ts covers seeding.
   const seedTeam = async () => {};
-  const auth = createAuth({ db, baseURL: url, secret: 'test-secret-test-secret-test-secret-0123', trustedOrigins: [url], secureCookies: opts.secureCookies ?? false, seedTeam });
+  const installationSecret = 'test-secret-test-secret-test-secret-0123';
+  const auth = createAuth({ db, baseURL: url, secret: installationSecret, trustedOrigins: [url], secureCookies: opts.secureCookies ?? false, seedTeam });
   const realtime = attachRealtime(server, db, auth, opts.pool);
   const dryRuns = new DryRunPool(opts.dryRuns);
   const play = new PlaySessions(opts.play);
   const deps = {
     db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(blobRoot),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
-    trustedOrigins: [url], publicUrl: url, seedTeam,
+    trustedOrigins: [url], publicUrl: url, seedTeam, secretsKey: secretsKey(installationSecret),
   };
   listener = createRequestListener(deps, () => opts.next ?? null);
   const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(realtime), () => {}, opts.tickMs ?? 200) : null;

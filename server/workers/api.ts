@@ -8,6 +8,8 @@ import {
   startRequestSchema,
   streamBatchSchema,
   BLOB_ROUTE,
+  ENVIRONMENT_SECRETS_ROUTE,
+  environmentSecretsRequestSchema,
   type HeartbeatAnswer,
 } from '../../sdk/worker-protocol';
 import { audit } from '../auth/audit';
@@ -23,6 +25,8 @@ import { buildAssignments } from '../scheduler/assignments';
 import { WORKER_CREDENTIAL_PREFIX } from './credentials';
 import { fencingTokenOf, Refusal } from './refusal';
 import { SIGN_IN_WINDOW_MINUTES } from '../auth/throttle';
+import { manifestSecrets } from '../secrets/environment-secrets';
+import { SecretUnreadable } from '../secrets/secret-box';
 
 // The worker protocol's HTTP side (sdk/worker-protocol.ts). A daemon registers with a pool's
 // registration token and gets a credential of its own, which it presents on every later call.
@@ -38,6 +42,8 @@ export interface WorkerApiDeps {
   publish: Publish;
   /** Start and finish: the server's one instance, shared with the socket.io side (socket.ts). */
   attempts: AttemptCalls;
+  /** Decrypts the team secrets a job's environment sends as headers (secrets/secret-box.ts). */
+  secretsKey: Buffer;
 }
 
 function send(res: ServerResponse, status: number, body: unknown) {
@@ -207,6 +213,24 @@ async function uploadCheckpoint(deps: WorkerApiDeps, worker: WorkerRow, req: Inc
   return { checkpointId: checkpoint.id, storageKey: checkpoint.storageKey };
 }
 
+/**
+ * The team secrets the attempt's environment names in its headers: only to the worker holding the
+ * attempt (fenced), only the names its manifest uses, and of the job's own team.
+ */
+async function attemptSecrets(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
+  const input = parse(environmentSecretsRequestSchema, await readJson(req));
+  const attempt = await fencedAttempt(deps.db, worker, input.attemptId, input.fencingToken);
+  const versionId = (attempt.job.config as { environmentVersionId?: unknown } | null)?.environmentVersionId;
+  if (typeof versionId !== 'string') return { secrets: {} };
+  const version = await deps.db.environmentVersion.findFirst({ where: { id: versionId, environment: { teamId: attempt.job.teamId } }, select: { manifest: true } });
+  try {
+    return { secrets: version ? await manifestSecrets(deps.db, deps.secretsKey, attempt.job.teamId, version.manifest) : {} };
+  } catch (error) {
+    if (error instanceof SecretUnreadable) throw new Refusal(422, error.message);
+    throw error;
+  }
+}
+
 /** A blob a worker may read: a checkpoint or dataset of a team whose job it is running. */
 async function readBlob(deps: WorkerApiDeps, worker: WorkerRow, res: ServerResponse, key: string) {
   const active = await deps.db.jobAttempt.findMany({ where: { workerId: worker.id, state: 'ACTIVE' }, select: { job: { select: { teamId: true } } } });
@@ -233,6 +257,7 @@ export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage,
     if (req.method !== 'POST') throw new Refusal(405, 'Method not allowed');
     if (path === '/api/workers/heartbeat') return send(res, 200, await heartbeat(deps, worker, req));
     if (path === '/api/workers/stream') return send(res, 200, await stream(deps, worker, req));
+    if (path === ENVIRONMENT_SECRETS_ROUTE) return send(res, 200, await attemptSecrets(deps, worker, req));
     throw new Refusal(404, `No route ${path}`);
   } catch (error) {
     if (error instanceof Refusal) return send(res, error.status, { error: error.message, issues: error.details });

@@ -43,7 +43,7 @@ export const environmentsRouter = router({
       const dataset = await dryRunDataset(ctx.db, ctx.deps.blobs, teamId, input.name, input.manifest, input.datasetText);
       const result = await saveEnvironmentVersion(ctx.db, ctx.deps.dryRuns, {
         ...input, teamId, userId: ctx.user.id, datasetText: dataset?.text, datasetVersionId: dataset?.versionId,
-      }).catch(queueFullAsTooMany);
+      }, ctx.deps.secretsKey).catch(queueFullAsTooMany);
       if (!result.ok) throw new TRPCError({ code: 'BAD_REQUEST', message: result.problems.join('; ') });
       return result;
     }),

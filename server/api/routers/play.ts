@@ -37,11 +37,11 @@ const episode = {
  * The episode's seed (random when not given) and what it plays: the source, its turn limit, the
  * dataset row, and the checkpoints that play seats (the team's own, with their bytes).
  */
-async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore }; membership: { teamId: string } }, input: z.infer<z.ZodObject<typeof episode>>, policy?: PlayOpponent) {
+async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore; secretsKey: Buffer }; membership: { teamId: string } }, input: z.infer<z.ZodObject<typeof episode>>, policy?: PlayOpponent) {
   const seed = input.seed ?? randomInt(2 ** 31 - 1);
   const teamId = ctx.membership.teamId;
   const checkpoints = await playCheckpoints(ctx.db, ctx.deps.blobs, teamId, [...Object.values(input.opponents ?? {}), ...(policy ? [policy] : [])]);
-  const found = await resolvePlaySource(ctx.db, ctx.deps.blobs, teamId, { ...input, seed });
+  const found = await resolvePlaySource({ db: ctx.db, blobs: ctx.deps.blobs, secretsKey: ctx.deps.secretsKey }, teamId, { ...input, seed });
   const request = { source: found.source, ...(found.served ? { served: found.served } : {}), maxTurns: found.maxTurns, sampling: found.sampling, seed, row: found.row, opponents: input.opponents, checkpoints };
   return { teamId, environment: found.environment, request };
 }

@@ -21,6 +21,7 @@ import { SchedulerLoop } from '../../scheduler/loop';
 import { LEASE_SECONDS } from '../../scheduler/timing';
 import { DryRunPool } from '../../environments/dry-run-pool';
 import { PlaySessions } from '../../play/play-sessions';
+import { secretsKey } from '../../secrets/secret-box';
 
 const log = (line: string) => console.log(`[whetstone ${process.pid}] ${line}`);
 
@@ -40,7 +41,8 @@ async function main(): Promise<void> {
     server.listen(port, '127.0.0.1', () => resolve());
   });
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const auth = createAuth({ db, baseURL: url, secret: 'reliability-secret-reliability-secret-0', trustedOrigins: [url], secureCookies: false, seedTeam: async () => {} });
+  const installationSecret = 'reliability-secret-reliability-secret-0';
+  const auth = createAuth({ db, baseURL: url, secret: installationSecret, trustedOrigins: [url], secureCookies: false, seedTeam: async () => {} });
   const realtimePool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(server, db, auth, realtimePool);
@@ -49,7 +51,7 @@ async function main(): Promise<void> {
   const deps = {
     db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(path.join(home, 'blobs')),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
-    trustedOrigins: [url], publicUrl: url, seedTeam: async () => {},
+    trustedOrigins: [url], publicUrl: url, seedTeam: async () => {}, secretsKey: secretsKey(installationSecret),
   };
   listener = createRequestListener(deps, () => null);
   const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(realtime), log);
