@@ -102,6 +102,36 @@ describe('jobs on an HTTP environment', () => {
     expect(result.reason).toMatch(new RegExp(`the environment's server does not answer: environment service ${goneUrl}/health is unavailable: cannot connect \\(ECONNREFUSED\\)`));
   });
 
+  test("headers from team secrets: the job asks for its team's values and sends them with every call; a missing one fails the job, naming it", async () => {
+    const guarded = await startHttpBandit({ token: 'tok-0123456789' });
+    try {
+      const environment = httpEnvironment([guarded.url]);
+      const server = { urls: [guarded.url], timeoutSeconds: 30, headers: { Authorization: { secret: 'BANDIT_TOKEN', prefix: 'Bearer ' }, 'X-Client': 'whetstone-test' } };
+      environment.manifest.server = server as typeof environment.manifest.server;
+      const config = { environmentVersionId: 'http-bandit-v1', training: { ...training, steps: 1 } };
+      const sink = new MemorySink();
+      sink.secrets = { BANDIT_TOKEN: 'tok-0123456789', UNRELATED: 'x' };
+      expect(await runJob(assignment({ environment, config }), sink, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+      expect([...guarded.calls.authorizations]).toEqual(['Bearer tok-0123456789']);
+      expect(guarded.calls.steps).toBe(16);
+
+      const unset = await runJob(assignment({ environment, config }), new MemorySink(), new JobControl());
+      expect(unset.outcome).toBe('failed');
+      expect(unset.reason).toMatch(/the team secret BANDIT_TOKEN, which is not set: a team admin sets it under the team's Secrets/);
+      expect(guarded.calls.steps).toBe(16);
+
+      // A wrong value: the server's refusal is the job's failure, without the value.
+      const wrong = new MemorySink();
+      wrong.secrets = { BANDIT_TOKEN: 'not-the-token' };
+      const refused = await runJob(assignment({ environment, config }), wrong, new JobControl());
+      expect(refused).toMatchObject({ outcome: 'failed', reason: expect.stringContaining('/health answered HTTP 401') });
+      expect(refused.reason).not.toContain('not-the-token');
+      expect(JSON.stringify(wrong.batches)).not.toContain('not-the-token');
+    } finally {
+      await guarded.close();
+    }
+  });
+
   test('a warm start, which imitates bots, is refused with the way out', async () => {
     const result = await runJob(
       assignment({ environment: httpEnvironment([url]), config: { environmentVersionId: 'http-bandit-v1', training: { ...training, warmStart: { from: 'bot', bot: 'oracle', episodes: 4, steps: 1 } } } }),

@@ -217,6 +217,19 @@ describe('HTTP environments', () => {
     expect(control.headers.slice(before)).toEqual(['Bearer s3cret', 'Bearer s3cret']);
   });
 
+  test('an error never quotes a header value, even where the server echoes it back', async () => {
+    const env = await HttpEnvironment.connect({ baseUrl, headers: { authorization: 'Bearer s3cret-token-value' } });
+    await env.reset({ episodeId: 'echo-1', seed: 1, taskSeed: 1 });
+    control.nextStepAnswer = 'you sent authorization: Bearer s3cret-token-value';
+    const e = (await env.step({ episodeId: 'echo-1', action: '1' }).catch((x: unknown) => x)) as SandboxError;
+    expect(e).toBeInstanceOf(SandboxError);
+    expect(e.message).toBe(`${baseUrl}/step answered with something that is not JSON: you sent authorization: [a header value, hidden]`);
+    control.nextStepAnswer = '{"reward": "Bearer s3cret-token-value"}';
+    const parsed = (await env.step({ episodeId: 'echo-1', action: '1' }).catch((x: unknown) => x)) as SandboxError;
+    expect(parsed.message).toContain('/step answered outside the protocol');
+    expect(parsed.message).not.toContain('s3cret-token-value');
+  });
+
   test('shards: each instance goes to the server crc32(instance_id) picks, for all its calls', async () => {
     const second = startGameServer();
     await new Promise<void>((resolve) => second.server.listen(0, '127.0.0.1', resolve));

@@ -8,10 +8,13 @@ import { type AddressInfo } from 'node:net';
 const COLOURS = ['red', 'green', 'blue', 'yellow'];
 const ARM: Record<string, string> = { red: 'C', green: 'A', blue: 'D', yellow: 'B' };
 
-/** The bandit template's game, over HTTP: task_seed picks the colour; the paying arm earns 1. */
-function banditServer() {
+/**
+ * The bandit template's game, over HTTP: task_seed picks the colour; the paying arm earns 1. With
+ * `token`, a call without `Authorization: Bearer <token>` gets 401 (a server behind a team secret).
+ */
+function banditServer(token?: string) {
   const games = new Map<string, string>();
-  const calls = { resets: 0, steps: 0, finalized: 0, statsResets: [] as string[] };
+  const calls = { resets: 0, steps: 0, finalized: 0, statsResets: [] as string[], authorizations: new Set<string | undefined>() };
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
@@ -21,6 +24,8 @@ function banditServer() {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(value));
       };
+      calls.authorizations.add(req.headers.authorization);
+      if (token !== undefined && req.headers.authorization !== `Bearer ${token}`) return send({ detail: 'a bearer token is needed' }, 401);
       if (req.url === '/health') return send({ status: 'healthy' });
       if (req.url?.startsWith('/stats/reset')) return (calls.statsResets.push(new URL(req.url, 'http://x').searchParams.get('job_id') ?? ''), send({}));
       if (req.url === '/reset') {
@@ -49,8 +54,8 @@ function banditServer() {
 
 
 /** Listening on a free port of 127.0.0.1. */
-export async function startHttpBandit(): Promise<{ url: string; calls: ReturnType<typeof banditServer>['calls']; close: () => Promise<void> }> {
-  const { server, calls } = banditServer();
+export async function startHttpBandit(opts: { token?: string } = {}): Promise<{ url: string; calls: ReturnType<typeof banditServer>['calls']; close: () => Promise<void> }> {
+  const { server, calls } = banditServer(opts.token);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

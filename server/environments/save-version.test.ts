@@ -4,6 +4,8 @@ import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-serve
 import { probeEnvironmentSource } from '../test-support/probe-environment';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { DryRunPool } from './dry-run-pool';
+import { secretsKey } from '../secrets/secret-box';
+import { setTeamSecret } from '../secrets/team-secrets';
 import { saveEnvironmentVersion } from './save-version';
 
 describe('saving environment versions', () => {
@@ -63,6 +65,31 @@ describe('saving environment versions', () => {
       expect(gone.validation).toMatchObject({ ok: false, loadError: { message: expect.stringContaining(`${closed.url}/health is unavailable: cannot connect (ECONNREFUSED)`) } });
     } finally {
       await bandit.close();
+    }
+  });
+
+  it("an HTTP environment's dry run sends the headers its manifest takes from team secrets; a missing secret leaves it invalid, naming the secret", async () => {
+    const guarded = await startHttpBandit({ token: 'dry-run-token-42' });
+    const key = secretsKey('save-version-test-installation-secret-0123');
+    try {
+      const server = { urls: [guarded.url], retries: 0, headers: { Authorization: { secret: 'GAME_TOKEN', prefix: 'Bearer ' } } };
+      const manifest = { name: 'guarded', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server };
+      const input = { teamId, userId, name: 'guarded', entry: 'env.ts', files: { 'README.md': 'Behind a token.' }, manifest };
+      const unset = await saveEnvironmentVersion(t.db, dryRuns, input, key);
+      if (!unset.ok) throw new Error(unset.problems.join('; '));
+      expect(unset.validation).toMatchObject({ ok: false, loadError: { message: expect.stringMatching(/the team secret GAME_TOKEN, which is not set: a team admin sets it under the team's Secrets/) } });
+      expect(guarded.calls.resets).toBe(0);
+
+      await setTeamSecret(t.db, key, { teamId, name: 'GAME_TOKEN', value: 'dry-run-token-42', userId });
+      const saved = await saveEnvironmentVersion(t.db, dryRuns, { ...input, manifest: { ...manifest, version: '1.0.1' } }, key);
+      if (!saved.ok) throw new Error(saved.problems.join('; '));
+      expect(saved.validation).toMatchObject({ ok: true });
+      expect([...guarded.calls.authorizations]).toEqual(['Bearer dry-run-token-42']);
+      // Neither the stored manifest nor the stored report holds the value.
+      const row = await t.db.environmentVersion.findUniqueOrThrow({ where: { id: saved.versionId } });
+      expect(JSON.stringify(row)).not.toContain('dry-run-token-42');
+    } finally {
+      await guarded.close();
     }
   });
 
