@@ -114,6 +114,27 @@ describe('play sessions through the API', () => {
     }
   });
 
+  it("an HTTP environment behind a token: the console sends the team secret its manifest names; without it, the error names the secret", async () => {
+    const team = await seedTeam(ctx.t.db);
+    const { url } = ctx.server;
+    const guarded = await startHttpBandit({ token: 'play-token-7' });
+    try {
+      const server = { urls: [guarded.url], retries: 0, headers: { Authorization: { secret: 'PLAY_TOKEN', prefix: 'Bearer ' } } };
+      const manifest = { name: 'guarded', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server };
+      const source = { draft: { entry: 'env.ts', files: { 'README.md': 'Behind a token.' }, manifest } };
+      const unset = await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source, seed: 2 }));
+      expect(unset).toMatchObject({ ok: false, error: { message: expect.stringMatching(/the team secret PLAY_TOKEN, which is not set: a team admin sets it under the team's Secrets/) } });
+      expect(guarded.calls.resets).toBe(0);
+
+      await must(call(url, team.apiKey, 'secrets.set', { teamId: team.teamId, name: 'PLAY_TOKEN', value: 'play-token-7' }));
+      const session = opened(await must(call<PlayOpenResult>(url, team.apiKey, 'play.open', { teamId: team.teamId, source, seed: 2 })));
+      expect(session.observation).toMatch(/^colour: \w+\narm:$/);
+      expect([...guarded.calls.authorizations]).toEqual(['Bearer play-token-7']);
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('gomoku, unsaved draft, as white: the bot opens, a legal move is answered, an illegal one loses', async () => {
     const team = await seedTeam(ctx.t.db);
     const { url } = ctx.server;
