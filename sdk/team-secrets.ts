@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 
-const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
-const MAX_SECRET_VALUE_LENGTH = 8192;
+export const SECRET_NAME_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
+export const MAX_SECRET_VALUE_LENGTH = 8192;
 
 export const secretNameSchema = z
   .string()

@@ -26,10 +26,11 @@ export function teamSections(teamId: string): RailItem[] {
   ];
 }
 
-/** The team's own pages, under "Team" (members, keys, workers, quotas, audit, settings). */
+/** The team's own pages, under "Team" (members, keys, secrets, workers, quotas, audit, settings). */
 export const TEAM_PAGES: { path: string; label: string; adminOnly?: boolean }[] = [
   { path: 'members', label: 'Members' },
   { path: 'api-keys', label: 'API keys' },
+  { path: 'secrets', label: 'Secrets' },
   { path: 'workers', label: 'Workers' },
   { path: 'quotas', label: 'Quotas' },
   { path: 'audit', label: 'Audit log', adminOnly: true },

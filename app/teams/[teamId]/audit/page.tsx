@@ -12,6 +12,7 @@ const CATEGORIES = [
   { prefix: 'member.', label: 'Members' },
   { prefix: 'invitation.', label: 'Invitations' },
   { prefix: 'api_key.', label: 'API keys' },
+  { prefix: 'secret.', label: 'Secrets' },
   { prefix: 'worker_token.', label: 'Worker tokens' },
   { prefix: 'worker.', label: 'Workers' },
   { prefix: 'quota.', label: 'Quotas' },
