@@ -51,6 +51,12 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['jobs', '--state', 'running', '--limit', '5']).command).toEqual({ name: 'jobs', state: 'RUNNING', limit: 5, jobId: undefined, config: false });
     expect(parseCommandLine(['logs', 'j1', '-f']).command).toEqual({ name: 'logs', jobId: 'j1', follow: true });
     expect(parseCommandLine(['cancel', 'j1']).command).toEqual({ name: 'cancel', jobId: 'j1' });
+    expect(parseCommandLine(['secrets', 'list']).command).toEqual({ name: 'secrets-list' });
+    expect(parseCommandLine(['secrets', 'set', 'API_TOKEN', '--value-file', 't.txt']).command).toEqual({ name: 'secrets-set', secretName: 'API_TOKEN', valueFile: 't.txt' });
+    expect(parseCommandLine(['secrets', 'delete', 'API_TOKEN']).command).toEqual({ name: 'secrets-delete', secretName: 'API_TOKEN' });
+    expect(() => parseCommandLine(['secrets', 'set', 'api-token'])).toThrow(/secret name api-token: upper-case letters/);
+    expect(() => parseCommandLine(['secrets', 'set'])).toThrow(/secrets needs a secret name/);
+    expect(() => parseCommandLine(['secrets', 'show', 'A'])).toThrow(/secrets takes "list", "set NAME" or "delete NAME"/);
     expect(parseCommandLine(['workers', '--json']).command).toEqual({ name: 'workers' });
     expect(parseCommandLine(['eval', 'c1', '--against', 'random', '--games', '8']).command).toMatchObject({ name: 'eval', checkpointId: 'c1', against: 'random', games: 8, watch: true });
     expect(parseCommandLine(['eval', 'c1', '--against', 'c2', '--env', 'v1', '--no-watch']).command).toMatchObject({ against: { checkpointId: 'c2' }, games: 20, env: 'v1', watch: false });

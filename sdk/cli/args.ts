@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
+import { secretNameSchema } from '../team-secrets';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -50,6 +51,9 @@ export type Command =
   | { name: 'workers' }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
+  | { name: 'secrets-list' }
+  | { name: 'secrets-set'; secretName: string; valueFile?: string }
+  | { name: 'secrets-delete'; secretName: string }
   | ({
       name: 'env-create';
       environmentName: string;
@@ -101,6 +105,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
   datasets: { name: { type: 'string' } },
+  secrets: { 'value-file': { type: 'string' } },
   env: {
     http: { type: 'string', multiple: true },
     kind: { type: 'string' },
@@ -155,6 +160,7 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
+  secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
   env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
 };
 
@@ -242,6 +248,19 @@ export function parseCommandLine(argv: string[]): CommandLine {
       if (rest[0] !== 'upload') throw new UsageError(`datasets takes no argument or "upload <file.jsonl>", got: ${rest.join(' ')}`, [`usage: ${USAGE.datasets}`]);
       return { globals, command: { name: 'datasets-upload', file: one(rest.slice(1), 'a JSONL file', 'datasets'), datasetName: str('name') } };
     }
+    case 'secrets': {
+      const [action, ...names] = rest;
+      if (action === 'list' && names.length === 0 && str('value-file') === undefined) return { globals, command: { name: 'secrets-list' } };
+      if (action !== 'set' && action !== 'delete') throw new UsageError(`secrets takes "list", "set NAME" or "delete NAME", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.secrets}`]);
+      const secretName = one(names, 'a secret name', 'secrets');
+      const named = secretNameSchema.safeParse(secretName);
+      if (!named.success) throw new UsageError(`secret name ${secretName}: ${named.error.issues[0].message}`);
+      if (action === 'delete') {
+        if (str('value-file') !== undefined) throw new UsageError('--value-file goes with secrets set', [`usage: ${USAGE.secrets}`]);
+        return { globals, command: { name: 'secrets-delete', secretName } };
+      }
+      return { globals, command: { name: 'secrets-set', secretName, valueFile: str('value-file') } };
+    }
     case 'env': {
       if (rest[0] !== 'create') throw new UsageError(`env takes "create <name> --http URL", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
       const environmentName = one(rest.slice(1), 'a name', 'env');
@@ -317,6 +336,13 @@ commands:
   ${USAGE.datasets}
       The team's datasets with their latest version; upload stores a JSONL file as the next
       version of the dataset --name (default: the file's name), or finds the identical one.
+  ${USAGE.secrets}
+      The team's secrets: values that HTTP environments send as headers, named in a manifest as
+      "headers": { "Authorization": { "secret": "NAME", "prefix": "Bearer " } }. list shows the
+      names and who set them (never values); set (admins) stores a new value or replaces one,
+      read from --value-file or from stdin (printf %s "$TOKEN" | whetstone secrets set NAME),
+      never from the command line, where the shell history and ps would keep it; one trailing
+      newline is dropped. delete (admins) removes one.
   ${USAGE.env}
       Saves an environment whose game is served over HTTP (OpenTinker's protocol: /reset, /step,
       /finalize; docs/http-environments.md) as the next version of <name>: no code, a manifest

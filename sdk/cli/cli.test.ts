@@ -276,6 +276,33 @@ describe('whetstone CLI and bases', () => {
   });
 });
 
+describe('whetstone CLI and team secrets', () => {
+  it('secrets set reads the value from stdin or a file, list shows names only, delete removes; the value is never printed', async () => {
+    const set = await runCapture(['secrets', 'set', 'CLI_TOKEN'], { env, cwd: REPO, stdin: 'cli-secret-value-1\n' });
+    expect(set).toMatchObject({ code: EXIT.OK, stdout: 'secret CLI_TOKEN created (the value is not shown again)\n' });
+    const file = path.join(home, 'token.txt');
+    fs.writeFileSync(file, 'cli-secret-value-2');
+    expect((await cli(['secrets', 'set', 'CLI_TOKEN', '--value-file', file])).stdout).toBe('secret CLI_TOKEN replaced (the value is not shown again)\n');
+    const rows = await t.db.teamSecret.findMany({ where: { teamId: owner.team.id } });
+    expect(rows.map((r) => r.name)).toEqual(['CLI_TOKEN']);
+
+    const listed = await cli(['secrets', 'list']);
+    expect(listed.stdout).toMatch(/^NAME\s+SET BY\s+UPDATED\nCLI_TOKEN\s+/);
+    const json = await cli(['secrets', 'list', '--json']);
+    expect(json.json().secrets).toHaveLength(1);
+    for (const out of [set, listed, json]) expect(out.stdout + out.stderr).not.toContain('cli-secret-value');
+
+    // No value on a terminal, a bad name, an empty value: refused before any request.
+    expect((await cli(['secrets', 'set', 'CLI_TOKEN'])).stderr).toMatch(/reads the value from stdin or --value-file, not from a terminal/);
+    expect((await cli(['secrets', 'set', 'lower'])).code).toBe(EXIT.USAGE);
+    expect((await runCapture(['secrets', 'set', 'EMPTY'], { env, cwd: REPO, stdin: '\n' })).stderr).toMatch(/the value of EMPTY: a secret cannot be empty/);
+
+    expect((await cli(['secrets', 'delete', 'CLI_TOKEN'])).stdout).toBe('secret CLI_TOKEN deleted\n');
+    expect((await cli(['secrets', 'delete', 'CLI_TOKEN']))).toMatchObject({ code: EXIT.NOT_FOUND, stderr: expect.stringContaining('No secret CLI_TOKEN in this team') });
+    expect((await cli(['secrets', 'list'])).stdout).toMatch(/^no secrets: an admin sets one/);
+  });
+});
+
 describe('whetstone CLI and HTTP environments', () => {
   it('run uploads a folder with only a manifest naming its server; the dry run plays the live server', async () => {
     const bandit = await startHttpBandit();

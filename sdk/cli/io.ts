@@ -8,6 +8,8 @@ export interface CliIO {
   isTTY: boolean;
   /** Aborted on Ctrl-C; a watch then stops and the command exits 130. */
   signal?: AbortSignal;
+  /** Standard input, for values that must not be typed on the command line (secrets set). */
+  stdin?: AsyncIterable<Uint8Array | string> & { isTTY?: boolean };
 }
 
 export interface Printer {

@@ -10,6 +10,7 @@ import { evalCommand } from './commands/eval';
 import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
+import { secretsDeleteCommand, secretsListCommand, secretsSetCommand } from './commands/secrets';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { CliError, EXIT, toCliError } from './errors';
@@ -42,6 +43,12 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return datasetsUploadCommand(ctx, command.file, command.datasetName);
     case 'env-create':
       return envCreateCommand(ctx, command);
+    case 'secrets-list':
+      return secretsListCommand(ctx);
+    case 'secrets-set':
+      return secretsSetCommand(ctx, command.secretName, command.valueFile);
+    case 'secrets-delete':
+      return secretsDeleteCommand(ctx, command.secretName);
     case 'version':
       ctx.io.stdout.write(ctx.out.json ? `${toJson({ version: VERSION })}\n` : `whetstone ${VERSION}\n`);
       return Promise.resolve(EXIT.OK);
@@ -95,6 +102,7 @@ export async function runCli(argv = process.argv.slice(2)): Promise<void> {
     env: process.env,
     cwd: process.cwd(),
     isTTY: Boolean(process.stdout.isTTY),
+    stdin: process.stdin,
     signal: controller.signal,
   });
   process.off('SIGINT', onSigint);
