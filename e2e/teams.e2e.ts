@@ -1,5 +1,5 @@
 import { expect, test, watchPage } from './fixtures';
-import { createInvitation, errorNote, fillSignUp, PASSWORD, signUp, teamIdOf, uniqueEmail } from './helpers';
+import { createInvitation, errorNote, expectAccessible, fillSignUp, PASSWORD, shoot, signUp, teamIdOf, uniqueEmail } from './helpers';
 import { formatBytes } from '../sdk/bytes';
 
 test('team journey: sign up, invite, a second user joins by the link and sees only that team', async ({ browser, whetstone }) => {
@@ -336,4 +336,66 @@ test('workers: an admin makes a registration token, shown once, and the local wo
   await expect(page.getByRole('row', { name: /^local .*Shared/ })).toBeVisible();
   watch.expectClean();
   await owner.close();
+});
+
+test('secrets: an admin sets, replaces and deletes one, its value never shown; a viewer reads names only', async ({ browser, whetstone }, testInfo) => {
+  const url = whetstone.url;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const watch = watchPage(page);
+  const teamId = await signUp(page, url, { name: 'Sol', email: uniqueEmail('sol') });
+
+  await page.getByRole('navigation', { name: 'Team' }).getByRole('link', { name: 'Secrets' }).click();
+  await expect(page).toHaveURL(`${url}/teams/${teamId}/secrets`);
+  await expect(page.getByText('No secrets yet.')).toBeVisible();
+  const form = page.getByRole('form', { name: 'Set a secret' });
+  await form.getByLabel('Name').fill('game_token');
+  await expect(form.getByLabel('Name')).toHaveValue('GAME_TOKEN');
+  await expect(form.getByLabel('Value')).toHaveAttribute('type', 'password');
+  await form.getByLabel('Value').fill('e2e-first-secret-value');
+  await form.getByRole('button', { name: 'Set secret' }).click();
+  await expect(form.getByRole('status')).toContainText('Created GAME_TOKEN');
+  await expect(form.getByLabel('Value')).toHaveValue('');
+  const row = page.getByRole('table', { name: 'Secrets' }).getByRole('row', { name: /GAME_TOKEN/ });
+  await expect(row).toContainText('Sol');
+
+  // Replace: the name is filled in and the value field focused.
+  await row.getByRole('button', { name: 'Replace GAME_TOKEN' }).click();
+  await expect(form.getByLabel('Value')).toBeFocused();
+  await page.keyboard.type('e2e-second-secret-value');
+  await form.getByRole('button', { name: 'Set secret' }).click();
+  await expect(form.getByRole('status')).toContainText('Replaced GAME_TOKEN');
+  await page.reload();
+  await expect(page.getByRole('table', { name: 'Secrets' })).toBeVisible();
+  await expectAccessible(page, 'secrets');
+  await shoot(page, testInfo, 'secrets-admin');
+  const html = await page.content();
+  expect(html).not.toContain('e2e-first-secret-value');
+  expect(html).not.toContain('e2e-second-secret-value');
+
+  // A viewer sees the name, and no way to change it.
+  const link = await createInvitation(page, url, teamId, 'Viewer');
+  const viewer = await browser.newContext();
+  const viewerPage = await viewer.newPage();
+  const viewerWatch = watchPage(viewerPage);
+  await viewerPage.goto(`${url}/sign-up?invitation=${link.split('/invite/')[1]}`);
+  await fillSignUp(viewerPage, { name: 'Val', email: uniqueEmail('val') });
+  await viewerPage.waitForURL(`${url}/teams/${teamId}`);
+  await viewerPage.goto(`${url}/teams/${teamId}/secrets`);
+  await expect(viewerPage.getByRole('table', { name: 'Secrets' }).getByRole('row', { name: /GAME_TOKEN/ })).toBeVisible();
+  await expect(viewerPage.getByText(/Team admins set, replace and delete secrets/)).toBeVisible();
+  await expect(viewerPage.getByRole('form', { name: 'Set a secret' })).toHaveCount(0);
+  await expect(viewerPage.getByRole('button', { name: /Delete|Replace/ })).toHaveCount(0);
+  await shoot(viewerPage, testInfo, 'secrets-viewer');
+  viewerWatch.expectClean();
+  await viewer.close();
+
+  // Deleting asks first.
+  await page.goto(`${url}/teams/${teamId}/secrets`);
+  const again = page.getByRole('table', { name: 'Secrets' }).getByRole('row', { name: /GAME_TOKEN/ });
+  await again.getByRole('button', { name: 'Delete GAME_TOKEN' }).click();
+  await again.getByRole('button', { name: 'Yes, delete' }).click();
+  await expect(page.getByText('No secrets yet.')).toBeVisible();
+  watch.expectClean();
+  await context.close();
 });

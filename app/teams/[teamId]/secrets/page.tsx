@@ -108,9 +108,8 @@ export default function SecretsPage() {
       <p className="muted lead">
         Tokens and keys that HTTP environments send as headers, kept out of manifests, which every member can read. Whetstone stores
         each value encrypted and never shows it again; only what plays the environment (the worker running the team’s job, a
-        save’s dry run, the play console) gets it. A manifest names a secret in its <code>server.headers</code>:
+        save’s dry run, the play console) gets it.
       </p>
-      <pre className="code-sample">{MANIFEST_EXAMPLE}</pre>
       {isAdmin ? (
         <section className="panel" aria-labelledby="set-secret-title">
           <h2 id="set-secret-title">Set a secret</h2>
@@ -175,6 +174,15 @@ export default function SecretsPage() {
             </table>
           </div>
         )}
+      </section>
+
+      <section className="panel" aria-labelledby="use-secret-title">
+        <h2 id="use-secret-title">Use one in a manifest</h2>
+        <p className="hint">
+          An HTTP environment names a secret in its <code>server.headers</code>; a job, a dry run or a play session whose secret is not
+          set fails, naming it.
+        </p>
+        <pre className="code-sample">{MANIFEST_EXAMPLE}</pre>
       </section>
     </>
   );
