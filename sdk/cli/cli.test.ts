@@ -17,6 +17,7 @@ import { createTestDatabase, type TestDatabase } from '../../server/test-support
 import { createUserWithTeam, startTestServer } from '../../server/test-support/test-server';
 import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-server';
 import { EXIT } from './errors';
+import { toJson } from './io';
 import { runCapture } from '../test-support/cli/test-io';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -438,5 +439,38 @@ describe('whetstone CLI with a worker daemon', () => {
     const next = await t.db.job.findUniqueOrThrow({ where: { id: continued.json().job.id } });
     expect(next.config).toMatchObject({ baseCheckpointId: sampler.id });
     expect((await cli(['cancel', next.id])).code).toBe(EXIT.OK);
+  });
+
+  it("a job on an HTTP environment behind a token: the daemon asks for the team secret at the job's start and the server gets the header; unset, the job fails naming it", async () => {
+    const guarded = await startHttpBandit({ token: 'daemon-token-5150' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-guarded-env-'));
+    try {
+      const server = { urls: [guarded.url], headers: { Authorization: { secret: 'BANDIT_TOKEN', prefix: 'Bearer ' } } };
+      const manifest = { name: 'cli-guarded', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 }, server };
+      fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+      expect((await runCapture(['secrets', 'set', 'BANDIT_TOKEN'], { env, cwd: REPO, stdin: 'daemon-token-5150' })).code).toBe(EXIT.OK);
+      const ran = await cli(['run', dir, '--algo', 'grpo', '--steps', '1', '--config', configFile, '--watch', '--logs'], {}, AbortSignal.timeout(75_000));
+      if (ran.code !== EXIT.OK) console.log(ran.stdout, ran.stderr, daemon.output());
+      expect(ran.code).toBe(EXIT.OK);
+      expect(ran.stdout).toMatch(/job \S+ SUCCEEDED in/);
+      expect([...guarded.calls.authorizations]).toEqual(['Bearer daemon-token-5150']);
+      expect(guarded.calls.steps).toBeGreaterThan(0);
+      const jobId = /submitted job ([^\s:]+)/.exec(ran.stdout)![1];
+      // Nowhere in the job's row, events or log lines.
+      const stored = await t.db.job.findUniqueOrThrow({ where: { id: jobId }, include: { events: true } });
+      const lines = await t.db.logLine.findMany({ where: { jobId } });
+      expect(lines.length).toBeGreaterThan(0);
+      expect(toJson({ stored, lines })).not.toContain('daemon-token-5150');
+      expect(ran.stdout + daemon.output()).not.toContain('daemon-token-5150');
+
+      // Deleted: the same version's next job fails at its start, naming the secret.
+      expect((await cli(['secrets', 'delete', 'BANDIT_TOKEN'])).code).toBe(EXIT.OK);
+      const failed = await cli(['run', dir, '--algo', 'grpo', '--steps', '1', '--config', configFile, '--watch'], {}, AbortSignal.timeout(75_000));
+      expect(failed.code).not.toBe(EXIT.OK);
+      expect(failed.stdout + failed.stderr).toMatch(/the team secret BANDIT_TOKEN, which is not set: a team admin sets it under the team's Secrets/);
+    } finally {
+      await guarded.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
