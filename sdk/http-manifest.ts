@@ -4,6 +4,7 @@
  * version from the same answers. What each field means: docs/http-environments.md.
  */
 import { z } from 'zod';
+import { secretNameSchema } from './team-secrets';
 
 const httpUrl = z
   .string()
@@ -18,6 +19,7 @@ export const httpAnswersSchema = z.strictObject({
   maxTokens: z.number().int().min(1).max(4096).optional(),
   timeoutSeconds: z.number().positive().max(3600).optional(),
   promptField: z.string().min(1).max(200).optional(),
+  tokenSecret: secretNameSchema.optional(),
 });
 
 export interface HttpEnvironmentAnswers {
@@ -31,6 +33,8 @@ export interface HttpEnvironmentAnswers {
   maxTokens?: number;
   timeoutSeconds?: number;
   promptField?: string;
+  /** A team secret sent as `Authorization: Bearer <value>` (a server behind a token). */
+  tokenSecret?: string;
   /** The dataset file's name, when the game reads rows (its text travels beside the manifest). */
   datasetFile?: string;
 }
@@ -49,6 +53,7 @@ export function httpManifest(a: HttpEnvironmentAnswers): Record<string, unknown>
       urls: a.urls,
       ...(a.timeoutSeconds !== undefined ? { timeoutSeconds: a.timeoutSeconds } : {}),
       ...(a.promptField !== undefined ? { promptField: a.promptField } : {}),
+      ...(a.tokenSecret !== undefined ? { headers: { Authorization: { secret: a.tokenSecret, prefix: 'Bearer ' } } } : {}),
     },
   };
 }

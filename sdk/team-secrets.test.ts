@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { httpManifest } from './http-manifest';
 import { parseManifest } from './manifest';
 import { resolveHeaders, secretNamesOf } from './team-secrets';
 
@@ -17,6 +18,11 @@ describe('HTTP environment headers from team secrets', () => {
       expect(parsed.ok, header).toBe(false);
       if (!parsed.ok) expect(parsed.problems.join('\n')).toMatch(new RegExp(`server\\.headers\\.${header}: ${header} carries a credential: never write it in the manifest; put it in a team secret`));
     }
+  });
+
+  it("the IDE's and the CLI's answers name a token secret as a bearer Authorization header", () => {
+    const parsed = parseManifest(httpManifest({ name: 'guarded', urls: ['http://127.0.0.1:8081'], kind: 'single-turn', tokenSecret: 'GAME_TOKEN' }));
+    expect(parsed.ok && parsed.manifest.server?.headers).toEqual({ Authorization: { secret: 'GAME_TOKEN', prefix: 'Bearer ' } });
   });
 
   it('refuses bad secret names and header names', () => {

@@ -52,6 +52,8 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['logs', 'j1', '-f']).command).toEqual({ name: 'logs', jobId: 'j1', follow: true });
     expect(parseCommandLine(['cancel', 'j1']).command).toEqual({ name: 'cancel', jobId: 'j1' });
     expect(parseCommandLine(['secrets', 'list']).command).toEqual({ name: 'secrets-list' });
+    expect(parseCommandLine(['env', 'create', 'g', '--http', 'http://127.0.0.1:8081', '--token-secret', 'GAME_TOKEN']).command).toMatchObject({ name: 'env-create', tokenSecret: 'GAME_TOKEN' });
+    expect(() => parseCommandLine(['env', 'create', 'g', '--http', 'http://127.0.0.1:8081', '--token-secret', 'sk-live-abc'])).toThrow(/--token-secret sk-live-abc: the name of a team secret/);
     expect(parseCommandLine(['secrets', 'set', 'API_TOKEN', '--value-file', 't.txt']).command).toEqual({ name: 'secrets-set', secretName: 'API_TOKEN', valueFile: 't.txt' });
     expect(parseCommandLine(['secrets', 'delete', 'API_TOKEN']).command).toEqual({ name: 'secrets-delete', secretName: 'API_TOKEN' });
     expect(() => parseCommandLine(['secrets', 'set', 'api-token'])).toThrow(/secret name api-token: upper-case letters/);

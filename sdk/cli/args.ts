@@ -113,6 +113,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     'max-tokens': { type: 'string' },
     timeout: { type: 'string' },
     'prompt-field': { type: 'string' },
+    'token-secret': { type: 'string' },
     dataset: { type: 'string' },
   },
   help: {},
@@ -161,7 +162,7 @@ export const USAGE: Record<string, string> = {
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
-  env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
+  env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
 };
 
 /** Parses argv (without node and the script). Throws UsageError on anything malformed. */
@@ -272,11 +273,13 @@ export function parseCommandLine(argv: string[]): CommandLine {
       if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn (a single-turn game has one turn)');
       const timeout = str('timeout');
       if (timeout !== undefined && !/^\d+(\.\d+)?$/.test(timeout)) throw new UsageError(`--timeout must be seconds, not "${timeout}"`);
+      const tokenSecret = str('token-secret');
+      if (tokenSecret !== undefined && !secretNameSchema.safeParse(tokenSecret).success) throw new UsageError(`--token-secret ${tokenSecret}: the name of a team secret, in upper-case letters, digits and underscores`);
       return {
         globals,
         command: {
           name: 'env-create', environmentName, urls, kind, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
-          timeoutSeconds: timeout === undefined ? undefined : Number(timeout), promptField: str('prompt-field'), dataset: str('dataset'),
+          timeoutSeconds: timeout === undefined ? undefined : Number(timeout), promptField: str('prompt-field'), tokenSecret, dataset: str('dataset'),
         },
       };
     }
@@ -349,7 +352,8 @@ commands:
       made from the flags. --http names each server process (episodes are spread over them by
       instance id); --timeout is each call's limit (default 60 s); --dataset is a JSONL file of
       rows whose fields /reset is sent (a data-dependent game), --prompt-field the row's field
-      shown to the model first (default prompt). The server plays a few episodes on it at once;
+      shown to the model first (default prompt); --token-secret NAME sends the team secret NAME
+      as Authorization: Bearer … (whetstone secrets set NAME first). The server plays a few episodes on it at once;
       a server that does not answer leaves the version invalid and is named. Then: whetstone run
       <name> --watch.
 

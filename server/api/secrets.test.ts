@@ -1,5 +1,6 @@
 import { TRPCClientError } from '@trpc/client';
 import { describe, expect, it } from 'vitest';
+import { startHttpBandit } from '../../gpu-worker/test-support/http-bandit-server';
 import { addMember, createUserWithTeam, useTestServer } from '../test-support/test-server';
 import { sessionClient } from '../test-support/trpc-client';
 import { teamSecretValues } from '../secrets/team-secrets';
@@ -96,5 +97,23 @@ describe('team secrets', () => {
     // A refused value is not echoed back.
     expect(tooLong.message).not.toContain('x'.repeat(100));
     expect(await api.secrets.set.mutate({ teamId, name: 'A'.repeat(64), value: 'x'.repeat(8192) })).toMatchObject({ created: true });
+  });
+
+  it('an HTTP environment created from answers naming a token secret is dry-run with it (invalid, naming it, until an admin sets it)', async () => {
+    const owner = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const api = sessionClient(ctx.server.url, owner.cookie);
+    const teamId = owner.team.id;
+    const guarded = await startHttpBandit({ token: 'answers-token-99' });
+    try {
+      const http = { urls: [guarded.url], kind: 'single-turn' as const, maxTokens: 2, tokenSecret: 'GAME_TOKEN' };
+      const unset = await api.environments.create.mutate({ teamId, name: 'guarded-a', from: { http } });
+      expect(unset).toMatchObject({ ok: true, validation: { ok: false, loadError: { message: expect.stringContaining('the team secret GAME_TOKEN, which is not set') } } });
+      await api.secrets.set.mutate({ teamId, name: 'GAME_TOKEN', value: 'answers-token-99' });
+      const set = await api.environments.create.mutate({ teamId, name: 'guarded-b', from: { http } });
+      expect(set).toMatchObject({ ok: true, validation: { ok: true } });
+      expect([...guarded.calls.authorizations]).toEqual(['Bearer answers-token-99']);
+    } finally {
+      await guarded.close();
+    }
   });
 });

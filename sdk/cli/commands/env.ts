@@ -27,6 +27,7 @@ export async function envCreateCommand(ctx: CommandContext, command: EnvCreate):
     maxTokens: command.maxTokens,
     timeoutSeconds: command.timeoutSeconds,
     promptField: command.promptField,
+    tokenSecret: command.tokenSecret,
     datasetFile: datasetFile?.name,
   });
   // The manifest's own schema first: a mistake is said here, field by field, before anything is sent.

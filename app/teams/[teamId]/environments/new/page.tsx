@@ -31,7 +31,7 @@ export default function NewEnvironmentPage() {
   const router = useRouter();
   const [start, setStart] = useState<(typeof STARTS)[number]['id']>('bandit');
   const [name, setName] = useState('');
-  const [server, setServer] = useState({ urls: '', kind: 'single-turn' as 'single-turn' | 'multi-turn', maxTurns: '', maxTokens: '', timeout: '' });
+  const [server, setServer] = useState({ urls: '', kind: 'single-turn' as 'single-turn' | 'multi-turn', maxTurns: '', maxTokens: '', timeout: '', tokenSecret: '' });
   const urls = urlsOf(server.urls);
   const badUrl = urls.find((u) => !isHttpUrl(u));
   const serverOk = start !== 'http' || (urls.length > 0 && !badUrl);
@@ -51,7 +51,7 @@ export default function NewEnvironmentPage() {
           if (!nameOk || !serverOk) return;
           const from =
             start === 'http'
-              ? { http: { urls, kind: server.kind, maxTurns: server.kind === 'multi-turn' ? numberOr(server.maxTurns) : undefined, maxTokens: numberOr(server.maxTokens), timeoutSeconds: numberOr(server.timeout) } }
+              ? { http: { urls, kind: server.kind, maxTurns: server.kind === 'multi-turn' ? numberOr(server.maxTurns) : undefined, maxTokens: numberOr(server.maxTokens), timeoutSeconds: numberOr(server.timeout), tokenSecret: server.tokenSecret.trim() || undefined } }
               : start === 'blank'
                 ? { blank: true as const }
                 : { template: start };
@@ -101,6 +101,13 @@ export default function NewEnvironmentPage() {
                 <span>Call timeout (s)</span>
                 <input type="number" min={1} max={3600} value={server.timeout} placeholder="60" onChange={(e) => setServer({ ...server, timeout: e.target.value })} className="input-narrow" />
               </label>
+            </div>
+            <div className="field">
+              <label htmlFor="http-token-secret">Bearer token (a team secret’s name, optional)</label>
+              <input id="http-token-secret" value={server.tokenSecret} onChange={(e) => setServer({ ...server, tokenSecret: e.target.value.toUpperCase() })} placeholder="GAME_TOKEN" autoComplete="off" spellCheck={false} aria-describedby="http-token-secret-hint" />
+              <span className="hint" id="http-token-secret-hint">
+                For a server behind a token: sent as <code>Authorization: Bearer …</code> with the value an admin set under Team → Secrets.
+              </span>
             </div>
           </fieldset>
         ) : null}
