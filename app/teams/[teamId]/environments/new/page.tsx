@@ -103,10 +103,10 @@ export default function NewEnvironmentPage() {
               </label>
             </div>
             <div className="field">
-              <label htmlFor="http-token-secret">Bearer token (a team secret’s name, optional)</label>
+              <label htmlFor="http-token-secret">Bearer token from a team secret (optional)</label>
               <input id="http-token-secret" value={server.tokenSecret} onChange={(e) => setServer({ ...server, tokenSecret: e.target.value.toUpperCase() })} placeholder="GAME_TOKEN" autoComplete="off" spellCheck={false} aria-describedby="http-token-secret-hint" />
               <span className="hint" id="http-token-secret-hint">
-                For a server behind a token: sent as <code>Authorization: Bearer …</code> with the value an admin set under Team → Secrets.
+                For a server behind a token: the secret’s name, such as GAME_TOKEN; its value, which an admin sets under Team → Secrets, is sent as <code>Authorization: Bearer …</code>.
               </span>
             </div>
           </fieldset>
