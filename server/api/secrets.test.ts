@@ -112,6 +112,13 @@ describe('team secrets', () => {
       const set = await api.environments.create.mutate({ teamId, name: 'guarded-b', from: { http } });
       expect(set).toMatchObject({ ok: true, validation: { ok: true } });
       expect([...guarded.calls.authorizations]).toEqual(['Bearer answers-token-99']);
+
+      // A stored value that no longer decrypts (altered, or another installation secret): the save says so and what to do.
+      await ctx.t.db.teamSecret.update({ where: { teamId_name: { teamId, name: 'GAME_TOKEN' } }, data: { ciphertext: 'v1.AAAA.AAAA.AAAA' } });
+      expect(await refusal(api.environments.create.mutate({ teamId, name: 'guarded-c', from: { http } }))).toMatchObject({
+        code: 'PRECONDITION_FAILED',
+        message: expect.stringMatching(/^The team secret GAME_TOKEN cannot be decrypted .*an admin sets it again under the team's Secrets$/),
+      });
     } finally {
       await guarded.close();
     }
