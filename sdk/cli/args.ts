@@ -55,7 +55,11 @@ export type Command =
       environmentName: string;
       /** A JSONL file of the rows each episode's /reset is sent (a data-dependent game). */
       dataset?: string;
-    } & Omit<HttpEnvironmentAnswers, 'name' | 'datasetFile'>);
+    } & Omit<HttpEnvironmentAnswers, 'name' | 'datasetFile'>)
+  /** An environment version as a package file (stdout without --output). */
+  | { name: 'env-export'; environment: string; version?: number; output?: string }
+  /** A package file into the team (under --name instead of its own). */
+  | { name: 'env-import'; file: string; environmentName?: string };
 
 export interface CommandLine {
   globals: GlobalOptions;
@@ -109,6 +113,9 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     timeout: { type: 'string' },
     'prompt-field': { type: 'string' },
     dataset: { type: 'string' },
+    version: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    name: { type: 'string' },
   },
   help: {},
 };
@@ -155,7 +162,11 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
-  env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
+  env: [
+    'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
+    'whetstone env export <environment name | id> [--version N] [--output file.wsenv]',
+    'whetstone env import <file.wsenv> [--name NAME]',
+  ].join('\n       '),
 };
 
 /** Parses argv (without node and the script). Throws UsageError on anything malformed. */
@@ -243,7 +254,12 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return { globals, command: { name: 'datasets-upload', file: one(rest.slice(1), 'a JSONL file', 'datasets'), datasetName: str('name') } };
     }
     case 'env': {
-      if (rest[0] !== 'create') throw new UsageError(`env takes "create <name> --http URL", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
+      if (rest[0] === 'export') {
+        const environment = one(rest.slice(1), 'an environment name or id', 'env');
+        return { globals, command: { name: 'env-export', environment, version: positiveInt('version', str('version')), output: str('output') } };
+      }
+      if (rest[0] === 'import') return { globals, command: { name: 'env-import', file: one(rest.slice(1), 'a package file', 'env'), environmentName: str('name') } };
+      if (rest[0] !== 'create') throw new UsageError(`env takes "create", "export" or "import", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
       const environmentName = one(rest.slice(1), 'a name', 'env');
       const urls = (v.http as unknown as string[] | undefined) ?? [];
       if (urls.length === 0) throw new UsageError('env create needs the game server: --http URL (once per server process)', [`usage: ${USAGE.env}`]);
@@ -326,6 +342,11 @@ commands:
       shown to the model first (default prompt). The server plays a few episodes on it at once;
       a server that does not answer leaves the version invalid and is named. Then: whetstone run
       <name> --watch.
+      export writes an environment's version (its newest, or --version N) as one package file:
+      its code or manifest, README, reward tests and dataset rows, with its content hash.
+      import takes such a file into the team as a new environment, or as the next version of
+      the one of its name, keeping its content hash (--name imports it under another name,
+      which changes the hash); a file changed after export, or of a newer format, is refused.
 
 options:
   --server URL     the server (default WHETSTONE_URL, else http://127.0.0.1:3000)
