@@ -109,7 +109,7 @@ export const environmentsRouter = router({
         include: {
           versions: {
             orderBy: { version: 'desc' },
-            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true, createdBy: { select: { id: true, name: true } } },
+            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true, publishedAt: true, createdBy: { select: { id: true, name: true } } },
           },
         },
       });
