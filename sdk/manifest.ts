@@ -80,9 +80,6 @@ export const manifestSchema = z
     if (m.kind === 'single-turn' && m.limits.maxTurns !== 1) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTurns'], message: 'a single-turn environment has maxTurns 1' });
     }
-    if (m.server && m.kind === 'multi-agent') {
-      ctx.addIssue({ code: 'custom', path: ['server'], message: 'an HTTP environment has one agent (several agents over HTTP are not supported yet)' });
-    }
     if (m.limits.maxTokensPerTurn > m.limits.maxResponseTokens) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTokensPerTurn'], message: 'cannot exceed maxResponseTokens' });
     }

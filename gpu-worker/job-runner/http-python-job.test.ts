@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
 import { testAssignment as assignment } from '../test-support/job-runner/assignments';
-import { pythonAvailable, reportPythonMissing, startPythonMathServer } from '../test-support/python-math-server';
+import { pythonAvailable, reportPythonMissing, startPythonExample } from '../test-support/python-examples';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
 
@@ -48,10 +48,10 @@ const model = { layers: 2, width: 48, heads: 2, contextLength: 96 };
 const base = { batchSize: 4, groupSize: 8, learningRate: 0.003, checkpointEvery: 1000, evalEpisodes: 0, seed: 0, model };
 
 describe.skipIf(!pythonAvailable)('jobs on the Python math server', () => {
-  let server: Awaited<ReturnType<typeof startPythonMathServer>> | undefined;
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
   beforeAll(async () => {
     await testBackend();
-    server = await startPythonMathServer();
+    server = await startPythonExample();
   }, 120_000);
   afterAll(() => server?.close());
 
@@ -79,5 +79,41 @@ describe.skipIf(!pythonAvailable)('jobs on the Python math server', () => {
     const rewards = await run('py-math-learn', { ...base, steps: 8, warmStart: { from: 'dataset', datasetVersionId: 'demos', steps: 300, batchSize: 4, learningRate: 0.01 } });
     expect(rewards).toHaveLength(8);
     expect(mean(rewards.slice(-4))).toBeGreaterThan(0.8);
+  }, 300_000);
+});
+
+describe.skipIf(!pythonAvailable)('self-play on the Python two-player game', () => {
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
+  beforeAll(async () => {
+    await testBackend();
+    server = await startPythonExample('tictactoe');
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  test('both seats learn with one policy over HTTP: every game is played on the server, its rewards are zero-sum, and it is kept as a match', async () => {
+    const environment = {
+      versionId: 'http-ttt-v1',
+      files: {},
+      entry: 'env.ts',
+      manifest: {
+        name: 'http-ttt',
+        version: '1.0.0',
+        kind: 'multi-agent',
+        agents: ['x', 'o'],
+        limits: { maxTurns: 9, maxTokensPerTurn: 2, maxResponseTokens: 18 },
+        server: { urls: [server!.url], timeoutSeconds: 30 },
+        training: { algorithm: 'grpo' },
+      },
+    };
+    const sink = new MemorySink();
+    const training = { steps: 2, batchSize: 2, groupSize: 4, checkpointEvery: 100, evalEpisodes: 0, warmStart: null, learners: ['x', 'o'], model: { layers: 1, width: 16, heads: 2, contextLength: 256 } };
+    const result = await runJob(assignment({ jobId: 'py-ttt', environment, config: { environmentVersionId: 'http-ttt-v1', training } }), sink, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const keys = new Set(sink.items('metrics').map((m) => m.key));
+    expect(keys).toContain('reward/x');
+    expect(keys).toContain('reward/o');
+    const at = (key: string, step: number) => sink.items('metrics').find((m) => m.key === key && m.step === step)!.value;
+    for (const step of [1, 2]) expect(at('reward/x', step) + at('reward/o', step)).toBeCloseTo(0, 6);
+    expect(sink.items('matches').length).toBeGreaterThan(0);
   }, 300_000);
 });

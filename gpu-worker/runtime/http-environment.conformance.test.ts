@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../../sdk/environment/schema';
-import { pythonAvailable, reportPythonMissing, startPythonMathServer } from '../test-support/python-math-server';
+import { pythonAvailable, reportPythonMissing, startPythonExample } from '../test-support/python-examples';
 import { HttpEnvironment } from './http-environment';
 import { playEpisode } from './play-episode';
 
@@ -12,11 +12,11 @@ import { playEpisode } from './play-episode';
 reportPythonMissing('the HTTP environment conformance test');
 
 describe.skipIf(!pythonAvailable)('an HTTP environment served by Python (FastAPI)', () => {
-  let server: Awaited<ReturnType<typeof startPythonMathServer>> | undefined;
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
   let url = '';
 
   beforeAll(async () => {
-    server = await startPythonMathServer();
+    server = await startPythonExample();
     url = server.url;
   }, 120_000);
 
@@ -60,5 +60,50 @@ describe.skipIf(!pythonAvailable)('an HTTP environment served by Python (FastAPI
       kind: 'protocol',
       message: expect.stringMatching(new RegExp(`^${url}/reset answered HTTP 400: .*this game needs a row with ground_truth`)),
     });
+  });
+});
+
+describe.skipIf(!pythonAvailable)('a two-player game served by Python (several agents)', () => {
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
+  const connect = () => HttpEnvironment.connect({ baseUrl: server!.url, agents: ['x', 'o'] });
+
+  beforeAll(async () => {
+    server = await startPythonExample('tictactoe');
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  it('the agents take turns as the server says, each with its system prompt, and the win is zero-sum', async () => {
+    const env = await connect();
+    expect(env.description).toMatchObject({ kind: 'multi-agent', agents: ['x', 'o'] });
+    const moves: Record<string, string[]> = { x: ['1', '2', '3'], o: ['5', '9'] };
+    const turns: string[] = [];
+    const t = await playEpisode(env, {
+      episodeId: 'ttt-1',
+      seed: 1,
+      taskSeed: 1,
+      maxTurns: 9,
+      actor: (agent, observation) => {
+        turns.push(agent);
+        expect(observation).toContain(`You are ${agent}.`);
+        return moves[agent].shift()!;
+      },
+    });
+    expect(turns).toEqual(['x', 'o', 'x', 'o', 'x']);
+    expect(t.endReason).toBe('terminated');
+    expect(t.systemPrompts).toEqual({ x: expect.stringContaining('You play x.'), o: expect.stringContaining('You play o.') });
+    expect(t.totalRewards).toEqual({ x: 1, o: -1 });
+    expect(t.finalInfo).toMatchObject({ winner: 'x' });
+  });
+
+  it('an illegal move loses for its mover; a step the server refuses names the URL and its words', async () => {
+    const env = await connect();
+    const t = await playEpisode(env, { episodeId: 'ttt-2', seed: 2, taskSeed: 2, maxTurns: 9, actor: () => '5' });
+    expect(t.totalRewards).toEqual({ x: 1, o: -1 });
+    expect(t.finalInfo).toMatchObject({ illegal: true, winner: 'x' });
+    // Out of turn (the server keeps whose turn it is): refused with its reason.
+    const raw = await fetch(`${server!.url}/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'ttt-3' }) });
+    expect(raw.ok).toBe(true);
+    const refused = await fetch(`${server!.url}/step`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'ttt-3', action: '1', agent: 'o' }) });
+    expect(refused.status).toBe(409);
   });
 });

@@ -113,6 +113,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     timeout: { type: 'string' },
     'prompt-field': { type: 'string' },
     dataset: { type: 'string' },
+    agents: { type: 'string' },
     version: { type: 'string' },
     output: { type: 'string', short: 'o' },
     name: { type: 'string' },
@@ -163,7 +164,7 @@ export const USAGE: Record<string, string> = {
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   env: [
-    'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
+    'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn|multi-agent] [--agents x,o] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--dataset rows.jsonl]',
     'whetstone env export <environment name | id> [--version N] [--output file.wsenv]',
     'whetstone env import <file.wsenv> [--name NAME]',
   ].join('\n       '),
@@ -264,15 +265,18 @@ export function parseCommandLine(argv: string[]): CommandLine {
       const urls = (v.http as unknown as string[] | undefined) ?? [];
       if (urls.length === 0) throw new UsageError('env create needs the game server: --http URL (once per server process)', [`usage: ${USAGE.env}`]);
       for (const url of urls) if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) throw new UsageError(`--http must be an http(s) URL, not "${url}"`);
-      const kind = str('kind') ?? 'single-turn';
-      if (kind !== 'single-turn' && kind !== 'multi-turn') throw new UsageError(`--kind must be single-turn or multi-turn, not "${kind}"`);
-      if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn (a single-turn game has one turn)');
+      const kind = str('kind') ?? (str('agents') !== undefined ? 'multi-agent' : 'single-turn');
+      if (kind !== 'single-turn' && kind !== 'multi-turn' && kind !== 'multi-agent') throw new UsageError(`--kind must be single-turn, multi-turn or multi-agent, not "${kind}"`);
+      if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn or multi-agent (a single-turn game has one turn)');
+      const agents = str('agents')?.split(',').map((a) => a.trim());
+      if (kind === 'multi-agent' && (agents?.length ?? 0) < 2) throw new UsageError('--kind multi-agent needs its agents in turn order: --agents x,o');
+      if (kind !== 'multi-agent' && agents) throw new UsageError('--agents goes with --kind multi-agent');
       const timeout = str('timeout');
       if (timeout !== undefined && !/^\d+(\.\d+)?$/.test(timeout)) throw new UsageError(`--timeout must be seconds, not "${timeout}"`);
       return {
         globals,
         command: {
-          name: 'env-create', environmentName, urls, kind, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
+          name: 'env-create', environmentName, urls, kind, agents, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
           timeoutSeconds: timeout === undefined ? undefined : Number(timeout), promptField: str('prompt-field'), dataset: str('dataset'),
         },
       };
@@ -339,9 +343,10 @@ commands:
       made from the flags. --http names each server process (episodes are spread over them by
       instance id); --timeout is each call's limit (default 60 s); --dataset is a JSONL file of
       rows whose fields /reset is sent (a data-dependent game), --prompt-field the row's field
-      shown to the model first (default prompt). The server plays a few episodes on it at once;
-      a server that does not answer leaves the version invalid and is named. Then: whetstone run
-      <name> --watch.
+      shown to the model first (default prompt). --agents x,o (kind multi-agent) names a game's
+      agents in turn order; every one learns, with one policy (self-play). The server plays a
+      few episodes on it at once; a server that does not answer leaves the version invalid and
+      is named. Then: whetstone run <name> --watch.
       export writes an environment's version (its newest, or --version N) as one package file:
       its code or manifest, README, reward tests and dataset rows, with its content hash.
       import takes such a file into the team as a new environment, or as the next version of

@@ -23,6 +23,7 @@ export async function envCreateCommand(ctx: CommandContext, command: EnvCreate):
     name: command.environmentName,
     urls: command.urls,
     kind: command.kind,
+    agents: command.agents,
     maxTurns: command.maxTurns,
     maxTokens: command.maxTokens,
     timeoutSeconds: command.timeoutSeconds,

@@ -5,12 +5,12 @@ import { freePort } from '../../server/db/embedded';
 import { repoRoot } from '../../server/paths';
 import { waitUntil } from '../../server/test-support/reliability/harness';
 
-// The documented example game server in another language (examples/http-environments/
-// math_server.py, FastAPI), for the tests that hold Whetstone's HTTP client and jobs to the
-// protocol. Without Python's FastAPI and uvicorn those tests are skipped with a message here, and
+// The documented example game servers in another language (examples/http-environments/: a math
+// game, math_server.py, and a two-player grid game, tictactoe_server.py; FastAPI), for the tests
+// that hold Whetstone's HTTP client and jobs to the protocol. Without Python's FastAPI and uvicorn those tests are skipped with a message here, and
 // fail under CI=true (.ci/run installs them).
 
-const SERVER = path.join(repoRoot, 'examples/http-environments/math_server.py');
+const EXAMPLES = path.join(repoRoot, 'examples/http-environments');
 const probe = spawnSync('python3', ['-c', 'import fastapi, uvicorn'], { encoding: 'utf8' });
 
 /** Python with FastAPI and uvicorn is here. */
@@ -29,11 +29,11 @@ export function reportPythonMissing(what: string): void {
   }
 }
 
-/** Starts the example server on a free port; up once /health answers. */
-export async function startPythonMathServer(): Promise<{ url: string; close: () => void }> {
+/** Starts an example server (`math`, `tictactoe`) on a free port; up once /health answers. */
+export async function startPythonExample(name: 'math' | 'tictactoe' = 'math'): Promise<{ url: string; close: () => void }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn('python3', [SERVER, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn('python3', [path.join(EXAMPLES, `${name}_server.py`), '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
