@@ -11,7 +11,7 @@ import { type Manifest, parseManifest } from '../sdk/manifest';
 import type { EnvironmentSource } from '../sdk/environment-source';
 
 /** An environment's README: Markdown kept with its code (a version may carry it; it is never compiled). */
-const README_FILE = 'README.md';
+export const README_FILE = 'README.md';
 
 export const TEMPLATE_NAMES = ['math', 'math-tools', 'bandit', 'gomoku'] as const;
 export type TemplateName = (typeof TEMPLATE_NAMES)[number];

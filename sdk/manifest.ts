@@ -49,11 +49,14 @@ const serverSchema = z
   })
   .describe('Served over HTTP: the rollouts call these servers instead of running code in the sandbox.');
 
+/** An environment's name in its team (the manifest's, the API's and the CLI's). */
+export const environmentNameSchema = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes');
+
 const semver = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$/;
 
 export const manifestSchema = z
   .object({
-    name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes').describe("The environment's name in its team: lower-case letters, digits and dashes."),
+    name: environmentNameSchema.describe("The environment's name in its team: lower-case letters, digits and dashes."),
     version: z.string().regex(semver, 'a semantic version such as 1.0.0').describe('A semantic version such as 1.0.0.'),
     description: z.string().max(2000).default('').describe('One or two sentences shown in lists.'),
     kind: z.enum(['single-turn', 'multi-turn', 'multi-agent']).describe('single-turn (one answer), multi-turn (turns with the environment, tools), or multi-agent (several agents in turn).'),
@@ -78,9 +81,6 @@ export const manifestSchema = z
     }
     if (m.kind === 'single-turn' && m.limits.maxTurns !== 1) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTurns'], message: 'a single-turn environment has maxTurns 1' });
-    }
-    if (m.server && m.kind === 'multi-agent') {
-      ctx.addIssue({ code: 'custom', path: ['server'], message: 'an HTTP environment has one agent (several agents over HTTP are not supported yet)' });
     }
     if (m.limits.maxTokensPerTurn > m.limits.maxResponseTokens) {
       ctx.addIssue({ code: 'custom', path: ['limits', 'maxTokensPerTurn'], message: 'cannot exceed maxResponseTokens' });

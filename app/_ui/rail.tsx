@@ -1,5 +1,5 @@
 'use client';
-import { Boxes, Database, FlaskConical, type LucideIcon, Server, Swords, Trophy, Users, Workflow } from 'lucide-react';
+import { Boxes, Database, FlaskConical, Library, type LucideIcon, Server, Swords, Trophy, Users, Workflow } from 'lucide-react';
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 
@@ -21,6 +21,7 @@ export function teamSections(teamId: string): RailItem[] {
     { href: `${base}/checkpoints`, label: 'Checkpoints', icon: Boxes },
     { href: `${base}/matches`, label: 'Matches', icon: Swords },
     { href: `${base}/tournaments`, label: 'Tournaments', icon: Trophy },
+    { href: `${base}/gallery`, label: 'Gallery', icon: Library },
     { href: `${base}/cluster`, label: 'Cluster', icon: Server },
     { href: base, label: 'Team', icon: Users, alsoCurrentOn: TEAM_PAGES.map((p) => `${base}/${p.path}`) },
   ];

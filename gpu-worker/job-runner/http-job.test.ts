@@ -138,6 +138,6 @@ describe('jobs on an HTTP environment', () => {
       new MemorySink(),
       new JobControl(),
     );
-    expect(result).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/an HTTP environment has none: start from a checkpoint/) });
+    expect(result).toMatchObject({ outcome: 'failed', reason: expect.stringMatching(/an HTTP environment has none: warm-start from a dataset of demonstrations/) });
   });
 });

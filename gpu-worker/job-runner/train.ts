@@ -97,9 +97,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     const midWarmStart = policy.source === 'resume' ? policy.note?.warmStartStep : undefined;
     const warmStarting = training.warmStart && (policy.source !== 'resume' || midWarmStart !== undefined);
     if (warmStarting) {
-      if (!(env instanceof SandboxEnvironment)) throw new JobFailure('warmStart imitates the environment\'s bots, and an HTTP environment has none: start from a checkpoint (baseCheckpointId) instead');
       const interrupted = await runWarmStart({
-        assignment, sink, emit, store, control, env, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
+        assignment, sink, emit, store, control, env: env instanceof SandboxEnvironment ? env : null, limits: manifest.limits, warmStart: training.warmStart!, seed: training.seed, model, tokenizer: tok, rows,
         agents: training.switchSeats ? agents : learnerAgents, switchSeats: training.switchSeats, note: note(0),
         resume: midWarmStart !== undefined && policy.trainerState ? { step: midWarmStart, trainerState: policy.trainerState } : null,
         evaluate: noEvaluation ? null : () => evaluation(training.seed * 31 + 999_983),

@@ -48,7 +48,8 @@ export interface WarmStartRun {
   emit: Emitter;
   store: CheckpointStore;
   control: JobControl;
-  env: SandboxEnvironment;
+  /** The environment's code, whose bots a `from: "bot"` warm start imitates; null over HTTP (a dataset's rows only). */
+  env: SandboxEnvironment | null;
   limits: Manifest['limits'];
   warmStart: WarmStart;
   /** The run's seed: demonstrations' episodes and batches are functions of it. */
@@ -155,9 +156,11 @@ function pickWeighted(rng: Rng, mix: Record<string, number>): string {
  * a turn may be (the policy would be cut off before it finishes one).
  */
 async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number, opponents: Record<string, number> | undefined, augment: 'none' | 'symmetries'): Promise<Sequence[]> {
-  const { agents, bots, context, toolPrompt } = w.env.description;
+  const env = w.env;
+  if (!env) throw new JobFailure('warmStart imitates the environment\'s bots, and an HTTP environment has none: warm-start from a dataset of demonstrations ({"from": "dataset"}) or a checkpoint (baseCheckpointId) instead');
+  const { agents, bots, context, toolPrompt } = env.description;
   if (!bots.includes(bot)) throw new JobFailure(`warmStart.bot: this environment has no bot "${bot}"; its bots: ${bots.join(', ') || 'none'}`);
-  if (augment === 'symmetries' && !w.env.description.symmetries) throw new JobFailure('warmStart.augment: this environment defines no symmetries (the `symmetries` of its definition)');
+  if (augment === 'symmetries' && !env.description.symmetries) throw new JobFailure('warmStart.augment: this environment defines no symmetries (the `symmetries` of its definition)');
   if (opponents) {
     if (agents.length < 2) throw new JobFailure('warmStart.opponents: this environment has one agent; opponents play the other seats of a multi-agent one');
     const unknown = Object.keys(opponents).filter((name) => !bots.includes(name));
@@ -175,13 +178,13 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
     const seats = warmStartSeats(agents, w.agents, bot, opponents, { switchSeats: w.switchSeats ?? false, rng: seatRng, episode: i });
     imitated.push(seats.imitated);
     transcripts.push(
-      await playEpisode(w.env, {
+      await playEpisode(env, {
         episodeId: `warm-${i}`,
         seed,
         taskSeed: seed,
         row: rows?.[i % rows.length],
         maxTurns: w.limits.maxTurns,
-        actor: (agent, _observation, episodeId) => w.env.bot({ episodeId, bot: seats.players[agent] ?? bot }),
+        actor: (agent, _observation, episodeId) => env.bot({ episodeId, bot: seats.players[agent] ?? bot }),
       }),
     );
   }
@@ -192,7 +195,7 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
   const contextLength = w.model.config.contextLength;
   const played = transcripts.map((t, i) => ({ t, imitated: imitated[i] }));
   const demonstrated =
-    augment === 'symmetries' ? (await Promise.all(played.map((p) => symmetricTranscripts(w.env, p.t)))).flatMap((ts, i) => ts.map((t) => ({ t, imitated: played[i].imitated }))) : played;
+    augment === 'symmetries' ? (await Promise.all(played.map((p) => symmetricTranscripts(env, p.t)))).flatMap((ts, i) => ts.map((t) => ({ t, imitated: played[i].imitated }))) : played;
   const all = demonstrated.flatMap(({ t, imitated: seats }) => demonstrationSequences(w.tokenizer, [t], { context, toolPrompt, agents: seats, contextLength: Number.POSITIVE_INFINITY }));
   const fit = all.filter((s) => s.tokens.length <= contextLength);
   if (fit.length === 0) {

@@ -1,10 +1,6 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../../sdk/environment/schema';
-import { freePort } from '../../server/db/embedded';
-import { repoRoot } from '../../server/paths';
-import { waitUntil } from '../../server/test-support/reliability/harness';
+import { pythonAvailable, reportPythonMissing, startPythonExample } from '../test-support/python-examples';
 import { HttpEnvironment } from './http-environment';
 import { playEpisode } from './play-episode';
 
@@ -13,41 +9,18 @@ import { playEpisode } from './play-episode';
 // ground truth reaches the game only through the flattened /reset body, so a right answer earning
 // 1 shows the protocol is kept field for field.
 
-const SERVER = path.join(repoRoot, 'examples/http-environments/math_server.py');
-const python = spawnSync('python3', ['-c', 'import fastapi, uvicorn'], { encoding: 'utf8' });
-const available = python.status === 0;
-const why = python.error ? `python3 is not installed (${python.error.message})` : python.stderr.trim().split('\n').pop();
+reportPythonMissing('the HTTP environment conformance test');
 
-if (!available) {
-  if (process.env.CI === 'true') {
-    it('needs Python with FastAPI and uvicorn (.ci/run installs them)', () => {
-      throw new Error(`the HTTP environment conformance test cannot run: ${why}. Run: python3 -m pip install fastapi uvicorn`);
-    });
-  } else {
-    console.warn(`[skipped] HTTP environment conformance: ${why}. To run it: python3 -m pip install fastapi uvicorn`);
-  }
-}
-
-describe.skipIf(!available)('an HTTP environment served by Python (FastAPI)', () => {
-  let child: ChildProcess;
+describe.skipIf(!pythonAvailable)('an HTTP environment served by Python (FastAPI)', () => {
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
   let url = '';
-  let output = '';
 
   beforeAll(async () => {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    child = spawn('python3', [SERVER, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-    // Up when /health answers: Python and FastAPI's imports take their time on a loaded machine.
-    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the example server exited ${code}:\n${output}`))));
-    exited.catch(() => {}); // once it is up, its exit at the end (afterAll) is no failure
-    await Promise.race([exited, waitUntil('the example server to answer /health', () => fetch(`${url}/health`).then((r) => r.ok), 110_000)]);
+    server = await startPythonExample();
+    url = server.url;
   }, 120_000);
 
-  afterAll(() => {
-    child?.kill();
-  });
+  afterAll(() => server?.close());
 
   it("learns the answer from the row's fields, shows the row's problem, and rewards the right answer", async () => {
     const env = await HttpEnvironment.connect({ baseUrl: url, jobId: 'conformance' });
@@ -87,5 +60,50 @@ describe.skipIf(!available)('an HTTP environment served by Python (FastAPI)', ()
       kind: 'protocol',
       message: expect.stringMatching(new RegExp(`^${url}/reset answered HTTP 400: .*this game needs a row with ground_truth`)),
     });
+  });
+});
+
+describe.skipIf(!pythonAvailable)('a two-player game served by Python (several agents)', () => {
+  let server: Awaited<ReturnType<typeof startPythonExample>> | undefined;
+  const connect = () => HttpEnvironment.connect({ baseUrl: server!.url, agents: ['x', 'o'] });
+
+  beforeAll(async () => {
+    server = await startPythonExample('tictactoe');
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  it('the agents take turns as the server says, each with its system prompt, and the win is zero-sum', async () => {
+    const env = await connect();
+    expect(env.description).toMatchObject({ kind: 'multi-agent', agents: ['x', 'o'] });
+    const moves: Record<string, string[]> = { x: ['1', '2', '3'], o: ['5', '9'] };
+    const turns: string[] = [];
+    const t = await playEpisode(env, {
+      episodeId: 'ttt-1',
+      seed: 1,
+      taskSeed: 1,
+      maxTurns: 9,
+      actor: (agent, observation) => {
+        turns.push(agent);
+        expect(observation).toContain(`You are ${agent}.`);
+        return moves[agent].shift()!;
+      },
+    });
+    expect(turns).toEqual(['x', 'o', 'x', 'o', 'x']);
+    expect(t.endReason).toBe('terminated');
+    expect(t.systemPrompts).toEqual({ x: expect.stringContaining('You play x.'), o: expect.stringContaining('You play o.') });
+    expect(t.totalRewards).toEqual({ x: 1, o: -1 });
+    expect(t.finalInfo).toMatchObject({ winner: 'x' });
+  });
+
+  it('an illegal move loses for its mover; a step the server refuses names the URL and its words', async () => {
+    const env = await connect();
+    const t = await playEpisode(env, { episodeId: 'ttt-2', seed: 2, taskSeed: 2, maxTurns: 9, actor: () => '5' });
+    expect(t.totalRewards).toEqual({ x: 1, o: -1 });
+    expect(t.finalInfo).toMatchObject({ illegal: true, winner: 'x' });
+    // Out of turn (the server keeps whose turn it is): refused with its reason.
+    const raw = await fetch(`${server!.url}/reset`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'ttt-3' }) });
+    expect(raw.ok).toBe(true);
+    const refused = await fetch(`${server!.url}/step`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'ttt-3', action: '1', agent: 'o' }) });
+    expect(refused.status).toBe(409);
   });
 });

@@ -230,6 +230,48 @@ describe('HTTP environments', () => {
     expect(parsed.message).not.toContain('s3cret-token-value');
   });
 
+  test('several agents: turns go round in the manifest\'s order unless the server names the next, `reward` is the mover\'s, and an unknown agent is a protocol error', async () => {
+    // A counting game: each agent adds its number; the server names no agent, so turns go round.
+    const bodies: Array<Record<string, unknown>> = [];
+    let answerAgent: string | null = null;
+    const counting = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+        res.writeHead(200, { 'content-type': 'application/json' });
+        if (req.url === '/step') bodies.push(body);
+        const answer = req.url === '/reset' ? { observation: 'count', system_prompt: 'Say a number.' } : req.url === '/step' ? { observation: 'next', reward: Number(body.action), done: bodies.length >= 3, ...(answerAgent ? { agent: answerAgent } : {}) } : {};
+        res.end(JSON.stringify(answer));
+      });
+    });
+    await new Promise<void>((resolve) => counting.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(counting.address() as AddressInfo).port}`;
+    try {
+      const env = await HttpEnvironment.connect({ baseUrl: url, agents: ['a', 'b'] });
+      const t = await playEpisode(env, { episodeId: 'count-1', seed: 1, taskSeed: 1, maxTurns: 5, actor: (agent) => (agent === 'a' ? '1' : '10') });
+      expect(bodies.map((b) => b.agent)).toEqual(['a', 'b', 'a']);
+      expect(t.systemPrompts).toEqual({ a: 'Say a number.', b: 'Say a number.' });
+      expect(t.totalRewards).toEqual({ a: 2, b: 10 });
+      // One agent: the step body is OpenTinker's, with no agent field.
+      bodies.length = 0;
+      const one = await HttpEnvironment.connect({ baseUrl: url });
+      await one.reset({ episodeId: 'count-2', seed: 1, taskSeed: 1 });
+      await one.step({ episodeId: 'count-2', action: '1' });
+      expect(bodies[0]).not.toHaveProperty('agent');
+      // A next mover that is none of the manifest's agents.
+      bodies.length = 0;
+      answerAgent = 'c';
+      await env.reset({ episodeId: 'count-3', seed: 1, taskSeed: 1 });
+      await expect(env.step({ episodeId: 'count-3', action: '1' })).rejects.toMatchObject({
+        kind: 'protocol',
+        message: `${url}/step answered outside the protocol: agent names "c", which is not one of the manifest's agents (a, b)`,
+      });
+    } finally {
+      await new Promise<void>((resolve) => counting.close(() => resolve()));
+    }
+  });
+
   test('shards: each instance goes to the server crc32(instance_id) picks, for all its calls', async () => {
     const second = startGameServer();
     await new Promise<void>((resolve) => second.server.listen(0, '127.0.0.1', resolve));

@@ -3,8 +3,8 @@
  * written in another language (OpenTinker's own servers among them) plugs in unchanged:
  *
  *   POST /reset    { instance_id, job_id, seed, task_seed, ...the row's fields }
- *                  -> { observation, system_prompt?, game_state? }
- *   POST /step     { instance_id, job_id, action } -> { observation?, reward?, done?, info? }
+ *                  -> { observation, system_prompt?, game_state?, agent?, system_prompts? }
+ *   POST /step     { instance_id, job_id, action, agent? } -> { observation?, reward?, done?, info?, agent?, rewards? }
  *   POST /finalize { instance_id, job_id }          -> anything (sent at every episode's end)
  *   GET  /health                                    -> 200
  *   POST /stats/reset?job_id=…                      -> anything (once per job, where offered)
@@ -14,6 +14,12 @@
  * model's first prompt is the row's prompt followed by the reset observation; a missing reward or
  * done is 0 or false; several servers on consecutive ports are routed by crc32(instance_id), so an
  * episode's calls all reach the one server that holds it.
+ *
+ * Several agents (Whetstone's extension; a one-agent game never sees it): the manifest lists the
+ * agents in turn order; /reset may answer `agent` (who moves first; default the first) and
+ * `system_prompts` (one per agent); each /step is sent with `agent` (who acted) and may answer
+ * `agent` (who moves next; default the next in turn order) and `rewards` (each agent's reward for
+ * the step; without it, `reward` is the mover's).
  *
  * Retries: only where the request cannot have reached the game — a connection that could not be
  * made, or a 503 (the server refused it). A step is never sent twice: a timeout or a connection
@@ -47,10 +53,10 @@ export interface HttpEnvironmentOptions {
   promptField?: string;
   /** Told of what goes wrong without ending the episode (a /finalize that failed). */
   warn?: (message: string) => void;
-  /** single-turn or multi-turn, as the manifest says (default multi-turn). */
-  kind?: 'single-turn' | 'multi-turn';
-  /** The agent's name (the manifest's one agent; default "agent"). */
-  agent?: string;
+  /** single-turn, multi-turn or multi-agent, as the manifest says (default multi-turn, or multi-agent with several agents). */
+  kind?: 'single-turn' | 'multi-turn' | 'multi-agent';
+  /** The manifest's agents, in turn order (default one, "agent"). Several: see "Several agents" above. */
+  agents?: string[];
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -59,14 +65,27 @@ const QUOTED = 300;
 /** Failures that happen before a request is sent: the server never saw it. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
-const resetSchema = z.object({ observation: z.string(), system_prompt: z.string().nullish(), game_state: jsonObjectSchema.nullish() });
+const finite = (what: string) =>
+  // zod refuses ±Infinity (which JSON.parse gives for 1e999) with a message of its own; this one says what is wrong.
+  z.unknown().refine((v) => v === null || v === undefined || (typeof v === 'number' && Number.isFinite(v)), `${what} must be a finite number`).transform((v) => v as number | null | undefined);
+const resetSchema = z.object({
+  observation: z.string(),
+  system_prompt: z.string().nullish(),
+  game_state: jsonObjectSchema.nullish(),
+  // Several agents (Whetstone's extension): who moves first, and each one's system prompt.
+  agent: z.string().nullish(),
+  system_prompts: z.record(z.string(), z.string()).nullish(),
+});
 // OpenTinker's client takes a missing observation as "", reward as 0 and done as false.
 const stepSchema = z.object({
   observation: z.string().nullish(),
   // zod refuses ±Infinity (which JSON.parse gives for 1e999) with a message of its own; this one says what is wrong.
-  reward: z.unknown().refine((v) => v === null || v === undefined || (typeof v === 'number' && Number.isFinite(v)), 'reward must be a finite number').transform((v) => v as number | null | undefined).optional(),
+  reward: finite('reward').optional(),
   done: z.boolean().nullish(),
   info: jsonObjectSchema.nullish(),
+  // Several agents: who moves next, and each agent's reward for this step.
+  agent: z.string().nullish(),
+  rewards: z.record(z.string(), finite('each of rewards')).nullish(),
 });
 
 /** A call that may be tried again: the server cannot have acted on it. */
@@ -87,7 +106,9 @@ export class HttpEnvironment implements EnvironmentHandle {
   private readonly gameStates = new Map<string, Json>();
   /** Episodes reset and not yet finalized: a close after the end sends no second /finalize. */
   private readonly open = new Set<string>();
-  private readonly agent: string;
+  private readonly agents: string[];
+  /** Whose turn it is in each open episode (several agents). */
+  private readonly movers = new Map<string, string>();
 
   private constructor(options: HttpEnvironmentOptions) {
     const urls = (Array.isArray(options.baseUrl) ? options.baseUrl : [options.baseUrl]).map((u) => u.replace(/\/+$/, ''));
@@ -101,13 +122,13 @@ export class HttpEnvironment implements EnvironmentHandle {
     this.headers = options.headers ?? {};
     this.promptField = options.promptField ?? 'prompt';
     this.warn = options.warn ?? (() => {});
-    this.agent = options.agent ?? 'agent';
+    this.agents = options.agents && options.agents.length > 0 ? options.agents : ['agent'];
     const served = urls.length === 1 ? urls[0] : `${urls[0]} and ${urls.length - 1} more`;
     this.description = {
-      kind: options.kind ?? 'multi-turn',
+      kind: options.kind ?? (this.agents.length > 1 ? 'multi-agent' : 'multi-turn'),
       name: options.name ?? `http:${urls[0]}`,
       description: `served by ${served}`,
-      agents: [this.agent],
+      agents: this.agents,
       context: 'full',
       rowSchema: null,
       tools: [],
@@ -138,17 +159,23 @@ export class HttpEnvironment implements EnvironmentHandle {
     const fields = rowFields(request.row);
     const body = { seed: request.seed, task_seed: request.taskSeed, ...fields, instance_id: request.episodeId, job_id: this.jobId };
     const r = this.parse(url, '/reset', resetSchema, await this.request(url, 'POST', '/reset', body, this.resetTimeoutMs));
+    const first = this.agentNamed(url, '/reset', r.agent) ?? this.agents[0];
     this.open.add(request.episodeId);
+    this.movers.set(request.episodeId, first);
     if (r.game_state) this.gameStates.set(request.episodeId, r.game_state as Json);
     // The problem is the row's (OpenTinker's prompt), the reset observation follows it.
     const prompt = promptOf(request.row, this.promptField);
     const observation = prompt ? (r.observation ? `${prompt}\n\n${r.observation}` : prompt) : r.observation;
-    return { turn: { agent: this.agent, observation }, systemPrompts: { [this.agent]: r.system_prompt ?? '' }, task: request.row ?? null };
+    const systemPrompts = Object.fromEntries(this.agents.map((a) => [a, r.system_prompts?.[a] ?? r.system_prompt ?? '']));
+    return { turn: { agent: first, observation }, systemPrompts, task: request.row ?? null };
   }
 
   async step(request: StepRequest): Promise<StepResponse> {
     const url = this.urlFor(request.episodeId);
-    const body = { instance_id: request.episodeId, job_id: this.jobId, action: request.action };
+    const mover = this.movers.get(request.episodeId) ?? this.agents[0];
+    const several = this.agents.length > 1;
+    // The mover is named only with several agents: a one-agent body is OpenTinker's, field for field.
+    const body = { instance_id: request.episodeId, job_id: this.jobId, action: request.action, ...(several ? { agent: mover } : {}) };
     const answer = await this.request(url, 'POST', '/step', body, this.timeoutMs, request.episodeId);
     const r = this.parse(url, '/step', stepSchema, answer);
     const info: Record<string, Json> = JSON.parse(JSON.stringify(r.info ?? {})) as Record<string, Json>;
@@ -157,18 +184,31 @@ export class HttpEnvironment implements EnvironmentHandle {
       info.game_state ??= state;
       this.gameStates.delete(request.episodeId);
     }
+    for (const name of Object.keys(r.rewards ?? {})) this.agentNamed(url, '/step', name, 'rewards');
+    // Each agent's reward: the answer's `rewards` where given, else `reward` is the mover's.
+    const rewards = Object.fromEntries(this.agents.map((a) => [a, r.rewards ? (r.rewards[a] ?? 0) : a === mover ? (r.reward ?? 0) : 0]));
     const ended = r.done ?? false;
     // A server that stopped the game for its own limit says so in info; that is no terminal state.
     const truncated = ended && info.truncated === true;
     if (ended) await this.finalize(request.episodeId);
+    // Who moves next: the answer's `agent`, else the next in turn order.
+    const next = ended ? null : (this.agentNamed(url, '/step', r.agent) ?? this.agents[(this.agents.indexOf(mover) + 1) % this.agents.length]);
+    if (next) this.movers.set(request.episodeId, next);
     return {
-      rewards: { [this.agent]: r.reward ?? 0 },
+      rewards,
       terminated: ended && !truncated,
       truncated,
       info,
-      next: ended ? null : { agent: this.agent, observation: r.observation ?? '' },
+      next: next ? { agent: next, observation: r.observation ?? '' } : null,
       tool: null,
     };
+  }
+
+  /** An agent the server named: one of the manifest's, or a protocol error that lists them. */
+  private agentNamed(url: string, route: string, name: string | null | undefined, field = 'agent'): string | undefined {
+    if (name === null || name === undefined) return undefined;
+    if (this.agents.includes(name)) return name;
+    throw new SandboxError('protocol', route.slice(1), `${url}${route} answered outside the protocol: ${field} names "${quote(name)}", which is not one of the manifest's agents (${this.agents.join(', ')})`, null, '');
   }
 
   async bot(): Promise<string> {
@@ -185,6 +225,7 @@ export class HttpEnvironment implements EnvironmentHandle {
   /** /finalize lets the server free the instance; one that fails is told, never fatal. */
   private async finalize(episodeId: string): Promise<void> {
     this.gameStates.delete(episodeId);
+    this.movers.delete(episodeId);
     this.open.delete(episodeId);
     const url = this.urlFor(episodeId);
     try {

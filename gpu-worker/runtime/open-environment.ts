@@ -32,16 +32,14 @@ export async function openEnvironment(
 ): Promise<{ ok: true; env: EnvironmentHandle } | { ok: false; errors: CompileDiagnostic[] }> {
   const server = manifest.server;
   if (!server) return SandboxEnvironment.load(source, { onLogs: options.onLogs });
-  // The manifest's kind is single- or multi-turn here (it refuses several agents over HTTP).
-  const kind = manifest.kind === 'single-turn' ? 'single-turn' : 'multi-turn';
   const headers = resolveHeaders(server.headers, options.secrets ?? {});
   if (!headers.ok) throw new SandboxError('load', 'headers', headers.problem, null, '');
   const env = await HttpEnvironment.connect({
     baseUrl: server.urls,
     jobId: options.jobId,
     name: manifest.name,
-    kind,
-    agent: manifest.agents[0],
+    kind: manifest.kind,
+    agents: manifest.agents,
     timeoutMs: server.timeoutSeconds * 1000,
     resetTimeoutMs: server.resetTimeoutSeconds === undefined ? undefined : server.resetTimeoutSeconds * 1000,
     retries: server.retries,

@@ -68,6 +68,13 @@ describe('parseCommandLine', () => {
     expect(() => parseCommandLine(['tournament', 'c1', 'c2', '--games', '0'])).toThrow(/--games must be a whole number from 1 to 1000/);
     expect(parseCommandLine(['eval', 'c1', '--temperature', '0.7']).command).toMatchObject({ temperature: 0.7 });
     expect(parseCommandLine(['eval', 'c1']).command).toMatchObject({ temperature: undefined });
+    expect(parseCommandLine(['env', 'export', 'bandit', '--version', '3', '-o', 'b.wsenv']).command).toEqual({ name: 'env-export', environment: 'bandit', version: 3, output: 'b.wsenv' });
+    expect(parseCommandLine(['env', 'create', 'ttt', '--http', 'http://h:1', '--agents', 'x, o', '--max-turns', '9']).command).toMatchObject({ name: 'env-create', kind: 'multi-agent', agents: ['x', 'o'], maxTurns: 9 });
+    expect(() => parseCommandLine(['env', 'create', 'ttt', '--http', 'http://h:1', '--kind', 'multi-agent'])).toThrow('--kind multi-agent needs its agents in turn order: --agents x,o');
+    expect(() => parseCommandLine(['env', 'create', 'ttt', '--http', 'http://h:1', '--kind', 'multi-turn', '--agents', 'x,o'])).toThrow('--agents goes with --kind multi-agent');
+    expect(parseCommandLine(['env', 'import', 'b.wsenv', '--name', 'mine']).command).toEqual({ name: 'env-import', file: 'b.wsenv', environmentName: 'mine' });
+    expect(() => parseCommandLine(['env', 'import'])).toThrow('env needs a package file');
+    expect(() => parseCommandLine(['env', 'export', 'bandit', '--version', 'x'])).toThrow(/--version must be a whole number/);
     expect(parseCommandLine([]).command).toEqual({ name: 'help' });
     expect(parseCommandLine(['--help']).command).toEqual({ name: 'help' });
     expect(parseCommandLine(['run', '--help']).command).toEqual({ name: 'help', topic: 'run' });

@@ -59,7 +59,11 @@ export type Command =
       environmentName: string;
       /** A JSONL file of the rows each episode's /reset is sent (a data-dependent game). */
       dataset?: string;
-    } & Omit<HttpEnvironmentAnswers, 'name' | 'datasetFile'>);
+    } & Omit<HttpEnvironmentAnswers, 'name' | 'datasetFile'>)
+  /** An environment version as a package file (stdout without --output). */
+  | { name: 'env-export'; environment: string; version?: number; output?: string }
+  /** A package file into the team (under --name instead of its own). */
+  | { name: 'env-import'; file: string; environmentName?: string };
 
 export interface CommandLine {
   globals: GlobalOptions;
@@ -115,6 +119,10 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     'prompt-field': { type: 'string' },
     'token-secret': { type: 'string' },
     dataset: { type: 'string' },
+    agents: { type: 'string' },
+    version: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    name: { type: 'string' },
   },
   help: {},
 };
@@ -162,7 +170,11 @@ export const USAGE: Record<string, string> = {
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
-  env: 'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
+  env: [
+    'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn|multi-agent] [--agents x,o] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
+    'whetstone env export <environment name | id> [--version N] [--output file.wsenv]',
+    'whetstone env import <file.wsenv> [--name NAME]',
+  ].join('\n       '),
 };
 
 /** Parses argv (without node and the script). Throws UsageError on anything malformed. */
@@ -263,14 +275,22 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return { globals, command: { name: 'secrets-set', secretName, valueFile: str('value-file') } };
     }
     case 'env': {
-      if (rest[0] !== 'create') throw new UsageError(`env takes "create <name> --http URL", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
+      if (rest[0] === 'export') {
+        const environment = one(rest.slice(1), 'an environment name or id', 'env');
+        return { globals, command: { name: 'env-export', environment, version: positiveInt('version', str('version')), output: str('output') } };
+      }
+      if (rest[0] === 'import') return { globals, command: { name: 'env-import', file: one(rest.slice(1), 'a package file', 'env'), environmentName: str('name') } };
+      if (rest[0] !== 'create') throw new UsageError(`env takes "create", "export" or "import", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.env}`]);
       const environmentName = one(rest.slice(1), 'a name', 'env');
       const urls = (v.http as unknown as string[] | undefined) ?? [];
       if (urls.length === 0) throw new UsageError('env create needs the game server: --http URL (once per server process)', [`usage: ${USAGE.env}`]);
       for (const url of urls) if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) throw new UsageError(`--http must be an http(s) URL, not "${url}"`);
-      const kind = str('kind') ?? 'single-turn';
-      if (kind !== 'single-turn' && kind !== 'multi-turn') throw new UsageError(`--kind must be single-turn or multi-turn, not "${kind}"`);
-      if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn (a single-turn game has one turn)');
+      const kind = str('kind') ?? (str('agents') !== undefined ? 'multi-agent' : 'single-turn');
+      if (kind !== 'single-turn' && kind !== 'multi-turn' && kind !== 'multi-agent') throw new UsageError(`--kind must be single-turn, multi-turn or multi-agent, not "${kind}"`);
+      if (kind === 'single-turn' && str('max-turns') !== undefined) throw new UsageError('--max-turns goes with --kind multi-turn or multi-agent (a single-turn game has one turn)');
+      const agents = str('agents')?.split(',').map((a) => a.trim());
+      if (kind === 'multi-agent' && (agents?.length ?? 0) < 2) throw new UsageError('--kind multi-agent needs its agents in turn order: --agents x,o');
+      if (kind !== 'multi-agent' && agents) throw new UsageError('--agents goes with --kind multi-agent');
       const timeout = str('timeout');
       if (timeout !== undefined && !/^\d+(\.\d+)?$/.test(timeout)) throw new UsageError(`--timeout must be seconds, not "${timeout}"`);
       const tokenSecret = str('token-secret');
@@ -278,7 +298,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return {
         globals,
         command: {
-          name: 'env-create', environmentName, urls, kind, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
+          name: 'env-create', environmentName, urls, kind, agents, maxTurns: positiveInt('max-turns', str('max-turns'), 1000), maxTokens: positiveInt('max-tokens', str('max-tokens'), 4096),
           timeoutSeconds: timeout === undefined ? undefined : Number(timeout), promptField: str('prompt-field'), tokenSecret, dataset: str('dataset'),
         },
       };
@@ -352,10 +372,17 @@ commands:
       made from the flags. --http names each server process (episodes are spread over them by
       instance id); --timeout is each call's limit (default 60 s); --dataset is a JSONL file of
       rows whose fields /reset is sent (a data-dependent game), --prompt-field the row's field
-      shown to the model first (default prompt); --token-secret NAME sends the team secret NAME
-      as Authorization: Bearer … (whetstone secrets set NAME first). The server plays a few episodes on it at once;
-      a server that does not answer leaves the version invalid and is named. Then: whetstone run
-      <name> --watch.
+      shown to the model first (default prompt). --agents x,o (kind multi-agent) names a game's
+      agents in turn order; every one learns, with one policy (self-play). --token-secret NAME
+      sends the team secret NAME as Authorization: Bearer … (whetstone secrets set NAME
+      first). The server plays a
+      few episodes on it at once; a server that does not answer leaves the version invalid and
+      is named. Then: whetstone run <name> --watch.
+      export writes an environment's version (its newest, or --version N) as one package file:
+      its code or manifest, README, reward tests and dataset rows, with its content hash.
+      import takes such a file into the team as a new environment, or as the next version of
+      the one of its name, keeping its content hash (--name imports it under another name,
+      which changes the hash); a file changed after export, or of a newer format, is refused.
 
 options:
   --server URL     the server (default WHETSTONE_URL, else http://127.0.0.1:3000)

@@ -354,6 +354,42 @@ describe('whetstone CLI and HTTP environments', () => {
     expect((await cli(['env', 'create', 'x', '--http', bandit.url, '--max-turns', '3'])).stderr).toContain('--max-turns goes with --kind multi-turn');
     expect((await cli(['env', 'list'])).code).toBe(EXIT.USAGE);
   });
+
+  it('env export writes a package; env import takes it into another team with its content hash; a changed file is refused', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-package-'));
+    try {
+      await cookieApi(owner.cookie).environments.create.mutate({ teamId: owner.team.id, name: 'pkg-bandit', from: { template: 'bandit' } });
+      const file = path.join(dir, 'bandit.wsenv');
+      const written = await cli(['env', 'export', 'pkg-bandit', '--output', file]);
+      expect(written.stderr).toBe('');
+      expect(written.stdout).toMatch(/environment pkg-bandit version 1 written to .*bandit\.wsenv \(content hash [0-9a-f]{12}…\)/);
+      const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { contentHash: string; files: Record<string, string> };
+      // To stdout without --output: the same package.
+      expect(JSON.parse((await cli(['env', 'export', 'pkg-bandit'])).stdout)).toMatchObject({ contentHash: pkg.contentHash, files: pkg.files });
+
+      // Another team, with its own key.
+      const other = await createUserWithTeam(server.url, t.db);
+      const otherKey = (await cookieApi(other.cookie).apiKeys.create.mutate({ teamId: other.team.id, name: 'import' })).key;
+      const asOther = (argv: string[]) => cli(argv, { WHETSTONE_API_KEY: otherKey });
+      const imported = await asOther(['env', 'import', file]);
+      expect(imported.stderr).toBe('');
+      expect(imported.stdout).toContain('environment pkg-bandit: version 1 (imported, its content hash kept)');
+      expect(await t.db.environmentVersion.findFirstOrThrow({ where: { environment: { teamId: other.team.id, name: 'pkg-bandit' } } })).toMatchObject({ contentHash: pkg.contentHash, validationStatus: 'VALID' });
+      expect((await asOther(['env', 'import', file])).stdout).toContain('version 1 (unchanged: the team has this version)');
+
+      // Changed after export: refused, naming why.
+      fs.writeFileSync(file, JSON.stringify({ ...pkg, files: { ...pkg.files, 'env.ts': `${pkg.files['env.ts']}\n// changed\n` } }));
+      const changed = await asOther(['env', 'import', file, '--name', 'changed']);
+      expect(changed.code).toBe(EXIT.REJECTED);
+      expect(changed.stderr).toContain('its content hash does not match its files');
+      fs.writeFileSync(file, 'not json');
+      expect((await asOther(['env', 'import', file])).stderr).toContain('is not a Whetstone environment package: not JSON');
+      expect((await cli(['env', 'export', 'no-such-env'])).code).toBe(EXIT.NOT_FOUND);
+      expect((await cli(['env', 'export', 'pkg-bandit', '--version', '999'])).stderr).toContain('environment pkg-bandit has no version 999');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('whetstone CLI with a worker daemon', () => {

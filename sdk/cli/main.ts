@@ -5,7 +5,7 @@ import { connect, serverUrl, type Connection } from './client';
 import { cancelCommand } from './commands/cancel';
 import type { CommandContext } from './commands/context';
 import { datasetsCommand, datasetsUploadCommand } from './commands/datasets';
-import { envCreateCommand } from './commands/env';
+import { envCreateCommand, envExportCommand, envImportCommand } from './commands/env';
 import { evalCommand } from './commands/eval';
 import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
@@ -43,6 +43,10 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return datasetsUploadCommand(ctx, command.file, command.datasetName);
     case 'env-create':
       return envCreateCommand(ctx, command);
+    case 'env-export':
+      return envExportCommand(ctx, command);
+    case 'env-import':
+      return envImportCommand(ctx, command);
     case 'secrets-list':
       return secretsListCommand(ctx);
     case 'secrets-set':

@@ -75,6 +75,13 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'environments.saveVersion': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'env-a', entry: 'env.ts', files: { 'env.ts': 'export default 1;' }, manifest: { name: 'env-a', version: '1.0.0', kind: 'single-turn' } })],
   'environments.create': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'env-a', from: { blank: true } })],
   'environments.datasets': ['VIEWER', (f) => ({ teamId: f.teamId, versionId: f.environmentVersionId })],
+  'environments.exportPackage': ['VIEWER', (f) => ({ teamId: f.teamId, versionId: f.environmentVersionId })],
+  // A package whose hash does not match is refused after the gate, storing nothing.
+  'environments.importPackage': ['MEMBER', (f) => ({ teamId: f.teamId, package: { format: 'whetstone-environment', formatVersion: 1, exportedAt: '', name: 'env-a', contentHash: '0'.repeat(64), entry: 'env.ts', files: {}, manifest: {}, datasets: [] } })],
+  'environments.publish': ['ADMIN', (f) => ({ teamId: f.teamId, versionId: 'no-such-version', published: true })],
+  'gallery.list': ['user', () => ({})],
+  'gallery.entry': ['user', () => ({ environmentId: 'no-such-environment' })],
+  'gallery.import': ['MEMBER', (f) => ({ teamId: f.teamId, versionId: 'no-such-version' })],
   'datasets.usage': ['VIEWER', (f) => ({ teamId: f.teamId, datasetId: 'no-such-dataset' })],
   'datasets.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'datasets.get': ['VIEWER', (f) => ({ teamId: f.teamId, datasetId: 'no-such-dataset' })],

@@ -3,6 +3,7 @@ import { apiKeysRouter } from './routers/api-keys';
 import { auditRouter } from './routers/audit';
 import { datasetsRouter } from './routers/datasets';
 import { environmentsRouter } from './routers/environments';
+import { galleryRouter } from './routers/gallery';
 import { inferenceRouter } from './routers/inference';
 import { installationRouter } from './routers/installation';
 import { invitationsRouter } from './routers/invitations';
@@ -34,6 +35,7 @@ export const appRouter = router({
   secrets: secretsRouter,
   audit: auditRouter,
   environments: environmentsRouter,
+  gallery: galleryRouter,
   datasets: datasetsRouter,
   jobs: jobsRouter,
   runs: runsRouter,

@@ -1,13 +1,5 @@
 /** A panel's numbers and picture as files the reader keeps (UI.md: every chart has a CSV). */
-
-function save(name: string, blob: Blob) {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 0);
-}
+import { saveFile as save } from '../save-file';
 
 /** A file name from a metric key: its odd characters become underscores. */
 function fileName(key: string, ext: string): string {

@@ -21,6 +21,7 @@ import { HistoryPanel } from './history-panel';
 import { reportProblems, type EditorProblem } from './markers';
 import { setupMonaco, type Monaco } from './monaco-setup';
 import { PlayPanel } from './play-panel';
+import { ExportPackageButton, PublishButton } from '../packages';
 
 type Tab = 'dry-run' | 'play' | 'data' | 'history';
 const TABS: { id: Tab; label: string }[] = [
@@ -254,6 +255,8 @@ export function Workbench({ teamId, environmentId }: { teamId: string; environme
           <Link className="btn" href={`/teams/${teamId}/launch?environment=${environmentId}&version=${versionRow.id}`}>
             <Rocket size={15} aria-hidden="true" /> Launch…
           </Link>
+          <ExportPackageButton versionId={versionRow.id} name={env.data.name} version={versionRow.version} />
+          <PublishButton versionId={versionRow.id} publishedAt={versionRow.publishedAt} onChanged={() => void env.refetch()} />
         </div>
       </div>
       {save.isError ? <ErrorNote error={save.error} className="workbench-note" /> : null}

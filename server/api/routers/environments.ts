@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
+import { environmentNameSchema } from '../../../sdk/manifest';
 import { TEMPLATE_NAMES } from '../../../env-templates/load-template';
 import { httpAnswersSchema } from '../../../sdk/http-manifest';
 import { saveEnvironmentVersion } from '../../environments/save-version';
@@ -10,8 +11,11 @@ import { environmentSourceInput } from '../../environments/source-input';
 import { lastRunsOfEnvironments } from '../../environments/last-runs';
 import { createEnvironment } from '../../environments/create-environment';
 import { dryRunDataset, environmentDatasets } from '../../environments/dataset';
+import { environmentPackageSchema, exportEnvironmentPackage } from '../../environments/package';
+import { importPackageAnswer } from '../import-package';
+import { audit } from '../../auth/audit';
 
-const environmentName = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes');
+const environmentName = environmentNameSchema;
 const id = z.string().min(1).max(64);
 
 /** A dry-run pool with no room answers "try again" rather than failing the save. */
@@ -105,7 +109,7 @@ export const environmentsRouter = router({
         include: {
           versions: {
             orderBy: { version: 'desc' },
-            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true, createdBy: { select: { id: true, name: true } } },
+            select: { id: true, version: true, contentHash: true, validationStatus: true, createdAt: true, entry: true, publishedAt: true, createdBy: { select: { id: true, name: true } } },
           },
         },
       });
@@ -143,4 +147,38 @@ export const environmentsRouter = router({
 
   /** Each environment's newest job and its last mean reward (the environments list's "last run"). */
   lastRuns: teamProcedure('VIEWER').query(({ ctx }) => lastRunsOfEnvironments(ctx.db, ctx.membership.teamId)),
+
+  /** A version as a package (server/environments/package.ts): its files, manifest and dataset rows, and its content hash. */
+  exportPackage: teamProcedure('VIEWER')
+    .input(z.object({ versionId: id }))
+    .query(async ({ ctx, input }) => {
+      const pkg = await exportEnvironmentPackage(ctx.db, ctx.deps.blobs, ctx.membership.teamId, input.versionId);
+      if (!pkg) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
+      return pkg;
+    }),
+
+  /**
+   * A package into this team: a new environment of its name, or that environment's next version
+   * (the same content answers the version there). Refused, storing nothing, when its files or
+   * rows do not match the hashes it declares, or its format is newer than this installation's.
+   */
+  importPackage: teamProcedure('MEMBER')
+    .input(z.object({ package: environmentPackageSchema, name: environmentName.optional() }))
+    .mutation(({ ctx, input }) => importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id }, input.package, input.name)),
+
+  /** Publishes a version in the installation's gallery, where every signed-in user may read and import it, or takes it back. */
+  publish: teamProcedure('ADMIN')
+    .input(z.object({ versionId: id, published: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      const teamId = ctx.membership.teamId;
+      const version = await ctx.db.environmentVersion.findFirst({ where: { id: input.versionId, environment: { teamId } }, select: { id: true, validationStatus: true, publishedAt: true } });
+      if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
+      if (input.published && version.validationStatus === 'INVALID') {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: 'Not published: this version failed its dry run; publish a version that passed it' });
+      }
+      if (input.published === (version.publishedAt !== null)) return { publishedAt: version.publishedAt };
+      const updated = await ctx.db.environmentVersion.update({ where: { id: version.id }, data: { publishedAt: input.published ? new Date() : null }, select: { publishedAt: true } });
+      await audit(ctx.db, { teamId, actorUserId: ctx.user.id, action: input.published ? 'environment.published' : 'environment.unpublished', targetType: 'environment_version', targetId: version.id, ipAddress: ctx.ip });
+      return updated;
+    }),
 });

@@ -1,9 +1,10 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
-import { Plus, Search } from 'lucide-react';
+import { Library, Plus, Search } from 'lucide-react';
 import Link from 'next/link';
 import { usePathname, useRouter, useSearchParams } from 'next/navigation';
 import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { PackageDrop } from '../../../_ui/packages';
 import { formatRelative } from '../../../_ui/format';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
@@ -27,13 +28,25 @@ export default function EnvironmentsPage() {
   const shown = (envs.data ?? []).filter((e) => !q || `${e.name} ${e.description}`.toLowerCase().includes(q.toLowerCase()));
 
   return (
-    <>
-      <PageTitle title="Environments">
-        <Link href={`${base}/environments/new`} className="btn btn-primary">
-          <Plus size={16} aria-hidden="true" /> New environment
-        </Link>
-      </PageTitle>
-      <p className="muted lead">Each environment is code and a manifest, saved as immutable versions. Open one to edit it, play it by hand and launch training.</p>
+    <PackageDrop
+      picker={(importButton) => (
+        <>
+          <PageTitle title="Environments">
+            <Link href={`${base}/gallery`} className="btn">
+              <Library size={16} aria-hidden="true" /> Gallery
+            </Link>
+            {importButton}
+            <Link href={`${base}/environments/new`} className="btn btn-primary">
+              <Plus size={16} aria-hidden="true" /> New environment
+            </Link>
+          </PageTitle>
+          <p className="muted lead">
+            Each environment is code and a manifest, saved as immutable versions. Open one to edit it, play it by hand and launch training. Drop a <span className="mono">.wsenv</span> package here to
+            import one another team exported.
+          </p>
+        </>
+      )}
+    >
       <div className="toolbar">
         <label className="search-field">
           <Search size={15} aria-hidden="true" />
@@ -53,7 +66,9 @@ export default function EnvironmentsPage() {
       ) : envs.data.length === 0 ? (
         <div className="empty-state panel">
           <h2>No environments yet</h2>
-          <p className="muted">Start from a template (bandit, math, math-tools, gomoku) or a blank environment.</p>
+          <p className="muted">
+            Start from a template (bandit, math, math-tools, gomoku) or a blank environment, import a package, or take one from the <Link href={`${base}/gallery`}>gallery</Link>.
+          </p>
           <Link href={`${base}/environments/new`} className="btn btn-primary">
             New environment
           </Link>
@@ -114,6 +129,6 @@ export default function EnvironmentsPage() {
           </table>
         </div>
       )}
-    </>
+    </PackageDrop>
   );
 }

@@ -22,6 +22,7 @@ function urlsOf(text: string): string[] {
   return text.split(/[\s,]+/).filter(Boolean);
 }
 
+type Kind = 'single-turn' | 'multi-turn' | 'multi-agent';
 const isHttpUrl = (u: string) => URL.canParse(u) && ['http:', 'https:'].includes(new URL(u).protocol);
 
 
@@ -31,10 +32,12 @@ export default function NewEnvironmentPage() {
   const router = useRouter();
   const [start, setStart] = useState<(typeof STARTS)[number]['id']>('bandit');
   const [name, setName] = useState('');
-  const [server, setServer] = useState({ urls: '', kind: 'single-turn' as 'single-turn' | 'multi-turn', maxTurns: '', maxTokens: '', timeout: '', tokenSecret: '' });
+  const [server, setServer] = useState({ urls: '', kind: 'single-turn' as Kind, agents: 'x, o', maxTurns: '', maxTokens: '', timeout: '', tokenSecret: '' });
   const urls = urlsOf(server.urls);
   const badUrl = urls.find((u) => !isHttpUrl(u));
-  const serverOk = start !== 'http' || (urls.length > 0 && !badUrl);
+  const agents = server.agents.split(',').map((a) => a.trim()).filter((a) => a !== '');
+  const agentsOk = server.kind !== 'multi-agent' || (agents.length >= 2 && new Set(agents).size === agents.length && agents.every((a) => /^[A-Za-z_][A-Za-z0-9_-]*$/.test(a)));
+  const serverOk = start !== 'http' || (urls.length > 0 && !badUrl && agentsOk);
   const numberOr = (text: string) => (text.trim() === '' ? undefined : Number(text));
   const create = useMutation(
     trpc.environments.create.mutationOptions({ onSuccess: (r) => router.push(`/teams/${team.id}/environments/${r.environmentId}`) }),
@@ -51,7 +54,17 @@ export default function NewEnvironmentPage() {
           if (!nameOk || !serverOk) return;
           const from =
             start === 'http'
-              ? { http: { urls, kind: server.kind, maxTurns: server.kind === 'multi-turn' ? numberOr(server.maxTurns) : undefined, maxTokens: numberOr(server.maxTokens), timeoutSeconds: numberOr(server.timeout), tokenSecret: server.tokenSecret.trim() || undefined } }
+              ? {
+                  http: {
+                    urls,
+                    kind: server.kind,
+                    agents: server.kind === 'multi-agent' ? agents : undefined,
+                    maxTurns: server.kind === 'single-turn' ? undefined : numberOr(server.maxTurns),
+                    maxTokens: numberOr(server.maxTokens),
+                    timeoutSeconds: numberOr(server.timeout),
+                    tokenSecret: server.tokenSecret.trim() || undefined,
+                  },
+                }
               : start === 'blank'
                 ? { blank: true as const }
                 : { template: start };
@@ -82,12 +95,20 @@ export default function NewEnvironmentPage() {
             <div className="field-row">
               <label className="field">
                 <span>Turns</span>
-                <select value={server.kind} onChange={(e) => setServer({ ...server, kind: e.target.value as 'single-turn' | 'multi-turn' })}>
+                <select value={server.kind} onChange={(e) => setServer({ ...server, kind: e.target.value as Kind })}>
                   <option value="single-turn">One (single-turn)</option>
                   <option value="multi-turn">Several (multi-turn)</option>
+                  <option value="multi-agent">Several agents in turn (multi-agent)</option>
                 </select>
               </label>
-              {server.kind === 'multi-turn' ? (
+              {server.kind === 'multi-agent' ? (
+                <label className="field">
+                  <span>Agents, in turn order</span>
+                  <input value={server.agents} onChange={(e) => setServer({ ...server, agents: e.target.value })} placeholder="x, o" aria-invalid={!agentsOk} spellCheck={false} />
+                  {!agentsOk ? <span className="field-error">Two names or more, separated by commas (letters, digits, _ and -).</span> : null}
+                </label>
+              ) : null}
+              {server.kind !== 'single-turn' ? (
                 <label className="field">
                   <span>At most</span>
                   <input type="number" min={1} max={1000} value={server.maxTurns} placeholder="8" onChange={(e) => setServer({ ...server, maxTurns: e.target.value })} className="input-narrow" />
