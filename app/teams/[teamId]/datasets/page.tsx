@@ -1,11 +1,11 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
-import { Search } from 'lucide-react';
 import Link from 'next/link';
 import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
 import { DatasetUpload } from '../../../_ui/datasets/upload';
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
+import { SearchField } from '../../../_ui/search-field';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
 import { atLeast } from '../../../_ui/roles';
 import { useTeam } from '../../../_ui/team-context';
@@ -49,7 +49,7 @@ const columns = (base: string): Column<Dataset>[] => [
 
 export default function DatasetsPage() {
   const team = useTeam();
-  const { params, set } = useUrlState();
+  const { params } = useUrlState();
   const q = params.get('q') ?? '';
   const datasets = useDatasets(team.id);
   const base = `/teams/${team.id}`;
@@ -80,13 +80,7 @@ export default function DatasetsPage() {
         </EmptyState>
       ) : (
         <>
-          <div className="toolbar">
-            <label className="search-field">
-              <Search size={15} aria-hidden="true" />
-              <span className="sr-only">Search datasets</span>
-              <input type="search" placeholder="Search by name or description" value={q} onChange={(e) => set({ q: e.target.value }, { replace: true })} />
-            </label>
-          </div>
+          <SearchField label="Search datasets" />
           <DataTable
             panel
             label="Datasets"

@@ -1,10 +1,11 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
-import { Library, Plus, Search } from 'lucide-react';
+import { Library, Plus } from 'lucide-react';
 import Link from 'next/link';
-import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useSearchParams } from 'next/navigation';
 import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
 import { PackageDrop } from '../../../_ui/packages';
+import { SearchField } from '../../../_ui/search-field';
 import { formatRelative } from '../../../_ui/format';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
@@ -17,8 +18,6 @@ interface ManifestSummary {
 export default function EnvironmentsPage() {
   const team = useTeam();
   const trpc = useTRPC();
-  const router = useRouter();
-  const pathname = usePathname();
   const params = useSearchParams();
   const q = params.get('q') ?? '';
   const envs = useQuery(trpc.environments.list.queryOptions({ teamId: team.id }));
@@ -47,18 +46,7 @@ export default function EnvironmentsPage() {
         </>
       )}
     >
-      <div className="toolbar">
-        <label className="search-field">
-          <Search size={15} aria-hidden="true" />
-          <span className="sr-only">Search environments</span>
-          <input
-            type="search"
-            placeholder="Search by name or description"
-            value={q}
-            onChange={(e) => router.replace(`${pathname}${e.target.value ? `?q=${encodeURIComponent(e.target.value)}` : ''}`, { scroll: false })}
-          />
-        </label>
-      </div>
+      <SearchField label="Search environments" />
       {envs.isPending ? (
         <Loading label="Loading environments…" />
       ) : envs.isLoadingError ? (

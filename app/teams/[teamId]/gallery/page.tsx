@@ -1,10 +1,10 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
-import { Search } from 'lucide-react';
 import Link from 'next/link';
-import { usePathname, useRouter, useSearchParams } from 'next/navigation';
+import { useSearchParams } from 'next/navigation';
 import { ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
 import { EmptyState } from '../../../_ui/empty-state';
+import { SearchField } from '../../../_ui/search-field';
 import { formatDateTime, formatRelative } from '../../../_ui/format';
 import { useTeam } from '../../../_ui/team-context';
 import { useTRPC } from '../../../trpc';
@@ -17,8 +17,6 @@ import { useTRPC } from '../../../trpc';
 export default function GalleryPage() {
   const team = useTeam();
   const trpc = useTRPC();
-  const router = useRouter();
-  const pathname = usePathname();
   const q = useSearchParams().get('q') ?? '';
   const list = useQuery({ ...trpc.gallery.list.queryOptions({ search: q || undefined }), placeholderData: (previous) => previous });
   const base = `/teams/${team.id}`;
@@ -30,18 +28,7 @@ export default function GalleryPage() {
         Environments the teams of this installation published: open one to read it, then import it into {team.name}. An import keeps its content hash, so its runs here count for it too. Publish your own from an
         environment’s page.
       </p>
-      <div className="toolbar">
-        <label className="search-field">
-          <Search size={15} aria-hidden="true" />
-          <span className="sr-only">Search the gallery</span>
-          <input
-            type="search"
-            placeholder="Search by name or description"
-            value={q}
-            onChange={(e) => router.replace(`${pathname}${e.target.value ? `?q=${encodeURIComponent(e.target.value)}` : ''}`, { scroll: false })}
-          />
-        </label>
-      </div>
+      <SearchField label="Search the gallery" />
       {list.isPending ? (
         <Loading label="Loading the gallery…" />
       ) : list.isLoadingError ? (
