@@ -68,14 +68,33 @@ describe.each(FAMILIES)('fixture %s', (name) => {
   it('continues greedily as transformers does, and the KV cache agrees with recomputing', () => {
     const before = tf.memory().numTensors;
     for (const p of exp.prompts) {
-      const recompute = greedyContinue(model, p.ids, p.greedy.length, { kvCache: false });
-      const cached = greedyContinue(model, p.ids, p.greedy.length, { kvCache: true });
-      expect(recompute.tokens).toEqual(p.greedy);
-      expect(cached.tokens).toEqual(p.greedy);
-      for (let s = 0; s < p.greedy.length; s++) expect(maxAbsDiff(cached.stepLogits[s], recompute.stepLogits[s])).toBeLessThan(1e-4);
+      const recompute = greedyContinue(model, [p.ids], p.greedy.length, { kvCache: false });
+      const cached = greedyContinue(model, [p.ids], p.greedy.length, { kvCache: true });
+      expect(recompute.tokens).toEqual([p.greedy]);
+      expect(cached.tokens).toEqual([p.greedy]);
+      for (let s = 0; s < p.greedy.length; s++) expect(maxAbsDiff(cached.stepLogits[0][s], recompute.stepLogits[0][s])).toBeLessThan(1e-4);
     }
     // Every step's cache is disposed once the next one replaces it.
     expect(tf.memory().numTensors).toBe(before);
+  });
+});
+
+describe('a batch of prompts of different lengths (left-padded)', () => {
+  it('gives each prompt its own logits and greedy continuation, cached or recomputed', async () => {
+    const model = await PretrainedDecoder.fromFolder(path.join(FIXTURES, 'llama3-untied'));
+    const exp = expectedOf('llama3-untied');
+    const [short, long] = exp.prompts;
+    const pad = long.ids.length - short.ids.length;
+    // One forward of both rows: the short prompt's real positions must give its own logits.
+    const keyMask = [[...new Array<number>(pad).fill(0), ...short.ids.map(() => 1)], long.ids.map(() => 1)];
+    const positions = [long.ids.map((_, j) => Math.max(0, j - pad)), long.ids.map((_, j) => j)];
+    const got = tf.tidy(() => model.forward([[...new Array<number>(pad).fill(0), ...short.ids], long.ids], { keyMask, positions }).logits.arraySync());
+    expect(maxAbsDiff(got.slice(pad, long.ids.length).flat(), short.logits.flat())).toBeLessThan(1e-4);
+    expect(maxAbsDiff(got.slice(long.ids.length).flat(), long.logits.flat())).toBeLessThan(1e-4);
+    for (const kvCache of [false, true]) {
+      expect(greedyContinue(model, [short.ids, long.ids], short.greedy.length, { kvCache }).tokens).toEqual([short.greedy, long.greedy]);
+    }
+    model.dispose();
   });
 });
 

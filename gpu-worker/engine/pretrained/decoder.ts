@@ -26,6 +26,13 @@ export interface DecoderCache {
 }
 
 export interface DecoderForwardOptions {
+  /**
+   * Position id of every input token [B, Tn]; default pastLength + 0 … Tn−1 for every row. With
+   * left padding, a row's first real token is position 0 (as transformers counts with an attention mask).
+   */
+  positions?: number[][];
+  /** 1 for real tokens, 0 for padding, over cached + new keys [B, Tpast + Tn]. Default all 1. */
+  keyMask?: number[][];
   /** Attend to these cached keys and values as the prefix (positions continue after them). */
   cache?: DecoderCache;
   /** Return the cache extended with this call's keys and values (the caller disposes it). */
@@ -158,14 +165,16 @@ export class PretrainedDecoder {
     for (const row of tokens) {
       for (const id of row) if (!Number.isInteger(id) || id < 0 || id >= c.vocabSize) throw new Error(`token id ${id} is outside the vocabulary [0, ${c.vocabSize})`);
     }
+    if (opts.positions && (opts.positions.length !== B || opts.positions.some((row) => row.length !== Tn))) throw new Error(`positions must be [${B}, ${Tn}] like the tokens`);
+    if (opts.keyMask && (opts.keyMask.length !== B || opts.keyMask.some((row) => row.length !== Tk))) throw new Error(`keyMask must be [${B}, ${Tk}] (cached + new positions)`);
     const N = B * Tn;
     const { heads: H, kvHeads: Hkv, headDim: hd } = c;
     const ids = tf.tensor1d(tokens.flat(), 'int32');
     const table = this.p('model.embed_tokens.weight') as tf.Tensor2D;
     // gather is cheap without a gradient; under a tape, ops.ts's embed (gather has no gradient kernel on wasm).
     let x = recordingGradients() ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
-    const { cos, sin } = rotaryTables(this.invFreq, past, Tn);
-    const bias = causalBias(Tn, past);
+    const { cos, sin } = rotaryTables(this.invFreq, opts.positions ?? [Array.from({ length: Tn }, (_, i) => past + i)]);
+    const bias = attentionBias(B, Tn, past, opts.keyMask);
     const scale = 1 / Math.sqrt(hd);
     const keys: tf.Tensor4D[] = [];
     const values: tf.Tensor4D[] = [];
@@ -223,10 +232,21 @@ function repeatKvHeads(x: tf.Tensor4D, H: number): tf.Tensor4D {
   return x.reshape([B * T, Hkv, 1, hd]).tile([1, 1, H / Hkv, 1]).reshape([B, T, H, hd]) as tf.Tensor4D;
 }
 
-/** Additive causal bias in the score layout [Tn, 1, 1, Tk]: query i (at position past + i) sees keys ≤ past + i. */
-function causalBias(Tn: number, past: number): tf.Tensor4D {
+/**
+ * Additive attention bias in the score layout [Tn, B|1, 1, Tk]: query i (the cache's past + i-th
+ * key) sees keys up to itself, less the padding keys of its row.
+ */
+function attentionBias(B: number, Tn: number, past: number, keyMask?: number[][]): tf.Tensor4D {
   const Tk = past + Tn;
-  const data = new Float32Array(Tn * Tk);
-  for (let i = 0; i < Tn; i++) for (let j = past + i + 1; j < Tk; j++) data[i * Tk + j] = -1e9;
-  return tf.tensor4d(data, [Tn, 1, 1, Tk]);
+  const rows = keyMask ? B : 1;
+  const data = new Float32Array(Tn * rows * Tk);
+  for (let i = 0; i < Tn; i++) {
+    for (let b = 0; b < rows; b++) {
+      for (let j = 0; j < Tk; j++) {
+        const masked = j > past + i || (keyMask !== undefined && keyMask[b][j] === 0);
+        if (masked) data[(i * rows + b) * Tk + j] = -1e9;
+      }
+    }
+  }
+  return tf.tensor4d(data, [Tn, rows, 1, Tk]);
 }

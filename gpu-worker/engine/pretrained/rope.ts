@@ -31,19 +31,27 @@ export function inverseFrequencies(c: Pick<DecoderConfig, 'headDim' | 'ropeTheta
   return inv;
 }
 
-/** cos and sin of every (position, frequency) for positions start … start+count−1: [1, count, 1, d/2] each. */
-export function rotaryTables(inv: Float32Array, start: number, count: number): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
+/**
+ * cos and sin of every (position, frequency) for position ids [R, T] (one row per sequence, or a
+ * single row that all sequences share): [R, T, 1, d/2] each, broadcasting over heads.
+ */
+export function rotaryTables(inv: Float32Array, positions: number[][]): { cos: tf.Tensor4D; sin: tf.Tensor4D } {
   const half = inv.length;
-  const cos = new Float32Array(count * half);
-  const sin = new Float32Array(count * half);
-  for (let t = 0; t < count; t++) {
-    for (let i = 0; i < half; i++) {
-      const angle = Math.fround((start + t) * inv[i]);
-      cos[t * half + i] = Math.cos(angle);
-      sin[t * half + i] = Math.sin(angle);
+  const R = positions.length;
+  const T = positions[0].length;
+  const cos = new Float32Array(R * T * half);
+  const sin = new Float32Array(R * T * half);
+  for (let r = 0; r < R; r++) {
+    for (let t = 0; t < T; t++) {
+      const at = (r * T + t) * half;
+      for (let i = 0; i < half; i++) {
+        const angle = Math.fround(positions[r][t] * inv[i]);
+        cos[at + i] = Math.cos(angle);
+        sin[at + i] = Math.sin(angle);
+      }
     }
   }
-  return { cos: tf.tensor4d(cos, [1, count, 1, half]), sin: tf.tensor4d(sin, [1, count, 1, half]) };
+  return { cos: tf.tensor4d(cos, [R, T, 1, half]), sin: tf.tensor4d(sin, [R, T, 1, half]) };
 }
 
 /** Rotate heads x [B, T, heads, d]: first half x1, second half x2 → (x1·cos − x2·sin, x2·cos + x1·sin). */
