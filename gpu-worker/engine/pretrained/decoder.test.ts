@@ -218,6 +218,17 @@ describe('bad checkpoints', () => {
     expect(tf.memory().numTensors).toBe(before);
   });
 
+  it('refuses a folder whose config.json has an unsupported model_type, naming the file and the field', async () => {
+    const folder = path.join(dir, 'mistral');
+    fs.mkdirSync(folder);
+    const config = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'llama-tied', 'config.json'), 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(path.join(folder, 'config.json'), JSON.stringify({ ...config, model_type: 'mistral' }));
+    fs.copyFileSync(path.join(FIXTURES, 'llama-tied', 'model.safetensors'), path.join(folder, 'model.safetensors'));
+    const load = PretrainedDecoder.fromFolder(folder);
+    await expect(load).rejects.toThrow(CheckpointError);
+    await expect(load).rejects.toThrow(`checkpoint ${path.join(folder, 'config.json')}: invalid config.json.model_type: "mistral" is not supported`);
+  });
+
   it('refuses a folder without weights, and an index naming an absent shard', async () => {
     const folder = path.join(dir, 'no-weights');
     fs.mkdirSync(folder);

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { CheckpointError } from '../errors';
+import { CheckpointError, ConfigError } from '../errors';
 import { type NamedTensor, readSafetensors } from '../safetensors';
 import { type DecoderConfig, parseDecoderConfig } from './hf-config';
 
@@ -17,7 +17,15 @@ export interface HfFolder {
 }
 
 export async function readHfFolder(folder: string): Promise<HfFolder> {
-  const config = parseDecoderConfig(await readJson(path.join(folder, 'config.json')));
+  const configPath = path.join(folder, 'config.json');
+  let config: DecoderConfig;
+  try {
+    config = parseDecoderConfig(await readJson(configPath));
+  } catch (err) {
+    // Name the file too: a user importing a folder needs to know which file to look at.
+    if (err instanceof ConfigError) throw new CheckpointError(configPath, err.message);
+    throw err;
+  }
   const single = path.join(folder, 'model.safetensors');
   const index = path.join(folder, 'model.safetensors.index.json');
   let files: string[];
