@@ -39,6 +39,12 @@ export interface DecoderForwardOptions {
   returnCache?: boolean;
   /** Only compute logits for the last position of each row. */
   lastOnly?: boolean;
+  /**
+   * The output projection [d, V], when the caller keeps it across calls (decoding): a tied head is
+   * the transposed embedding, otherwise made on every call (a copy of V·d values, and on wasm a new
+   * right operand for XNNPACK to pack). Must equal `headWeights()`.
+   */
+  head?: tf.Tensor2D;
 }
 
 export interface DecoderForwardResult {
@@ -211,7 +217,7 @@ export class PretrainedDecoder {
     let hf = this.rmsNorm(x, 'model.norm.weight');
     const d = c.hiddenSize;
     if (opts.lastOnly && Tn > 1) hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
-    const logits = matMul2d(hf, this.headWeights());
+    const logits = matMul2d(hf, opts.head ?? this.headWeights());
     return opts.returnCache ? { logits, cache: { keys, values, length: Tk } } : { logits };
   }
 

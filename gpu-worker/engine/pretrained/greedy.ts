@@ -28,6 +28,8 @@ export function greedyContinue(model: PretrainedDecoder, prompts: number[][], ne
   const tokens: number[][] = prompts.map(() => []);
   const stepLogits: Float32Array[][] = prompts.map(() => []);
   let cache: DecoderCache | undefined;
+  // Made once, not per step: for a tied head it is a transposed copy of the whole embedding.
+  const head = model.config.tiedEmbeddings ? model.headWeights() : undefined;
   try {
     for (let s = 0; s < newTokens; s++) {
       const length = rows[0].length;
@@ -36,7 +38,7 @@ export function greedyContinue(model: PretrainedDecoder, prompts: number[][], ne
       const keyMask = pads.map((pad) => Array.from({ length }, (_, j) => (j < pad ? 0 : 1)));
       let next: DecoderCache | undefined;
       const logits = tf.tidy(() => {
-        const r = model.forward(input, { positions: positionsOf(from, length), keyMask, lastOnly: true, cache, returnCache: opts.kvCache });
+        const r = model.forward(input, { positions: positionsOf(from, length), keyMask, lastOnly: true, cache, returnCache: opts.kvCache, head });
         // The new cache outlives this scope; everything else the step made is freed with it.
         if (r.cache) [...r.cache.keys, ...r.cache.values].forEach((t) => tf.keep(t));
         next = r.cache;
@@ -56,6 +58,7 @@ export function greedyContinue(model: PretrainedDecoder, prompts: number[][], ne
       }
     }
   } finally {
+    head?.dispose();
     if (cache) [...cache.keys, ...cache.values].forEach((t) => t.dispose());
   }
   return { tokens, stepLogits };
