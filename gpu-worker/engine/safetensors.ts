@@ -67,7 +67,8 @@ export function decodeSafetensors(
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') continue;
     const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
-    if (e.dtype !== 'F32') fail(`tensor "${name}" has dtype ${String(e.dtype)}; only F32 is supported`);
+    const width = typeof e.dtype === 'string' ? DTYPE_BYTES[e.dtype] : undefined;
+    if (width === undefined) fail(`tensor "${name}" has dtype ${String(e.dtype)}; only F32, F16 and BF16 are supported`);
     if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isInteger(d) && d >= 0)) fail(`tensor "${name}" has an invalid shape`);
     const offs = e.data_offsets;
     if (!Array.isArray(offs) || offs.length !== 2 || !offs.every((o) => Number.isInteger(o) && o >= 0) || offs[1] < offs[0]) {
@@ -77,11 +78,9 @@ export function decodeSafetensors(
     if (end > data.length) fail(`truncated: tensor "${name}" needs bytes [${start}, ${end}) but the data section has ${data.length}`);
     const shape = e.shape as number[];
     const count = shape.reduce((a, b) => a * b, 1);
-    if (count * 4 !== end - start) fail(`tensor "${name}": shape [${shape}] needs ${count * 4} bytes, offsets give ${end - start}`);
+    if (count * width! !== end - start) fail(`tensor "${name}": shape [${shape}] needs ${count * width!} bytes, offsets give ${end - start}`);
     const view = new DataView(data.buffer, data.byteOffset + start, end - start);
-    const values = new Float32Array(count);
-    for (let i = 0; i < count; i++) values[i] = view.getFloat32(i * 4, true);
-    tensors.set(name, { shape, data: values });
+    tensors.set(name, { shape, data: toFloat32(view, e.dtype as string, count) });
   }
   const expected = metadata[CRC_KEY];
   if (expected !== undefined && String(crc32(data)) !== expected) fail('corrupt: the data section does not match its CRC-32 checksum');
@@ -106,6 +105,33 @@ export async function readSafetensors(file: string): Promise<{ tensors: Map<stri
     throw new CheckpointError(file, `cannot be read: ${(err as Error).message}`);
   }
   return decodeSafetensors(buf, file);
+}
+
+/** Bytes per value of the dtypes we read; the engine computes in f32, so every one is widened. */
+const DTYPE_BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
+
+/** Little-endian values of `dtype` → f32. BF16 is the top half of an f32, so widening is exact; so is F16's. */
+function toFloat32(view: DataView, dtype: string, count: number): Float32Array {
+  const out = new Float32Array(count);
+  if (dtype === 'F32') {
+    for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
+  } else if (dtype === 'BF16') {
+    const bits = new Uint32Array(out.buffer);
+    for (let i = 0; i < count; i++) bits[i] = view.getUint16(i * 2, true) << 16;
+  } else {
+    for (let i = 0; i < count; i++) out[i] = halfToFloat(view.getUint16(i * 2, true));
+  }
+  return out;
+}
+
+/** IEEE 754 binary16 → number (subnormals, infinities and NaN included). */
+function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 0x1f) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
 const CRC_TABLE = (() => {
