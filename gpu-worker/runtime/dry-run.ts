@@ -101,8 +101,10 @@ async function playEpisodes(env: EnvironmentHandle, report: DryRunReport, option
   report.description = description;
   report.warnings = checkAgainstManifest(description, options.manifest);
   let rows = options.rows;
-  if (description.rowSchema && options.dataset) {
-    const parsed = parseJsonlDataset(options.dataset.text, description.rowSchema);
+  // The rows of a dataset the manifest names, checked against the code's rowSchema where it
+  // declares one; an HTTP game declares none (its server reads the rows), and gets them as objects.
+  if (options.dataset) {
+    const parsed = parseJsonlDataset(options.dataset.text, description.rowSchema ?? { type: 'object', properties: {} });
     report.datasetProblems = parsed.problems.map((p) => ({ ...p, path: options.dataset!.path }));
     rows = parsed.rows;
   }

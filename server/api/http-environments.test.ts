@@ -7,6 +7,7 @@
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pythonAvailable, reportPythonMissing, startPythonExample } from '../../gpu-worker/test-support/python-examples';
+import { httpManifest } from '../../sdk/http-manifest';
 import { transformer } from '../../sdk/transformer';
 import { createUserWithTeam, useTestServer } from '../test-support/test-server';
 import type { AppRouter } from './root';
@@ -36,6 +37,24 @@ describe.skipIf(!pythonAvailable)('HTTP environments of several agents', () => {
     const report = version.validation as { episodes: number; rewards: Record<string, { mean: number }> };
     expect(report.episodes).toBeGreaterThan(0);
     expect(report.rewards.x.mean + report.rewards.o.mean).toBeCloseTo(0, 6);
+  });
+
+  it('a data-dependent game: the dry run sends the dataset rows the save brings (the CLI\'s env create --dataset)', async () => {
+    const math = await startPythonExample('math');
+    try {
+      const rows = [{ prompt: 'What is 1 + 1?', ground_truth: '2' }, { prompt: 'What is 2 + 3?', ground_truth: '5' }].map((r) => JSON.stringify(r)).join('\n');
+      const manifest = httpManifest({ name: 'sums-http', urls: [math.url], kind: 'single-turn', maxTokens: 2, datasetFile: 'rows.jsonl' });
+      const saved = await api.environments.saveVersion.mutate({ teamId, name: 'sums-http', entry: 'env.ts', files: {}, manifest, datasetText: rows });
+      // Without the rows the server refuses every /reset ("this game needs a row with ground_truth").
+      expect(saved.validation).toMatchObject({ ok: true, errors: [], datasetProblems: [] });
+      expect(saved.validation!.episodes).toBeGreaterThan(0);
+      // (Another environment: the same content again would answer the version saved above.)
+      const badManifest = httpManifest({ name: 'sums-http-bad', urls: [math.url], kind: 'single-turn', maxTokens: 2, datasetFile: 'rows.jsonl' });
+      const bad = await api.environments.saveVersion.mutate({ teamId, name: 'sums-http-bad', entry: 'env.ts', files: {}, manifest: badManifest, datasetText: `${rows}\nnot json` });
+      expect(bad.validation).toMatchObject({ ok: false, datasetProblems: [{ path: 'rows.jsonl', line: 3 }] });
+    } finally {
+      math.close();
+    }
   });
 
   it('answers that make no such game are refused, field by field', async () => {
