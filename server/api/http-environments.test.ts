@@ -44,9 +44,14 @@ describe.skipIf(!pythonAvailable)('HTTP environments of several agents', () => {
     try {
       const rows = [{ prompt: 'What is 1 + 1?', ground_truth: '2' }, { prompt: 'What is 2 + 3?', ground_truth: '5' }].map((r) => JSON.stringify(r)).join('\n');
       const manifest = httpManifest({ name: 'sums-http', urls: [math.url], kind: 'single-turn', maxTokens: 2, datasetFile: 'rows.jsonl' });
+      // Without rows the server refuses every /reset: saved, invalid, its words quoted.
+      const without = await api.environments.saveVersion.mutate({ teamId, name: 'sums-http', entry: 'env.ts', files: {}, manifest });
+      expect(without).toMatchObject({ created: true, version: 1, validation: { ok: false, errors: [{ message: expect.stringContaining('this game needs a row with ground_truth') }] } });
+      // The same content with its rows: the same version, dry-run again (an HTTP game's failure may be fixed since), and valid.
       const saved = await api.environments.saveVersion.mutate({ teamId, name: 'sums-http', entry: 'env.ts', files: {}, manifest, datasetText: rows });
-      // Without the rows the server refuses every /reset ("this game needs a row with ground_truth").
+      expect(saved).toMatchObject({ created: false, version: 1, versionId: without.versionId });
       expect(saved.validation).toMatchObject({ ok: true, errors: [], datasetProblems: [] });
+      expect(await api.environments.version.query({ teamId, versionId: saved.versionId })).toMatchObject({ validationStatus: 'VALID' });
       expect(saved.validation!.episodes).toBeGreaterThan(0);
       // (Another environment: the same content again would answer the version saved above.)
       const badManifest = httpManifest({ name: 'sums-http-bad', urls: [math.url], kind: 'single-turn', maxTokens: 2, datasetFile: 'rows.jsonl' });

@@ -66,19 +66,33 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
   });
   const conflict = () => (input.baseVersionId === undefined ? null : conflictWith(db, environment.id, input.baseVersionId));
   const existing = await db.environmentVersion.findUnique({ where: { environmentId_contentHash: { environmentId: environment.id, contentHash } } });
+  const { kind, agents, limits, server } = parsed.manifest;
+  const dryRun = async () => {
+    // Served over HTTP: the dry run calls the servers with the headers they will get in training.
+    const secrets = server && secretsKey ? await environmentSecrets(db, secretsKey, input.teamId, server.headers) : {};
+    return dryRuns.run(input.teamId, {
+      source: { files: input.files, entry: input.entry },
+      secrets,
+      manifest: { kind, agents, limits, ...(server ? { server } : {}) },
+      dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
+      episodes: DRY_RUN_EPISODES,
+    });
+  };
   if (existing) {
+    // The same content again answers its version. An HTTP game's version that failed its dry run
+    // is dry-run again, though: its servers (down, a missing secret, no rows sent) may be fixed
+    // since, and the content, being the same, cannot make a new version to show it.
+    if (server && existing.validationStatus === 'INVALID') {
+      const again = await dryRun();
+      await db.environmentVersion.update({
+        where: { id: existing.id },
+        data: { validationStatus: again.ok ? 'VALID' : 'INVALID', validation: storedJson(again), ...(input.datasetVersionId ? { dryRunDatasetVersionId: input.datasetVersionId } : {}) },
+      });
+      return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: again, conflict: await conflict() };
+    }
     return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null, conflict: await conflict() };
   }
-  const { kind, agents, limits, server } = parsed.manifest;
-  // Served over HTTP: the dry run calls the servers with the headers they will get in training.
-  const secrets = server && secretsKey ? await environmentSecrets(db, secretsKey, input.teamId, server.headers) : {};
-  const report = await dryRuns.run(input.teamId, {
-    source: { files: input.files, entry: input.entry },
-    secrets,
-    manifest: { kind, agents, limits, ...(server ? { server } : {}) },
-    dataset: input.datasetText && parsed.manifest.dataset ? { path: parsed.manifest.dataset.train, text: input.datasetText } : undefined,
-    episodes: DRY_RUN_EPISODES,
-  });
+  const report = await dryRun();
   // Asked after the dry run, which takes a while: a save that landed meanwhile is a conflict too.
   const moved = await conflict();
   // Versions are numbered in order; a concurrent save of other content retries on the unique key.
