@@ -340,6 +340,19 @@ describe('whetstone CLI and HTTP environments', () => {
       // The same flags again: the same content, the same version.
       const again = (await cli(['env', 'create', 'cli-made-http', '--http', bandit.url, '--max-tokens', '2', '--timeout', '30', '--json'])).json();
       expect(again.environment).toMatchObject({ version: 1, created: false });
+      // With rows: they become the team's dataset <name>/<file>, read by the dry run and found by `run <name>`.
+      const rowsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-rows-'));
+      const rowsFile = path.join(rowsDir, 'rows.jsonl');
+      fs.writeFileSync(rowsFile, '{"prompt": "colour: red\\narm:", "ground_truth": "C"}\n');
+      try {
+        const withRows = await cli(['env', 'create', 'cli-rows-http', '--http', bandit.url, '--max-tokens', '2', '--dataset', rowsFile]);
+        expect(withRows.stderr).toBe('');
+        expect(withRows.stdout).toContain('dataset cli-rows-http/rows.jsonl: version 1, 1 rows (uploaded)');
+        const version = await t.db.environmentVersion.findFirstOrThrow({ where: { environment: { name: 'cli-rows-http' } }, include: { dryRunDatasetVersion: { include: { dataset: true } } } });
+        expect(version).toMatchObject({ validationStatus: 'VALID', dryRunDatasetVersion: { dataset: { name: 'cli-rows-http/rows.jsonl' } } });
+      } finally {
+        fs.rmSync(rowsDir, { recursive: true, force: true });
+      }
     } finally {
       await bandit.close();
     }

@@ -6,7 +6,7 @@ import { httpManifest } from '../../http-manifest';
 import { parseManifest } from '../../manifest';
 import { validationSummary } from '../validation';
 import { call, type CommandContext } from './context';
-import { checkRequestSize } from './datasets';
+import { checkRequestSize, uploadDataset } from './datasets';
 import { failedDryRun } from './run';
 
 type EnvCreate = Extract<Command, { name: 'env-create' }>;
@@ -36,6 +36,9 @@ export async function envCreateCommand(ctx: CommandContext, command: EnvCreate):
   if (!parsed.ok) throw new CliError('these flags do not make a valid manifest', EXIT.USAGE, parsed.problems);
   const conn = await ctx.connect();
   const name = command.environmentName;
+  // The rows become the team's dataset `<name>/<file>`, as a folder's are on `run`: the dry run
+  // reads them now, and jobs later (whetstone run <name> finds them by that name).
+  if (command.dataset && datasetFile) await uploadDataset(ctx, conn, command.dataset, `${name}/${datasetFile.name}`);
   const input = { teamId: conn.teamId, name, description: parsed.manifest.description || undefined, entry: parsed.manifest.entry, files: {}, manifest: raw, datasetText: datasetFile?.text };
   checkRequestSize('the environment (its manifest and dataset)', input);
   const saved = await call(conn, () => conn.api.environments.saveVersion.mutate(input));
