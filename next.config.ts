@@ -24,6 +24,9 @@ const config: NextConfig = {
   reactStrictMode: true,
   turbopack: { root },
   outputFileTracingRoot: root,
+  // Browsers ask for /favicon.ico by themselves when a page's <link rel="icon"> has not reached
+  // them yet (Next.js streams a page's metadata): the SVG icon answers it, rather than a 404.
+  rewrites: async () => [{ source: '/favicon.ico', destination: '/favicon.svg' }],
 };
 
 export default config;

@@ -9,6 +9,10 @@ test('the home page loads signed out, with no console errors and no request leav
   await expect(page.getByText('You are not signed in')).toBeVisible();
   await expect(page.getByRole('main').getByRole('link', { name: 'Sign in' })).toHaveAttribute('href', '/sign-in');
   await expect(page.getByRole('main').getByRole('link', { name: 'Create an account' })).toHaveAttribute('href', '/sign-up');
+  // A browser's own ask for /favicon.ico (made when a page's icon link has not streamed in yet) gets the icon, not a 404.
+  const icon = await page.request.get(`${whetstone.url}/favicon.ico`);
+  expect(icon.status()).toBe(200);
+  expect(icon.headers()['content-type']).toContain('image/svg+xml');
   watch.expectClean();
 });
 
