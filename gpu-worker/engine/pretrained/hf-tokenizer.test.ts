@@ -29,6 +29,33 @@ describe('a pretrained model’s tokenizer and chat template', () => {
     }
   });
 
+  test('a conversation\'s loss mask is 1 exactly on what the policy wrote: each assistant turn and its end of turn', () => {
+    // Hand-checked on the fixture's ChatML renderings: the assistant's "42" and "<move>e2e4</move>"
+    // with their <|im_end|>; never a header, a user's or system's text, or the newline after <|im_end|>.
+    /** The trainable runs of ids, decoded. */
+    const trained = (ids: number[], mask: number[]) => {
+      const runs: number[][] = [];
+      ids.forEach((id, i) => {
+        if (mask[i] !== 1) return;
+        if (i > 0 && mask[i - 1] === 1) runs[runs.length - 1].push(id);
+        else runs.push([id]);
+      });
+      return runs.map((run) => tok.decode(run, { keepSpecial: true }));
+    };
+    const [, twoTurns, ended] = expected.chats;
+    const a = tok.maskedChat(twoTurns.messages, twoTurns.add_generation_prompt);
+    expect(a.ids).toEqual(twoTurns.ids);
+    expect(trained(a.ids, a.mask)).toEqual(['42<|im_end|>']);
+    const b = tok.maskedChat(ended.messages, ended.add_generation_prompt);
+    expect(b.ids).toEqual(ended.ids);
+    expect(trained(b.ids, b.mask)).toEqual(['<move>e2e4</move><|im_end|>']);
+    expect(b.mask.at(-1)).toBe(0); // the newline the template adds after <|im_end|>
+    // No assistant turn: nothing to train.
+    const c = tok.maskedChat(expected.chats[0].messages, true);
+    expect(c.ids).toEqual(expected.chats[0].ids);
+    expect(c.mask.every((m) => m === 0)).toBe(true);
+  });
+
   test('a folder missing its tokenizer, or with a template that does not parse, is refused naming the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
     try {

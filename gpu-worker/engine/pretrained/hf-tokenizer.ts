@@ -71,12 +71,8 @@ export class HfTokenizer {
   /** The conversation as the model's chat template writes it; `generationPrompt` opens the assistant's turn. */
   renderChat(messages: readonly ChatTurn[], generationPrompt = true): string {
     if (!this.template) throw new ConfigError('chat template', 'this model has none (neither chat_template.jinja nor tokenizer_config.json\'s chat_template)');
-    const token = (key: string) => {
-      const v = this.config[key];
-      return typeof v === 'string' ? v : v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string' ? (v as { content: string }).content : undefined;
-    };
     try {
-      return this.template.render({ messages, add_generation_prompt: generationPrompt, bos_token: token('bos_token'), eos_token: token('eos_token') });
+      return this.template.render({ messages, add_generation_prompt: generationPrompt, bos_token: this.specialText('bos_token'), eos_token: this.specialText('eos_token') });
     } catch (e) {
       throw new ConfigError('chat template', `it fails to render (${(e as Error).message})`);
     }
@@ -85,5 +81,55 @@ export class HfTokenizer {
   /** The rendered conversation as ids. */
   encodeChat(messages: readonly ChatTurn[], generationPrompt = true): number[] {
     return this.encode(this.renderChat(messages, generationPrompt));
+  }
+
+  /**
+   * The conversation's ids with a loss mask: 1 exactly on what the policy wrote — each assistant
+   * turn's content and the end-of-turn token that closed it — and 0 on the template's headers, the
+   * other roles' messages and whatever the template puts after an end of turn (a newline). Each
+   * turn's span is the difference between renderings of the conversation up to it, so any
+   * template works that renders a conversation's start as the start of the whole; the pieces are
+   * cut at the template's special tokens, where the tokenizer cuts too, so their ids joined are
+   * the whole's ids (the tests check both against transformers).
+   */
+  maskedChat(messages: readonly ChatTurn[], generationPrompt = false): { ids: number[]; mask: number[] } {
+    const eos = this.specialText('eos_token');
+    const ids: number[] = [];
+    const mask: number[] = [];
+    const push = (text: string, trainable: 0 | 1) => {
+      for (const id of this.encode(text)) {
+        ids.push(id);
+        mask.push(trainable);
+      }
+    };
+    const full = this.renderChat(messages, generationPrompt);
+    let done = '';
+    const after = (rendered: string, what: string): string => {
+      if (!rendered.startsWith(done) || !full.startsWith(rendered)) {
+        throw new ConfigError('chat template', `it renders the conversation up to ${what} other than as the start of the whole conversation, so the policy's turns cannot be told apart`);
+      }
+      const piece = rendered.slice(done.length);
+      done = rendered;
+      return piece;
+    };
+    messages.forEach((m, i) => {
+      if (m.role !== 'assistant') return;
+      push(after(this.renderChat(messages.slice(0, i), true), `message ${i + 1}'s header`), 0);
+      const turn = after(this.renderChat(messages.slice(0, i + 1), false), `message ${i + 1}`);
+      // The policy wrote its content and ended the turn: up to the end-of-turn token, included.
+      const end = eos === undefined ? -1 : turn.indexOf(eos, m.content.length);
+      const written = end < 0 ? turn.length : end + eos!.length;
+      push(turn.slice(0, written), 1);
+      push(turn.slice(written), 0);
+    });
+    push(full.slice(done.length), 0);
+    return { ids, mask };
+  }
+
+  /** A special token's text from tokenizer_config.json (a string, or an object with its content). */
+  private specialText(key: string): string | undefined {
+    const v = this.config[key];
+    if (typeof v === 'string') return v;
+    return v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string' ? (v as { content: string }).content : undefined;
   }
 }
