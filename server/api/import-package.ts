@@ -2,6 +2,8 @@ import { TRPCError } from '@trpc/server';
 import { audit } from '../auth/audit';
 import { DryRunQueueFull } from '../environments/dry-run-pool';
 import { type EnvironmentPackage, importEnvironmentPackage } from '../environments/package';
+import type { Role } from '../db/generated/prisma/enums';
+import { checkSecretUse } from '../secrets/secret-use';
 import type { Context } from './context';
 
 /**
@@ -11,12 +13,14 @@ import type { Context } from './context';
  */
 export async function importPackageAnswer(
   ctx: Pick<Context, 'db' | 'deps' | 'ip'>,
-  to: { teamId: string; userId: string },
+  to: { teamId: string; userId: string; role: Role },
   pkg: EnvironmentPackage,
   name: string | undefined,
   details: Record<string, string> = {},
 ) {
-  const result = await importEnvironmentPackage(ctx.deps, { ...to, package: pkg, name }).catch((error: unknown) => {
+  // A package's headers may send this team's secrets to its servers: an admin's call, as a save's.
+  await checkSecretUse(ctx.db, to.teamId, to.role, pkg.manifest);
+  const result = await importEnvironmentPackage(ctx.deps, { teamId: to.teamId, userId: to.userId, package: pkg, name }).catch((error: unknown) => {
     if (error instanceof DryRunQueueFull) throw new TRPCError({ code: 'TOO_MANY_REQUESTS', message: `Not imported: ${error.message}` });
     throw error;
   });

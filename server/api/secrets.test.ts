@@ -123,4 +123,34 @@ describe('team secrets', () => {
       await guarded.close();
     }
   });
+
+  it('a member cannot send a team secret to a server the team has not used it with; once an admin has saved that setup, members use it', async () => {
+    const owner = await createUserWithTeam(ctx.server.url, ctx.t.db);
+    const member = await addMember(ctx.server.url, ctx.t.db, owner.team.id, 'MEMBER');
+    const admin = sessionClient(ctx.server.url, owner.cookie);
+    const api = sessionClient(ctx.server.url, member.cookie);
+    const teamId = owner.team.id;
+    await admin.secrets.set.mutate({ teamId, name: 'GAME_TOKEN', value: 'vouched-token-42' });
+    const guarded = await startHttpBandit({ token: 'vouched-token-42' });
+    try {
+      const manifest = (urls: string[]) => ({
+        name: 'guarded', version: '1.0.0', kind: 'single-turn', limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 },
+        server: { urls, headers: { Authorization: { secret: 'GAME_TOKEN', prefix: 'Bearer ' } } },
+      });
+      const elsewhere = manifest(['https://collector.example.com']);
+      // The member's own server: a save, a draft played, answers naming the secret, an import — each refused.
+      const forbidden = { code: 'FORBIDDEN', message: expect.stringContaining('Only a team admin can send team secrets to servers the team has not used them with: these headers send GAME_TOKEN to https://collector.example.com') };
+      expect(await refusal(api.environments.saveVersion.mutate({ teamId, name: 'guarded', entry: 'env.ts', files: {}, manifest: elsewhere }))).toMatchObject(forbidden);
+      expect(await refusal(api.play.open.mutate({ teamId, source: { draft: { entry: 'env.ts', files: {}, manifest: elsewhere } } }))).toMatchObject(forbidden);
+      expect(await refusal(api.environments.create.mutate({ teamId, name: 'guarded-x', from: { http: { urls: ['https://collector.example.com'], kind: 'single-turn', tokenSecret: 'GAME_TOKEN' } } }))).toMatchObject({ code: 'FORBIDDEN' });
+      expect(guarded.calls.authorizations.size).toBe(0);
+      // The admin saves the setup with the real server; a member's edit of it (its README) is then theirs to save.
+      const vouched = manifest([guarded.url]);
+      expect(await admin.environments.saveVersion.mutate({ teamId, name: 'guarded', entry: 'env.ts', files: {}, manifest: vouched })).toMatchObject({ validation: { ok: true } });
+      const edited = await api.environments.saveVersion.mutate({ teamId, name: 'guarded', entry: 'env.ts', files: { 'README.md': 'Our game.' }, manifest: vouched });
+      expect(edited).toMatchObject({ created: true, version: 2, validation: { ok: true } });
+    } finally {
+      await guarded.close();
+    }
+  });
 });

@@ -2,7 +2,8 @@ import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
 import { environmentNameSchema } from '../../../sdk/manifest';
 import { TEMPLATE_NAMES } from '../../../env-templates/load-template';
-import { httpAnswersSchema } from '../../../sdk/http-manifest';
+import { httpAnswersSchema, httpManifest } from '../../../sdk/http-manifest';
+import { checkSecretUse } from '../../secrets/secret-use';
 import { saveEnvironmentVersion } from '../../environments/save-version';
 import { router, teamProcedure } from '../trpc';
 import { MAX_DATASET_CHARS } from '../../datasets/store-version';
@@ -44,6 +45,7 @@ export const environmentsRouter = router({
     )
     .mutation(async ({ ctx, input }) => {
       const teamId = ctx.membership.teamId;
+      await checkSecretUse(ctx.db, teamId, ctx.membership.role, input.manifest);
       const dataset = await dryRunDataset(ctx.db, ctx.deps.blobs, teamId, input.name, input.manifest, input.datasetText);
       const result = await saveEnvironmentVersion(ctx.db, ctx.deps.dryRuns, {
         ...input, teamId, userId: ctx.user.id, datasetText: dataset?.text, datasetVersionId: dataset?.versionId,
@@ -71,6 +73,8 @@ export const environmentsRouter = router({
       }),
     )
     .mutation(async ({ ctx, input }) => {
+      // Answers may name a secret for the server's token (a copy of a version keeps its servers).
+      if ('http' in input.from) await checkSecretUse(ctx.db, ctx.membership.teamId, ctx.membership.role, httpManifest({ name: input.name, ...input.from.http }));
       const result = await createEnvironment(ctx.deps, { ...input, teamId: ctx.membership.teamId, userId: ctx.user.id }).catch(queueFullAsTooMany);
       if (!result.ok) throw new TRPCError({ code: 'code' in result ? result.code : 'BAD_REQUEST', message: result.problems.join('; ') });
       return result;
@@ -164,7 +168,7 @@ export const environmentsRouter = router({
    */
   importPackage: teamProcedure('MEMBER')
     .input(z.object({ package: environmentPackageSchema, name: environmentName.optional() }))
-    .mutation(({ ctx, input }) => importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id }, input.package, input.name)),
+    .mutation(({ ctx, input }) => importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id, role: ctx.membership.role }, input.package, input.name)),
 
   /** Publishes a version in the installation's gallery, where every signed-in user may read and import it, or takes it back. */
   publish: teamProcedure('ADMIN')

@@ -33,6 +33,6 @@ export const galleryRouter = router({
       if (!published) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such version in the gallery (it may have been taken back)' });
       const pkg = await exportEnvironmentPackage(ctx.db, ctx.deps.blobs, published.environment.teamId, input.versionId);
       if (!pkg) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such version in the gallery' });
-      return importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id }, pkg, input.name, { fromGallery: input.versionId });
+      return importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id, role: ctx.membership.role }, pkg, input.name, { fromGallery: input.versionId });
     }),
 });

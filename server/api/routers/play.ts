@@ -10,6 +10,8 @@ import { storedJson } from '../../db/stored-json';
 import { playCheckpoints } from '../../play/play-checkpoints';
 import { PlayRefused } from '../../play/play-sessions';
 import { resolvePlaySource } from '../../play/play-source';
+import type { Role } from '../../db/generated/prisma/enums';
+import { checkSecretUse } from '../../secrets/secret-use';
 import { router, teamProcedure } from '../trpc';
 
 /**
@@ -37,9 +39,11 @@ const episode = {
  * The episode's seed (random when not given) and what it plays: the source, its turn limit, the
  * dataset row, and the checkpoints that play seats (the team's own, with their bytes).
  */
-async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore; secretsKey: Buffer }; membership: { teamId: string } }, input: z.infer<z.ZodObject<typeof episode>>, policy?: PlayOpponent) {
+async function episodeOf(ctx: { db: Db; deps: { blobs: BlobStore; secretsKey: Buffer }; membership: { teamId: string; role: Role } }, input: z.infer<z.ZodObject<typeof episode>>, policy?: PlayOpponent) {
   const seed = input.seed ?? randomInt(2 ** 31 - 1);
   const teamId = ctx.membership.teamId;
+  // A draft's headers may send the team's secrets: to servers an admin vouched for (a saved version's are).
+  if ('draft' in input.source) await checkSecretUse(ctx.db, teamId, ctx.membership.role, input.source.draft.manifest);
   const checkpoints = await playCheckpoints(ctx.db, ctx.deps.blobs, teamId, [...Object.values(input.opponents ?? {}), ...(policy ? [policy] : [])]);
   const found = await resolvePlaySource({ db: ctx.db, blobs: ctx.deps.blobs, secretsKey: ctx.deps.secretsKey }, teamId, { ...input, seed });
   const request = { source: found.source, ...(found.served ? { served: found.served } : {}), maxTurns: found.maxTurns, sampling: found.sampling, seed, row: found.row, opponents: input.opponents, checkpoints };
