@@ -47,8 +47,11 @@ test('packages: export from the environment page, publish, import by picker and 
   expect(Object.keys(pkg.files)).toContain('README.md');
 
   // Published by the owner (an admin): the button says it is in the gallery.
-  await page.getByRole('button', { name: 'Publish' }).click();
-  await expect(page.getByRole('button', { name: 'In the gallery' })).toHaveAttribute('aria-pressed', 'true');
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  await expect(page.getByRole('group', { name: /Every team here can then read and import this version/ })).toBeVisible();
+  await page.getByRole('button', { name: 'Publish it' }).click();
+  await expect(page.getByText('In the gallery')).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Take back' })).toBeVisible();
 
   // Team B's environments: the file by the picker, its content hash kept.
   await page.goto(`${url}/teams/${teamB}/environments`);

@@ -4,7 +4,7 @@ import { Download, FileUp, Globe, GlobeLock } from 'lucide-react';
 import Link from 'next/link';
 import { type DragEvent, type ReactNode, useId, useState } from 'react';
 import { useTRPC } from '../trpc';
-import { ErrorNote } from './components';
+import { ConfirmButton, ErrorNote } from './components';
 import { errorMessage } from './errors';
 import { atLeast } from './roles';
 import { saveFile } from './save-file';
@@ -56,18 +56,29 @@ export function PublishButton({ versionId, publishedAt, onChanged }: { versionId
       </span>
     ) : null;
   }
+  const mutate = (value: boolean) => publish.mutate({ teamId: team.id, versionId, published: value });
   return (
     <>
-      <button
-        type="button"
-        className="btn"
-        aria-pressed={published}
-        disabled={publish.isPending}
-        onClick={() => publish.mutate({ teamId: team.id, versionId, published: !published })}
-        title={published ? 'Take this version back from the installation’s gallery' : 'Let every team of this installation read this version and import it'}
-      >
-        {published ? <Globe size={15} aria-hidden="true" /> : <GlobeLock size={15} aria-hidden="true" />} {published ? 'In the gallery' : 'Publish'}
-      </button>
+      {published ? (
+        <>
+          <span className="badge badge-soft" title="Every user of this installation can read and import this version">
+            <Globe size={12} aria-hidden="true" /> In the gallery
+          </span>
+          <button type="button" className="btn" disabled={publish.isPending} onClick={() => mutate(false)} title="Take this version back from the installation’s gallery">
+            <GlobeLock size={15} aria-hidden="true" /> Take back
+          </button>
+        </>
+      ) : (
+        // What publishing shows, asked first: it is seen by every team of the installation.
+        <ConfirmButton
+          label="Publish"
+          question="Every team here can then read and import this version, with the train rows its dry run read."
+          confirmLabel="Publish it"
+          danger={false}
+          pending={publish.isPending}
+          onConfirm={() => mutate(true)}
+        />
+      )}
       {publish.isError ? <ErrorNote error={publish.error} className="workbench-note" /> : null}
     </>
   );

@@ -90,7 +90,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     // Seats: the learners share one policy, or each has its own (independentLearners); the
     // manifest's opponent mix fills the other seats.
     const agents = env.description.agents;
-    const learnerAgents = training.learners ?? [agents[0]];
+    // Over HTTP there are no bots for the other seats: unless told otherwise, every agent learns.
+    const learnerAgents = training.learners ?? (env instanceof SandboxEnvironment ? [agents[0]] : agents);
 
     // The warm start, unless a checkpoint past it is resumed: one that stopped in the middle of it
     // carries its SFT step and trainer state; any other resumed checkpoint was written after it.

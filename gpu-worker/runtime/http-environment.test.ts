@@ -228,6 +228,15 @@ describe('HTTP environments', () => {
     const parsed = (await env.step({ episodeId: 'echo-1', action: '1' }).catch((x: unknown) => x)) as SandboxError;
     expect(parsed.message).toContain('/step answered outside the protocol');
     expect(parsed.message).not.toContain('s3cret-token-value');
+    // The token alone, without its "Bearer ".
+    control.nextStepAnswer = 'invalid token s3cret-token-value';
+    const bare = (await env.step({ episodeId: 'echo-1', action: '1' }).catch((x: unknown) => x)) as SandboxError;
+    expect(bare.message).toBe(`${baseUrl}/step answered with something that is not JSON: invalid token [a header value, hidden]`);
+    // An answer quoted in part, cut in the middle of the token.
+    control.nextStepAnswer = `${'x'.repeat(290)} s3cret-token-value and more`;
+    const cut = (await env.step({ episodeId: 'echo-1', action: '1' }).catch((x: unknown) => x)) as SandboxError;
+    expect(cut.message).not.toContain('s3cret-t');
+    expect(cut.message).toContain('[a header value, hidden]… (');
   });
 
   test('several agents: turns go round in the manifest\'s order unless the server names the next, `reward` is the mover\'s, and an unknown agent is a protocol error', async () => {

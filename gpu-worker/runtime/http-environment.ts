@@ -259,10 +259,16 @@ export class HttpEnvironment implements EnvironmentHandle {
    * quote them, while these messages go to job logs, reports and the IDE.
    */
   private hidingHeaders(e: SandboxError): SandboxError {
-    const values = Object.values(this.headers).filter((v) => v.length >= 4);
-    if (!values.some((v) => e.detail.includes(v))) return e;
-    const detail = values.reduce((text, v) => text.split(v).join('[a header value, hidden]'), e.detail);
-    return new SandboxError(e.kind, e.during, detail, e.location, e.userStack, e.logs);
+    const HIDDEN = '[a header value, hidden]';
+    // A value, its words (a server may echo the token without "Bearer "), and each as JSON writes it.
+    const plain = [...new Set(Object.values(this.headers).flatMap((v) => [v, ...v.split(/\s+/)]))].filter((v) => v.length >= 6);
+    const values = [...new Set(plain.flatMap((v) => [v, JSON.stringify(v).slice(1, -1)]))].sort((a, b) => b.length - a.length);
+    let detail = values.reduce((text, v) => text.split(v).join(HIDDEN), e.detail);
+    // An answer quoted in part may end in the first characters of one.
+    detail = detail.replace(/(\S{6,})… \((\d+) characters\)/g, (whole, tail: string, n: string) =>
+      values.some((v) => [...Array(v.length - 5).keys()].some((k) => tail.endsWith(v.slice(0, v.length - k)))) ? `${HIDDEN}… (${n} characters)` : whole,
+    );
+    return detail === e.detail ? e : new SandboxError(e.kind, e.during, detail, e.location, e.userStack, e.logs);
   }
 
   private async request(url: string, method: 'GET' | 'POST', route: string, body: unknown, timeoutMs: number, instanceId?: string): Promise<unknown> {
@@ -301,6 +307,8 @@ export class HttpEnvironment implements EnvironmentHandle {
       headers: { ...this.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
+      // Never followed: the headers (team secrets among them) go only to the servers the manifest names; a redirect is answered as an error.
+      redirect: 'manual',
     });
     const text = await response.text();
     if (response.status === 503) throw new NotSent(`HTTP 503: ${quote(text)}`);

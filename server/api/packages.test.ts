@@ -109,6 +109,8 @@ describe('environment packages and the gallery', () => {
     // Imported from the gallery into team B (already there from the package: the same version answers).
     const fromGallery = await apiB.gallery.import.mutate({ teamId: b.team.id, versionId: math.versionId, name: 'sums-gallery' });
     expect(fromGallery).toMatchObject({ ok: true, created: true, name: 'sums-gallery' });
+    // Only what was published travels: the train rows its dry run read, not the held-out rows.
+    expect(fromGallery.datasets).toEqual([{ name: 'sums-gallery/data/train.jsonl', version: 1 }]);
 
     // A run in team B on its copy of the same content counts for the published version.
     const copy = await s.t.db.environmentVersion.findFirstOrThrow({ where: { contentHash: pkg.contentHash, environment: { teamId: b.team.id } } });

@@ -58,6 +58,8 @@ export async function listGallery(db: Db, search?: string) {
       team: { select: { name: true } },
       versions: { where: { publishedAt: { not: null } }, orderBy: { version: 'desc' }, select: publishedVersion },
     },
+    // The most recently changed first (a publication is a change): what the page shows first.
+    orderBy: { updatedAt: 'desc' },
     take: 200,
   });
   const usage = await usageByHash(db, environments.flatMap((e) => e.versions.map((v) => v.contentHash)));

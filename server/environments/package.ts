@@ -3,6 +3,7 @@ import { environmentNameSchema } from '../../sdk/manifest';
 import type { BlobStore } from '../blobs/store';
 import type { Db } from '../db/client';
 import { datasetContentHash, MAX_DATASET_CHARS, storeDatasetVersion } from '../datasets/store-version';
+import { parseManifest } from '../../sdk/manifest';
 import { environmentContentHash } from './content-hash';
 import { environmentDatasetName, manifestDatasetFiles, type DatasetSplit } from './dataset';
 import type { DryRunPool } from './dry-run-pool';
@@ -40,8 +41,12 @@ export const environmentPackageSchema = z.object({
 });
 export type EnvironmentPackage = z.infer<typeof environmentPackageSchema>;
 
-/** A version of the team as a package, or null when the team has no such version. */
-export async function exportEnvironmentPackage(db: Db, blobs: BlobStore, teamId: string, versionId: string): Promise<EnvironmentPackage | null> {
+/**
+ * A version of the team as a package, or null when the team has no such version. For the gallery
+ * (`published`), only what was published goes: the train rows its dry run read, never the team's
+ * newer uploads or its held-out rows.
+ */
+export async function exportEnvironmentPackage(db: Db, blobs: BlobStore, teamId: string, versionId: string, opts: { published?: boolean } = {}): Promise<EnvironmentPackage | null> {
   const version = await db.environmentVersion.findFirst({
     where: { id: versionId, environment: { teamId } },
     select: {
@@ -61,10 +66,12 @@ export async function exportEnvironmentPackage(db: Db, blobs: BlobStore, teamId:
     const name = environmentDatasetName(env.name, file);
     // The train rows its dry run read, where known (what it was checked on); else the newest.
     const dryRun = version.dryRunDatasetVersion;
+    const checked = split === 'train' && dryRun?.dataset.name === name ? dryRun : null;
     const stored =
-      split === 'train' && dryRun?.dataset.name === name
-        ? dryRun
-        : await db.datasetVersion.findFirst({ where: { dataset: { teamId, name } }, orderBy: { version: 'desc' }, select: { contentHash: true, storageKey: true } });
+      checked ??
+      (opts.published
+        ? null
+        : await db.datasetVersion.findFirst({ where: { dataset: { teamId, name, archivedAt: null } }, orderBy: { version: 'desc' }, select: { contentHash: true, storageKey: true } }));
     if (stored) datasets.push({ split, file, contentHash: stored.contentHash, text: (await blobs.get(stored.storageKey)).toString('utf8') });
   }
   return {
@@ -118,6 +125,11 @@ export async function importEnvironmentPackage(deps: { db: Db; blobs: BlobStore;
   const name = input.name ?? pkg.name;
   // The manifest names its environment: a package imported under another name is other content.
   const manifest = name === pkg.manifest.name ? pkg.manifest : { ...pkg.manifest, name };
+  // What a save would refuse is refused before any dataset is stored.
+  const parsed = parseManifest(manifest);
+  if (!parsed.ok) return { ok: false, problems: parsed.problems.map((p) => `manifest.${p}`) };
+  if (!parsed.manifest.server && !(pkg.entry in pkg.files)) return { ok: false, problems: [`entry: ${pkg.entry} is not one of the files`] };
+  if (new Set(pkg.datasets.map((d) => d.split)).size !== pkg.datasets.length) return { ok: false, problems: ['datasets: a split is given twice'] };
   const datasets: Array<{ name: string; version: number }> = [];
   let trainText: string | undefined;
   let trainVersionId: string | undefined;

@@ -84,11 +84,14 @@ export async function saveEnvironmentVersion(db: Db, dryRuns: DryRunPool, input:
     // since, and the content, being the same, cannot make a new version to show it.
     if (server && existing.validationStatus === 'INVALID') {
       const again = await dryRun();
-      await db.environmentVersion.update({
-        where: { id: existing.id },
-        data: { validationStatus: again.ok ? 'VALID' : 'INVALID', validation: storedJson(again), ...(input.datasetVersionId ? { dryRunDatasetVersionId: input.datasetVersionId } : {}) },
+      // A pass is written whatever happened meanwhile; a failure only over a failure, so that a
+      // slow dry run that started while the server was down cannot undo a later one that passed.
+      await db.environmentVersion.updateMany({
+        where: { id: existing.id, ...(again.ok ? {} : { validationStatus: 'INVALID' }) },
+        data: { validationStatus: again.ok ? 'VALID' : 'INVALID', validation: storedJson(again), dryRunDatasetVersionId: input.datasetVersionId ?? null },
       });
-      return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: again, conflict: await conflict() };
+      const stored = await db.environmentVersion.findUniqueOrThrow({ where: { id: existing.id }, select: { validation: true } });
+      return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: stored.validation as DryRunReport | null, conflict: await conflict() };
     }
     return { ok: true, environmentId: environment.id, versionId: existing.id, version: existing.version, created: false, validation: existing.validation as DryRunReport | null, conflict: await conflict() };
   }

@@ -56,6 +56,24 @@ describe('a pretrained model’s tokenizer and chat template', () => {
     expect(c.mask.every((m) => m === 0)).toBe(true);
   });
 
+  test('the end of an assistant turn is the template\'s special token, whatever eos_token says (a base model\'s <|endoftext|>); a turn with none is refused', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
+    try {
+      cpSync(FOLDER, dir, { recursive: true });
+      const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+      writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, eos_token: '<|endoftext|>' }));
+      const base = HfTokenizer.fromFolder(dir);
+      const [, twoTurns] = expected.chats;
+      const { ids, mask } = base.maskedChat(twoTurns.messages, true);
+      expect(base.decode(ids.filter((_, i) => mask[i] === 1), { keepSpecial: true })).toBe('42<|im_end|>');
+      // A template that closes no turn.
+      writeFileSync(join(dir, 'chat_template.jinja'), '{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}');
+      expect(() => HfTokenizer.fromFolder(dir).maskedChat(twoTurns.messages)).toThrow(/message 3 \(the assistant's\) is not closed by a special token/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a folder missing its tokenizer, or with a template that does not parse, is refused naming the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
     try {

@@ -93,7 +93,9 @@ export class HfTokenizer {
    * the whole's ids (the tests check both against transformers).
    */
   maskedChat(messages: readonly ChatTurn[], generationPrompt = false): { ids: number[]; mask: number[] } {
-    const eos = this.specialText('eos_token');
+    // The template's special tokens: the first after a turn's content is its end of turn (ChatML's
+    // <|im_end|> where eos_token is <|endoftext|>, Llama 3's <|eot_id|>), whatever eos_token says.
+    const specials = [...this.core.get_added_tokens_decoder().values()].filter((t) => t.special).map((t) => t.content);
     const ids: number[] = [];
     const mask: number[] = [];
     const push = (text: string, trainable: 0 | 1) => {
@@ -117,8 +119,14 @@ export class HfTokenizer {
       push(after(this.renderChat(messages.slice(0, i), true), `message ${i + 1}'s header`), 0);
       const turn = after(this.renderChat(messages.slice(0, i + 1), false), `message ${i + 1}`);
       // The policy wrote its content and ended the turn: up to the end-of-turn token, included.
-      const end = eos === undefined ? -1 : turn.indexOf(eos, m.content.length);
-      const written = end < 0 ? turn.length : end + eos!.length;
+      // (The content as the template wrote it: some templates trim it.)
+      const content = m.content.trim();
+      const at = content === '' ? 0 : turn.indexOf(content);
+      const from = at < 0 ? 0 : at + content.length;
+      const ends = specials.map((t) => ({ t, i: turn.indexOf(t, from) })).filter((e) => e.i >= 0);
+      if (ends.length === 0) throw new ConfigError('chat template', `message ${i + 1} (the assistant's) is not closed by a special token after its content, so what the policy wrote cannot be told from what follows`);
+      const end = ends.reduce((a, b) => (b.i < a.i ? b : a));
+      const written = end.i + end.t.length;
       push(turn.slice(0, written), 1);
       push(turn.slice(written), 0);
     });

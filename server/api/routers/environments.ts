@@ -175,13 +175,15 @@ export const environmentsRouter = router({
     .input(z.object({ versionId: id, published: z.boolean() }))
     .mutation(async ({ ctx, input }) => {
       const teamId = ctx.membership.teamId;
-      const version = await ctx.db.environmentVersion.findFirst({ where: { id: input.versionId, environment: { teamId } }, select: { id: true, validationStatus: true, publishedAt: true } });
+      const version = await ctx.db.environmentVersion.findFirst({ where: { id: input.versionId, environment: { teamId } }, select: { id: true, environmentId: true, validationStatus: true, publishedAt: true } });
       if (!version) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such environment version' });
-      if (input.published && version.validationStatus === 'INVALID') {
-        throw new TRPCError({ code: 'BAD_REQUEST', message: 'Not published: this version failed its dry run; publish a version that passed it' });
+      if (input.published && version.validationStatus !== 'VALID') {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: 'Not published: only a version that passed its dry run is published; this one has not' });
       }
       if (input.published === (version.publishedAt !== null)) return { publishedAt: version.publishedAt };
       const updated = await ctx.db.environmentVersion.update({ where: { id: version.id }, data: { publishedAt: input.published ? new Date() : null }, select: { publishedAt: true } });
+      // The gallery lists the most recently changed environments first.
+      await ctx.db.environment.update({ where: { id: version.environmentId }, data: { updatedAt: new Date() } });
       await audit(ctx.db, { teamId, actorUserId: ctx.user.id, action: input.published ? 'environment.published' : 'environment.unpublished', targetType: 'environment_version', targetId: version.id, ipAddress: ctx.ip });
       return updated;
     }),

@@ -31,7 +31,7 @@ export const galleryRouter = router({
         select: { environment: { select: { teamId: true } } },
       });
       if (!published) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such version in the gallery (it may have been taken back)' });
-      const pkg = await exportEnvironmentPackage(ctx.db, ctx.deps.blobs, published.environment.teamId, input.versionId);
+      const pkg = await exportEnvironmentPackage(ctx.db, ctx.deps.blobs, published.environment.teamId, input.versionId, { published: true });
       if (!pkg) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such version in the gallery' });
       return importPackageAnswer(ctx, { teamId: ctx.membership.teamId, userId: ctx.user.id, role: ctx.membership.role }, pkg, input.name, { fromGallery: input.versionId });
     }),
