@@ -52,6 +52,7 @@ test('packages: export from the environment page, publish, import by picker and 
   await page.getByRole('button', { name: 'Publish it' }).click();
   await expect(page.getByText('In the gallery')).toBeVisible();
   await expect(page.getByRole('button', { name: 'Take back' })).toBeVisible();
+  await shoot(page, testInfo, 'environment-published');
 
   // Team B's environments: the file by the picker, its content hash kept.
   await page.goto(`${url}/teams/${teamB}/environments`);
