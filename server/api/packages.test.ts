@@ -114,8 +114,8 @@ describe('environment packages and the gallery', () => {
 
     // A run in team B on its copy of the same content counts for the published version.
     const copy = await s.t.db.environmentVersion.findFirstOrThrow({ where: { contentHash: pkg.contentHash, environment: { teamId: b.team.id } } });
-    const experiment = await s.t.db.experiment.create({ data: { teamId: b.team.id, name: 'on the copy', algorithm: 'GRPO', config: {}, environmentVersionId: copy.id, createdById: b.user.id } });
-    await s.t.db.job.create({ data: { teamId: b.team.id, ownerId: b.user.id, experimentId: experiment.id, kind: 'TRAIN', config: {} } });
+    // (As `whetstone run` submits it: the job's config names the version; no experiment.)
+    await s.t.db.job.create({ data: { teamId: b.team.id, ownerId: b.user.id, kind: 'TRAIN', config: { environmentVersionId: copy.id } } });
     expect((await apiB.gallery.entry.query({ environmentId: math.environmentId })).versions[0]).toMatchObject({ runs: 1, teams: 1 });
     expect((await apiB.gallery.list.query({}))[0].runs).toBe(1);
 

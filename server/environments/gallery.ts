@@ -18,8 +18,7 @@ async function usageByHash(db: Db, hashes: string[]): Promise<Map<string, Usage>
   const rows = await db.$queryRaw<Array<{ contentHash: string; runs: number; teams: number }>>`
     SELECT ev."contentHash" AS "contentHash", count(j.id)::int AS runs, count(DISTINCT j."teamId")::int AS teams
     FROM "Job" j
-    JOIN "Experiment" e ON e.id = j."experimentId"
-    JOIN "EnvironmentVersion" ev ON ev.id = e."environmentVersionId"
+    JOIN "EnvironmentVersion" ev ON ev.id = j.config->>'environmentVersionId'
     WHERE ev."contentHash" = ANY(${hashes}) AND j.kind IN ('TRAIN', 'SFT')
     GROUP BY ev."contentHash"`;
   return new Map(rows.map((r) => [r.contentHash, { runs: r.runs, teams: r.teams }]));
