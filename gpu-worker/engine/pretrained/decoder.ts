@@ -14,38 +14,16 @@ import { CheckpointError } from '../errors';
 import { recordingGradients } from '../kernels';
 import { type NamedTensor } from '../safetensors';
 import { attentionMix, attentionScores, embed, linear2d, matMul2d } from '../ops';
+import { type ForwardOptions, type KvCache } from '../model';
 import { type DecoderConfig } from './hf-config';
 import { readHfFolder } from './hf-folder';
 import { applyRotary, inverseFrequencies, rotaryTables } from './rope';
 
 /** Per-layer keys (after rotation) and values [B, T, kvHeads, headDim], and how many positions they hold. */
-export interface DecoderCache {
-  keys: tf.Tensor4D[];
-  values: tf.Tensor4D[];
-  length: number;
-}
-
-export interface DecoderForwardOptions {
-  /**
-   * Position id of every input token [B, Tn]; default pastLength + 0 … Tn−1 for every row. With
-   * left padding, a row's first real token is position 0 (as transformers counts with an attention mask).
-   */
-  positions?: number[][];
-  /** 1 for real tokens, 0 for padding, over cached + new keys [B, Tpast + Tn]. Default all 1. */
-  keyMask?: number[][];
-  /** Attend to these cached keys and values as the prefix (positions continue after them). */
-  cache?: DecoderCache;
-  /** Return the cache extended with this call's keys and values (the caller disposes it). */
-  returnCache?: boolean;
-  /** Only compute logits for the last position of each row. */
-  lastOnly?: boolean;
-  /**
-   * The output projection [d, V], when the caller keeps it across calls (decoding): a tied head is
-   * the transposed embedding, otherwise made on every call (a copy of V·d values, and on wasm a new
-   * right operand for XNNPACK to pack). Must equal `headWeights()`.
-   */
-  head?: tf.Tensor2D;
-}
+/** The GPT's KV cache and forward options (model.ts), one definition: the pretrained decoders take the same. */
+export type DecoderCache = KvCache;
+/** As the GPT's, without `cacheCapacity` (this decoder's cache grows by concatenation for now). */
+export type DecoderForwardOptions = Omit<ForwardOptions, 'cacheCapacity'>;
 
 export interface DecoderForwardResult {
   /** [B·Tn, V], or [B, V] with lastOnly. */
