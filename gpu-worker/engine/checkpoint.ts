@@ -9,7 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from './config';
 import { CheckpointError } from './errors';
 import { type LoraConfig, adapterWeights, attachLora } from './lora';
-import { GPT, mergedTensors } from './model';
+import { GPT, type LanguageModel, mergedTensors } from './model';
 import { prefetch } from './reads';
 import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
 import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
@@ -87,7 +87,7 @@ export async function saveTrainingCheckpoint(
   file: string,
   model: GPT,
   tokenizer: Tokenizer,
-  trainer: { exportState(): TrainerState; core: Pick<TrainerCore, 'lastCheckpoint' | 'momentTensors'>; reference?: GPT | null },
+  trainer: { exportState(): TrainerState; core: Pick<TrainerCore, 'lastCheckpoint' | 'momentTensors'>; reference?: LanguageModel | null },
   lora: LoraConfig | null = null,
   opts: SaveOptions = {},
 ): Promise<number> {

@@ -11,7 +11,7 @@ import { type Sequence, prepareBatch, selectRows, sequenceReturn, validateBatch 
 import { parseEngineConfig } from './errors';
 import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
 import { aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
-import { type GPT, frozenCopy } from './model';
+import { type LanguageModel } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
@@ -31,19 +31,19 @@ export class GRPOTrainer {
   readonly config: GRPOConfig;
   readonly core: TrainerCore;
   /** Frozen reference policy for the KL penalty (a copy of the starting weights), if klCoef > 0. */
-  readonly reference: GPT | null;
+  readonly reference: LanguageModel | null;
   private readonly ownsReference: boolean;
 
   /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
   constructor(
-    readonly model: GPT,
+    readonly model: LanguageModel,
     config: Partial<GRPOConfig> = {},
-    reference?: GPT,
+    reference?: LanguageModel,
   ) {
     this.config = resolveGRPOConfig(config);
     this.core = new TrainerCore(model, this.config, this.config.seed);
     this.ownsReference = this.config.klCoef > 0 && !reference;
-    this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
+    this.reference = this.config.klCoef > 0 ? (reference ?? model.frozenCopy()) : null;
   }
 
   /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */
@@ -58,7 +58,7 @@ export class GRPOTrainer {
 
   private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
     const c = this.config;
-    const { contextLength, vocabSize } = this.model.config;
+    const { contextLength, vocabSize } = this.model;
     validateBatch(batch, { contextLength, vocabSize, needRewards: true, needGroups: true });
     const t0 = performance.now();
 
@@ -123,7 +123,7 @@ export class GRPOTrainer {
    * multi-turn batch (a Gomoku step: hundreds of turn sequences) in one forward pass needs more
    * than the wasm backend's 4 GiB for its attention scores.
    */
-  private *logProbs(policy: GPT, inputs: number[][], targets: number[]): Reads<Float32Array> {
+  private *logProbs(policy: LanguageModel, inputs: number[][], targets: number[]): Reads<Float32Array> {
     const cols = inputs[0]?.length ?? 0;
     const out = new Float32Array(inputs.length * cols);
     const rowsPerChunk = Math.max(1, Math.floor(LOGPROB_CHUNK_TOKENS / Math.max(1, cols)));

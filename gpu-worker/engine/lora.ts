@@ -1,11 +1,13 @@
 /**
  * LoRA: low-rank adapters on the linear layers of a frozen base model, y = x W + (alpha/r)·(x A) B.
  * B starts at zero so the adapted model starts equal to the base. Trainers update only the
- * adapters (GPT.trainableVariables), and `mergedTensors` folds them into W for export.
+ * adapters (LanguageModel.trainableVariables), and `mergedTensors` folds them into W for export.
+ * Any LanguageModel takes adapters: it names its linear layers (`loraLinears`) and adds an
+ * adapter's product wherever it multiplies by an adapted weight.
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { type GPT, LINEAR_TARGETS, type LinearTarget, mergedTensors } from './model';
+import { type LanguageModel, mergedTensors } from './model';
 import { Rng } from './rng';
 
 export interface LoraConfig {
@@ -13,8 +15,12 @@ export interface LoraConfig {
   rank: number;
   /** Scale numerator: the update is multiplied by alpha / rank. Default 16 (2 × rank, a common choice). */
   alpha: number;
-  /** Linear layers to adapt: "attn" (qkv and proj), "mlp" (fc and proj) or single names. Default ["attn", "mlp"]. */
-  targets: (LinearTarget | 'attn' | 'mlp')[];
+  /**
+   * Linear layers to adapt: "attn" and "mlp" (every attention or MLP projection) or the model's
+   * single names (the GPT's attn.qkv, attn.proj, mlp.fc, mlp.proj; a pretrained decoder's q, k, v,
+   * o, gate, up, down). Default ["attn", "mlp"].
+   */
+  targets: string[];
   /** Seed of A's initialisation. Default 0. */
   seed: number;
 }
@@ -26,64 +32,47 @@ function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
   requireInt('lora.rank', c.rank, 1, 4096);
   requireNumber('lora.alpha', c.alpha, 0);
   if (!Array.isArray(c.targets) || c.targets.length === 0) throw new ConfigError('lora.targets', 'must name at least one target');
-  for (const t of c.targets) {
-    if (t !== 'attn' && t !== 'mlp' && !(LINEAR_TARGETS as readonly string[]).includes(t)) {
-      throw new ConfigError('lora.targets', `unknown target "${t}"; use attn, mlp or one of ${LINEAR_TARGETS.join(', ')}`);
-    }
-  }
   requireInt('lora.seed', c.seed, 0, 2 ** 32 - 1);
   return c;
-}
-
-function expandTargets(targets: LoraConfig['targets']): LinearTarget[] {
-  const out = new Set<LinearTarget>();
-  for (const t of targets) {
-    if (t === 'attn') ['attn.qkv', 'attn.proj'].forEach((x) => out.add(x as LinearTarget));
-    else if (t === 'mlp') ['mlp.fc', 'mlp.proj'].forEach((x) => out.add(x as LinearTarget));
-    else out.add(t);
-  }
-  return [...out];
 }
 
 /**
  * Attach adapters to `model` (which must have none). `weights` (keyed "lora.<linear>.a|b")
  * restores saved adapters; otherwise A is random and B zero.
  */
-export function attachLora(model: GPT, partial: Partial<LoraConfig> = {}, weights?: Map<string, Float32Array>): LoraConfig {
+export function attachLora(model: LanguageModel, partial: Partial<LoraConfig> = {}, weights?: Map<string, Float32Array>): LoraConfig {
   const c = resolveLoraConfig(partial);
   if (model.adapters.size > 0) throw new ConfigError('lora', 'the model already has adapters');
   const rng = new Rng(c.seed);
-  for (let l = 0; l < model.config.layers; l++) {
-    for (const target of expandTargets(c.targets)) {
-      const name = `h.${l}.${target}`;
-      const [fanIn, fanOut] = model.p(`${name}.w`).shape;
-      const r = Math.min(c.rank, fanIn, fanOut);
-      let a: Float32Array;
-      let b: Float32Array;
-      if (weights) {
-        const wa = weights.get(`lora.${name}.a`);
-        const wb = weights.get(`lora.${name}.b`);
-        if (!wa || !wb) throw new Error(`adapter weights are missing "lora.${name}.a" or ".b"`);
-        if (wa.length !== fanIn * r || wb.length !== r * fanOut) throw new Error(`adapter "${name}" does not match rank ${r}`);
-        a = wa;
-        b = wb;
-      } else {
-        a = new Float32Array(fanIn * r);
-        for (let i = 0; i < a.length; i++) a[i] = rng.normal() / Math.sqrt(fanIn);
-        b = new Float32Array(r * fanOut);
-      }
-      model.adapters.set(name, {
-        a: tf.variable(tf.tensor2d(a, [fanIn, r]), true),
-        b: tf.variable(tf.tensor2d(b, [r, fanOut]), true),
-        scale: c.alpha / c.rank,
-      });
+  for (const { linear: name, weight } of model.loraLinears(c.targets)) {
+    const [fanIn, fanOut] = model.params.get(weight)!.shape;
+    const r = Math.min(c.rank, fanIn, fanOut);
+    let a: Float32Array;
+    let b: Float32Array;
+    if (weights) {
+      const wa = weights.get(`lora.${name}.a`);
+      const wb = weights.get(`lora.${name}.b`);
+      if (!wa || !wb) throw new Error(`adapter weights are missing "lora.${name}.a" or ".b"`);
+      if (wa.length !== fanIn * r || wb.length !== r * fanOut) throw new Error(`adapter "${name}" does not match rank ${r}`);
+      a = wa;
+      b = wb;
+    } else {
+      a = new Float32Array(fanIn * r);
+      for (let i = 0; i < a.length; i++) a[i] = rng.normal() / Math.sqrt(fanIn);
+      b = new Float32Array(r * fanOut);
     }
+    model.adapters.set(name, {
+      a: tf.variable(tf.tensor2d(a, [fanIn, r]), true),
+      b: tf.variable(tf.tensor2d(b, [r, fanOut]), true),
+      scale: c.alpha / c.rank,
+      weight,
+    });
   }
   return c;
 }
 
 /** Adapter tensors keyed "lora.<linear>.a|b". */
-export function adapterWeights(model: GPT): Map<string, { shape: number[]; data: Float32Array }> {
+export function adapterWeights(model: LanguageModel): Map<string, { shape: number[]; data: Float32Array }> {
   const out = new Map<string, { shape: number[]; data: Float32Array }>();
   for (const [name, ad] of model.adapters) {
     out.set(`lora.${name}.a`, { shape: ad.a.shape, data: ad.a.dataSync() as Float32Array });
@@ -93,7 +82,7 @@ export function adapterWeights(model: GPT): Map<string, { shape: number[]; data:
 }
 
 /** Fold the adapters into the base weights in place and remove them. */
-export function mergeLora(model: GPT): void {
+export function mergeLora(model: LanguageModel): void {
   for (const [name, t] of mergedTensors(model)) {
     model.params.get(name)!.assign(t);
     t.dispose();

@@ -11,6 +11,7 @@ import { cachedSelfAttention, fusedSelfAttention, simdCausalAttentionAvailable, 
 import { fusedEmbed } from './fused';
 import { useFusedKernels } from './kernels';
 import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
+import { ConfigError } from './errors';
 import { Rng } from './rng';
 
 /** A low-rank adapter on one linear layer: y += scale · (x A) B. */
@@ -18,6 +19,8 @@ export interface Adapter {
   a: tf.Variable;
   b: tf.Variable;
   scale: number;
+  /** The name of the [in, out] weight parameter it adapts (what merging adds A B to). */
+  weight: string;
 }
 
 /**
@@ -70,11 +73,84 @@ export interface ForwardResult {
   cache?: KvCache;
 }
 
+/**
+ * What the sampler, the trainers, LoRA and frozen references need of a policy: the engine's own
+ * GPT (below) and the pretrained decoders (pretrained/decoder.ts) are both. Checkpoints are not
+ * part of it: each architecture stores its own weights its own way.
+ */
+export interface LanguageModel {
+  readonly params: Map<string, tf.Variable>;
+  /** LoRA adapters keyed by linear layer name; empty without LoRA. */
+  readonly adapters: Map<string, Adapter>;
+  /** Most positions one sequence may have (prompt and completion together). */
+  readonly contextLength: number;
+  readonly vocabSize: number;
+  /** Whether `forward` returns values (a value head for PPO). */
+  readonly hasValueHead: boolean;
+  /** Whether the head is the transposed token table, so `headWeights()` makes a new tensor per call. */
+  readonly tiedHead: boolean;
+  readonly numParameters: number;
+  /** Forward `tokens` [B, Tn]; call inside tf.tidy (or dispose the results). */
+  forward(tokens: number[][], opts?: ForwardOptions): ForwardResult;
+  /** The output projection [d, V]. */
+  headWeights(): tf.Tensor2D;
+  /** The variables an optimiser updates: adapters (and a value head) under LoRA, else all. */
+  trainableVariables(): Map<string, tf.Variable>;
+  /**
+   * The linear layers LoRA `targets` name (the model's own target names, or the groups "attn" and
+   * "mlp"), each with the name of its [in, out] weight; an unknown target is a ConfigError.
+   */
+  loraLinears(targets: readonly string[]): { linear: string; weight: string }[];
+  /** A copy of the current weights (adapters merged) that no optimiser touches. */
+  frozenCopy(): LanguageModel;
+  /** Copy of every base parameter's values (for checkpoints and tests). */
+  snapshot(): Map<string, Float32Array>;
+  dispose(): void;
+}
+
+/**
+ * The trainable variables of a model with `adapters`: the adapters, plus any value head (new for
+ * PPO, with no pretrained weights to preserve); all parameters without LoRA.
+ */
+export function adapterTrainables(params: Map<string, tf.Variable>, adapters: Map<string, Adapter>, isValueHead: (name: string) => boolean): Map<string, tf.Variable> {
+  if (adapters.size === 0) return new Map(params);
+  const out = new Map<string, tf.Variable>();
+  for (const [name, ad] of adapters) {
+    out.set(`lora.${name}.a`, ad.a);
+    out.set(`lora.${name}.b`, ad.b);
+  }
+  for (const [name, v] of params) if (isValueHead(name)) out.set(name, v);
+  return out;
+}
+
 /** Names of the linear layers that LoRA can target, per block. */
 export const LINEAR_TARGETS = ['attn.qkv', 'attn.proj', 'mlp.fc', 'mlp.proj'] as const;
 export type LinearTarget = (typeof LINEAR_TARGETS)[number];
+const GPT_TARGET_GROUPS: Record<string, readonly LinearTarget[]> = { attn: ['attn.qkv', 'attn.proj'], mlp: ['mlp.fc', 'mlp.proj'] };
 
-export class GPT {
+/**
+ * Target names (single layers or groups) → each layer's full name and weight, for every block;
+ * shared by the architectures, which differ only in their names.
+ */
+export function expandLoraTargets(
+  targets: readonly string[],
+  layers: number,
+  single: readonly string[],
+  groups: Record<string, readonly string[]>,
+  naming: (layer: number, target: string) => { linear: string; weight: string },
+): { linear: string; weight: string }[] {
+  const chosen = new Set<string>();
+  for (const t of targets) {
+    if (groups[t]) groups[t].forEach((x) => chosen.add(x));
+    else if (single.includes(t)) chosen.add(t);
+    else throw new ConfigError('lora.targets', `unknown target "${t}"; use ${[...Object.keys(groups), ...single].join(', ')}`);
+  }
+  const out: { linear: string; weight: string }[] = [];
+  for (let l = 0; l < layers; l++) for (const t of single) if (chosen.has(t)) out.push(naming(l, t));
+  return out;
+}
+
+export class GPT implements LanguageModel {
   readonly config: ModelConfig;
   readonly params = new Map<string, tf.Variable>();
   /** LoRA adapters keyed by linear name (e.g. "h.0.attn.qkv"); empty without LoRA. */
@@ -103,17 +179,32 @@ export class GPT {
     return countParameters(this.config);
   }
 
-  /** The variables an optimiser should update: adapters (and value head) under LoRA, else all. */
+  get contextLength(): number {
+    return this.config.contextLength;
+  }
+
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  get hasValueHead(): boolean {
+    return this.config.valueHead;
+  }
+
+  get tiedHead(): boolean {
+    return this.config.tiedHead;
+  }
+
   trainableVariables(): Map<string, tf.Variable> {
-    if (this.adapters.size === 0) return new Map(this.params);
-    const out = new Map<string, tf.Variable>();
-    for (const [name, ad] of this.adapters) {
-      out.set(`lora.${name}.a`, ad.a);
-      out.set(`lora.${name}.b`, ad.b);
-    }
-    // The value head is new for PPO and has no pretrained weights to preserve.
-    for (const [name, v] of this.params) if (name.startsWith('value.')) out.set(name, v);
-    return out;
+    return adapterTrainables(this.params, this.adapters, (name) => name.startsWith('value.'));
+  }
+
+  loraLinears(targets: readonly string[]): { linear: string; weight: string }[] {
+    return expandLoraTargets(targets, this.config.layers, LINEAR_TARGETS, GPT_TARGET_GROUPS, (l, t) => ({ linear: `h.${l}.${t}`, weight: `h.${l}.${t}.w` }));
+  }
+
+  frozenCopy(): GPT {
+    return frozenCopy(this);
   }
 
   p(name: string): tf.Variable {
@@ -262,10 +353,11 @@ export class GPT {
  * Base weights with every adapter folded in, W + scale · A B, as new tensors on the device (the
  * caller disposes them). The model is not changed.
  */
-export function mergedTensors(model: GPT): Map<string, tf.Tensor> {
+export function mergedTensors(model: LanguageModel): Map<string, tf.Tensor> {
+  const byWeight = new Map([...model.adapters.values()].map((ad) => [ad.weight, ad]));
   const out = new Map<string, tf.Tensor>();
   for (const [name, v] of model.params) {
-    const ad = name.endsWith('.w') ? model.adapters.get(name.slice(0, -2)) : undefined;
+    const ad = byWeight.get(name);
     out.set(name, ad ? tf.tidy(() => v.add(tf.matMul(ad.a, ad.b).mul(ad.scale))) : v.clone());
   }
   return out;

@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { type Sequence, prepareBatch, selectRows, sequenceReturn, tokenRewards, validateBatch } from './batch';
 import { ConfigError, parseEngineConfig } from './errors';
 import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
-import { type GPT, frozenCopy } from './model';
+import { type LanguageModel } from './model';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type Reads, readAsync, readSync } from './reads';
 import { type PPOOptions, ppoOptionsSchema } from '../../sdk/training-config';
@@ -49,20 +49,20 @@ export function actionRewards(s: Sequence): { tokenIndex: number[]; rewards: num
 export class PPOTrainer {
   readonly config: PPOConfig;
   readonly core: TrainerCore;
-  readonly reference: GPT | null;
+  readonly reference: LanguageModel | null;
   private readonly ownsReference: boolean;
 
   /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
   constructor(
-    readonly model: GPT,
+    readonly model: LanguageModel,
     config: Partial<PPOConfig> = {},
-    reference?: GPT,
+    reference?: LanguageModel,
   ) {
     this.config = resolvePPOConfig(config);
-    if (!model.config.valueHead) throw new ConfigError('model.valueHead', 'PPO needs a model created with valueHead: true');
+    if (!model.hasValueHead) throw new ConfigError('model.valueHead', 'PPO needs a model created with valueHead: true');
     this.core = new TrainerCore(model, this.config, this.config.seed);
     this.ownsReference = this.config.klCoef > 0 && !reference;
-    this.reference = this.config.klCoef > 0 ? (reference ?? frozenCopy(model)) : null;
+    this.reference = this.config.klCoef > 0 ? (reference ?? model.frozenCopy()) : null;
   }
 
   /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */
@@ -77,7 +77,7 @@ export class PPOTrainer {
 
   private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
     const c = this.config;
-    const { contextLength, vocabSize } = this.model.config;
+    const { contextLength, vocabSize } = this.model;
     validateBatch(batch, { contextLength, vocabSize, needRewards: true });
     const t0 = performance.now();
 
@@ -168,7 +168,7 @@ export class PPOTrainer {
   }
 
   /** Log-probs and values [B·cols] without gradients. */
-  private *evaluate(policy: GPT, inputs: number[][], targets: number[]): Reads<{ logp: Float32Array; values: Float32Array }> {
+  private *evaluate(policy: LanguageModel, inputs: number[][], targets: number[]): Reads<{ logp: Float32Array; values: Float32Array }> {
     const [lp, v] = tf.tidy(() => {
       const out = policy.forward(inputs);
       const logp = targetLogProbs(out.logits.div(this.config.temperature) as tf.Tensor2D, tf.tensor1d(targets, 'int32'));

@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { type GPT, type KvCache } from './model';
+import { type KvCache, type LanguageModel } from './model';
 import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { Rng } from './rng';
 import { type Tokenizer } from './tokenizer';
@@ -85,7 +85,7 @@ export function resolveSampleOptions(partial: Partial<SampleOptions> = {}): Samp
  * makes. Synchronous: wasm and cpu only; `sampleAsync` runs on every backend.
  */
 export function sample(
-  model: GPT,
+  model: LanguageModel,
   tokenizer: Tokenizer,
   prompts: readonly (readonly number[])[],
   options: Partial<SampleOptions> = {},
@@ -96,7 +96,7 @@ export function sample(
 
 /** `sample`, reading each step's logits without blocking (WebGPU needs this). */
 export function sampleAsync(
-  model: GPT,
+  model: LanguageModel,
   tokenizer: Tokenizer,
   prompts: readonly (readonly number[])[],
   options: Partial<SampleOptions> = {},
@@ -106,7 +106,7 @@ export function sampleAsync(
 }
 
 function* sampling(
-  model: GPT,
+  model: LanguageModel,
   tokenizer: Tokenizer,
   prompts: readonly (readonly number[])[],
   options: Partial<SampleOptions> = {},
@@ -121,7 +121,7 @@ function* sampling(
   if (o.allowed && o.allowed.length !== prompts.length) throw new ConfigError('sample.allowed', `has ${o.allowed.length} rows for ${prompts.length} prompts`);
   // A constrained row's candidates: the allowed sequences its tokens so far are a prefix of.
   const candidates = prompts.map((_, b) => o.allowed?.[b] ?? null);
-  const ctx = model.config.contextLength;
+  const ctx = model.contextLength;
   const B = prompts.length;
   const L = Math.max(...prompts.map((p) => p.length));
   const budget = Math.min(o.maxTokens, ctx - L);
@@ -142,7 +142,7 @@ function* sampling(
   const banned = new Set([tokenizer.pad, tokenizer.bos]);
 
   // A tied head is transposed once per call rather than once per step (no gradients flow here).
-  const head = model.config.tiedHead ? model.headWeights() : undefined;
+  const head = model.tiedHead ? model.headWeights() : undefined;
   try {
     for (let step = 0; step < budget; step++) {
       let logits: Float32Array;

@@ -7,7 +7,7 @@ import { type Sequence, prepareBatch, validateBatch } from './batch';
 import { parseEngineConfig } from './errors';
 import { type SFTOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { maskedNll } from './losses';
-import { type GPT } from './model';
+import { type LanguageModel } from './model';
 import { targetLogProbs } from './ops';
 import { type Reads, readAsync, readSync } from './reads';
 import { type StepMetrics, TrainerCore, type TrainerState } from './trainer-core';
@@ -25,7 +25,7 @@ export class SFTTrainer {
   readonly core: TrainerCore;
 
   constructor(
-    readonly model: GPT,
+    readonly model: LanguageModel,
     config: Partial<SFTConfig> = {},
   ) {
     this.config = resolveSFTConfig(config);
@@ -43,7 +43,7 @@ export class SFTTrainer {
   }
 
   private *steps(batch: readonly Sequence[]): Reads<StepMetrics> {
-    const { contextLength, vocabSize } = this.model.config;
+    const { contextLength, vocabSize } = this.model;
     validateBatch(batch, { contextLength, vocabSize, needRewards: false });
     const t0 = performance.now();
     const b = prepareBatch(batch, 0);

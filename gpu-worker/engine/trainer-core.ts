@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { NonFiniteLossError } from './errors';
-import { type GPT } from './model';
+import { type LanguageModel } from './model';
 import { Adam, type OptimConfig, gradients, learningRateAt, sumOfSquares } from './optim';
 import { type Reads, type Values } from './reads';
 import { Rng, type RngState } from './rng';
@@ -54,7 +54,7 @@ export class TrainerCore {
   lastCheckpoint: string | null = null;
 
   constructor(
-    readonly model: GPT,
+    readonly model: LanguageModel,
     readonly optim: OptimConfig,
     seed: number,
   ) {

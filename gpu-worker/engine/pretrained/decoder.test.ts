@@ -203,17 +203,17 @@ describe('bad checkpoints', () => {
     const before = tf.memory().numTensors;
     const without = new Map(tensors);
     without.delete('model.layers.1.self_attn.k_proj.bias');
-    expect(() => new PretrainedDecoder(config, without, 'qwen2')).toThrow(CheckpointError);
-    expect(() => new PretrainedDecoder(config, without, 'qwen2')).toThrow(/"model\.layers\.1\.self_attn\.k_proj\.bias" is missing/);
+    expect(() => PretrainedDecoder.fromHfTensors(config, without, 'qwen2')).toThrow(CheckpointError);
+    expect(() => PretrainedDecoder.fromHfTensors(config, without, 'qwen2')).toThrow(/"model\.layers\.1\.self_attn\.k_proj\.bias" is missing/);
 
     const reshaped = new Map(tensors);
     const up = tensors.get('model.layers.0.mlp.up_proj.weight')!;
     reshaped.set('model.layers.0.mlp.up_proj.weight', { shape: [...up.shape].reverse(), data: up.data });
-    expect(() => new PretrainedDecoder(config, reshaped, 'qwen2')).toThrow(/"model\.layers\.0\.mlp\.up_proj\.weight" has shape \[64,96\] but the config needs \[96,64\]/);
+    expect(() => PretrainedDecoder.fromHfTensors(config, reshaped, 'qwen2')).toThrow(/"model\.layers\.0\.mlp\.up_proj\.weight" has shape \[64,96\] but the config needs \[96,64\]/);
 
     const extra = new Map(tensors);
     extra.set('model.layers.0.self_attn.q_norm.weight', { shape: [16], data: new Float32Array(16) });
-    expect(() => new PretrainedDecoder(config, extra, 'qwen2')).toThrow(/"model\.layers\.0\.self_attn\.q_norm\.weight" is not part of a qwen2 model/);
+    expect(() => PretrainedDecoder.fromHfTensors(config, extra, 'qwen2')).toThrow(/"model\.layers\.0\.self_attn\.q_norm\.weight" is not part of a qwen2 model/);
     // Shapes are checked before any variable is made: nothing is left from the refused checkpoints.
     expect(tf.memory().numTensors).toBe(before);
   });

@@ -14,22 +14,16 @@ import { CheckpointError } from '../errors';
 import { recordingGradients } from '../kernels';
 import { type NamedTensor } from '../safetensors';
 import { attentionMix, attentionScores, embed, linear2d, matMul2d } from '../ops';
-import { type ForwardOptions, type KvCache } from '../model';
+import { type Adapter, type ForwardOptions, type ForwardResult, type KvCache, type LanguageModel, adapterTrainables, expandLoraTargets, mergedTensors } from '../model';
 import { type DecoderConfig } from './hf-config';
 import { readHfFolder } from './hf-folder';
 import { applyRotary, inverseFrequencies, rotaryTables } from './rope';
 
-/** Per-layer keys (after rotation) and values [B, T, kvHeads, headDim], and how many positions they hold. */
-/** The GPT's KV cache and forward options (model.ts), one definition: the pretrained decoders take the same. */
+/**
+ * The GPT's KV cache (model.ts), one definition: per layer, keys (after rotation) and values
+ * [B, T, kvHeads, headDim], and how many positions they hold.
+ */
 export type DecoderCache = KvCache;
-/** As the GPT's, without `cacheCapacity` (this decoder's cache grows by concatenation for now). */
-export type DecoderForwardOptions = Omit<ForwardOptions, 'cacheCapacity'>;
-
-export interface DecoderForwardResult {
-  /** [B·Tn, V], or [B, V] with lastOnly. */
-  logits: tf.Tensor2D;
-  cache?: DecoderCache;
-}
 
 /** Every tensor the checkpoint must hold, with its Hugging Face shape ([out, in] for projections). */
 function expectedTensors(c: DecoderConfig): [string, number[]][] {
@@ -59,6 +53,16 @@ function expectedTensors(c: DecoderConfig): [string, number[]][] {
   return out;
 }
 
+/** The same tensors in the engine's layout: projections (and an untied head) [in, out]. */
+function engineShapes(c: DecoderConfig): [string, number[]][] {
+  return expectedTensors(c).map(([name, shape]) => [name, isProjection(name, shape) ? [shape[1], shape[0]] : shape]);
+}
+
+/** Whether a 2-D tensor is stored transposed in the engine (every one but the token table). */
+function isProjection(name: string, shape: readonly number[]): boolean {
+  return shape.length === 2 && name !== 'model.embed_tokens.weight' && !name.startsWith('value.');
+}
+
 /** Tensors a checkpoint may carry that the forward pass does not read. */
 function ignorable(name: string, c: DecoderConfig): boolean {
   // Old Llama checkpoints store the rotary table (we compute it); tied ones sometimes keep a copy of the head.
@@ -67,20 +71,58 @@ function ignorable(name: string, c: DecoderConfig): boolean {
 
 let uidCounter = 0;
 
-export class PretrainedDecoder {
+/** The projections LoRA can adapt, by their short names, and the groups of them. */
+const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
+const LORA_GROUPS: Record<string, readonly string[]> = { attn: ['q', 'k', 'v', 'o'], mlp: ['gate', 'up', 'down'] };
+const PROJECTION: Record<(typeof LORA_TARGETS)[number], string> = {
+  q: 'self_attn.q_proj',
+  k: 'self_attn.k_proj',
+  v: 'self_attn.v_proj',
+  o: 'self_attn.o_proj',
+  gate: 'mlp.gate_proj',
+  up: 'mlp.up_proj',
+  down: 'mlp.down_proj',
+};
+
+export interface DecoderOptions {
+  /** Add a value head (zero-initialised; PPO's critic), as the GPT's `valueHead`. */
+  valueHead?: boolean;
+}
+
+export class PretrainedDecoder implements LanguageModel {
   readonly params = new Map<string, tf.Variable>();
+  readonly adapters = new Map<string, Adapter>();
+  readonly hasValueHead: boolean;
   private readonly invFreq: Float32Array;
+
+  /**
+   * Weights by Hugging Face name in the engine's layout (projections [in, out]); a missing tensor
+   * or a wrong shape is an error naming it. `fromHfTensors` reads the checkpoint's own layout.
+   */
+  constructor(
+    readonly config: DecoderConfig,
+    weights: Map<string, tf.Tensor>,
+    opts: DecoderOptions = {},
+  ) {
+    this.hasValueHead = opts.valueHead ?? false;
+    const shapes = engineShapes(config);
+    if (this.hasValueHead) shapes.push(['value.w', [config.hiddenSize, 1]], ['value.b', [1]]);
+    for (const [name, shape] of shapes) {
+      const w = weights.get(name) ?? (name.startsWith('value.') ? tf.zeros(shape) : undefined);
+      if (!w) throw new Error(`weights are missing tensor "${name}"`);
+      if (w.shape.join(',') !== shape.join(',')) throw new Error(`tensor "${name}" has shape [${w.shape}] but the config needs [${shape}]`);
+      this.params.set(name, tf.variable(w, true, `${name}_${uidCounter++}`));
+      if (w !== weights.get(name)) w.dispose();
+    }
+    this.invFreq = inverseFrequencies(config);
+  }
 
   /**
    * Weights by Hugging Face name in Hugging Face layout; `where` names the source in errors. A
    * missing tensor, a shape that is not the config's, or a tensor the architecture does not have
    * is refused naming it, before any variable is made.
    */
-  constructor(
-    readonly config: DecoderConfig,
-    tensors: Map<string, NamedTensor>,
-    where = '<tensors>',
-  ) {
+  static fromHfTensors(config: DecoderConfig, tensors: Map<string, NamedTensor>, where = '<tensors>', opts: DecoderOptions = {}): PretrainedDecoder {
     const expected = expectedTensors(config);
     const known = new Set(expected.map(([name]) => name));
     for (const [name, shape] of expected) {
@@ -95,22 +137,92 @@ export class PretrainedDecoder {
         throw new CheckpointError(where, `tensor "${name}" is not part of a ${config.family} model with this config`);
       }
     }
-    for (const [name, shape] of expected) {
-      const t = tensors.get(name)!;
-      const value = tf.tidy(() => {
-        const raw = tf.tensor(t.data, shape);
-        return shape.length === 2 && name !== 'model.embed_tokens.weight' ? raw.transpose() : raw;
-      });
-      this.params.set(name, tf.variable(value, true, `${name}_${uidCounter++}`));
-      value.dispose();
+    const weights = new Map<string, tf.Tensor>();
+    try {
+      for (const [name, shape] of expected) {
+        const t = tensors.get(name)!;
+        weights.set(
+          name,
+          tf.tidy(() => {
+            const raw = tf.tensor(t.data, shape);
+            return isProjection(name, shape) ? raw.transpose() : raw;
+          }),
+        );
+      }
+      return new PretrainedDecoder(config, weights, opts);
+    } finally {
+      weights.forEach((t) => t.dispose());
     }
-    this.invFreq = inverseFrequencies(config);
   }
 
   /** Load a Hugging Face folder (config.json + safetensors, single or sharded). */
-  static async fromFolder(folder: string): Promise<PretrainedDecoder> {
+  static async fromFolder(folder: string, opts: DecoderOptions = {}): Promise<PretrainedDecoder> {
     const { config, tensors } = await readHfFolder(folder);
-    return new PretrainedDecoder(config, tensors, folder);
+    return PretrainedDecoder.fromHfTensors(config, tensors, folder, opts);
+  }
+
+  get contextLength(): number {
+    return this.config.maxPositions;
+  }
+
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  get tiedHead(): boolean {
+    return this.config.tiedEmbeddings;
+  }
+
+  get numParameters(): number {
+    let n = 0;
+    for (const [name, v] of this.params) if (!name.startsWith('value.')) n += v.size;
+    return n;
+  }
+
+  trainableVariables(): Map<string, tf.Variable> {
+    return adapterTrainables(this.params, this.adapters, (name) => name.startsWith('value.'));
+  }
+
+  loraLinears(targets: readonly string[]): { linear: string; weight: string }[] {
+    return expandLoraTargets(targets, this.config.layers, LORA_TARGETS, LORA_GROUPS, (l, t) => {
+      const linear = `model.layers.${l}.${PROJECTION[t as (typeof LORA_TARGETS)[number]]}`;
+      return { linear, weight: `${linear}.weight` };
+    });
+  }
+
+  frozenCopy(): PretrainedDecoder {
+    const weights = mergedTensors(this);
+    try {
+      return new PretrainedDecoder(this.config, weights, { valueHead: this.hasValueHead });
+    } finally {
+      weights.forEach((t) => t.dispose());
+    }
+  }
+
+  /**
+   * The weights (adapters merged) by Hugging Face name in Hugging Face layout, read to the CPU: what
+   * a Hugging Face folder holds. The value head is not part of it.
+   */
+  async hfTensors(): Promise<Map<string, NamedTensor>> {
+    const merged = mergedTensors(this);
+    const out = new Map<string, NamedTensor>();
+    try {
+      for (const [name, t] of merged) {
+        if (name.startsWith('value.')) continue;
+        const hf = isProjection(name, t.shape) ? tf.transpose(t) : t;
+        out.set(name, { shape: hf.shape, data: (await hf.data()) as Float32Array });
+        if (hf !== t) hf.dispose();
+      }
+    } finally {
+      merged.forEach((t) => t.dispose());
+    }
+    return out;
+  }
+
+  snapshot(): Map<string, Float32Array> {
+    const out = new Map<string, Float32Array>();
+    for (const [name, v] of this.params) out.set(name, v.dataSync() as Float32Array);
+    return out;
   }
 
   p(name: string): tf.Variable {
@@ -119,11 +231,14 @@ export class PretrainedDecoder {
     return v;
   }
 
-  /** x [N, in] W (+ b) for the projection `name` (e.g. "model.layers.0.self_attn.q_proj"). */
+  /** x [N, in] W (+ b) (+ LoRA) for the projection `name` (e.g. "model.layers.0.self_attn.q_proj"). */
   private linear(x: tf.Tensor2D, name: string): tf.Tensor2D {
     const w = this.p(`${name}.weight`) as tf.Tensor2D;
     const b = this.params.get(`${name}.bias`);
-    return b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
+    let y = b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
+    const ad = this.adapters.get(name);
+    if (ad) y = y.add(matMul2d(matMul2d(x, ad.a as tf.Tensor2D), ad.b as tf.Tensor2D).mul(ad.scale));
+    return y;
   }
 
   /** RMSNorm over the last axis of [n, k]: x / √(mean x² + ε) · g. */
@@ -138,7 +253,9 @@ export class PretrainedDecoder {
   }
 
   /** Forward `tokens` [B, Tn]. Call inside tf.tidy (or dispose the results). */
-  forward(tokens: number[][], opts: DecoderForwardOptions = {}): DecoderForwardResult {
+  forward(tokens: number[][], opts: ForwardOptions = {}): ForwardResult {
+    // (Not read: `cacheCapacity`, as this cache grows by concatenation; `training` and `rng`, as
+    // these models have no dropout.)
     const c = this.config;
     const B = tokens.length;
     const Tn = tokens[0]?.length ?? 0;
@@ -155,8 +272,10 @@ export class PretrainedDecoder {
     const { heads: H, kvHeads: Hkv, headDim: hd } = c;
     const ids = tf.tensor1d(tokens.flat(), 'int32');
     const table = this.p('model.embed_tokens.weight') as tf.Tensor2D;
-    // gather is cheap without a gradient; under a tape, ops.ts's embed (gather has no gradient kernel on wasm).
-    let x = recordingGradients() ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
+    // gather is cheap without a gradient; ops.ts's embed (a one-hot product: gather has no gradient
+    // kernel on wasm) only when the table itself trains. Under LoRA it does not, and the tape never
+    // differentiates through it (variableGrads is given the trainable variables).
+    let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
     const { cos, sin } = rotaryTables(this.invFreq, opts.positions ?? [Array.from({ length: Tn }, (_, i) => past + i)]);
     const bias = attentionBias(B, Tn, past, opts.keyMask);
     const scale = 1 / Math.sqrt(hd);
@@ -196,12 +315,23 @@ export class PretrainedDecoder {
     const d = c.hiddenSize;
     if (opts.lastOnly && Tn > 1) hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
     const logits = matMul2d(hf, opts.head ?? this.headWeights());
-    return opts.returnCache ? { logits, cache: { keys, values, length: Tk } } : { logits };
+    const result: ForwardResult = { logits };
+    if (this.hasValueHead) {
+      const rows = opts.lastOnly ? 1 : Tn;
+      result.values = linear2d(hf, this.p('value.w') as tf.Tensor2D, this.p('value.b') as tf.Tensor1D).reshape([B, rows]) as tf.Tensor2D;
+    }
+    if (opts.returnCache) result.cache = { keys, values, length: Tk };
+    return result;
   }
 
   dispose(): void {
     for (const v of this.params.values()) v.dispose();
+    for (const ad of this.adapters.values()) {
+      ad.a.dispose();
+      ad.b.dispose();
+    }
     this.params.clear();
+    this.adapters.clear();
   }
 }
 
