@@ -65,6 +65,16 @@ export interface SampleResult {
   stop?: string;
 }
 
+/**
+ * Padding and BOS only ever come from the caller: the policy never writes them, unless the model
+ * pads with its end-of-turn token (as Llama 3 does, having no padding token of its own).
+ */
+export function neverSampled(tokenizer: Tokenizer): Set<number> {
+  const out = new Set([tokenizer.pad, tokenizer.bos]);
+  out.delete(tokenizer.eos);
+  return out;
+}
+
 export function resolveSampleOptions(partial: Partial<SampleOptions> = {}): SampleOptions {
   const o = { ...SAMPLE_DEFAULTS, ...partial };
   requireInt('sample.maxTokens', o.maxTokens, 1);
@@ -138,8 +148,7 @@ function* sampling(
   const results: SampleResult[] = prompts.map(() => ({ tokens: [], text: '', logprobs: [], finishReason: 'length' }));
   const done = new Array<boolean>(B).fill(false);
   let cache: KvCache | null = null;
-  // Padding and BOS only ever come from the caller; never let the policy write them.
-  const banned = new Set([tokenizer.pad, tokenizer.bos]);
+  const banned = neverSampled(tokenizer);
 
   // A tied head is transposed once per call rather than once per step (no gradients flow here).
   const head = model.tiedHead ? model.headWeights() : undefined;

@@ -2,7 +2,6 @@
  * Turns what the runtime produces (step reports, rollouts, match records) into stream items, and
  * numbers log lines. One Emitter per attempt.
  */
-import { ROLES, type Role } from '../engine/tokenizer';
 import { type Tokenizer } from '../runtime/policy';
 import { type EpisodeRollout } from '../runtime/rollout';
 import { capText } from '../../sdk/limits';
@@ -96,7 +95,6 @@ const MAX_SEGMENT_TOKENS = 2_000;
  * wrote (trainable) and which it read. BOS, EOS and padding are dropped.
  */
 function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: readonly number[], logprobs: readonly number[] = []): Segment[] {
-  const roleOf = new Map<number, Role>(ROLES.map((r) => [tok.roleToken(r), r]));
   const segments: Segment[] = [];
   let role = 'context';
   let current: { ids: number[]; logprobs: number[]; trainable: boolean; role: string } | null = null;
@@ -111,7 +109,7 @@ function sequenceSegments(tok: Tokenizer, tokens: readonly number[], lossMask: r
   };
   for (let i = 0; i < tokens.length; i++) {
     const id = tokens[i];
-    const r = roleOf.get(id);
+    const r = tok.turnRole(id);
     if (r !== undefined) {
       close();
       role = r;

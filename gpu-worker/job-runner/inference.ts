@@ -11,7 +11,7 @@ import { type Assignment, type SampleDone, type SampleRequest } from '../../sdk/
 import { type GPT, type KvCache } from '../engine/model';
 import { readAndDispose, readAsync } from '../engine/reads';
 import { Rng } from '../engine/rng';
-import { chooseToken, likeliestTokens, resolveSampleOptions } from '../engine/sampler';
+import { chooseToken, likeliestTokens, neverSampled, resolveSampleOptions } from '../engine/sampler';
 import { chatPrompt } from '../runtime/rollout';
 import { type Tokenizer } from '../engine/tokenizer';
 import { CheckpointStore } from './checkpoints';
@@ -75,13 +75,13 @@ async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: Infe
   let cache: KvCache | null = null;
   try {
     const o = resolveSampleOptions({ maxTokens: r.maxTokens, temperature: r.temperature, topK: r.topK ?? 0, topP: r.topP ?? 1, stop: r.stop ?? [] });
-    const prompt = r.chat ? chatPrompt(tok, r.chat.system, r.chat.messages) : [tok.bos, ...tok.encode(r.prompt)];
+    const prompt = r.chat ? chatPrompt(tok, r.chat.system, r.chat.messages) : tok.prompt(r.prompt);
     promptTokens = prompt.length;
     const ctx = model.config.contextLength;
     const budget = Math.min(o.maxTokens, ctx - prompt.length);
     if (budget <= 0) return void (await done('error', `the prompt has ${prompt.length} tokens; the model's context is ${ctx}`));
     const rng = new Rng(r.seed ?? (Math.random() * 2 ** 31) >>> 0);
-    const banned = new Set([tok.pad, tok.bos]);
+    const banned = neverSampled(tok);
     const generated: number[] = [];
     let last = prompt;
     for (let step = 0; step < budget; step++) {

@@ -6,13 +6,13 @@
  *   { "messages": [{ "role": "system"|"user"|"assistant"|"tool", "content": "..." }, ...] }
  *                                                                  (loss on every assistant turn),
  *
- * laid out in the engine's chat format (BOS, role separator, content, EOS), the same the rollout
- * runtime prompts with. Batches are a function of (seed, step) — epoch-wise shuffles — so a resumed
+ * laid out in the model's chat format (the tokenizer's conversation), the same the rollout runtime
+ * prompts with. Batches are a function of (seed, step) — epoch-wise shuffles — so a resumed
  * job sees the same batches the uninterrupted one would have.
  */
 import { type Sequence } from '../engine/batch';
 import { Rng } from '../engine/rng';
-import { ROLES, type Role, type Tokenizer } from '../engine/tokenizer';
+import { type ChatMessage, ROLES, type Role, type Tokenizer, maskedConversation } from '../engine/tokenizer';
 import { type Json } from '../../sdk/environment/schema';
 import { type Emitter } from './emit';
 import { JobFailure } from './types';
@@ -53,28 +53,29 @@ export function batchIndexes(n: number, batchSize: number, seed: number, step: n
 function demonstration(tok: Tokenizer, row: Json, index: number): Sequence {
   const where = `dataset row ${index + 1}`;
   if (!row || typeof row !== 'object' || Array.isArray(row)) throw new JobFailure(`${where}: not an object`);
-  const tokens = [tok.bos];
-  const lossMask = [0];
-  const add = (ids: number[], trainable: boolean) => {
-    tokens.push(...ids);
-    lossMask.push(...ids.map(() => (trainable ? 1 : 0)));
-  };
+  let messages: ChatMessage[];
   if (Array.isArray(row.messages)) {
-    for (const [i, m] of row.messages.entries()) {
+    messages = row.messages.map((m, i) => {
       if (!m || typeof m !== 'object' || Array.isArray(m) || typeof m.content !== 'string' || !ROLES.includes(m.role as Role)) {
         throw new JobFailure(`${where}: messages[${i}] needs a role (${ROLES.join(', ')}) and a string content`);
       }
-      const role = m.role as Role;
-      add([tok.roleToken(role)], false);
-      add([...tok.encode(m.content), tok.eos], role === 'assistant');
-    }
+      return { role: m.role as Role, content: m.content };
+    });
   } else if (typeof row.prompt === 'string' && typeof row.completion === 'string') {
-    if (typeof row.system === 'string' && row.system !== '') add([tok.roleToken('system'), ...tok.encode(row.system), tok.eos], false);
-    add([tok.roleToken('user'), ...tok.encode(row.prompt), tok.eos, tok.roleToken('assistant')], false);
-    add([...tok.encode(row.completion), tok.eos], true);
+    messages = [
+      ...(typeof row.system === 'string' && row.system !== '' ? [{ role: 'system' as const, content: row.system }] : []),
+      { role: 'user', content: row.prompt },
+      { role: 'assistant', content: row.completion },
+    ];
   } else {
     throw new JobFailure(`${where}: needs "prompt" and "completion" strings, or "messages"`);
   }
-  if (!lossMask.includes(1)) throw new JobFailure(`${where}: nothing to learn (no assistant text)`);
-  return { tokens, lossMask };
+  let sequence: Sequence;
+  try {
+    sequence = maskedConversation(tok, messages);
+  } catch (e) {
+    throw new JobFailure(`${where}: ${(e as Error).message}`);
+  }
+  if (!sequence.lossMask.includes(1)) throw new JobFailure(`${where}: nothing to learn (no assistant text)`);
+  return sequence;
 }

@@ -27,7 +27,8 @@ import { agentSystemPrompt, type EnvironmentDescription } from '../../sdk/dry-ru
 import { TOOL_CALL_CLOSE } from '../../sdk/environment/tools';
 import { PLAY_MAX_PARAMETERS, type PlayCheckpoint, type PlaySampling, playCheckpointTooLarge } from '../../sdk/play';
 import { modelPolicy } from './engine-policy';
-import { promptHead, promptTurn } from './rollout';
+import { type Conversation } from '../engine/tokenizer';
+import { turnIds } from './rollout';
 import { SandboxError } from './sandbox/errors';
 
 /** A checkpoint the request cannot play, with the reason the user reads (a BAD_REQUEST). */
@@ -113,6 +114,7 @@ export interface SeatTurn {
  */
 export class CheckpointSeat {
   private tokens: number[] = [];
+  private conversation: Conversation | null = null;
   private responseTokens = 0;
   private turns = 0;
   private readonly contextLength: number;
@@ -140,7 +142,7 @@ export class CheckpointSeat {
     if (unknown.length > 0) {
       return `${this.label}'s tokenizer has no token for ${unknown.slice(0, 8).map((c) => JSON.stringify(c)).join(', ')}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ''}, which ${this.description.name} writes: play a checkpoint trained on this environment`;
     }
-    const length = this.prompt(turn).length;
+    const length = this.prompt(turn).ids.length;
     if (length + 1 >= this.contextLength) {
       return `${this.label}'s context is ${this.contextLength} tokens and ${this.description.name}'s first prompt takes ${length}: play a checkpoint with a longer context (training.model.contextLength)`;
     }
@@ -150,7 +152,7 @@ export class CheckpointSeat {
   /** The checkpoint's action and its log-probability; a turn that cannot be played ends the episode, as in training. */
   async act(turn: SeatTurn): Promise<{ text: string; logprob: number }> {
     const tok = this.held.tokenizer;
-    const prompt = this.prompt(turn);
+    const { ids: prompt, conversation } = this.prompt(turn);
     const { maxTokensPerTurn, maxResponseTokens, temperature, maskActions } = this.sampling;
     if (prompt.length + 1 >= this.contextLength) {
       throw new SandboxError('invalid-output', this.label, `${this.label}'s context (${this.contextLength} tokens) is full: training ends such an episode here too (reason "context")`, null, '');
@@ -168,17 +170,19 @@ export class CheckpointSeat {
     });
     this.responseTokens += result.tokens.length;
     if (this.description.context !== 'latest') {
-      // The track as rollout.ts keeps it: a turn the policy did not close gets an EOS.
-      this.tokens = [...prompt, ...result.tokens, ...(result.tokens[result.tokens.length - 1] === tok.eos ? [] : [tok.eos])];
+      // The track as rollout.ts keeps it: a turn the policy did not close is closed for it.
+      this.tokens = [...prompt, ...result.tokens, ...conversation.closeTurn(result.tokens)];
+      this.conversation = conversation;
     }
     return { text: result.text, logprob: result.logprobs.reduce((a, b) => a + b, 0) };
   }
 
-  private prompt(turn: SeatTurn): number[] {
-    const tok = this.held.tokenizer;
+  /** The turn's prompt (the whole track so far in the full context) and the conversation that has it. */
+  private prompt(turn: SeatTurn): { ids: number[]; conversation: Conversation } {
     const latest = this.description.context === 'latest';
-    const head = latest || this.tokens.length === 0 ? promptHead(tok, agentSystemPrompt(turn.systemPrompt, this.description.toolPrompt)) : [];
-    return [...(latest ? [] : this.tokens), ...head, ...promptTurn(tok, turn.observation, turn.role)];
+    const system = agentSystemPrompt(turn.systemPrompt, this.description.toolPrompt);
+    const next = turnIds(this.held.tokenizer, latest ? null : this.conversation, system, turn.observation, turn.role);
+    return { ids: [...(latest ? [] : this.tokens), ...next.ids], conversation: next.conversation };
   }
 }
 

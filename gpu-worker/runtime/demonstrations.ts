@@ -6,7 +6,8 @@
  */
 import { type Sequence, type Tokenizer } from './policy';
 import { agentSystemPrompt } from '../../sdk/dry-run-report';
-import { promptHead, promptTurn } from './rollout';
+import { type Conversation } from '../engine/tokenizer';
+import { turnIds } from './rollout';
 import type { Transcript } from '../../sdk/dry-run-report';
 
 export interface DemonstrationOptions {
@@ -29,30 +30,27 @@ export function demonstrationSequences(tok: Tokenizer, transcripts: readonly Tra
   const out: Sequence[] = [];
   for (const t of transcripts) {
     if (t.endReason === 'error') continue;
-    const full = new Map<string, { tokens: number[]; lossMask: number[] }>();
+    const full = new Map<string, { tokens: number[]; lossMask: number[]; conversation: Conversation }>();
     let role: 'user' | 'tool' = 'user';
     for (const turn of t.turns) {
       const observationRole = role;
       role = turn.tool ? 'tool' : 'user';
       if (options.agents && !options.agents.includes(turn.agent)) continue;
       const system = agentSystemPrompt(t.systemPrompts[turn.agent] ?? '', options.toolPrompt ?? '');
-      const action = [...tok.encode(turn.action), tok.eos];
-      const prompt = promptTurn(tok, turn.observation, observationRole);
-      if (options.context === 'latest') {
-        const head = promptHead(tok, system);
-        out.push({ tokens: [...head, ...prompt, ...action], lossMask: [...head.map(() => 0), ...prompt.map(() => 0), ...action.map(() => 1)] });
-      } else {
-        let seq = full.get(turn.agent);
-        if (!seq) {
-          const head = promptHead(tok, system);
-          seq = { tokens: [...head], lossMask: head.map(() => 0) };
-          full.set(turn.agent, seq);
-        }
-        seq.tokens.push(...prompt, ...action);
-        seq.lossMask.push(...prompt.map(() => 0), ...action.map(() => 1));
-      }
+      const latest = options.context === 'latest';
+      const seq = latest ? undefined : full.get(turn.agent);
+      const prompt = turnIds(tok, seq?.conversation ?? null, system, turn.observation, observationRole);
+      const action = prompt.conversation.writeTurn(turn.action);
+      const ids = [...prompt.ids, ...action];
+      const mask = [...prompt.ids.map(() => 0), ...action.map(() => 1)];
+      if (latest) out.push({ tokens: ids, lossMask: mask });
+      else if (seq) {
+        seq.tokens.push(...ids);
+        seq.lossMask.push(...mask);
+        seq.conversation = prompt.conversation;
+      } else full.set(turn.agent, { tokens: ids, lossMask: mask, conversation: prompt.conversation });
     }
-    out.push(...full.values());
+    out.push(...[...full.values()].map(({ tokens, lossMask }) => ({ tokens, lossMask })));
   }
   return out.filter((s) => s.tokens.length <= options.contextLength);
 }

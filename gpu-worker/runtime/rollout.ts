@@ -17,6 +17,7 @@ import { type Json } from '../../sdk/environment/schema';
 import { TOOL_CALL_CLOSE } from '../../sdk/environment/tools';
 import { type EnvironmentHandle } from './environment-handle';
 import { SandboxError } from './sandbox/errors';
+import { type Conversation } from '../engine/tokenizer';
 import { type Policy, type SampleResult, type Tokenizer } from './policy';
 import { agentSystemPrompt, type SandboxErrorJson, type ToolCallRecord } from '../../sdk/dry-run-report';
 
@@ -99,8 +100,9 @@ export interface EpisodeRollout {
 interface Track {
   traj: AgentTrajectory;
   system: string;
-  /** Full mode: the growing sequence. */
+  /** Full mode: the growing sequence, and its conversation (null before the first turn). */
   tokens: number[];
+  conversation: Conversation | null;
   mask: number[];
   rewards: number[];
   logprobs: number[];
@@ -160,7 +162,7 @@ export async function runRollouts(
             turns: 0,
             responseTokens: 0,
           };
-          tracks[agent] = { traj, system, tokens: [], mask: [], rewards: [], logprobs: [], lastTrainable: -1, pendingReward: 0, turnSequenceRewards: [] };
+          tracks[agent] = { traj, system, tokens: [], conversation: null, mask: [], rewards: [], logprobs: [], lastTrainable: -1, pendingReward: 0, turnSequenceRewards: [] };
           out.agents[agent] = traj;
         }
         out.state = 'GENERATING';
@@ -295,28 +297,30 @@ function fail(out: EpisodeRollout, e: unknown) {
   out.error = e instanceof SandboxError ? e.toJSON() : { kind: 'crash', during: 'rollout', message: (e as Error).message, location: null, userStack: '' };
 }
 
-/** BOS and the system message (nothing for an empty system prompt). */
-export function promptHead(tok: Tokenizer, system: string): number[] {
-  return [tok.bos, ...(system ? [tok.roleToken('system'), ...tok.encode(system), tok.eos] : [])];
-}
-
-/** One observation message followed by the assistant separator. */
-export function promptTurn(tok: Tokenizer, observation: string, role: 'user' | 'tool' = 'user'): number[] {
-  return [tok.roleToken(role), ...tok.encode(observation), tok.eos, tok.roleToken('assistant')];
+/**
+ * The ids of an agent's next turn: the observation and the opening of its reply, appended to its
+ * conversation so far (`conversation`; null starts a new one with the system prompt, as in the
+ * `latest` context or at an agent's first turn). The conversation is not changed: the one returned
+ * has the turn, to keep when the prompt is used.
+ */
+export function turnIds(tok: Tokenizer, conversation: Conversation | null, system: string, observation: string, role: 'user' | 'tool'): { ids: number[]; conversation: Conversation } {
+  const conv = conversation ? conversation.clone() : tok.conversation(system);
+  return { ids: [...conv.message(role, observation), ...conv.openTurn()], conversation: conv };
 }
 
 /**
- * A whole conversation in the same format, ending with the assistant separator: what the
- * playground sends (an assistant message is the policy's own earlier turn, closed by EOS as a
- * rollout closes it).
+ * A whole conversation in the model's chat format, ending with the opening of the policy's turn:
+ * what the playground sends. An assistant message is the policy's own earlier turn, closed as a
+ * rollout closes it; a conversation that ends with one continues after it.
  */
 export function chatPrompt(tok: Tokenizer, system: string, messages: ReadonlyArray<{ role: 'user' | 'tool' | 'assistant'; text: string }>): number[] {
-  const out = promptHead(tok, system);
+  const conv = tok.conversation(system);
+  const out: number[] = [];
   for (const m of messages) {
-    if (m.role === 'assistant') out.push(...tok.encode(m.text), tok.eos);
-    else out.push(...promptTurn(tok, m.text, m.role));
+    if (m.role === 'assistant') out.push(...conv.openTurn(), ...conv.writeTurn(m.text));
+    else out.push(...conv.message(m.role, m.text));
   }
-  // A conversation that ends with the policy's own turn continues it (no new separator needed).
+  if (messages[messages.length - 1]?.role !== 'assistant') out.push(...conv.openTurn());
   return out;
 }
 
@@ -326,13 +330,13 @@ export function chatPrompt(tok: Tokenizer, system: string, messages: ReadonlyArr
  * is left as it was, so its sequence never outgrows the model's context.
  */
 function buildPrompt(tok: Tokenizer, track: Track, ep: Live, context: 'full' | 'latest', contextLength: number): number[] | null {
-  const turn = promptTurn(tok, ep.observation, ep.observationRole);
-  const head = context === 'latest' || track.tokens.length === 0 ? promptHead(tok, track.system) : [];
-  const length = (context === 'latest' ? 0 : track.tokens.length) + head.length + turn.length;
+  const latest = context === 'latest';
+  const turn = turnIds(tok, latest ? null : track.conversation, track.system, ep.observation, ep.observationRole);
+  const length = (latest ? 0 : track.tokens.length) + turn.ids.length;
   if (length + 1 >= contextLength) return null;
-  if (context === 'latest') return [...head, ...turn];
-  push(track, head, 0);
-  push(track, turn, 0);
+  if (latest) return turn.ids;
+  track.conversation = turn.conversation;
+  push(track, turn.ids, 0);
   return track.tokens.slice();
 }
 
@@ -357,8 +361,8 @@ function recordGeneration(tok: Tokenizer, track: Track, ep: Live, result: Sample
   } else {
     push(track, result.tokens, 1, result.logprobs);
     if (result.tokens.length > 0) track.lastTrainable = track.tokens.length - 1;
-    // Close the turn when the policy did not (stop string or length): the inserted EOS is not trainable.
-    if (result.tokens[result.tokens.length - 1] !== tok.eos) push(track, [tok.eos], 0);
+    // Close the turn when the policy did not (stop string or length): the inserted end of turn is not trainable.
+    push(track, track.conversation!.closeTurn(result.tokens), 0);
   }
   track.traj.turnRewards.push(0);
   if (track.pendingReward !== 0 && track.lastTrainable >= 0) {
