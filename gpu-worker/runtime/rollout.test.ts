@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { validateBatch } from '../engine/batch';
 import { CharTokenizer } from '../engine/tokenizer';
+import { HfTokenizer } from '../engine/pretrained/hf-tokenizer';
 import { loadTemplate } from '../../env-templates/load-template';
 import { openInSandbox } from '../../env-templates/test-support/template-harness';
 import { type SandboxEnvironment } from './sandbox/sandbox-environment';
+import { type Policy } from './policy';
 import { ScriptedPolicy } from './scripted-policy';
 import { type EpisodeSpec, type RolloutConfig, runRollouts, trainingBatch } from './rollout';
 
@@ -74,6 +76,41 @@ describe('rollout state machine', () => {
     expect(traj.turnRewards).toEqual([0, 1]);
     expect(r.moves.map((m) => m.tool?.name ?? null)).toEqual(['calculator', null]);
     expect(trainingBatch([r], 'agent')).toEqual([seq]);
+  });
+
+  test('through a pretrained model\'s chat template: the sampled ids kept as sampled, exactly they and the end of turn trainable', async () => {
+    const chatml = HfTokenizer.fromFolder(`${import.meta.dirname}/../engine/pretrained/fixtures/tokenizer-chatml`);
+    // The policy spells its text one byte token at a time, which is not how the tokenizer would
+    // encode it (its merges join bytes): re-tokenizing the text would change what is trained.
+    const spelled = (text: string) => Array.from(text, (ch) => chatml.encode(ch)[0]);
+    const written: number[][] = [];
+    const policy: Policy = {
+      async generate(prompts) {
+        return prompts.map((prompt) => {
+          const result = /<tool_result>(\d+)<\/tool_result>/.exec(chatml.decode(prompt));
+          const tokens = result ? [...spelled(`<answer>${result[1]}</answer>`), chatml.eos] : spelled('<tool_call>calculator(347*862)</tool_call>');
+          written.push(tokens);
+          return { tokens, text: chatml.decode(tokens), logprobs: tokens.map(() => -0.25), finishReason: result ? 'eos' : 'stop' };
+        });
+      },
+    };
+    const [r] = await runRollouts(mathTools, chatml, { p: policy }, [solo('c1')], config);
+    expect(r.endReason).toBe('terminated');
+    const [seq] = r.agents.agent.sequences;
+    expect(written).toHaveLength(2);
+    expect(written[0]).not.toEqual(chatml.encode('<tool_call>calculator(347*862)</tool_call>'));
+    const trainable = seq.tokens.filter((_, i) => seq.lossMask[i] === 1);
+    expect(trainable).toEqual([...written[0], ...written[1]]);
+    // Hand-checked: Qwen2.5's ChatML, the runtime closing the turn the stop string ended (not trainable).
+    expect(chatml.decode(seq.tokens, { keepSpecial: true })).toBe(
+      '<|im_start|>system\nMultiply.<|im_end|>\n<|im_start|>user\n347*862<|im_end|>\n<|im_start|>assistant\n' +
+        '<tool_call>calculator(347*862)</tool_call><|im_end|>\n<|im_start|>tool\n<tool_result>299114</tool_result><|im_end|>\n' +
+        '<|im_start|>assistant\n<answer>299114</answer><|im_end|>',
+    );
+    const closing = seq.tokens.findIndex((_, i) => seq.lossMask[i] === 1) + written[0].length;
+    expect([seq.tokens[closing], seq.lossMask[closing]]).toEqual([chatml.eos, 0]);
+    expect(seq.lossMask.at(-1)).toBe(1);
+    expect(r.agents.agent.logprobs[0].filter((_, i) => seq.lossMask[i] === 1).every((l) => l === -0.25)).toBe(true);
   });
 
   test('episodes in GENERATING are sampled together, one call per round', async () => {
