@@ -44,27 +44,29 @@ export function encodeSafetensors(tensors: Map<string, NamedTensor>, metadata: R
   return Buffer.concat([len, head, data]);
 }
 
-export function decodeSafetensors(
-  buf: Buffer,
-  where = '<buffer>',
-): { tensors: Map<string, NamedTensor>; metadata: Record<string, string> } {
+/** One tensor as a safetensors header lists it: its stored dtype and shape, and its bytes in the data section. */
+export interface SafetensorsEntry {
+  dtype: string;
+  shape: number[];
+  start: number;
+  end: number;
+}
+
+/**
+ * The header (the JSON after the 8-byte length) of a file whose data section has `dataLength`
+ * bytes, checked entry by entry: a supported dtype, a valid shape, offsets inside the data whose
+ * span is the shape's size. What `decodeSafetensors` reads, and all that an import checks before
+ * reading any weight.
+ */
+function parseHeader(header: unknown, dataLength: number, where: string): { entries: Map<string, SafetensorsEntry>; metadata: Record<string, string> } {
   const fail = (msg: string): never => {
     throw new CheckpointError(where, msg);
   };
-  if (buf.length < 8) fail(`truncated: ${buf.length} bytes, not even the 8-byte header length`);
-  const headerLen = Number(buf.readBigUInt64LE(0));
-  if (headerLen > buf.length - 8) fail(`truncated or corrupt: header claims ${headerLen} bytes but the file has ${buf.length - 8} after the length`);
-  let header: Record<string, unknown>;
-  try {
-    header = JSON.parse(buf.subarray(8, 8 + headerLen).toString('utf8')) as Record<string, unknown>;
-  } catch (err) {
-    return fail(`corrupt header: not valid JSON (${(err as Error).message})`);
-  }
   if (typeof header !== 'object' || header === null || Array.isArray(header)) fail('corrupt header: not a JSON object');
-  const data = buf.subarray(8 + headerLen);
-  const metadata = (header.__metadata__ ?? {}) as Record<string, string>;
-  const tensors = new Map<string, NamedTensor>();
-  for (const [name, entry] of Object.entries(header)) {
+  const h = header as Record<string, unknown>;
+  const metadata = (h.__metadata__ ?? {}) as Record<string, string>;
+  const entries = new Map<string, SafetensorsEntry>();
+  for (const [name, entry] of Object.entries(h)) {
     if (name === '__metadata__') continue;
     const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     const width = typeof e.dtype === 'string' ? DTYPE_BYTES[e.dtype] : undefined;
@@ -75,16 +77,65 @@ export function decodeSafetensors(
       fail(`tensor "${name}" has invalid data_offsets`);
     }
     const [start, end] = offs as number[];
-    if (end > data.length) fail(`truncated: tensor "${name}" needs bytes [${start}, ${end}) but the data section has ${data.length}`);
+    if (end > dataLength) fail(`truncated: tensor "${name}" needs bytes [${start}, ${end}) but the data section has ${dataLength}`);
     const shape = e.shape as number[];
     const count = shape.reduce((a, b) => a * b, 1);
     if (count * width! !== end - start) fail(`tensor "${name}": shape [${shape}] needs ${count * width!} bytes, offsets give ${end - start}`);
-    const view = new DataView(data.buffer, data.byteOffset + start, end - start);
-    tensors.set(name, { shape, data: toFloat32(view, e.dtype as string, count) });
+    entries.set(name, { dtype: e.dtype as string, shape, start, end });
+  }
+  return { entries, metadata };
+}
+
+function headerJson(bytes: Buffer, where: string): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch (err) {
+    throw new CheckpointError(where, `corrupt header: not valid JSON (${(err as Error).message})`);
+  }
+}
+
+export function decodeSafetensors(
+  buf: Buffer,
+  where = '<buffer>',
+): { tensors: Map<string, NamedTensor>; metadata: Record<string, string> } {
+  if (buf.length < 8) throw new CheckpointError(where, `truncated: ${buf.length} bytes, not even the 8-byte header length`);
+  const headerLen = Number(buf.readBigUInt64LE(0));
+  if (headerLen > buf.length - 8) throw new CheckpointError(where, `truncated or corrupt: header claims ${headerLen} bytes but the file has ${buf.length - 8} after the length`);
+  const data = buf.subarray(8 + headerLen);
+  const { entries, metadata } = parseHeader(headerJson(buf.subarray(8, 8 + headerLen), where), data.length, where);
+  const tensors = new Map<string, NamedTensor>();
+  for (const [name, e] of entries) {
+    const count = e.shape.reduce((a, b) => a * b, 1);
+    const view = new DataView(data.buffer, data.byteOffset + e.start, e.end - e.start);
+    tensors.set(name, { shape: e.shape, data: toFloat32(view, e.dtype, count) });
   }
   const expected = metadata[CRC_KEY];
-  if (expected !== undefined && String(crc32(data)) !== expected) fail('corrupt: the data section does not match its CRC-32 checksum');
+  if (expected !== undefined && String(crc32(data)) !== expected) throw new CheckpointError(where, 'corrupt: the data section does not match its CRC-32 checksum');
   return { tensors, metadata };
+}
+
+/** A file's header alone (no tensor data is read): what an import checks a multi-gigabyte file by. */
+export async function readSafetensorsHeader(file: string): Promise<{ entries: Map<string, SafetensorsEntry>; metadata: Record<string, string> }> {
+  let handle: fs.promises.FileHandle;
+  try {
+    handle = await fs.promises.open(file, 'r');
+  } catch (err) {
+    throw new CheckpointError(file, `cannot be read: ${(err as Error).message}`);
+  }
+  try {
+    const size = (await handle.stat()).size;
+    if (size < 8) throw new CheckpointError(file, `truncated: ${size} bytes, not even the 8-byte header length`);
+    const len = Buffer.alloc(8);
+    await handle.read(len, 0, 8, 0);
+    const headerLen = Number(len.readBigUInt64LE(0));
+    // (A header is JSON of names and shapes: 100 MB would be millions of tensors.)
+    if (headerLen > size - 8 || headerLen > 100 * 2 ** 20) throw new CheckpointError(file, `truncated or corrupt: header claims ${headerLen} bytes but the file has ${size - 8} after the length`);
+    const head = Buffer.alloc(headerLen);
+    await handle.read(head, 0, headerLen, 8);
+    return parseHeader(headerJson(head, file), size - 8 - headerLen, file);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Write atomically: a temporary file in the same folder, then rename. */

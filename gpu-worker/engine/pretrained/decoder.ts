@@ -26,7 +26,7 @@ import { applyRotary, inverseFrequencies, rotaryTables } from './rope';
 export type DecoderCache = KvCache;
 
 /** Every tensor the checkpoint must hold, with its Hugging Face shape ([out, in] for projections). */
-function expectedTensors(c: DecoderConfig): [string, number[]][] {
+export function expectedTensors(c: DecoderConfig): [string, number[]][] {
   const d = c.hiddenSize;
   const q = c.heads * c.headDim;
   const kv = c.kvHeads * c.headDim;
@@ -64,7 +64,7 @@ function isProjection(name: string, shape: readonly number[]): boolean {
 }
 
 /** Tensors a checkpoint may carry that the forward pass does not read. */
-function ignorable(name: string, c: DecoderConfig): boolean {
+export function ignorable(name: string, c: DecoderConfig): boolean {
   // Old Llama checkpoints store the rotary table (we compute it); tied ones sometimes keep a copy of the head.
   return name.endsWith('.rotary_emb.inv_freq') || (c.tiedEmbeddings && name === 'lm_head.weight');
 }

@@ -20,43 +20,38 @@ export async function readHfFolder(folder: string): Promise<HfFolder> {
   const configPath = path.join(folder, 'config.json');
   let config: DecoderConfig;
   try {
-    config = parseDecoderConfig(await readJson(configPath));
+    config = parseDecoderConfig(readJson(configPath));
   } catch (err) {
     // Name the file too: a user importing a folder needs to know which file to look at.
     if (err instanceof ConfigError) throw new CheckpointError(configPath, err.message);
     throw err;
   }
-  const single = path.join(folder, 'model.safetensors');
-  const index = path.join(folder, 'model.safetensors.index.json');
-  let files: string[];
-  if (fs.existsSync(single)) files = [single];
-  else if (fs.existsSync(index)) files = shardFiles(folder, index, await readJson(index));
-  else throw new CheckpointError(folder, 'has neither model.safetensors nor model.safetensors.index.json');
   const tensors = new Map<string, NamedTensor>();
-  for (const file of files) {
-    for (const [name, t] of (await readSafetensors(file)).tensors) tensors.set(name, t);
+  for (const file of weightFilesOf(folder)) {
+    for (const [name, t] of (await readSafetensors(path.join(folder, file))).tensors) tensors.set(name, t);
   }
   return { config, tensors };
 }
 
-/** The shard files an index names, each once, refusing a listed shard that is absent. */
-function shardFiles(folder: string, indexPath: string, index: unknown): string[] {
-  const map = (index as { weight_map?: unknown } | null)?.weight_map;
+/** `model.safetensors`, or the shards `model.safetensors.index.json` lists (each once, each present). */
+export function weightFilesOf(folder: string): string[] {
+  if (fs.existsSync(path.join(folder, 'model.safetensors'))) return ['model.safetensors'];
+  const indexPath = path.join(folder, 'model.safetensors.index.json');
+  if (!fs.existsSync(indexPath)) throw new CheckpointError(folder, 'has neither model.safetensors nor model.safetensors.index.json');
+  const map = (readJson(indexPath) as { weight_map?: unknown } | null)?.weight_map;
   if (typeof map !== 'object' || map === null) throw new CheckpointError(indexPath, 'has no "weight_map" object');
-  const names = [...new Set(Object.values(map as Record<string, unknown>))];
-  return names.map((name) => {
+  return [...new Set(Object.values(map as Record<string, unknown>))].map((name) => {
     // A shard name is a file beside the index, never a path out of the folder.
-    if (typeof name !== 'string' || name !== path.basename(name)) throw new CheckpointError(indexPath, `lists an invalid shard name ${JSON.stringify(name)}`);
-    const file = path.join(folder, name);
-    if (!fs.existsSync(file)) throw new CheckpointError(indexPath, `lists shard "${name}", which is not in the folder`);
-    return file;
+    if (typeof name !== 'string' || name !== path.basename(name) || !name.endsWith('.safetensors')) throw new CheckpointError(indexPath, `lists an invalid shard name ${JSON.stringify(name)}`);
+    if (!fs.existsSync(path.join(folder, name))) throw new CheckpointError(indexPath, `lists shard "${name}", which is not in the folder`);
+    return name;
   });
 }
 
-async function readJson(file: string): Promise<unknown> {
+export function readJson(file: string): unknown {
   let text: string;
   try {
-    text = await fs.promises.readFile(file, 'utf8');
+    text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     throw new CheckpointError(file, `cannot be read: ${(err as Error).message}`);
   }
