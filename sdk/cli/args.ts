@@ -2,6 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
 import { secretNameSchema } from '../team-secrets';
+import { modelNameSchema } from '../models';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -52,6 +53,8 @@ export type Command =
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
   | { name: 'secrets-list' }
+  | { name: 'models-list' }
+  | { name: 'models-import'; folder: string; modelName?: string }
   | { name: 'secrets-set'; secretName: string; valueFile?: string }
   | { name: 'secrets-delete'; secretName: string }
   | ({
@@ -110,6 +113,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   workers: {},
   datasets: { name: { type: 'string' } },
   secrets: { 'value-file': { type: 'string' } },
+  models: { name: { type: 'string' } },
   env: {
     http: { type: 'string', multiple: true },
     kind: { type: 'string' },
@@ -169,6 +173,7 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
+  models: 'whetstone models list | whetstone models import <Hugging Face model folder> [--name NAME]',
   secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
   env: [
     'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn|multi-agent] [--agents x,o] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
@@ -260,6 +265,17 @@ export function parseCommandLine(argv: string[]): CommandLine {
       }
       if (rest[0] !== 'upload') throw new UsageError(`datasets takes no argument or "upload <file.jsonl>", got: ${rest.join(' ')}`, [`usage: ${USAGE.datasets}`]);
       return { globals, command: { name: 'datasets-upload', file: one(rest.slice(1), 'a JSONL file', 'datasets'), datasetName: str('name') } };
+    }
+    case 'models': {
+      const [action, ...args] = rest;
+      if (action === 'list' && args.length === 0 && str('name') === undefined) return { globals, command: { name: 'models-list' } };
+      if (action !== 'import') throw new UsageError(`models takes "list" or "import <folder>", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.models}`]);
+      const modelName = str('name');
+      if (modelName !== undefined) {
+        const named = modelNameSchema.safeParse(modelName);
+        if (!named.success) throw new UsageError(`--name ${modelName}: ${named.error.issues[0].message}`);
+      }
+      return { globals, command: { name: 'models-import', folder: one(args, 'a model folder', 'models'), modelName } };
     }
     case 'secrets': {
       const [action, ...names] = rest;
@@ -359,6 +375,13 @@ commands:
   ${USAGE.datasets}
       The team's datasets with their latest version; upload stores a JSONL file as the next
       version of the dataset --name (default: the file's name), or finds the identical one.
+  ${USAGE.models}
+      The team's pretrained models (Llama and Qwen families). import uploads a Hugging Face model
+      folder (config.json, model.safetensors or its shards with model.safetensors.index.json,
+      tokenizer.json, tokenizer_config.json, and chat_template.jinja or generation_config.json
+      when present) under --name (default: the folder's name); the server checks it whole (every
+      tensor's shape and dtype, the tokenizer, the chat template) before it becomes a model, and
+      keeps nothing of a refused one. Runs start from it with --set baseModelId=<id>.
   ${USAGE.secrets}
       The team's secrets: values that HTTP environments send as headers, named in a manifest as
       "headers": { "Authorization": { "secret": "NAME", "prefix": "Bearer " } }. list shows the

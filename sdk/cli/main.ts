@@ -11,6 +11,7 @@ import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
 import { secretsDeleteCommand, secretsListCommand, secretsSetCommand } from './commands/secrets';
+import { modelsImportCommand, modelsListCommand } from './commands/models';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { CliError, EXIT, toCliError } from './errors';
@@ -49,6 +50,10 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return envImportCommand(ctx, command);
     case 'secrets-list':
       return secretsListCommand(ctx);
+    case 'models-list':
+      return modelsListCommand(ctx);
+    case 'models-import':
+      return modelsImportCommand(ctx, command.folder, command.modelName);
     case 'secrets-set':
       return secretsSetCommand(ctx, command.secretName, command.valueFile);
     case 'secrets-delete':

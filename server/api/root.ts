@@ -9,6 +9,7 @@ import { installationRouter } from './routers/installation';
 import { invitationsRouter } from './routers/invitations';
 import { jobsRouter } from './routers/jobs';
 import { membersRouter } from './routers/members';
+import { modelsRouter } from './routers/models';
 import { playRouter } from './routers/play';
 import { quotasRouter } from './routers/quotas';
 import { runsRouter } from './routers/runs';
@@ -37,6 +38,7 @@ export const appRouter = router({
   environments: environmentsRouter,
   gallery: galleryRouter,
   datasets: datasetsRouter,
+  models: modelsRouter,
   jobs: jobsRouter,
   runs: runsRouter,
   inference: inferenceRouter,

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { type Readable } from 'node:stream';
 
 /**
  * Where large immutable things live (checkpoints, datasets): a key-value store of bytes. The
@@ -9,14 +10,28 @@ import path from 'node:path';
 export interface BlobStore {
   /** Stores bytes under their sha256 and returns the key; storing the same bytes twice is free. */
   put(data: Buffer, prefix: string): Promise<{ key: string; bytes: number; sha256: string }>;
+  /**
+   * Stores a file's bytes under their sha256, hashing it as a stream (a model's weights never sit
+   * in memory whole); the file is moved in, or removed when the store already has the bytes.
+   */
+  putFile(file: string, prefix: string): Promise<{ key: string; bytes: number; sha256: string }>;
   get(key: string): Promise<Buffer>;
+  /** The bytes as a stream (for answers too large to hold). */
+  stream(key: string): Readable;
   has(key: string): Promise<boolean>;
+  /** A folder on the same volume for uploads under way, so that `putFile` moves rather than copies. */
+  readonly stagingRoot: string;
 }
 
 const KEY = /^[a-z0-9-]+\/[0-9a-f]{64}$/;
 
 export class FsBlobStore implements BlobStore {
-  constructor(private readonly root: string) {}
+  readonly stagingRoot: string;
+
+  constructor(private readonly root: string) {
+    // Not a key's folder: keys are "<prefix>/<sha256>" with a prefix of [a-z0-9-].
+    this.stagingRoot = path.join(root, '.staging');
+  }
 
   private file(key: string): string {
     if (!KEY.test(key)) throw new Error(`not a blob key: ${key}`);
@@ -38,8 +53,31 @@ export class FsBlobStore implements BlobStore {
     return { key, bytes: data.length, sha256 };
   }
 
+  async putFile(file: string, prefix: string): Promise<{ key: string; bytes: number; sha256: string }> {
+    if (!/^[a-z0-9-]+$/.test(prefix)) throw new Error(`bad blob prefix: ${prefix}`);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of fs.createReadStream(file)) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    const sha256 = hash.digest('hex');
+    const key = `${prefix}/${sha256}`;
+    const target = this.file(key);
+    if (fs.existsSync(target)) await fs.promises.rm(file, { force: true });
+    else {
+      await fs.promises.mkdir(path.dirname(target), { recursive: true });
+      await fs.promises.rename(file, target);
+    }
+    return { key, bytes, sha256 };
+  }
+
   get(key: string): Promise<Buffer> {
     return fs.promises.readFile(this.file(key));
+  }
+
+  stream(key: string): Readable {
+    return fs.createReadStream(this.file(key));
   }
 
   async has(key: string): Promise<boolean> {

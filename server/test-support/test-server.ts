@@ -54,6 +54,8 @@ export async function startTestServer(
     realtime,
     scheduler,
     blobs: deps.blobs,
+    /** The blob store's folder (what tests inspect to see that nothing was left behind). */
+    blobRoot,
     play,
     close: async () => {
       await scheduler?.stop();

@@ -11,26 +11,10 @@ import path from 'node:path';
 import { CheckpointError, ConfigError } from '../errors';
 import { readSafetensorsHeader } from '../safetensors';
 import { expectedTensors, ignorable } from './decoder';
-import { type DecoderConfig, type DecoderFamily, parseDecoderConfig } from './hf-config';
+import { type ModelCard } from '../../../sdk/models';
+import { type DecoderConfig, parseDecoderConfig } from './hf-config';
 import { readJson, weightFilesOf } from './hf-folder';
 import { HfTokenizer } from './hf-tokenizer';
-
-/** What a model is, as the Models page and the CLI show it. */
-export interface ModelCard {
-  family: DecoderFamily;
-  config: DecoderConfig;
-  /** Weights of the model (the head counted once when tied). */
-  parameters: number;
-  contextLength: number;
-  vocabSize: number;
-  hasChatTemplate: boolean;
-  /** The stored dtypes of the weights (e.g. ["BF16"]). */
-  dtypes: string[];
-  /** The folder's files the model consists of (weights, configs, tokenizer), relative names, sorted. */
-  files: string[];
-  /** Their total size in bytes. */
-  bytes: number;
-}
 
 /** Files a model may carry beside its weights; read when present, uploaded with it. */
 const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
@@ -86,5 +70,19 @@ export async function inspectHfFolder(folder: string): Promise<ModelCard> {
   const bytes = files.reduce((sum, f) => sum + fs.statSync(path.join(folder, f)).size, 0);
   let parameters = 0;
   for (const shape of expected.values()) parameters += shape.reduce((a, b) => a * b, 1);
-  return { family: config.family, config, parameters, contextLength: config.maxPositions, vocabSize: config.vocabSize, hasChatTemplate: tokenizer.hasChatTemplate, dtypes: [...dtypes].sort(), files, bytes };
+  return {
+    family: config.family,
+    parameters,
+    contextLength: config.maxPositions,
+    vocabSize: config.vocabSize,
+    layers: config.layers,
+    hiddenSize: config.hiddenSize,
+    heads: config.heads,
+    kvHeads: config.kvHeads,
+    tiedEmbeddings: config.tiedEmbeddings,
+    hasChatTemplate: tokenizer.hasChatTemplate,
+    dtypes: [...dtypes].sort(),
+    files,
+    bytes,
+  };
 }

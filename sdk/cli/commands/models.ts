@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { formatBytes } from '../../bytes';
+import { modelNameSchema } from '../../models';
+import { CliError, EXIT } from '../errors';
+import { age, table } from '../format';
+import { call, type CommandContext } from './context';
+
+/**
+ * `whetstone models`: the team's pretrained models. An import sends a Hugging Face folder's model
+ * files in chunks and the server checks the whole folder before it becomes a model
+ * (server/models/model-uploads.ts); what to send is decided here by the files' names, so that a
+ * folder missing a file is refused before any byte is sent.
+ */
+
+/** The files of a model folder, by name: configs, tokenizer, template, and the weights (single or sharded). */
+function modelFiles(folder: string): string[] {
+  const has = (name: string) => fs.existsSync(path.join(folder, name));
+  for (const required of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
+    if (!has(required)) throw new CliError(`${path.join(folder, required)} is missing: a model folder needs config.json, the weights, tokenizer.json and tokenizer_config.json`, EXIT.NOT_FOUND);
+  }
+  const files = ['config.json', 'tokenizer.json', 'tokenizer_config.json', ...['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'].filter(has)];
+  if (has('model.safetensors')) return [...files, 'model.safetensors'].sort();
+  const index = path.join(folder, 'model.safetensors.index.json');
+  if (!fs.existsSync(index)) throw new CliError(`${folder} has neither model.safetensors nor model.safetensors.index.json`, EXIT.NOT_FOUND);
+  let map: unknown;
+  try {
+    map = (JSON.parse(fs.readFileSync(index, 'utf8')) as { weight_map?: unknown }).weight_map;
+  } catch (err) {
+    throw new CliError(`${index} is not valid JSON (${(err as Error).message})`, EXIT.USAGE);
+  }
+  if (typeof map !== 'object' || map === null) throw new CliError(`${index} has no "weight_map" object`, EXIT.USAGE);
+  const shards = [...new Set(Object.values(map as Record<string, unknown>).map(String))];
+  for (const shard of shards) {
+    if (shard !== path.basename(shard) || !has(shard)) throw new CliError(`${index} lists shard "${shard}", which is not in the folder`, EXIT.NOT_FOUND);
+  }
+  return [...files, 'model.safetensors.index.json', ...shards].sort();
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+export async function modelsImportCommand(ctx: CommandContext, folderArg: string, nameArg?: string): Promise<number> {
+  const folder = path.resolve(ctx.io.cwd, folderArg);
+  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) throw new CliError(`${folderArg} is not a folder`, EXIT.NOT_FOUND);
+  const name = nameArg ?? path.basename(folder);
+  const named = modelNameSchema.safeParse(name);
+  if (!named.success) throw new CliError(`the model's name ${name}: ${named.error.issues[0].message} (choose one with --name)`, EXIT.USAGE);
+  const paths = modelFiles(folder);
+  const files: { path: string; bytes: number; sha256: string }[] = [];
+  for (const p of paths) files.push({ path: p, bytes: fs.statSync(path.join(folder, p)).size, sha256: await sha256Of(path.join(folder, p)) });
+  const total = files.reduce((sum, f) => sum + f.bytes, 0);
+  const conn = await ctx.connect();
+  const { uploadId, chunkBytes } = await call(conn, () => conn.api.models.beginImport.mutate({ teamId: conn.teamId, name, files }));
+  try {
+    let sent = 0;
+    for (const f of files) {
+      const handle = await fs.promises.open(path.join(folder, f.path), 'r');
+      try {
+        // Read chunk by chunk: a model's weights never sit in memory whole.
+        const buffer = Buffer.alloc(chunkBytes);
+        for (let offset = 0; offset < f.bytes || (f.bytes === 0 && offset === 0); ) {
+          const { bytesRead } = await handle.read(buffer, 0, Math.min(chunkBytes, f.bytes - offset), offset);
+          const data = buffer.subarray(0, bytesRead).toString('base64');
+          await call(conn, () => conn.api.models.uploadChunk.mutate({ teamId: conn.teamId, uploadId, path: f.path, offset, data }));
+          offset += bytesRead;
+          sent += bytesRead;
+          if (bytesRead === 0) break;
+        }
+      } finally {
+        await handle.close();
+      }
+      ctx.out.note(`sent ${f.path}: ${formatBytes(sent)} of ${formatBytes(total)}`);
+    }
+    const { modelId, card } = await call(conn, () => conn.api.models.finishImport.mutate({ teamId: conn.teamId, uploadId }));
+    ctx.out.document({ model: { id: modelId, name, ...card } });
+    ctx.out.line(
+      `model ${name} imported (${modelId}): ${card.family}, ${(card.parameters / 1e6).toFixed(card.parameters < 1e7 ? 2 : 0)} M parameters, context ${card.contextLength}, vocabulary ${card.vocabSize}, ${card.hasChatTemplate ? 'chat template' : 'no chat template'}, ${formatBytes(card.bytes)}`,
+    );
+    ctx.out.line(`start a run from it: whetstone run <environment> --set baseModelId=${modelId}`);
+    return EXIT.OK;
+  } catch (err) {
+    // The server drops a finished or refused upload itself; one stopped midway is dropped here.
+    await conn.api.models.abandonImport.mutate({ teamId: conn.teamId, uploadId }).catch(() => undefined);
+    throw err;
+  }
+}
+
+export async function modelsListCommand(ctx: CommandContext): Promise<number> {
+  const conn = await ctx.connect();
+  const models = await call(conn, () => conn.api.models.list.query({ teamId: conn.teamId }));
+  ctx.out.document({ models });
+  if (models.length === 0) {
+    ctx.out.line('no models: import a Hugging Face folder with whetstone models import <folder> --name NAME');
+    return EXIT.OK;
+  }
+  const now = new Date();
+  ctx.out.line(
+    table(
+      ['ID', 'NAME', 'FAMILY', 'PARAMETERS', 'CONTEXT', 'VOCAB', 'CHAT', 'SIZE', 'RUNS', 'IMPORTED'],
+      models.map((m) => [m.id, m.name, m.card.family, `${(m.card.parameters / 1e6).toFixed(2)} M`, String(m.card.contextLength), String(m.card.vocabSize), m.card.hasChatTemplate ? 'yes' : 'no', formatBytes(m.bytes), String(m.runs), `${age(m.createdAt, now)} ago`]),
+    ),
+  );
+  return EXIT.OK;
+}

@@ -1,0 +1,138 @@
+/**
+ * Importing pretrained models: `whetstone models import` sends a Hugging Face folder, the server
+ * checks it whole in the engine's inspect process and keeps it content-addressed; every refusal
+ * names the file and the reason and leaves nothing behind (no row, no blob, no staging folder).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createTRPCClient, httpBatchLink } from '@trpc/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { transformer } from '../../sdk/transformer';
+import { EXIT } from '../../sdk/cli/errors';
+import { runCapture } from '../../sdk/test-support/cli/test-io';
+import type { AppRouter } from './root';
+import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { addMember, createUserWithTeam, startTestServer } from '../test-support/test-server';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const CHAT = path.join(REPO, 'gpu-worker/engine/pretrained/fixtures/qwen2-chat');
+
+let t: TestDatabase;
+let server: Awaited<ReturnType<typeof startTestServer>>;
+let owner: Awaited<ReturnType<typeof createUserWithTeam>>;
+let env: Record<string, string>;
+let home: string;
+const dirs: string[] = [];
+
+function api(cookie: string) {
+  return createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: server.url }) })] });
+}
+const cli = (argv: string[]) => runCapture(argv, { env, cwd: REPO });
+
+/** A copy of the chat fixture, without its test expectations. */
+function folder(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'model-import-'));
+  dirs.push(dir);
+  fs.cpSync(CHAT, dir, { recursive: true });
+  fs.rmSync(path.join(dir, 'expected.json'));
+  return dir;
+}
+
+/** Whatever the blob store holds under model-files/ and .staging/: nothing may be left by a refusal. */
+function storedFiles(): string[] {
+  const list = (dir: string): string[] => (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name)) : []);
+  return [...list(path.join(server.blobRoot, 'model-files')), ...list(path.join(server.blobRoot, '.staging'))];
+}
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  server = await startTestServer(t.db, { databaseUrl: t.url });
+  owner = await createUserWithTeam(server.url, t.db);
+  const apiKey = (await api(owner.cookie).apiKeys.create.mutate({ teamId: owner.team.id, name: 'models test' })).key;
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-cli-'));
+  env = { WHETSTONE_URL: server.url, WHETSTONE_API_KEY: apiKey, WHETSTONE_HOME: home };
+});
+
+afterAll(async () => {
+  await server?.close();
+  await t?.drop();
+  for (const d of [...dirs, home]) if (d) fs.rmSync(d, { recursive: true, force: true });
+});
+
+describe('importing a pretrained model', () => {
+  it('refuses a broken folder naming the file and the reason, keeping nothing', async () => {
+    const dir = folder();
+    // A template that fails to render is found only by the server's check, after every byte arrived.
+    fs.writeFileSync(path.join(dir, 'chat_template.jinja'), "{{ raise_exception('templates are hard') }}");
+    const refused = await cli(['models', 'import', dir, '--name', 'broken']);
+    expect(refused.code).not.toBe(EXIT.OK);
+    expect(refused.stderr).toMatch(/chat template: it fails to render \(templates are hard\)/);
+    expect(storedFiles()).toEqual([]);
+    expect(await t.db.pretrainedModel.count()).toBe(0);
+
+    // A shard the index lists but the folder lacks: refused before anything is sent.
+    const sharded = folder();
+    fs.renameSync(path.join(sharded, 'model.safetensors'), path.join(sharded, 'model-00001-of-00002.safetensors'));
+    fs.writeFileSync(path.join(sharded, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { 'model.norm.weight': 'model-00001-of-00002.safetensors', 'lm_head.weight': 'model-00002-of-00002.safetensors' } }));
+    const missing = await cli(['models', 'import', sharded, '--name', 'sharded']);
+    expect(missing.stderr).toMatch(/lists shard "model-00002-of-00002\.safetensors", which is not in the folder/);
+    expect(storedFiles()).toEqual([]);
+  });
+
+  it('imports a Hugging Face folder with the CLI, describes it, and stores each file once', async () => {
+    const imported = await cli(['models', 'import', folder(), '--name', 'tiny-qwen', '--json']);
+    expect(imported.code, imported.stderr).toBe(EXIT.OK);
+    const { model } = JSON.parse(imported.stdout) as { model: { id: string; family: string; contextLength: number; vocabSize: number; hasChatTemplate: boolean; files: string[] } };
+    expect(model).toMatchObject({ family: 'qwen2', contextLength: 256, vocabSize: 320, hasChatTemplate: true });
+    const row = await t.db.pretrainedModel.findUniqueOrThrow({ where: { id: model.id } });
+    const files = row.files as { path: string; storageKey: string; sha256: string }[];
+    expect(files.map((f) => f.path)).toEqual(model.files);
+    for (const f of files) {
+      const stored = fs.readFileSync(path.join(server.blobRoot, f.storageKey));
+      expect(createHash('sha256').update(stored).digest('hex')).toBe(f.sha256);
+      expect(stored.equals(fs.readFileSync(path.join(CHAT, f.path)))).toBe(true);
+    }
+    // The same weights under another name: a second model, no second copy of any file.
+    const before = storedFiles().length;
+    const again = await cli(['models', 'import', folder(), '--name', 'tiny-qwen-2', '--json']);
+    expect(again.code, again.stderr).toBe(EXIT.OK);
+    expect(storedFiles().length).toBe(before);
+    expect((await t.db.pretrainedModel.findFirstOrThrow({ where: { name: 'tiny-qwen-2' } })).contentHash).toBe(row.contentHash);
+    // A name taken is refused before the upload.
+    const taken = await cli(['models', 'import', folder(), '--name', 'tiny-qwen']);
+    expect(taken.stderr).toMatch(/already has a model named "tiny-qwen"/);
+
+    const list = await cli(['models', 'list']);
+    expect(list.stdout).toMatch(/tiny-qwen\s+qwen2\s+0\.\d+ M\s+256\s+320\s+yes/);
+  });
+
+  it('checks every chunk against what was announced, and keeps uploads to their team', async () => {
+    const owners = api(owner.cookie);
+    const config = fs.readFileSync(path.join(CHAT, 'config.json'));
+    const sha256 = createHash('sha256').update(config).digest('hex');
+    const { uploadId } = await owners.models.beginImport.mutate({ teamId: owner.team.id, name: 'partial', files: [{ path: 'config.json', bytes: config.length, sha256 }] });
+    await expect(owners.models.uploadChunk.mutate({ teamId: owner.team.id, uploadId, path: 'tokenizer.json', offset: 0, data: 'e30=' })).rejects.toThrow(/"tokenizer\.json" was not announced/);
+    await expect(owners.models.uploadChunk.mutate({ teamId: owner.team.id, uploadId, path: 'config.json', offset: 10, data: 'e30=' })).rejects.toThrow(/would leave a gap/);
+    await owners.models.uploadChunk.mutate({ teamId: owner.team.id, uploadId, path: 'config.json', offset: 0, data: config.subarray(0, 100).toString('base64') });
+    await expect(owners.models.finishImport.mutate({ teamId: owner.team.id, uploadId })).rejects.toThrow(/"config\.json" arrived with 100 of its \d+ bytes/);
+    // Finishing, even refused, ends the upload.
+    await expect(owners.models.uploadChunk.mutate({ teamId: owner.team.id, uploadId, path: 'config.json', offset: 100, data: 'e30=' })).rejects.toThrow(/No such upload/);
+
+    // Another team's member cannot see or write an upload, or read a model.
+    const other = await createUserWithTeam(server.url, t.db);
+    const { uploadId: mine } = await owners.models.beginImport.mutate({ teamId: owner.team.id, name: 'mine', files: [{ path: 'config.json', bytes: config.length, sha256 }] });
+    await expect(api(other.cookie).models.uploadChunk.mutate({ teamId: other.team.id, uploadId: mine, path: 'config.json', offset: 0, data: 'e30=' })).rejects.toThrow(/No such upload/);
+    const model = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId: owner.team.id } });
+    await expect(api(other.cookie).models.get.query({ teamId: other.team.id, modelId: model.id })).rejects.toThrow(/No such model/);
+    await owners.models.abandonImport.mutate({ teamId: owner.team.id, uploadId: mine });
+    expect(storedFiles().filter((f) => f.includes('.staging'))).toEqual([]);
+
+    // A viewer may look, not import.
+    const viewer = await addMember(server.url, t.db, owner.team.id, 'VIEWER');
+    expect((await api(viewer.cookie).models.list.query({ teamId: owner.team.id })).length).toBe(2);
+    await expect(api(viewer.cookie).models.beginImport.mutate({ teamId: owner.team.id, name: 'nope', files: [{ path: 'config.json', bytes: 1, sha256 }] })).rejects.toThrow(/MEMBER/i);
+  });
+});

@@ -1,0 +1,34 @@
+/**
+ * The engine's check of a model folder (gpu-worker/engine/pretrained/inspect.ts), run in a process
+ * of its own (inspect-process.ts): the server never imports the engine, and a large tokenizer's
+ * parsing never holds up the event loop. A check that outlasts its budget is stopped and refused.
+ */
+import { type InspectAnswer, modelCardSchema, type ModelCard } from '../../sdk/models';
+import { forkRuntime } from '../environments/fork-runtime';
+
+/** Reading headers and a tokenizer takes seconds even for large models; this is a backstop. */
+const INSPECT_MS = 120_000;
+
+export async function inspectModelFolder(folder: string): Promise<{ ok: true; card: ModelCard } | { ok: false; error: string }> {
+  const { child, ready } = forkRuntime('gpu-worker/engine/pretrained/inspect-process.ts', 2048);
+  try {
+    await ready;
+    const answer = await new Promise<InspectAnswer>((resolve) => {
+      const timer = setTimeout(() => resolve({ ok: false, error: `the model check took longer than ${INSPECT_MS / 1000} s` }), INSPECT_MS);
+      child.on('message', (message: InspectAnswer | { type: 'ready' }) => {
+        if ('ok' in message) {
+          clearTimeout(timer);
+          resolve(message);
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ ok: false, error: `the model check stopped (exit code ${code}): the folder may be too large for its memory` });
+      });
+      child.send({ folder });
+    });
+    return answer.ok ? { ok: true, card: modelCardSchema.parse(answer.card) } : answer;
+  } finally {
+    child.kill();
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * Importing a pretrained model: its folder's files arrive in chunks through the API (the same
+ * authentication, roles and limits as every other call; a browser and the CLI send them alike),
+ * are staged on the blob store's volume, and become a model only once every file is whole, its
+ * sha256 is the one announced, and the engine's own check of the folder passes
+ * (gpu-worker/engine/pretrained/inspect.ts). Then each file moves into the content-addressed blob
+ * store and the row is written; on any refusal the staging folder is removed and nothing remains.
+ *
+ * An upload's state is its staging folder (`upload.json` beside the files), so a server restart
+ * in the middle loses nothing a client cannot resend: a chunk is written at its offset, and
+ * resending one that arrived is harmless.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { type ModelCard } from '../../sdk/models';
+import { type BlobStore } from '../blobs/store';
+import { type Db } from '../db/client';
+import { inspectModelFolder } from './inspect-model';
+
+/** The largest model an import takes, all files together. */
+export const MAX_MODEL_BYTES = 64 * 2 ** 30;
+/** The largest chunk one call carries (base64 in the body: about 5.6 MB of the request limit). */
+export const MODEL_CHUNK_BYTES = 4 * 2 ** 20;
+/** The names a model's files may have: a flat folder of JSON, Jinja and safetensors files. */
+export const MODEL_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.(json|jinja|safetensors)$/;
+
+export interface AnnouncedFile {
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+interface UploadState {
+  teamId: string;
+  userId: string;
+  name: string;
+  files: AnnouncedFile[];
+  createdAt: string;
+}
+
+export interface StoredModelFile {
+  path: string;
+  storageKey: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** An import the user must fix: the message says what and where. */
+export class ModelImportError extends Error {
+  constructor(
+    message: string,
+    readonly code: 'BAD_REQUEST' | 'CONFLICT' | 'NOT_FOUND' = 'BAD_REQUEST',
+  ) {
+    super(message);
+  }
+}
+
+const UPLOAD_ID = /^[0-9a-f-]{36}$/;
+
+function uploadDir(blobs: BlobStore, uploadId: string): string {
+  if (!UPLOAD_ID.test(uploadId)) throw new ModelImportError('No such upload', 'NOT_FOUND');
+  return path.join(blobs.stagingRoot, 'models', uploadId);
+}
+
+async function readState(blobs: BlobStore, teamId: string, uploadId: string): Promise<{ dir: string; state: UploadState }> {
+  const dir = uploadDir(blobs, uploadId);
+  let state: UploadState;
+  try {
+    state = JSON.parse(await fs.promises.readFile(path.join(dir, 'upload.json'), 'utf8')) as UploadState;
+  } catch {
+    throw new ModelImportError('No such upload (finished, abandoned, or never begun): begin the import again', 'NOT_FOUND');
+  }
+  // Another team's upload is answered as if it did not exist.
+  if (state.teamId !== teamId) throw new ModelImportError('No such upload', 'NOT_FOUND');
+  return { dir, state };
+}
+
+/** Starts an import: checks the names and sizes, and that the model's name is free. */
+export async function beginModelUpload(db: Db, blobs: BlobStore, input: { teamId: string; userId: string; name: string; files: AnnouncedFile[] }): Promise<{ uploadId: string }> {
+  const seen = new Set<string>();
+  for (const f of input.files) {
+    if (!MODEL_FILE_NAME.test(f.path) || f.path === 'upload.json') throw new ModelImportError(`"${f.path}" is not a model file name (a flat folder of .json, .jinja and .safetensors files)`);
+    if (seen.has(f.path)) throw new ModelImportError(`"${f.path}" is announced twice`);
+    seen.add(f.path);
+  }
+  const total = input.files.reduce((sum, f) => sum + f.bytes, 0);
+  if (total > MAX_MODEL_BYTES) throw new ModelImportError(`the model's files are ${total} bytes; an import takes at most ${MAX_MODEL_BYTES} (64 GiB)`);
+  if (await db.pretrainedModel.findFirst({ where: { teamId: input.teamId, name: input.name }, select: { id: true } })) {
+    throw new ModelImportError(`this team already has a model named "${input.name}": import under another name`, 'CONFLICT');
+  }
+  const uploadId = randomUUID();
+  const dir = uploadDir(blobs, uploadId);
+  await fs.promises.mkdir(dir, { recursive: true });
+  const state: UploadState = { teamId: input.teamId, userId: input.userId, name: input.name, files: input.files, createdAt: new Date().toISOString() };
+  await fs.promises.writeFile(path.join(dir, 'upload.json'), JSON.stringify(state));
+  return { uploadId };
+}
+
+/** Writes one chunk of one announced file at its offset; returns the bytes the file now has. */
+export async function writeModelChunk(blobs: BlobStore, input: { teamId: string; uploadId: string; path: string; offset: number; data: Buffer }): Promise<{ received: number }> {
+  const { dir, state } = await readState(blobs, input.teamId, input.uploadId);
+  const file = state.files.find((f) => f.path === input.path);
+  if (!file) throw new ModelImportError(`"${input.path}" was not announced when the upload began`);
+  if (input.offset + input.data.length > file.bytes) throw new ModelImportError(`"${input.path}" was announced as ${file.bytes} bytes; this chunk ends at ${input.offset + input.data.length}`);
+  const target = path.join(dir, file.path);
+  const have = fs.existsSync(target) ? (await fs.promises.stat(target)).size : 0;
+  // Chunks come in order; a resent one (a retry after a lost answer) is written again in place.
+  if (input.offset > have) throw new ModelImportError(`"${input.path}" has ${have} bytes; a chunk at ${input.offset} would leave a gap`);
+  const handle = await fs.promises.open(target, fs.existsSync(target) ? 'r+' : 'w');
+  try {
+    await handle.write(input.data, 0, input.data.length, input.offset);
+  } finally {
+    await handle.close();
+  }
+  return { received: Math.max(have, input.offset + input.data.length) };
+}
+
+/**
+ * Checks the whole upload and makes it a model; the staging folder is gone afterwards, whatever
+ * the outcome. A refusal names the file and the reason.
+ */
+export async function finishModelUpload(db: Db, blobs: BlobStore, input: { teamId: string; uploadId: string }): Promise<{ modelId: string; card: ModelCard }> {
+  const { dir, state } = await readState(blobs, input.teamId, input.uploadId);
+  try {
+    for (const f of state.files) {
+      const file = path.join(dir, f.path);
+      const size = fs.existsSync(file) ? (await fs.promises.stat(file)).size : 0;
+      if (size !== f.bytes) throw new ModelImportError(`"${f.path}" arrived with ${size} of its ${f.bytes} bytes: send the rest, or begin again`);
+      const sha256 = await sha256Of(file);
+      if (sha256 !== f.sha256) throw new ModelImportError(`"${f.path}" does not match the sha256 it was announced with (it changed while uploading, or was damaged): begin again`);
+    }
+    const inspected = await inspectModelFolder(dir);
+    // The engine names the staging path; the user knows the file by its name in their folder.
+    if (!inspected.ok) throw new ModelImportError(inspected.error.split(`${dir}${path.sep}`).join('').split(dir).join('the model folder'));
+    const card: ModelCard = inspected.card;
+    const extra = state.files.map((f) => f.path).filter((p) => !card.files.includes(p));
+    if (extra.length > 0) throw new ModelImportError(`${extra.map((p) => `"${p}"`).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not part of the model: leave ${extra.length === 1 ? 'it' : 'them'} out`);
+    const missing = card.files.filter((p) => !state.files.some((f) => f.path === p));
+    if (missing.length > 0) throw new ModelImportError(`the model needs ${missing.map((p) => `"${p}"`).join(', ')}, which ${missing.length === 1 ? 'was' : 'were'} not uploaded`);
+    const files: StoredModelFile[] = [];
+    for (const p of card.files) {
+      const stored = await blobs.putFile(path.join(dir, p), 'model-files');
+      files.push({ path: p, storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 });
+    }
+    const contentHash = createHash('sha256')
+      .update(files.map((f) => `${f.path}:${f.sha256}`).join('\n'))
+      .digest('hex');
+    try {
+      const row = await db.pretrainedModel.create({
+        data: {
+          teamId: state.teamId,
+          name: state.name,
+          family: card.family,
+          card: card as object,
+          files: files as object[],
+          contentHash,
+          bytes: BigInt(files.reduce((sum, f) => sum + f.bytes, 0)),
+          createdById: state.userId,
+        },
+        select: { id: true },
+      });
+      return { modelId: row.id, card };
+    } catch (err) {
+      if ((err as { code?: string }).code === 'P2002') throw new ModelImportError(`this team already has a model named "${state.name}": import under another name`, 'CONFLICT');
+      throw err;
+    }
+  } finally {
+    await fs.promises.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Drops an upload the client gave up on. */
+export async function abandonModelUpload(blobs: BlobStore, input: { teamId: string; uploadId: string }): Promise<void> {
+  const { dir } = await readState(blobs, input.teamId, input.uploadId);
+  await fs.promises.rm(dir, { recursive: true, force: true });
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
