@@ -59,6 +59,12 @@ export const trainJobConfigSchema = strictConfig({
   /** Start from this checkpoint's weights; without one, a new policy of `training.model`'s shape. */
   baseCheckpointId: id.optional(),
   /**
+   * Start from this imported pretrained model of the team's (server/models): its weights,
+   * tokenizer and chat template. Training adapts it with LoRA unless `training.lora` is false.
+   * Set by the server too when baseCheckpointId is a checkpoint of such a model.
+   */
+  baseModelId: id.optional(),
+  /**
    * On success, the run's newest sampler checkpoint becomes the team's base of this name. A name
    * already taken leaves the run SUCCEEDED and says so in its events (server/runs/bases.ts).
    */
@@ -75,6 +81,8 @@ export const sftJobConfigSchema = strictConfig({
   tags: runTagsSchema.optional(),
   datasetVersionId: id,
   baseCheckpointId: id.optional(),
+  /** As a TRAIN job's: start from an imported pretrained model. */
+  baseModelId: id.optional(),
   /** As a TRAIN job's: the newest sampler checkpoint becomes the base of this name on success. */
   saveAs: baseNameSchema.optional(),
   training: trainingOverridesSchema.default({}),

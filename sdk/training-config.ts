@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type ModelCard } from './models';
 
 /**
  * Every training option, once: its name (the engine's own), its default with where that default
@@ -145,11 +146,29 @@ export type SFTOptions = z.output<typeof sftOptionsSchema>;
 
 // ── a run: what the job runner reads, algorithm by algorithm ─────────────────────────────────────
 
+/** LoRA's targets: "attn" and "mlp" groups, a pretrained model's projections, the engine GPT's linear layers. */
+const LORA_TARGETS = ['attn', 'mlp', 'q', 'k', 'v', 'o', 'gate', 'up', 'down', 'attn.qkv', 'attn.proj', 'mlp.fc', 'mlp.proj'] as const;
+
+export const loraOptionsSchema = z.strictObject({
+  rank: option(int(1, 1024).default(8), 'model', 'Rank r of each adapter. Default 8 (the LoRA paper’s and PEFT’s common choice).'),
+  alpha: option(num(0, 1e6).default(16), 'model', 'Scale numerator: updates are multiplied by alpha / rank. Default 16 (2 × rank).'),
+  targets: option(
+    z.array(z.enum(LORA_TARGETS)).min(1).default(['attn', 'mlp']),
+    'model',
+    'Layers to adapt: "attn" (q, k, v, o), "mlp" (gate, up, down), or single projections. Default both groups (every linear layer, as QLoRA found best).',
+  ),
+});
+
 const runOptions = {
   steps: option(int(1, 1_000_000).default(100), 'run', 'Training steps (a rollout phase and an update phase each, for RL).'),
   batchSize: option(int(1, 4096).default(16), 'run', 'Tasks per step for RL (each gives groupSize episodes); demonstrations per step for SFT.'),
   checkpointEvery: option(int(1, 1_000_000).default(50), 'run', 'A training checkpoint every this many steps (and always at the end).'),
   model: modelOptionsSchema.prefault({}),
+  lora: option(
+    z.union([z.literal(false), loraOptionsSchema]).optional(),
+    'model',
+    'Low-rank adapters on a frozen base: an object (rank, alpha, targets) or false (train every weight). Default: adapters of rank 8 on every linear layer when the run starts from an imported pretrained model (baseModelId), none for the engine’s own GPT. Checkpoints then hold the adapters alone.',
+  ),
 };
 
 // ── warm start: supervised steps on demonstrations before the RL phase (RL runs only) ──────────
@@ -513,4 +532,23 @@ export function estimateTrainingBytes(training: TrainingConfig, vocabSize = 128)
   const activations = tokens * (m.layers * perTokenPerLayer + 3 * vocabSize);
   const kvCache = training.algorithm === 'sft' ? 0 : sequences * m.layers * 2 * m.contextLength * m.width;
   return 4 * (params * copies + activations + kvCache);
+}
+
+/**
+ * Estimated bytes of a run that starts from an imported pretrained model of `card`'s shape: f32
+ * weights (the engine widens bf16), what trains (adapters, or every weight with its gradient and
+ * Adam's two moments), a KL reference copy, activations and the rollout's KV cache.
+ */
+export function estimatePretrainedBytes(training: TrainingConfig, card: Pick<ModelCard, 'parameters' | 'layers' | 'hiddenSize' | 'heads' | 'kvHeads' | 'vocabSize'>, contextLength: number): number {
+  const lora = 'lora' in training ? training.lora : undefined;
+  const full = lora === false;
+  const trainable = full ? card.parameters : card.layers * 7 * 2 * card.hiddenSize * (lora?.rank ?? 8);
+  const reference = 'klCoef' in training && training.klCoef > 0 ? card.parameters : 0;
+  const sequences = training.algorithm === 'sft' ? training.batchSize : training.batchSize * training.groupSize;
+  const perUpdate = Math.ceil(sequences / ('miniBatches' in training ? training.miniBatches : 1));
+  const tokens = perUpdate * contextLength;
+  const activations = tokens * (card.layers * (12 * card.hiddenSize + card.heads * contextLength) + 3 * card.vocabSize);
+  const headDim = card.hiddenSize / card.heads;
+  const kvCache = training.algorithm === 'sft' ? 0 : sequences * card.layers * 2 * contextLength * card.kvHeads * headDim;
+  return 4 * (card.parameters + 3 * trainable + reference + activations + kvCache);
 }

@@ -63,6 +63,17 @@ export const assignmentSchema = z.object({
    * Optional extension: a job that names none needs none.
    */
   blobKeys: z.record(z.string(), z.string()).optional(),
+  /**
+   * The imported pretrained model the config starts from (baseModelId): its files' storage keys,
+   * and the content hash a worker caches it under (fetched once per worker). Absent otherwise.
+   */
+  baseModel: z
+    .object({
+      modelId: z.string(),
+      contentHash: z.string(),
+      files: z.array(z.object({ path: z.string(), storageKey: z.string(), bytes: z.number() })),
+    })
+    .nullish(),
 });
 export type Assignment = z.infer<typeof assignmentSchema>;
 

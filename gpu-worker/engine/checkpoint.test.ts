@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint } from './checkpoint';
 import { CheckpointError, ConfigError, NonFiniteLossError } from './errors';
 import { GRPOTrainer } from './grpo';
-import { GPT } from './model';
+import { GPT, type LanguageModel } from './model';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
 import { testBackend } from '../test-support/engine/test-setup';
@@ -21,7 +21,7 @@ const batchAt = (step: number) => {
   const rng = new Rng(1000 + step);
   return Array.from({ length: 8 }, () => reversalExample(tok, strings[rng.int(strings.length)]));
 };
-const logitsOf = (m: GPT) => tf.tidy(() => m.forward([[tok.bos, ...tok.encode('abc=')]]).logits).dataSync();
+const logitsOf = (m: LanguageModel) => tf.tidy(() => m.forward([[tok.bos, ...tok.encode('abc=')]]).logits).dataSync();
 
 beforeAll(async () => {
   await testBackend();
@@ -35,7 +35,7 @@ describe('checkpoints', () => {
     await saveSamplerCheckpoint(file, m, tok);
     const loaded = await loadCheckpoint(file);
     expect(loaded.kind).toBe('sampler');
-    expect(loaded.model.config).toEqual(m.config);
+    expect((loaded.model as GPT).config).toEqual(m.config);
     expect(loaded.tokenizer.encode('abc=')).toEqual(tok.encode('abc='));
     expect(Array.from(logitsOf(loaded.model))).toEqual(Array.from(logitsOf(m)));
     // The layout is real safetensors: u64 header length, JSON header, F32 data.

@@ -4,12 +4,20 @@
  *   trainer config, model config, tokenizer: enough to resume exactly;
  * - sampler: weights (adapters merged, or kept separate), model config, tokenizer;
  * - adapter: only the LoRA adapters and their config (a small fraction of a full checkpoint).
+ *
+ * A pretrained model's checkpoint (`whetstone.architecture` "pretrained") names the imported model
+ * it started from (its id and content hash) rather than holding a copy of it: with LoRA it holds
+ * the adapters (and a value head) alone, and loads on top of that base (`loadBase`); fully
+ * fine-tuned, it holds every weight, in the engine's layout under their Hugging Face names. Its
+ * tokenizer is the base's.
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from './config';
 import { CheckpointError } from './errors';
-import { type LoraConfig, adapterWeights, attachLora } from './lora';
+import { type LoraConfig, adapterWeights, attachLora, loraConfigOf } from './lora';
 import { GPT, type LanguageModel, mergedTensors } from './model';
+import { type BaseModelRef, PretrainedDecoder } from './pretrained/decoder';
+import { type DecoderConfig } from './pretrained/hf-config';
 import { prefetch } from './reads';
 import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
 import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
@@ -25,22 +33,40 @@ export interface SaveOptions {
   note?: string;
 }
 
+/** Loads the imported model a pretrained checkpoint names, with its tokenizer (the worker's model cache). */
+export type BaseModelLoader = (ref: BaseModelRef, opts: { valueHead: boolean }) => Promise<{ model: PretrainedDecoder; tokenizer: Tokenizer }>;
+
+interface PretrainedMetadata {
+  base: BaseModelRef | null;
+  config: DecoderConfig;
+  valueHead: boolean;
+}
+
 export interface LoadedCheckpoint {
   kind: CheckpointKind;
-  model: GPT;
+  model: LanguageModel;
   tokenizer: Tokenizer;
   lora: LoraConfig | null;
   /** Training checkpoints only. */
   trainerState: TrainerState | null;
   /** Training checkpoints of a trainer with a KL penalty: its frozen reference policy. */
-  reference: GPT | null;
+  reference: LanguageModel | null;
   metadata: Record<string, string>;
 }
 
-/** The model's weights (merged with its adapters, or as they are) read to the CPU. */
-async function modelTensors(model: GPT, merge: boolean): Promise<Map<string, NamedTensor>> {
+/**
+ * The model's weights (merged with its adapters, or as they are) read to the CPU; of a pretrained
+ * model with adapters, only its value head (the base is named, not copied).
+ */
+async function modelTensors(model: LanguageModel, merge: boolean): Promise<Map<string, NamedTensor>> {
   const out = new Map<string, NamedTensor>();
   const weights = merge ? mergedTensors(model) : model.params;
+  if (model instanceof PretrainedDecoder && model.adapters.size > 0 && !merge) {
+    const kept = new Map([...model.params].filter(([name]) => name.startsWith('value.')));
+    await prefetch(kept.values());
+    for (const [name, t] of kept) out.set(`model.${name}`, { shape: t.shape, data: t.dataSync() as Float32Array });
+    return out;
+  }
   try {
     await prefetch(weights.values());
     for (const [name, t] of weights) out.set(`model.${name}`, { shape: t.shape, data: t.dataSync() as Float32Array });
@@ -51,18 +77,22 @@ async function modelTensors(model: GPT, merge: boolean): Promise<Map<string, Nam
 }
 
 /** The adapters' tensors read to the CPU. */
-async function adapterTensors(model: GPT): Promise<Map<string, NamedTensor>> {
+async function adapterTensors(model: LanguageModel): Promise<Map<string, NamedTensor>> {
   await prefetch([...model.adapters.values()].flatMap((ad) => [ad.a, ad.b]));
   return adapterWeights(model);
 }
 
-function baseMetadata(kind: CheckpointKind, model: GPT, tokenizer: Tokenizer, lora: LoraConfig | null, note?: string): Record<string, string> {
+function baseMetadata(kind: CheckpointKind, model: LanguageModel, tokenizer: Tokenizer, lora: LoraConfig | null, note?: string): Record<string, string> {
   const meta: Record<string, string> = {
     'whetstone.format': FORMAT,
     'whetstone.kind': kind,
-    'whetstone.model': JSON.stringify(model.config),
     'whetstone.tokenizer': JSON.stringify(tokenizer.toJSON()),
   };
+  if (model instanceof PretrainedDecoder) {
+    meta['whetstone.architecture'] = 'pretrained';
+    meta['whetstone.model'] = JSON.stringify({ base: model.base, config: model.config, valueHead: model.hasValueHead } satisfies PretrainedMetadata);
+  } else if (model instanceof GPT) meta['whetstone.model'] = JSON.stringify(model.config);
+  else throw new Error('a checkpoint holds a GPT or a pretrained decoder');
   if (lora) meta['whetstone.lora'] = JSON.stringify(lora);
   if (note) meta['whetstone.note'] = note;
   return meta;
@@ -71,21 +101,22 @@ function baseMetadata(kind: CheckpointKind, model: GPT, tokenizer: Tokenizer, lo
 /** Weights, config and tokenizer, for serving. Returns the file size in bytes. */
 export async function saveSamplerCheckpoint(
   file: string,
-  model: GPT,
+  model: LanguageModel,
   tokenizer: Tokenizer,
   lora: LoraConfig | null = null,
   opts: SaveOptions = {},
 ): Promise<number> {
-  const merge = opts.mergeLora ?? true;
+  // A pretrained model's adapters stay apart: merged, the checkpoint would be a copy of the base.
+  const merge = (opts.mergeLora ?? true) && !(model instanceof PretrainedDecoder);
   const tensors = await modelTensors(model, merge && model.adapters.size > 0);
   if (!merge) for (const [k, t] of await adapterTensors(model)) tensors.set(k, t);
-  return writeSafetensors(file, tensors, baseMetadata('sampler', model, tokenizer, merge ? null : lora, opts.note));
+  return writeSafetensors(file, tensors, baseMetadata('sampler', model, tokenizer, merge ? null : (lora ?? loraConfigOf(model)), opts.note));
 }
 
 /** Everything needed to resume training exactly. */
 export async function saveTrainingCheckpoint(
   file: string,
-  model: GPT,
+  model: LanguageModel,
   tokenizer: Tokenizer,
   trainer: { exportState(): TrainerState; core: Pick<TrainerCore, 'lastCheckpoint' | 'momentTensors'>; reference?: LanguageModel | null },
   lora: LoraConfig | null = null,
@@ -107,7 +138,7 @@ export async function saveTrainingCheckpoint(
   if (trainer.reference) {
     for (const [name, v] of trainer.reference.params) tensors.set(`reference.${name}`, { shape: v.shape, data: v.dataSync() as Float32Array });
   }
-  const meta = baseMetadata('training', model, tokenizer, lora, opts.note);
+  const meta = baseMetadata('training', model, tokenizer, lora ?? loraConfigOf(model), opts.note);
   meta['whetstone.trainer'] = JSON.stringify({
     algorithm: state.algorithm,
     step: state.step,
@@ -137,23 +168,50 @@ function parseJSON<T>(file: string, meta: Record<string, string>, key: string): 
   }
 }
 
-/** Load a training or sampler checkpoint into a new model (with its adapters and trainer state). */
-export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
+/**
+ * Load a training or sampler checkpoint into a new model (with its adapters and trainer state). A
+ * pretrained model's checkpoint needs `loadBase`, which gives the imported model it names.
+ */
+export async function loadCheckpoint(file: string, opts: { loadBase?: BaseModelLoader } = {}): Promise<LoadedCheckpoint> {
   const { tensors, metadata } = await readSafetensors(file);
   if (metadata['whetstone.format'] !== FORMAT) throw new CheckpointError(file, `unknown format "${metadata['whetstone.format']}" (expected ${FORMAT})`);
   const kind = metadata['whetstone.kind'] as CheckpointKind;
   if (kind !== 'training' && kind !== 'sampler') {
     throw new CheckpointError(file, kind === 'adapter' ? 'is an adapter checkpoint: load a base model and call loadAdapterCheckpoint' : `unknown kind "${kind}"`);
   }
-  const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
-  const tokenizer = tokenizerFromJSON(parseJSON<TokenizerJSON>(file, metadata, 'whetstone.tokenizer'));
   const weights = new Map<string, tf.Tensor>();
   for (const [name, t] of tensors) if (name.startsWith('model.')) weights.set(name.slice(6), tf.tensor(t.data, t.shape));
-  let model: GPT;
+  let model: LanguageModel;
+  let tokenizer: Tokenizer;
+  let newReference: (refWeights: Map<string, tf.Tensor>) => LanguageModel;
   try {
-    model = new GPT(config, weights);
-  } catch (err) {
-    throw new CheckpointError(file, (err as Error).message);
+    if (metadata['whetstone.architecture'] === 'pretrained') {
+      const meta = parseJSON<PretrainedMetadata>(file, metadata, 'whetstone.model');
+      if (!meta.base) throw new CheckpointError(file, 'names no imported model to load on');
+      if (!opts.loadBase) throw new CheckpointError(file, `is a checkpoint of the imported model ${meta.base.modelId}: it loads on that model`);
+      const loaded = await opts.loadBase(meta.base, { valueHead: meta.valueHead });
+      model = loaded.model;
+      tokenizer = loaded.tokenizer;
+      // Fully fine-tuned weights (and a value head) replace the base's.
+      for (const [name, w] of weights) {
+        const v = model.params.get(name);
+        if (!v || v.shape.join(',') !== w.shape.join(',')) {
+          model.dispose();
+          throw new CheckpointError(file, `tensor "model.${name}" does not fit the imported model ${meta.base.modelId}`);
+        }
+        v.assign(w);
+      }
+      newReference = (refWeights) => new PretrainedDecoder(meta.config, refWeights, { valueHead: meta.valueHead, base: meta.base });
+    } else {
+      const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
+      tokenizer = tokenizerFromJSON(parseJSON<TokenizerJSON>(file, metadata, 'whetstone.tokenizer'));
+      try {
+        model = new GPT(config, weights);
+      } catch (err) {
+        throw new CheckpointError(file, (err as Error).message);
+      }
+      newReference = (refWeights) => new GPT(config, refWeights);
+    }
   } finally {
     weights.forEach((t) => t.dispose());
   }
@@ -185,12 +243,12 @@ export async function loadCheckpoint(file: string): Promise<LoadedCheckpoint> {
     }
     trainerState = { ...t, moments: { m, v } };
   }
-  let reference: GPT | null = null;
+  let reference: LanguageModel | null = null;
   const refWeights = new Map<string, tf.Tensor>();
   for (const [name, t] of tensors) if (name.startsWith('reference.')) refWeights.set(name.slice(10), tf.tensor(t.data, t.shape));
   if (refWeights.size > 0) {
     try {
-      reference = new GPT(config, refWeights);
+      reference = newReference(refWeights);
     } catch (err) {
       model.dispose();
       throw new CheckpointError(file, `reference policy: ${(err as Error).message}`);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAdapterCheckpoint, loadCheckpoint, saveAdapterCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint } from './checkpoint';
 import { attachLora, mergeLora } from './lora';
-import { GPT } from './model';
+import { GPT, type LanguageModel } from './model';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
 import { testBackend } from '../test-support/engine/test-setup';
@@ -20,7 +20,7 @@ const batchAt = (step: number) => {
   const rng = new Rng(step);
   return Array.from({ length: 16 }, () => reversalExample(tok, strings[rng.int(strings.length)]));
 };
-const logitsOf = (m: GPT) => tf.tidy(() => m.forward([[tok.bos, ...tok.encode('abc=cb')]]).logits).dataSync();
+const logitsOf = (m: LanguageModel) => tf.tidy(() => m.forward([[tok.bos, ...tok.encode('abc=cb')]]).logits).dataSync();
 
 beforeAll(async () => {
   await testBackend();

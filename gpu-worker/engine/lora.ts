@@ -36,6 +36,14 @@ function resolveLoraConfig(partial: Partial<LoraConfig> = {}): LoraConfig {
   return c;
 }
 
+/** The config each model's adapters were attached with (checkpoints record it). */
+const attached = new WeakMap<LanguageModel, LoraConfig>();
+
+/** The LoRA config of `model`'s adapters, or null without adapters. */
+export function loraConfigOf(model: LanguageModel): LoraConfig | null {
+  return model.adapters.size > 0 ? (attached.get(model) ?? null) : null;
+}
+
 /**
  * Attach adapters to `model` (which must have none). `weights` (keyed "lora.<linear>.a|b")
  * restores saved adapters; otherwise A is random and B zero.
@@ -68,6 +76,7 @@ export function attachLora(model: LanguageModel, partial: Partial<LoraConfig> = 
       weight,
     });
   }
+  attached.set(model, c);
   return c;
 }
 

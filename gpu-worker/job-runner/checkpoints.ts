@@ -7,8 +7,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint, type LoadedCheckpoint } from '../engine/checkpoint';
-import { type GPT } from '../engine/model';
+import { type BaseModelLoader, loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint, type LoadedCheckpoint } from '../engine/checkpoint';
+import { type LanguageModel } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { type TrainerCore, type TrainerState } from '../engine/trainer-core';
 import { type TrainingConfig } from '../../sdk/training-config';
@@ -39,18 +39,22 @@ export class CheckpointStore {
   readonly dir: string;
   private counter = 0;
 
-  constructor(private readonly sink: JobSink) {
+  /** `loadBase`: the job's imported model, for checkpoints of one (model-cache.ts). */
+  constructor(
+    private readonly sink: JobSink,
+    private readonly loadBase?: BaseModelLoader,
+  ) {
     this.dir = mkdtempSync(join(tmpdir(), 'whetstone-job-'));
   }
 
   /** A training checkpoint; the note's `agent`, if any, is also the checkpoint's (one per learner). */
-  async uploadTraining(model: GPT, tok: Tokenizer, trainer: Savable, note: RunnerNote): Promise<UploadedCheckpoint> {
+  async uploadTraining(model: LanguageModel, tok: Tokenizer, trainer: Savable, note: RunnerNote): Promise<UploadedCheckpoint> {
     const file = join(this.dir, `training-${note.step}-${this.counter++}.safetensors`);
     await saveTrainingCheckpoint(file, model, tok, trainer, null, { note: JSON.stringify({ runner: note }) });
     return this.upload('TRAINING', note.step, file, note.agent);
   }
 
-  async uploadSampler(model: GPT, tok: Tokenizer, step: number, agent?: string): Promise<UploadedCheckpoint> {
+  async uploadSampler(model: LanguageModel, tok: Tokenizer, step: number, agent?: string): Promise<UploadedCheckpoint> {
     const file = join(this.dir, `sampler-${step}-${this.counter++}.safetensors`);
     await saveSamplerCheckpoint(file, model, tok);
     return this.upload('SAMPLER', step, file, agent);
@@ -62,7 +66,7 @@ export class CheckpointStore {
     const file = join(this.dir, `fetched-${this.counter++}.safetensors`);
     writeFileSync(file, bytes);
     try {
-      const loaded = await loadCheckpoint(file);
+      const loaded = await loadCheckpoint(file, { loadBase: this.loadBase });
       return { ...loaded, note: parseNote(loaded.metadata['whetstone.note']) };
     } finally {
       rmSync(file, { force: true });

@@ -5,7 +5,7 @@
  * win rate. In a single-agent environment the score is the mean episode return. The policy does
  * not learn; everything is seeded from the config's seed.
  */
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { modelPolicy } from '../runtime/engine-policy';
 import { type EpisodeRollout, type Player, runRollouts } from '../runtime/rollout';
@@ -15,6 +15,7 @@ import { evalJobConfigSchema } from '../../sdk/job-config';
 import { manifestSchema, manifestTraining } from '../../sdk/manifest';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
+import { baseModelLoader } from './model-cache';
 import { Emitter, matchItem } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed } from './lifecycle';
@@ -29,8 +30,8 @@ import { JobFailure, type JobResult } from './types';
 
 export async function runEval(assignment: Assignment, sink: JobSink, control: JobControl): Promise<JobResult> {
   const emit = new Emitter(sink);
-  const store = new CheckpointStore(sink);
-  const models: GPT[] = [];
+  const store = new CheckpointStore(sink, baseModelLoader(assignment, sink));
+  const models: LanguageModel[] = [];
   let env: EnvironmentHandle | null = null;
   try {
     const config = evalJobConfigSchema.parse(assignment.config);
@@ -41,7 +42,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
     if (!loaded.ok) throw new JobFailure(`the environment does not compile: ${loaded.errors.map((e) => e.message).join('; ')}`);
     env = loaded.env;
 
-    const load = async (id: string): Promise<{ model: GPT; tokenizer: Tokenizer }> => {
+    const load = async (id: string): Promise<{ model: LanguageModel; tokenizer: Tokenizer }> => {
       const loaded = await loadPolicy(assignment, store, emit, { baseCheckpointId: id, resume: false });
       models.push(loaded.model);
       return loaded;
@@ -101,7 +102,7 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
         maxResponseTokens: manifest.limits.maxResponseTokens,
         temperature: config.temperature ?? ('temperature' in training ? training.temperature : 1),
         maskActions: config.maskActions,
-        contextLength: model.config.contextLength,
+        contextLength: model.contextLength,
         seed: config.seed * 7919 + i,
       });
       rollouts.push(...part);

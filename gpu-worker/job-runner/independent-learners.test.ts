@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
 import { templateEnvironment, testAssignment } from '../test-support/job-runner/assignments';
-import { GPT } from '../engine/model';
+import { GPT, type LanguageModel } from '../engine/model';
 import { CharTokenizer } from '../engine/tokenizer';
 import { agentRewardKey, agentWinRateKey, describeMetric, type MetricItem } from '../../sdk/live';
 import { resolveJobTraining } from '../../sdk/job-config';
@@ -37,7 +37,7 @@ const training = {
 const config = { environmentVersionId: 'gomoku-v1', training };
 
 /** Largest absolute difference between two models' weights. */
-function distance(a: GPT, b: GPT): number {
+function distance(a: LanguageModel, b: LanguageModel): number {
   let max = 0;
   for (const [name, w] of a.params) {
     const x = w.dataSync();
@@ -136,7 +136,7 @@ test('with PPO too: each learner has its own critic (the value head comes with t
   const store = new CheckpointStore(sink);
   try {
     const loaded = await Promise.all(sink.checkpoints.filter((c) => c.kind === 'TRAINING').map((c) => store.load(c.storageKey)));
-    expect(loaded.map((l) => [l.trainerState?.algorithm, l.model.config.valueHead])).toEqual([['ppo', true], ['ppo', true]]);
+    expect(loaded.map((l) => [l.trainerState?.algorithm, l.model.hasValueHead])).toEqual([['ppo', true], ['ppo', true]]);
     loaded.forEach((l) => l.model.dispose());
   } finally {
     store.dispose();

@@ -8,13 +8,14 @@ import * as tf from '@tensorflow/tfjs';
 import { inferenceJobConfigSchema, type InferenceJobConfig } from '../../sdk/job-config';
 import { type SampleTiming } from '../../sdk/live';
 import { type Assignment, type SampleDone, type SampleRequest } from '../../sdk/worker-protocol';
-import { type GPT, type KvCache } from '../engine/model';
+import { type KvCache, type LanguageModel } from '../engine/model';
 import { readAndDispose, readAsync } from '../engine/reads';
 import { Rng } from '../engine/rng';
 import { chooseToken, likeliestTokens, neverSampled, resolveSampleOptions } from '../engine/sampler';
 import { chatPrompt } from '../runtime/rollout';
 import { type Tokenizer } from '../engine/tokenizer';
 import { CheckpointStore } from './checkpoints';
+import { baseModelLoader } from './model-cache';
 import { Emitter } from './emit';
 import type { InferenceChannel } from './inference-channel';
 import { type JobControl, type JobSink } from './sink';
@@ -24,8 +25,8 @@ import { blobKey } from './load-policy';
 
 export async function runInference(assignment: Assignment, sink: JobSink, control: JobControl, channel: InferenceChannel | undefined): Promise<JobResult> {
   const emit = new Emitter(sink);
-  const store = new CheckpointStore(sink);
-  let model: GPT | null = null;
+  const store = new CheckpointStore(sink, baseModelLoader(assignment, sink));
+  let model: LanguageModel | null = null;
   try {
     if (!channel) throw new JobFailure('this runner has no request channel for an inference session');
     const config: InferenceJobConfig = inferenceJobConfigSchema.parse(assignment.config);
@@ -62,7 +63,7 @@ export async function runInference(assignment: Assignment, sink: JobSink, contro
 }
 
 /** One request: prefill the prompt, then one token at a time with the KV cache, each sent at once. */
-async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: InferenceChannel, control: JobControl): Promise<void> {
+async function serve(model: LanguageModel, tok: Tokenizer, r: SampleRequest, channel: InferenceChannel, control: JobControl): Promise<void> {
   const ids = { requestId: r.requestId, attemptId: r.attemptId };
   let text = '';
   const received = performance.now();
@@ -77,7 +78,7 @@ async function serve(model: GPT, tok: Tokenizer, r: SampleRequest, channel: Infe
     const o = resolveSampleOptions({ maxTokens: r.maxTokens, temperature: r.temperature, topK: r.topK ?? 0, topP: r.topP ?? 1, stop: r.stop ?? [] });
     const prompt = r.chat ? chatPrompt(tok, r.chat.system, r.chat.messages) : tok.prompt(r.prompt);
     promptTokens = prompt.length;
-    const ctx = model.config.contextLength;
+    const ctx = model.contextLength;
     const budget = Math.min(o.maxTokens, ctx - prompt.length);
     if (budget <= 0) return void (await done('error', `the prompt has ${prompt.length} tokens; the model's context is ${ctx}`));
     const rng = new Rng(r.seed ?? (Math.random() * 2 ** 31) >>> 0);

@@ -9,7 +9,7 @@
  * the step resumed from (the assignment's `resumeFrom.agents`).
  */
 import { GRPOTrainer } from '../engine/grpo';
-import { type GPT, frozenCopy } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { PPOTrainer } from '../engine/ppo';
 import { type Tokenizer } from '../engine/tokenizer';
 import { type TrainerState } from '../engine/trainer-core';
@@ -32,7 +32,7 @@ export interface Learner {
   id: string;
   /** The agent whose policy this is (independent learners only): its checkpoints carry it. */
   agent?: string;
-  model: GPT;
+  model: LanguageModel;
   trainer: GRPOTrainer | PPOTrainer;
   slot: PolicySlot;
   /** Frees the trainer, the frozen copies, and the model where this learner made it. */
@@ -43,7 +43,7 @@ export interface Learner {
  * A learner over `model`: its trainer (with a resumed run's state), and a slot whose frozen copies
  * it frees. `ownsModel`: the learner made the model (a copy) and disposes of it.
  */
-function learner(id: string, agent: string | undefined, model: GPT, ownsModel: boolean, tok: Tokenizer, training: RLConfig, state: TrainerState | null): Learner {
+function learner(id: string, agent: string | undefined, model: LanguageModel, ownsModel: boolean, tok: Tokenizer, training: RLConfig, state: TrainerState | null): Learner {
   // The engine's configs are the resolved options themselves (the same names): only selected.
   const trainer = training.algorithm === 'ppo' ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training)) : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training));
   if (state) {
@@ -53,12 +53,12 @@ function learner(id: string, agent: string | undefined, model: GPT, ownsModel: b
     }
     trainer.importState(state);
   }
-  const frozen = new Map<Policy, GPT>();
+  const frozen = new Map<Policy, LanguageModel>();
   const slot: PolicySlot = {
     policy: modelPolicy(model, tok),
     trainer: engineTrainer(trainer),
     freeze: async () => {
-      const copy = frozenCopy(model);
+      const copy = model.frozenCopy();
       const p = modelPolicy(copy, tok);
       frozen.set(p, copy);
       return p;
@@ -86,7 +86,7 @@ export interface LearnersRequest {
   /** The agents that learn (training.learners, or the first agent). */
   agents: readonly string[];
   /** The run's policy as loaded (and warm-started): the shared policy, or what independent learners copy. */
-  model: GPT;
+  model: LanguageModel;
   tokenizer: Tokenizer;
   /** The trainer state to continue: a resumed checkpoint's, unless its warm start ran (then none). */
   resumed: { trainerState: TrainerState | null; step: number } | null;
@@ -100,7 +100,7 @@ export async function makeLearners(r: LearnersRequest): Promise<Learner[]> {
     for (const agent of r.agents) {
       if (!r.resumed) {
         // A trainable copy: frozenCopy's variables are ordinary ones, and no other optimiser holds them.
-        made.push(learner(agent, agent, frozenCopy(r.model), true, r.tokenizer, r.training, null));
+        made.push(learner(agent, agent, r.model.frozenCopy(), true, r.tokenizer, r.training, null));
         continue;
       }
       const own = await resumedLearner(r, agent, r.resumed.step);
@@ -115,7 +115,7 @@ export async function makeLearners(r: LearnersRequest): Promise<Learner[]> {
 }
 
 /** A learner's own checkpoint at the step resumed from (the assignment's `resumeFrom.agents`). */
-async function resumedLearner(r: LearnersRequest, agent: string, step: number): Promise<{ model: GPT; trainerState: TrainerState }> {
+async function resumedLearner(r: LearnersRequest, agent: string, step: number): Promise<{ model: LanguageModel; trainerState: TrainerState }> {
   const own = r.assignment.resumeFrom?.agents?.[agent];
   if (!own) {
     throw new JobFailure(

@@ -2,7 +2,7 @@
  * What every kind of job does the same way around its own work: how a failure is worded and
  * reported, how a cancel or preemption stops a step loop, and how a training run ends.
  */
-import type { GPT } from '../engine/model';
+import type { LanguageModel } from '../engine/model';
 import type { Tokenizer } from '../engine/tokenizer';
 import type { CheckpointStore } from './checkpoints';
 import type { Emitter } from './emit';
@@ -66,7 +66,7 @@ export async function stopBeforeStep(emit: Emitter, control: JobControl, step: n
  * wherever one is picked (newest first: a base saved from the run, the runs list).
  */
 export async function finishTraining(
-  emit: Emitter, store: CheckpointStore, checkpoint: (step: number) => Promise<void>, policies: readonly { model: GPT; agent?: string }[], tok: Tokenizer, steps: number,
+  emit: Emitter, store: CheckpointStore, checkpoint: (step: number) => Promise<void>, policies: readonly { model: LanguageModel; agent?: string }[], tok: Tokenizer, steps: number,
 ): Promise<JobResult> {
   await checkpoint(steps);
   const ids: string[] = [];

@@ -5,7 +5,7 @@
  * the rollouts write (the policy's own tokenizer, a context at least the policy's), and becomes a
  * policy named "checkpoint:<id>" that never learns, which the recorded matches name.
  */
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { type PolicySlot } from '../runtime/coordinator';
 import { modelPolicy } from '../runtime/engine-policy';
@@ -20,7 +20,7 @@ export interface OpponentCheckpoints {
   /** Policy slots by opponent name ("checkpoint:<id>"). */
   slots: Record<string, PolicySlot>;
   /** The loaded models, for the job to dispose. */
-  models: GPT[];
+  models: LanguageModel[];
 }
 
 export async function loadOpponentCheckpoints(
@@ -41,9 +41,9 @@ export async function loadOpponentCheckpoints(
       if (theirs !== JSON.stringify(policy.tokenizer.toJSON())) {
         throw new JobFailure(`opponent "${name}" uses another tokenizer (${theirs.slice(0, 120)}) than the policy: train against a checkpoint of a run with the same tokenizer`);
       }
-      if (ckpt.model.config.contextLength < policy.contextLength) {
+      if (ckpt.model.contextLength < policy.contextLength) {
         throw new JobFailure(
-          `opponent "${name}" has a context of ${ckpt.model.config.contextLength} tokens, shorter than the policy's ${policy.contextLength}: the rollouts would write prompts it cannot read (set training.model.contextLength to at most ${ckpt.model.config.contextLength}, or choose another checkpoint)`,
+          `opponent "${name}" has a context of ${ckpt.model.contextLength} tokens, shorter than the policy's ${policy.contextLength}: the rollouts would write prompts it cannot read (set training.model.contextLength to at most ${ckpt.model.contextLength}, or choose another checkpoint)`,
         );
       }
       out.slots[name] = { policy: modelPolicy(ckpt.model, ckpt.tokenizer) };

@@ -8,6 +8,7 @@ import { resolveJobTraining, sftJobConfigSchema } from '../../sdk/job-config';
 import { pickOptions, sftOptionsSchema } from '../../sdk/training-config';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
+import { baseModelLoader } from './model-cache';
 import { Emitter } from './emit';
 import { type JobControl, type JobSink } from './sink';
 import { failed, finishTraining, stopBeforeStep } from './lifecycle';
@@ -19,7 +20,7 @@ import { JobFailure, type JobResult, type RunOptions } from './types';
 
 export async function runSft(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
   const emit = new Emitter(sink);
-  const store = new CheckpointStore(sink);
+  const store = new CheckpointStore(sink, baseModelLoader(assignment, sink));
   const disposables: { dispose(): void }[] = [];
   try {
     const config = sftJobConfigSchema.parse(assignment.config);
@@ -28,7 +29,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
     const training = resolved.config;
     const rows = await fetchRows(assignment, sink, config.datasetVersionId);
 
-    const policy = await loadPolicy(assignment, store, emit, { baseCheckpointId: config.baseCheckpointId, model: training.model, valueHead: false, seed: training.seed });
+    const policy = await loadPolicy(assignment, store, emit, { baseCheckpointId: config.baseCheckpointId, model: training.model, valueHead: false, seed: training.seed, sink, lora: training.lora });
     const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
     const trainer = new SFTTrainer(model, pickOptions(sftOptionsSchema, training));
@@ -38,7 +39,7 @@ export async function runSft(assignment: Assignment, sink: JobSink, control: Job
       trainer.importState(policy.trainerState);
     }
 
-    const sequences = datasetDemonstrations(tok, rows, model.config.contextLength, emit);
+    const sequences = datasetDemonstrations(tok, rows, model.contextLength, emit);
     emit.log('info', `SFT on ${sequences.length} demonstrations, ${training.steps} steps of ${training.batchSize}`);
 
     const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });

@@ -14,7 +14,7 @@
  * trainer's RNG and optimiser come back from the checkpoint, so a resumed run continues exactly
  * as the uninterrupted one would have.
  */
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { MultiAgentCoordinator } from '../runtime/coordinator';
 import { modelPolicy } from '../runtime/engine-policy';
 import { type EnvironmentHandle } from '../runtime/environment-handle';
@@ -24,6 +24,7 @@ import { manifestSchema } from '../../sdk/manifest';
 import { stepNumber } from '../../sdk/live';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
+import { baseModelLoader } from './model-cache';
 import { Emitter } from './emit';
 import { emitStep } from './emit-step';
 import { fetchRows } from './dataset-rows';
@@ -40,7 +41,7 @@ import { runWarmStart } from './warm-start';
 
 export async function runTrain(assignment: Assignment, sink: JobSink, control: JobControl, options: RunOptions = {}): Promise<JobResult> {
   const emit = new Emitter(sink);
-  const store = new CheckpointStore(sink);
+  const store = new CheckpointStore(sink, baseModelLoader(assignment, sink));
   let env: EnvironmentHandle | null = null;
   const disposables: { dispose(): void }[] = [];
   try {
@@ -67,6 +68,8 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
       model: training.model,
       valueHead: training.algorithm === 'ppo',
       seed: training.seed,
+      sink,
+      lora: training.lora,
     });
     const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
@@ -74,7 +77,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
 
     // Evaluations: greedy, on held-out rows, after the warm start and every evalEvery steps; of the
     // policy being warm-started, then of the first learner's (the run's).
-    let evaluated: GPT = model;
+    let evaluated: LanguageModel = model;
     const evalRows = config.evalDatasetVersionId ? await fetchRows(assignment, sink, config.evalDatasetVersionId) : undefined;
     const noEvaluation = training.evalEpisodes > 0 ? cannotEvaluate(env, evalRows) : 'evalEpisodes is 0';
     if (noEvaluation && training.evalEpisodes > 0) emit.log('warn', `no evaluation during training: ${noEvaluation}`);
@@ -83,7 +86,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
         env: env!, tokenizer: tok, policy: modelPolicy(evaluated, tok), episodes: training.evalEpisodes, rows: evalRows, seed,
         rollout: {
           maxTurns: manifest.limits.maxTurns, maxTokensPerTurn: manifest.limits.maxTokensPerTurn, maxResponseTokens: manifest.limits.maxResponseTokens,
-          contextLength: evaluated.config.contextLength, maskActions: training.maskActions,
+          contextLength: evaluated.contextLength, maskActions: training.maskActions,
         },
       });
 
@@ -116,7 +119,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     evaluated = learners[0].model;
     const multiAgent = agents.length > 1;
     // Saved checkpoints in the mix ("checkpoint:<id>"): loaded once, never learning.
-    const saved = multiAgent ? await loadOpponentCheckpoints(assignment, store, emit, training.opponents, { tokenizer: tok, contextLength: model.config.contextLength }) : { slots: {}, models: [] };
+    const saved = multiAgent ? await loadOpponentCheckpoints(assignment, store, emit, training.opponents, { tokenizer: tok, contextLength: model.contextLength }) : { slots: {}, models: [] };
     disposables.push(...saved.models);
     const coordinator = new MultiAgentCoordinator({
       env,
@@ -131,7 +134,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
         maxTokensPerTurn: manifest.limits.maxTokensPerTurn,
         maxResponseTokens: manifest.limits.maxResponseTokens,
         temperature: training.temperature,
-        contextLength: model.config.contextLength,
+        contextLength: model.contextLength,
         maskActions: training.maskActions,
         seed: training.seed,
       },

@@ -19,7 +19,7 @@
  * attempt resumed from that or any later checkpoint does not redo it.
  */
 import { type Sequence } from '../engine/batch';
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { SFTTrainer } from '../engine/sft';
 import { type Tokenizer } from '../engine/tokenizer';
@@ -54,7 +54,7 @@ export interface WarmStartRun {
   warmStart: WarmStart;
   /** The run's seed: demonstrations' episodes and batches are functions of it. */
   seed: number;
-  model: GPT;
+  model: LanguageModel;
   tokenizer: Tokenizer;
   /** A data-dependent environment's train rows: the bot plays on them. */
   rows?: Json[];
@@ -74,7 +74,7 @@ export interface WarmStartRun {
 export async function runWarmStart(w: WarmStartRun): Promise<JobResult | null> {
   const ws = w.warmStart;
   const started = performance.now();
-  const contextLength = w.model.config.contextLength;
+  const contextLength = w.model.contextLength;
   const sequences =
     ws.from === 'bot'
       ? await botDemonstrations(w, ws.bot, ws.episodes, ws.opponents, ws.augment)
@@ -192,7 +192,7 @@ async function botDemonstrations(w: WarmStartRun, bot: string, episodes: number,
   if (failed.length === transcripts.length) throw new JobFailure(`warm start: every one of the ${episodes} episodes of bot "${bot}" failed: ${failed[0].error?.message ?? 'unknown error'}`);
   if (failed.length > 0) w.emit.log('warn', `warm start: ${failed.length} of ${episodes} episodes of bot "${bot}" failed and are left out (first: ${failed[0].error?.message ?? 'unknown error'})`);
 
-  const contextLength = w.model.config.contextLength;
+  const contextLength = w.model.contextLength;
   const played = transcripts.map((t, i) => ({ t, imitated: imitated[i] }));
   const demonstrated =
     augment === 'symmetries' ? (await Promise.all(played.map((p) => symmetricTranscripts(env, p.t)))).flatMap((ts, i) => ts.map((t) => ({ t, imitated: played[i].imitated }))) : played;

@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initBackend } from '../engine/backend';
 import { loadCheckpoint } from '../engine/checkpoint';
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { type Tokenizer } from '../engine/tokenizer';
 import { agentSystemPrompt, type EnvironmentDescription } from '../../sdk/dry-run-report';
 import { TOOL_CALL_CLOSE } from '../../sdk/environment/tools';
@@ -36,7 +36,7 @@ export class CheckpointRefused extends Error {}
 
 interface Held {
   key: string;
-  model: GPT;
+  model: LanguageModel;
   tokenizer: Tokenizer;
   users: number;
 }
@@ -126,7 +126,7 @@ export class CheckpointSeat {
     private readonly sampling: PlaySampling,
     private readonly seed: number,
   ) {
-    this.contextLength = held.model.config.contextLength;
+    this.contextLength = held.model.contextLength;
   }
 
   /**

@@ -1,14 +1,14 @@
 /**
- * Adapters from the engine (a tfjs GPT in this process) to the runtime's Policy and Trainer. The
+ * Adapters from the engine (a tfjs LanguageModel in this process) to the runtime's Policy and Trainer. The
  * job runner may instead talk to the engine's child process; both shapes are the same.
  */
-import { type GPT } from '../engine/model';
+import { type LanguageModel } from '../engine/model';
 import { Rng } from '../engine/rng';
 import { sampleAsync } from '../engine/sampler';
 import { type StepMetrics } from '../engine/trainer-core';
 import { type Policy, type Sequence, type Tokenizer, type Trainer } from './policy';
 
-export function modelPolicy(model: GPT, tokenizer: Tokenizer): Policy {
+export function modelPolicy(model: LanguageModel, tokenizer: Tokenizer): Policy {
   return {
     async generate(prompts, options) {
       const allowed = options.allowed?.map((texts) => (texts ? texts.map((t) => tokenizer.encode(t)) : null));

@@ -18,6 +18,7 @@ export interface BlobStore {
   get(key: string): Promise<Buffer>;
   /** The bytes as a stream (for answers too large to hold). */
   stream(key: string): Readable;
+  stat(key: string): Promise<{ size: number }>;
   has(key: string): Promise<boolean>;
   /** A folder on the same volume for uploads under way, so that `putFile` moves rather than copies. */
   readonly stagingRoot: string;
@@ -78,6 +79,10 @@ export class FsBlobStore implements BlobStore {
 
   stream(key: string): Readable {
     return fs.createReadStream(this.file(key));
+  }
+
+  async stat(key: string): Promise<{ size: number }> {
+    return { size: (await fs.promises.stat(this.file(key))).size };
   }
 
   async has(key: string): Promise<boolean> {

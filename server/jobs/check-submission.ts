@@ -1,7 +1,8 @@
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server';
 import { type DryRunReport, firstProblem } from '../../sdk/dry-run-report';
 import { jobConfigSchemas, resolveJobTraining, type TrainJobConfig } from '../../sdk/job-config';
-import { estimateTrainingBytes, OPPONENT_CHECKPOINT, type TrainingConfig } from '../../sdk/training-config';
+import { estimatePretrainedBytes, estimateTrainingBytes, OPPONENT_CHECKPOINT, type TrainingConfig } from '../../sdk/training-config';
+import { type ModelCard, modelCardSchema } from '../../sdk/models';
 import { roleAtLeast } from '../auth/roles';
 import type { Db } from '../db/client';
 import type { Role } from '../db/generated/prisma/enums';
@@ -43,6 +44,8 @@ export interface CheckedSubmission {
   training: TrainingConfig | null;
   /** TRAIN and SFT: the estimated memory of the run and the largest device of the team's pools (null: none says). */
   estimate: { bytes: number; fits: boolean; largestDeviceBytes: number | null } | null;
+  /** The least device memory the job may ask for (a pretrained model's run: its estimate). */
+  minMemoryBytes?: number;
 }
 
 export type CheckResult = ({ ok: true } & CheckedSubmission) | ({ ok: false } & Refusal);
@@ -76,6 +79,10 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   const config = parsed.data as Record<string, unknown>;
   const missing = await missingReference(db, teamId, config);
   if (missing) return missing;
+  // A checkpoint of an imported model starts on that model: the worker needs its files too.
+  const inherited = await baseModelOfCheckpoint(db, teamId, config.baseCheckpointId);
+  if (inherited && config.baseModelId === undefined) config.baseModelId = inherited;
+  else if (inherited && config.baseModelId !== inherited) return refuse('BAD_REQUEST', `checkpoint ${String(config.baseCheckpointId)} is of imported model ${inherited}, not ${String(config.baseModelId)}: leave baseModelId out`, 'baseModelId');
   const dataset = input.kind === 'TRAIN' || input.kind === 'EVAL' ? await datasetProblem(db, teamId, input.kind, config) : null;
   if (dataset) return dataset;
   if (input.experimentId && !(await db.experiment.findFirst({ where: { id: input.experimentId, teamId }, select: { id: true } }))) {
@@ -92,16 +99,19 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   }
   const opponent = await missingOpponentCheckpoint(db, teamId, resolved.training);
   if (opponent) return opponent;
-  const estimate = await memoryEstimate(db, teamId, resolved.training);
+  const card = typeof config.baseModelId === 'string' ? await modelCard(db, teamId, config.baseModelId) : null;
+  const estimate = await memoryEstimate(db, teamId, resolved.training, card);
   if (!estimate.fits) {
     const gb = (n: number) => `${(n / 1024 ** 3).toFixed(n < 1024 ** 3 ? 2 : 1)} GB`;
     return refuse(
       'BAD_REQUEST',
-      `This run needs about ${gb(estimate.bytes)} (weights, optimiser state, activations, KV cache) and the largest device of this team's workers has ${gb(estimate.largestDeviceBytes ?? 0)}: make the model (training.model), the batch (batchSize × groupSize) or the context smaller, or use miniBatches.`,
-      'training.model',
+      `This run needs about ${gb(estimate.bytes)} (weights, optimiser state, activations, KV cache) and the largest device of this team's workers has ${gb(estimate.largestDeviceBytes ?? 0)}: make the model (${card ? 'a smaller imported model, or LoRA' : 'training.model'}), the batch (batchSize × groupSize) or the context smaller, or use miniBatches.`,
+      card ? 'baseModelId' : 'training.model',
     );
   }
-  return { ok: true, config: { ...config, training: resolved.training }, training: resolved.training, estimate };
+  // A pretrained model's size is part of the run's resource request, so that placement never
+  // hands it to a device it cannot fit on (the engine's own small models ask for nothing).
+  return { ok: true, config: { ...config, training: resolved.training }, training: resolved.training, estimate, minMemoryBytes: card ? estimate.bytes : 0 };
 }
 
 /** Every environment version, dataset version and checkpoint a config names must be the team's own. */
@@ -120,7 +130,21 @@ async function missingReference(db: Db, teamId: string, config: Record<string, u
   for (const [id, field] of checkpoints) {
     if (typeof id === 'string' && !(await db.checkpoint.findFirst({ where: { id, teamId }, select: { id: true } }))) return missing('checkpoint', field);
   }
+  if (typeof config.baseModelId === 'string' && !(await db.pretrainedModel.findFirst({ where: { id: config.baseModelId, teamId }, select: { id: true } }))) return missing('model', 'baseModelId');
   return null;
+}
+
+/** The imported model the job that wrote a checkpoint started from, if any. */
+async function baseModelOfCheckpoint(db: Db, teamId: string, checkpointId: unknown): Promise<string | null> {
+  if (typeof checkpointId !== 'string') return null;
+  const row = await db.checkpoint.findFirst({ where: { id: checkpointId, teamId }, select: { job: { select: { config: true } } } });
+  const base = (row?.job?.config as { baseModelId?: unknown } | undefined)?.baseModelId;
+  return typeof base === 'string' ? base : null;
+}
+
+async function modelCard(db: Db, teamId: string, modelId: string): Promise<ModelCard | null> {
+  const row = await db.pretrainedModel.findFirst({ where: { id: modelId, teamId }, select: { card: true } });
+  return row ? modelCardSchema.parse(row.card) : null;
 }
 
 /**
@@ -198,8 +222,8 @@ async function resolveSubmittedTraining(db: Db, kind: 'TRAIN' | 'SFT', config: T
  * largest device of the team's pools: a run none could hold would wait for ever, or start and die
  * out of memory. Devices that do not say their memory are not counted against it.
  */
-async function memoryEstimate(db: Db, teamId: string, training: TrainingConfig): Promise<{ bytes: number; fits: boolean; largestDeviceBytes: number | null }> {
-  const bytes = estimateTrainingBytes(training);
+async function memoryEstimate(db: Db, teamId: string, training: TrainingConfig, card: ModelCard | null): Promise<{ bytes: number; fits: boolean; largestDeviceBytes: number | null }> {
+  const bytes = card ? estimatePretrainedBytes(training, card, Math.min(training.model.contextLength, card.contextLength)) : estimateTrainingBytes(training);
   const largest = await db.workerDevice.aggregate({
     _max: { memoryBytes: true },
     where: { memoryBytes: { gt: 0 }, worker: { state: { not: 'REVOKED' }, OR: [{ teamId }, { teamId: null }] } },

@@ -50,7 +50,7 @@ export async function submitJob({
         priority: input.priority,
         deviceCount: input.deviceCount,
         deviceKind: input.deviceKind,
-        memoryBytes: BigInt(input.memoryBytes),
+        memoryBytes: BigInt(Math.max(input.memoryBytes, checked.minMemoryBytes ?? 0)),
         // Every job has a limit: the team's default when none is asked for (the time-limit path ends it).
         timeLimitSeconds: input.timeLimitSeconds ?? quota.defaultTimeLimitSeconds,
         maxAttempts: input.maxAttempts,

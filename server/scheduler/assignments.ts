@@ -22,6 +22,7 @@ export interface AssignmentRow {
   resumeFrom: Assignment['resumeFrom'];
   environment: Assignment['environment'];
   blobKeys: Assignment['blobKeys'];
+  baseModel: Assignment['baseModel'];
 }
 
 /**
@@ -36,7 +37,8 @@ export interface AssignmentRow {
  * The blob keys: the config names checkpoints (baseCheckpointId, checkpointId,
  * against.checkpointId, and "checkpoint:<id>" keys of training.opponents) and dataset versions (datasetVersionId, evalDatasetVersionId, training.warmStart.datasetVersionId)
  * by id, when those are strings;
- * the worker fetches blobs by storage key, of its job's team's only. Read in the same statement
+ * the worker fetches blobs by storage key, of its job's team's only. The imported model the config
+ * starts from (baseModelId), with its files' keys, is `baseModel`. Read in the same statement
  * (a few index lookups per row), so that placing a batch costs no query per job.
  */
 export const ASSIGNMENT_COLUMNS = Prisma.raw(`
@@ -61,7 +63,11 @@ export const ASSIGNMENT_COLUMNS = Prisma.raw(`
       WHERE d.id = ANY(ARRAY(SELECT x #>> '{}' FROM unnest(ARRAY[j.config -> 'datasetVersionId', j.config -> 'evalDatasetVersionId', j.config #> '{training,warmStart,datasetVersionId}']) x
                               WHERE jsonb_typeof(x) = 'string'))
         AND s."teamId" = j."teamId"
-   ) k) AS "blobKeys"`);
+   ) k) AS "blobKeys",
+  (SELECT json_build_object('modelId', m.id, 'contentHash', m."contentHash",
+            'files', (SELECT json_agg(json_build_object('path', f->>'path', 'storageKey', f->>'storageKey', 'bytes', (f->>'bytes')::bigint)) FROM jsonb_array_elements(m.files) f))
+     FROM "PretrainedModel" m
+    WHERE jsonb_typeof(j.config -> 'baseModelId') = 'string' AND m.id = j.config ->> 'baseModelId' AND m."teamId" = j."teamId") AS "baseModel"`);
 
 /** The checkpoint an attempt resumes from and the environment version its job's config names. */
 export const ASSIGNMENT_JOINS = Prisma.raw(`
@@ -101,5 +107,6 @@ export function assignmentsOf(rows: AssignmentRow[]): Assignment[] {
     resumeFrom: row.resumeFrom,
     environment: row.environment,
     blobKeys: row.blobKeys,
+    baseModel: row.baseModel,
   }));
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
 import { type z } from 'zod';
 import {
   checkpointQuerySchema,
@@ -231,17 +232,19 @@ async function attemptSecrets(deps: WorkerApiDeps, worker: WorkerRow, req: Incom
   }
 }
 
-/** A blob a worker may read: a checkpoint or dataset of a team whose job it is running. */
+/** A blob a worker may read: a checkpoint, dataset or model file of a team whose job it is running. */
 async function readBlob(deps: WorkerApiDeps, worker: WorkerRow, res: ServerResponse, key: string) {
   const active = await deps.db.jobAttempt.findMany({ where: { workerId: worker.id, state: 'ACTIVE' }, select: { job: { select: { teamId: true } } } });
   const teams = [...new Set(active.map((a) => a.job.teamId))];
   const allowed =
     (await deps.db.checkpoint.count({ where: { storageKey: key, teamId: { in: teams } } })) > 0 ||
-    (await deps.db.datasetVersion.count({ where: { storageKey: key, dataset: { teamId: { in: teams } } } })) > 0;
+    (await deps.db.datasetVersion.count({ where: { storageKey: key, dataset: { teamId: { in: teams } } } })) > 0 ||
+    (await deps.db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM "PretrainedModel" WHERE "teamId" = ANY(${teams}::text[]) AND files @> ${JSON.stringify([{ storageKey: key }])}::jsonb`)[0].n > 0n;
   if (!allowed) throw new Refusal(404, 'No such blob for this worker');
-  const data = await deps.blobs.get(key);
-  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length, 'cache-control': 'no-store' });
-  res.end(data);
+  // Streamed: a model's weights are gigabytes.
+  const { size } = await deps.blobs.stat(key);
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size, 'cache-control': 'no-store' });
+  await pipeline(deps.blobs.stream(key), res);
 }
 
 export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {

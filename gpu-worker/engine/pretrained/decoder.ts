@@ -84,15 +84,24 @@ const PROJECTION: Record<(typeof LORA_TARGETS)[number], string> = {
   down: 'mlp.down_proj',
 };
 
+/** The imported model a decoder was loaded from: its checkpoints name it instead of holding its weights. */
+export interface BaseModelRef {
+  modelId: string;
+  contentHash: string;
+}
+
 export interface DecoderOptions {
   /** Add a value head (zero-initialised; PPO's critic), as the GPT's `valueHead`. */
   valueHead?: boolean;
+  /** The imported model these weights are (kept by frozen copies). */
+  base?: BaseModelRef | null;
 }
 
 export class PretrainedDecoder implements LanguageModel {
   readonly params = new Map<string, tf.Variable>();
   readonly adapters = new Map<string, Adapter>();
   readonly hasValueHead: boolean;
+  readonly base: BaseModelRef | null;
   private readonly invFreq: Float32Array;
 
   /**
@@ -105,6 +114,7 @@ export class PretrainedDecoder implements LanguageModel {
     opts: DecoderOptions = {},
   ) {
     this.hasValueHead = opts.valueHead ?? false;
+    this.base = opts.base ?? null;
     const shapes = engineShapes(config);
     if (this.hasValueHead) shapes.push(['value.w', [config.hiddenSize, 1]], ['value.b', [1]]);
     for (const [name, shape] of shapes) {
@@ -193,7 +203,7 @@ export class PretrainedDecoder implements LanguageModel {
   frozenCopy(): PretrainedDecoder {
     const weights = mergedTensors(this);
     try {
-      return new PretrainedDecoder(this.config, weights, { valueHead: this.hasValueHead });
+      return new PretrainedDecoder(this.config, weights, { valueHead: this.hasValueHead, base: this.base });
     } finally {
       weights.forEach((t) => t.dispose());
     }

@@ -1,0 +1,135 @@
+/**
+ * A TRAIN job from an imported pretrained model (the qwen2-chat fixture, as the server hands its
+ * files to a worker): fetched once into the worker's model cache, GRPO with LoRA through its chat
+ * template raises the reward of a verifiable task (answer with a number), checkpoints hold the adapters and name the
+ * base instead of copying it, and a resumed attempt continues exactly as the uninterrupted run.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { testBackend } from '../test-support/engine/test-setup';
+import { testAssignment as assignment } from '../test-support/job-runner/assignments';
+import { type Assignment } from '../../sdk/worker-protocol';
+import { CheckpointStore } from './checkpoints';
+import { baseModelLoader } from './model-cache';
+import { runJob } from './run-job';
+import { JobControl, MemorySink } from './sink';
+
+const CHAT = path.join(__dirname, '../engine/pretrained/fixtures/qwen2-chat');
+const FILES = ['chat_template.jinja', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
+let cache: string;
+let fetches = 0;
+
+/** The model as the server's assignment names it, its files in the sink's blobs. */
+function withModel(sink: MemorySink): NonNullable<Assignment['baseModel']> {
+  const files = FILES.map((p) => {
+    const bytes = fs.readFileSync(path.join(CHAT, p));
+    const storageKey = `model-files/${createHash('sha256').update(bytes).digest('hex')}`;
+    sink.blobs.set(storageKey, new Uint8Array(bytes));
+    return { path: p, storageKey, bytes: bytes.length };
+  });
+  const fetch = sink.fetchBlob.bind(sink);
+  sink.fetchBlob = async (key) => {
+    if (key.startsWith('model-files/')) fetches++;
+    return fetch(key);
+  };
+  return { modelId: 'model-1', contentHash: createHash('sha256').update(FILES.join()).digest('hex'), files };
+}
+
+/** A verifiable single-turn task the untrained model rarely solves: a reply with a digit in it. */
+const numbers: NonNullable<Assignment['environment']> = {
+  versionId: 'numbers-v1',
+  entry: 'env.ts',
+  files: {
+    'env.ts': `import { defineSingleTurn } from 'whetstone';
+export default defineSingleTurn<{ q: string }>({
+  name: 'numbers',
+  description: 'Answer with a number.',
+  systemPrompt: '',
+  sample: (rng) => ({ q: rng.pick(['How many legs has a cat?', 'Pick a number.', 'What is 2 + 3?', 'How old are you?']) }),
+  prompt: (task) => task.q,
+  reward: (_prompt, completion) => ({ reward: /\\d/.test(completion) ? 1 : 0, info: {} }),
+});
+`,
+  },
+  manifest: {
+    name: 'numbers', version: '1.0.0', description: 'Answer with a number.', kind: 'single-turn', entry: 'env.ts', agents: ['agent'],
+    limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 },
+    training: { algorithm: 'grpo' },
+  },
+};
+
+const config = {
+  environmentVersionId: 'numbers-v1',
+  baseModelId: 'model-1',
+  training: { steps: 10, batchSize: 8, groupSize: 8, checkpointEvery: 5, learningRate: 0.02, evalEpisodes: 0, model: { contextLength: 96 } },
+};
+
+beforeAll(async () => {
+  await testBackend();
+  cache = fs.mkdtempSync(path.join(os.tmpdir(), 'model-cache-'));
+  process.env.WHETSTONE_MODEL_CACHE = cache;
+});
+afterAll(() => {
+  delete process.env.WHETSTONE_MODEL_CACHE;
+  fs.rmSync(cache, { recursive: true, force: true });
+});
+
+describe('a run from an imported pretrained model', () => {
+  let full: MemorySink;
+
+  beforeAll(async () => {
+    full = new MemorySink();
+    const result = await runJob(assignment({ config, environment: numbers, baseModel: withModel(full) }), full, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+  });
+
+  test('learns with LoRA through the chat template; the model is fetched once', () => {
+    const reward = full.items('metrics').filter((m) => m.key === 'reward/mean');
+    const first = reward.slice(0, 2).reduce((a, m) => a + m.value, 0) / 2;
+    const last = reward.slice(-2).reduce((a, m) => a + m.value, 0) / 2;
+    expect(last).toBeGreaterThan(first + 0.3);
+    expect(fetches).toBe(FILES.length);
+    expect(fs.readdirSync(cache)).toHaveLength(1);
+    const logs = full.items('logs').map((l) => l.message);
+    expect(logs.some((m) => /starting from imported model model-1 \(qwen2, \d+ parameters, fetched to this worker\)/.test(m))).toBe(true);
+    expect(logs.some((m) => /LoRA: rank 8, alpha 16 on attn, mlp/.test(m))).toBe(true);
+    // The rollouts are in the model's chat format.
+    const sample = full.items('rollouts')[0];
+    expect(sample.segments.map((s) => s.text).join('')).toMatch(/^system\nYou are a helpful assistant\.\nuser\n(How|Pick|What)[^\n]*\nassistant\n/);
+  });
+
+  test('checkpoints hold the adapters and name the base; one loads on the cached model', async () => {
+    for (const c of full.checkpoints) {
+      const buf = Buffer.from(c.bytes);
+      const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString()) as Record<string, unknown> & { __metadata__: Record<string, string> };
+      const tensors = Object.keys(header).filter((k) => k !== '__metadata__');
+      // Adapters (and their optimiser moments), no weight of the base.
+      expect(tensors.filter((k) => !k.startsWith('lora.') && !k.startsWith('optim.')), `${c.kind}@${c.step}`).toEqual([]);
+      expect(header.__metadata__['whetstone.architecture']).toBe('pretrained');
+      expect(JSON.parse(header.__metadata__['whetstone.model']).base).toEqual({ modelId: 'model-1', contentHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    }
+    const sampler = full.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+    const without = new CheckpointStore(full);
+    await expect(without.load(sampler.storageKey)).rejects.toThrow(/is a checkpoint of the imported model model-1: it loads on that model/);
+    const store = new CheckpointStore(full, baseModelLoader(assignment({ config, environment: numbers, baseModel: withModel(full) }), full));
+    const loaded = await store.load(sampler.storageKey);
+    expect(loaded.model.adapters.size).toBe(2 * 7);
+    expect(loaded.tokenizer.kind).toBe('hf');
+    loaded.model.dispose();
+    [without, store].forEach((s) => s.dispose());
+  });
+
+  test('a resumed attempt continues exactly as the uninterrupted run', async () => {
+    const resumed = new MemorySink();
+    const baseModel = withModel(resumed);
+    const at5 = full.checkpoints.find((c) => c.kind === 'TRAINING' && c.step === 5)!;
+    resumed.blobs.set(at5.storageKey, at5.bytes);
+    const result = await runJob(assignment({ config, environment: numbers, baseModel, attempt: 2, resumeFrom: { checkpointId: 'ckpt-5', storageKey: at5.storageKey, step: 5 } }), resumed, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 5 && ['reward/mean', 'loss/total', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
+    expect(series(resumed)).toEqual(series(full));
+  });
+});
