@@ -14,7 +14,8 @@
  * The scale section (plan_round_ms) plans synthetic clusters from 50 to 10,000 workers in child
  * processes (bench/scheduler-scale.ts), each size within a time budget: BENCH_SCALE=50,500 picks
  * sizes by worker count, BENCH_SCALE_BUDGET_S (60) is each size's budget, BENCH_SCALE_ROUNDS (20)
- * the rounds of each.
+ * the rounds of each, BENCH_SCALE_PLANNERS (fast,reference) which planners: the reference is the
+ * planner before issue 20, for the before/after figures of one run.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -53,6 +54,7 @@ const SCALE_SIZES = [
 const SCALE_ONLY = process.env.BENCH_SCALE?.split(',').map(Number);
 const SCALE_BUDGET_S = Number(process.env.BENCH_SCALE_BUDGET_S ?? 60);
 const SCALE_ROUNDS = Number(process.env.BENCH_SCALE_ROUNDS ?? 20);
+const SCALE_PLANNERS = (process.env.BENCH_SCALE_PLANNERS ?? 'fast,reference').split(',').map((s) => s.trim());
 
 const emit = (name: string, value: number, unit: string, extra: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ name, value: Math.round(value * 100) / 100, unit, ...extra })}\n`);
@@ -480,6 +482,7 @@ async function series(url: string, databaseUrl: string, team: Team) {
 
 interface RoundFigure {
   ms: number;
+  group_ms: number;
   placed: number;
   preempted: number;
   read: number;
@@ -493,8 +496,8 @@ interface RoundFigure {
  */
 async function scale(): Promise<void> {
   for (const size of SCALE_SIZES.filter((s) => !SCALE_ONLY || SCALE_ONLY.includes(s.workers))) {
-    for (const priorities of ['equal', 'mixed'] as const) {
-      const args = { ...size, priorities, rounds: SCALE_ROUNDS };
+    for (const [planner, priorities] of SCALE_PLANNERS.flatMap((p) => (['equal', 'mixed'] as const).map((m) => [p, m] as const))) {
+      const args = { ...size, priorities, rounds: SCALE_ROUNDS, planner };
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'scheduler-scale.ts'), JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
       const rounds: RoundFigure[] = [];
       let buffered = '';
@@ -511,18 +514,19 @@ async function scale(): Promise<void> {
       }, SCALE_BUDGET_S * 1000);
       const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
       clearTimeout(timer);
-      const what = { workers: size.workers, devices: size.workers * 8, queued: size.queued, priorities, teams: 50, users: 500, busy: 0.9 };
+      const what = { planner, workers: size.workers, devices: size.workers * 8, queued: size.queued, priorities, teams: 50, users: 500, busy: 0.9 };
       const times = rounds.map((r) => r.ms);
       const figures = rounds.length === 0 ? {} : {
         p50_ms: round(quantile(times, 0.5)), p99_ms: round(quantile(times, 0.99)), first_round_ms: round(times[0]),
         placed_per_round: round(rounds.reduce((n, r) => n + r.placed, 0) / rounds.length),
         preempted_per_round: round(rounds.reduce((n, r) => n + r.preempted, 0) / rounds.length),
         read_per_round: round(rounds.reduce((n, r) => n + r.read, 0) / rounds.length),
+        group_p99_ms: round(quantile(rounds.map((r) => r.group_ms), 0.99)),
       };
       if (cutOff || code !== 0) {
         process.stdout.write(`${JSON.stringify({ name: 'plan_round_ms', value: null, unit: 'ms', cut_off: cutOff, exit_code: code, budget_s: SCALE_BUDGET_S, rounds_done: rounds.length, rounds_asked: SCALE_ROUNDS, ...what, ...figures })}\n`);
       } else {
-        emit('plan_round_ms', quantile(times, 0.99), 'ms', { ...what, rounds: rounds.length, ...figures, what: 'plan(queueWindow(input)) per round of a draining queue', target: size.workers === 2_000 ? '< 50 (mixed)' : size.workers === 10_000 ? '< 200 (mixed)' : undefined });
+        emit('plan_round_ms', quantile(times, 0.99), 'ms', { ...what, rounds: rounds.length, ...figures, what: planner === 'fast' ? 'planRound(byKind(queue)) per round of a draining queue' : 'referencePlan(queueWindow(input)) per round of a draining queue', target: size.workers === 2_000 ? '< 50 (mixed)' : size.workers === 10_000 ? '< 200 (mixed)' : undefined });
       }
     }
   }

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { type Db, rawQuery } from '../db/client';
 import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
-import { plan } from './plan';
+import { planRound } from './plan-round';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
@@ -200,10 +200,14 @@ interface RoundOptions {
 async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
   if (opts.housekeeping ?? true) await expireStale(db, now, events);
   const read = await loadRound(db, now);
-  const decisions = plan(read.input);
+  // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
+  // others read are past the window as those the query left out.
+  const { plan: decisions, read: planned } = planRound(read.input);
+  const waitingReasons = new Map(planned.map((job) => [job.id, read.waitingReasons.get(job.id) ?? null]));
+  const beyondWindow = read.beyondWindow || planned.length < read.input.queued.length;
   // Jobs past the window are told so with housekeeping (at most once a second): under load every
   // round would otherwise scan the whole queue for the few new ones.
-  const applied = await applyPlan(db, decisions, now, events, { ...read, beyondWindow: read.beyondWindow && (opts.housekeeping ?? true) }, opts.log);
+  const applied = await applyPlan(db, decisions, now, events, { waitingReasons, beyondWindow: beyondWindow && (opts.housekeeping ?? true) }, opts.log);
   return { ...applied, waiting: decisions.waiting.length };
 }
 

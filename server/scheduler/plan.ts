@@ -238,8 +238,9 @@ interface State {
   teamPoolTotal: Map<string, KindCount>;
   sharedUse: Map<string, KindCount>;
   userUse: Map<string, KindCount>;
-  /** Shares by team and by user, dropped when their use changes: ordering compares them often. */
-  shares: Map<string, number>;
+  /** Shares by team and by user (userKey), dropped when their use changes: ordering compares them often. */
+  teamShares: Map<string, number>;
+  userShares: Map<string, number>;
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
@@ -266,7 +267,8 @@ function endOf(startedAt: number, timeLimitSeconds: number | null): number {
   return timeLimitSeconds === null ? NEVER : startedAt + timeLimitSeconds * 1000;
 }
 
-function buildState(input: PlanInput): State {
+/** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). */
+function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): State {
   const { now } = input;
   const workers: WorkerSlots[] = [...input.workers]
     .sort((a, b) => cmp(a.id, b.id))
@@ -288,7 +290,7 @@ function buildState(input: PlanInput): State {
   for (let i = workers.length - 1; i >= 0; i -= 1) workerById.set(workers[i].id, workers[i]);
 
   const teams = new Set<string>();
-  for (const j of input.queued) teams.add(j.teamId);
+  for (const j of queued) teams.add(j.teamId);
   for (const j of input.running) teams.add(j.teamId);
   const s: State = {
     now,
@@ -301,7 +303,8 @@ function buildState(input: PlanInput): State {
     teamPoolTotal: new Map(),
     sharedUse: new Map(),
     userUse: new Map(),
-    shares: new Map(),
+    teamShares: new Map(),
+    userShares: new Map(),
     activeTeams: teams.size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
@@ -373,8 +376,8 @@ function countUse(s: State, worker: WorkerSlots, kind: DeviceKind, h: Holding, b
   if (worker.state !== 'ONLINE' && worker.state !== 'DRAINING') return;
   if (worker.teamId === null) bump(s.sharedUse, h.teamId, kind, by);
   bump(s.userUse, userKey(h.teamId, h.ownerId), kind, by);
-  s.shares.delete(`team:${h.teamId}`);
-  s.shares.delete(`user:${userKey(h.teamId, h.ownerId)}`);
+  s.teamShares.delete(h.teamId);
+  s.userShares.delete(userKey(h.teamId, h.ownerId));
 }
 
 const workerOf = (s: State, id: string): WorkerSlots => s.workerById.get(id) as WorkerSlots;
@@ -390,24 +393,22 @@ function dominantShare(use: KindCount | undefined, total: KindCount): number {
   return share;
 }
 
-function cachedShare(s: State, key: string, compute: () => number): number {
-  let share = s.shares.get(key);
-  if (share === undefined) s.shares.set(key, (share = compute()));
-  return share;
-}
-
 function teamShare(s: State, teamId: string): number {
-  return cachedShare(s, `team:${teamId}`, () => dominantShare(s.sharedUse.get(teamId), s.sharedTotal));
+  let share = s.teamShares.get(teamId);
+  if (share === undefined) s.teamShares.set(teamId, (share = dominantShare(s.sharedUse.get(teamId), s.sharedTotal)));
+  return share;
 }
 
 function userShare(s: State, teamId: string, ownerId: string): number {
   const key = userKey(teamId, ownerId);
-  return cachedShare(s, `user:${key}`, () => {
+  let share = s.userShares.get(key);
+  if (share === undefined) {
     const own = s.teamPoolTotal.get(teamId) ?? zero();
     const total = zero();
     for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
-    return dominantShare(s.userUse.get(key), total);
-  });
+    s.userShares.set(key, (share = dominantShare(s.userUse.get(key), total)));
+  }
+  return share;
 }
 
 /** Rule 1: priority, then team share, then user share, then age, then id. */
@@ -421,38 +422,53 @@ function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
   return cmp(a.id, b.id);
 }
 
-interface UserQueue {
+/** Jobs in their order within one user's queue; a user's queue is a heap of runs by their heads. */
+interface Run {
   jobs: PlanQueuedJob[];
   next: number;
+}
+
+interface UserQueue {
+  runs: Heap<Run>;
 }
 
 interface TeamQueue {
   users: Heap<UserQueue>;
 }
 
+/** Within one user (one team and owner), rule 1 is priority, then age, then id. */
+function compareWithinUser(a: PlanQueuedJob, b: PlanQueuedJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  if (a.queuedAt !== b.queuedAt) return a.queuedAt - b.queuedAt;
+  return cmp(a.id, b.id);
+}
+
 /**
- * The queue in rule 1's order, as shares change. A user's own jobs keep a fixed order (their
- * shares are the same), so only the heads of the users' queues are compared: in a heap per team
- * (a team's share orders none of its own users before another), and the teams' best heads in a
- * heap of teams. A decision changes the shares of the job's own user and team only, so only that
- * user moves in its team's heap and that team in the heap of teams.
+ * The queue in rule 1's order, as shares change, as runs of jobs already in their order within
+ * their user: a user's whole queue (plan), or the jobs of one kind (planKinds). A user's own jobs
+ * keep a fixed order (their shares are the same), so only the heads of the users' queues are
+ * compared: in a heap per team (a team's share orders none of its own users before another), and
+ * the teams' best heads in a heap of teams. A decision changes the shares of the job's own user
+ * and team only, so only that user moves in its team's heap and that team in the heap of teams.
+ * `next(job)` answers whether the job's run goes on after the job was decided.
  */
-function* inOrder(s: State, queued: PlanQueuedJob[]): Generator<PlanQueuedJob> {
-  const byUser = new Map<string, UserQueue & { teamId: string }>();
-  for (const job of queued) {
-    const key = userKey(job.teamId, job.ownerId);
-    const q = byUser.get(key);
-    if (q) q.jobs.push(job);
-    else byUser.set(key, { teamId: job.teamId, jobs: [job], next: 0 });
-  }
-  const head = (q: UserQueue) => q.jobs[q.next];
+function* inOrder(s: State, runs: PlanQueuedJob[][]): Generator<PlanQueuedJob, void, boolean> {
+  const runHead = (r: Run) => r.jobs[r.next];
+  const head = (u: UserQueue) => runHead(u.runs.peek() as Run);
   const headOf = (t: TeamQueue) => head(t.users.peek() as UserQueue);
+  const users = new Map<string, UserQueue & { teamId: string }>();
+  for (const jobs of runs) {
+    if (jobs.length === 0) continue;
+    const key = userKey(jobs[0].teamId, jobs[0].ownerId);
+    let user = users.get(key);
+    if (!user) users.set(key, (user = { teamId: jobs[0].teamId, runs: new Heap((a, b) => compareWithinUser(runHead(a), runHead(b)) < 0) }));
+    user.runs.push({ jobs, next: 0 });
+  }
   const byTeam = new Map<string, TeamQueue>();
-  for (const q of byUser.values()) {
-    q.jobs.sort((a, b) => compareJobs(s, a, b));
-    let team = byTeam.get(q.teamId);
-    if (!team) byTeam.set(q.teamId, (team = { users: new Heap((a, b) => compareJobs(s, head(a), head(b)) < 0) }));
-    team.users.push(q);
+  for (const user of users.values()) {
+    let team = byTeam.get(user.teamId);
+    if (!team) byTeam.set(user.teamId, (team = { users: new Heap((a, b) => compareJobs(s, head(a), head(b)) < 0) }));
+    team.users.push(user);
   }
   const teams = new Heap<TeamQueue>((a, b) => compareJobs(s, headOf(a), headOf(b)) < 0);
   for (const team of byTeam.values()) teams.push(team);
@@ -460,9 +476,12 @@ function* inOrder(s: State, queued: PlanQueuedJob[]): Generator<PlanQueuedJob> {
     const team = teams.peek();
     if (!team) return;
     const user = team.users.peek() as UserQueue;
-    yield head(user);
-    user.next += 1;
-    if (user.next === user.jobs.length) team.users.pop();
+    const run = user.runs.peek() as Run;
+    const goesOn = yield runHead(run);
+    run.next += 1;
+    if (!goesOn || run.next === run.jobs.length) user.runs.pop();
+    else user.runs.update(0);
+    if (user.runs.size === 0) team.users.pop();
     else team.users.update(0);
     if (team.users.size === 0) teams.pop();
     else teams.update(0);
@@ -662,10 +681,50 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
 // ───────────────────────────── the plan ─────────────────────────────
 
 export function plan(input: PlanInput): Plan {
-  const s = buildState(input);
+  const s = buildState(input, input.queued);
   const out: Plan = { placements: [], preemptions: [], waiting: [] };
-  for (const job of inOrder(s, input.queued)) decide(s, job, out);
+  const byUser = new Map<string, PlanQueuedJob[]>();
+  for (const job of input.queued) {
+    const key = userKey(job.teamId, job.ownerId);
+    const jobs = byUser.get(key);
+    if (jobs) jobs.push(job);
+    else byUser.set(key, [job]);
+  }
+  const runs = [...byUser.values()];
+  for (const jobs of runs) jobs.sort(compareWithinUser);
+  const order = inOrder(s, runs);
+  for (let next = order.next(true); !next.done; next = order.next(true)) decide(s, next.value, out);
   return out;
+}
+
+/** A plan of the queue that reads of each kind only the jobs up to its first that waits. */
+export interface KindsPlan {
+  plan: Plan;
+  /** The jobs it decided; the others wait behind an earlier job of their kind. */
+  read: PlanQueuedJob[];
+}
+
+/**
+ * The plan of the whole queue, given by kind (plan-round.ts's byKind: each kind's jobs oldest
+ * first, then by id), for the jobs up to the first of each kind that waits (rule 5: the later ones
+ * wait as it does and change nothing), which are all it decides. The queue's other jobs are not
+ * looked at, so a round costs what it places or preempts and one job per kind.
+ */
+export function planKinds(input: Omit<PlanInput, 'queued'>, kinds: PlanQueuedJob[][]): KindsPlan {
+  const firsts = kinds.flatMap((jobs) => (jobs.length > 0 ? [jobs[0]] : []));
+  const s = buildState(input, firsts);
+  const out: Plan = { placements: [], preemptions: [], waiting: [] };
+  const read: PlanQueuedJob[] = [];
+  const order = inOrder(s, kinds);
+  for (let next = order.next(true); !next.done; ) {
+    const job = next.value;
+    read.push(job);
+    const waited = out.waiting.length;
+    decide(s, job, out);
+    const waits = out.waiting.length > waited && out.waiting[waited].code !== 'PREEMPTING';
+    next = order.next(!waits);
+  }
+  return { plan: out, read };
 }
 
 function wait(
@@ -915,14 +974,24 @@ function tryPreempt(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: num
         else if (preemptible(h)) reachable += 1;
       }
       if (available + reachable < job.deviceCount) continue;
-      const candidate = preemptOn(s, job, shape, end, quotaOk, quotaDeficit, available, order, teamCandidates, preemptible);
+      const candidate = preemptOn(s, job, shape, end, quotaOk, quotaDeficit, available, order, teamCandidates);
       if (candidate && (!best || comparePreemptions(candidate, best) < 0)) best = candidate;
     }
   }
   return best;
 }
 
-/** Rule 6 on one shape: Kueue's victims there, or null when they cannot make room. */
+/** How many of `slots` `h` holds. */
+function heldOn(slots: Slot[], h: Holding): number {
+  let n = 0;
+  for (const slot of slots) if (slot.holder === h) n += 1;
+  return n;
+}
+
+/**
+ * Rule 6 on one shape: Kueue's victims there, or null when they cannot make room. Written with
+ * plain loops over the worker's few devices: it runs for every worker a preemptor could use.
+ */
 function preemptOn(
   s: State,
   job: PlanQueuedJob,
@@ -933,66 +1002,67 @@ function preemptOn(
   availableCount: number,
   order: (a: Holding, b: Holding) => number,
   teamCandidates: Holding[],
-  preemptible: (h: Holding | null) => h is Holding,
 ): PreemptionPlan | null {
   const deviceDeficit = job.deviceCount - availableCount;
-  const candidates = new Set<Holding>();
-  const onWorkerCount = new Map<Holding, number>();
-  for (const slot of shape.matching) if (slot.holder !== null) onWorkerCount.set(slot.holder, (onWorkerCount.get(slot.holder) ?? 0) + 1);
-  if (deviceDeficit > 0) for (const slot of shape.matching) if (preemptible(slot.holder)) candidates.add(slot.holder);
-  if (quotaDeficit > 0) for (const h of teamCandidates) candidates.add(h);
-
-  const onWorker = (h: Holding) => onWorkerCount.get(h) ?? 0;
-  const ofTeam = (h: Holding) => (h.teamId === job.teamId ? h.devices : 0);
-  const enough = (set: Holding[]) =>
-    set.reduce((n, h) => n + onWorker(h), 0) >= deviceDeficit && set.reduce((n, h) => n + ofTeam(h), 0) >= quotaDeficit;
-
-  // Add in Kueue's order, skipping candidates that help with nothing still missing.
-  const victims: Holding[] = [];
-  let gotDevices = 0;
-  let gotQuota = 0;
-  for (const h of [...candidates].sort(order)) {
-    if (gotDevices >= deviceDeficit && gotQuota >= quotaDeficit) break;
-    const devicesShort = deviceDeficit - gotDevices > 0;
-    const quotaShort = quotaDeficit - gotQuota > 0;
-    if ((devicesShort && onWorker(h) > 0) || (quotaShort && ofTeam(h) > 0)) {
-      victims.push(h);
-      gotDevices += onWorker(h);
-      gotQuota += ofTeam(h);
+  const candidates: Holding[] = [];
+  if (deviceDeficit > 0) {
+    for (const slot of shape.matching) {
+      const h = slot.holder;
+      if (h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority && !candidates.includes(h)) candidates.push(h);
     }
   }
-  if (!enough(victims)) return null;
-  // Then drop, last added first, every victim the job fits without.
-  for (let i = victims.length - 1; i >= 0; i -= 1) {
-    const without = victims.filter((_, j) => j !== i);
-    if (enough(without)) victims.splice(i, 1);
+  if (quotaDeficit > 0) for (const h of teamCandidates) if (!candidates.includes(h)) candidates.push(h);
+  const onWorker = candidates.map((h) => heldOn(shape.matching, h));
+  const ofTeam = candidates.map((h) => (h.teamId === job.teamId ? h.devices : 0));
+  const ranked = candidates.map((_, i) => i).sort((a, b) => order(candidates[a], candidates[b]));
+
+  // Add in Kueue's order, skipping candidates that help with nothing still missing.
+  const victims: number[] = [];
+  let gotDevices = 0;
+  let gotQuota = 0;
+  for (const i of ranked) {
+    if (gotDevices >= deviceDeficit && gotQuota >= quotaDeficit) break;
+    if ((deviceDeficit - gotDevices > 0 && onWorker[i] > 0) || (quotaDeficit - gotQuota > 0 && ofTeam[i] > 0)) {
+      victims.push(i);
+      gotDevices += onWorker[i];
+      gotQuota += ofTeam[i];
+    }
   }
+  if (gotDevices < deviceDeficit || gotQuota < quotaDeficit) return null;
+  // Then drop, last added first, every victim the job fits without.
+  for (let k = victims.length - 1; k >= 0; k -= 1) {
+    const i = victims[k];
+    if (gotDevices - onWorker[i] >= deviceDeficit && gotQuota - ofTeam[i] >= quotaDeficit) {
+      victims.splice(k, 1);
+      gotDevices -= onWorker[i];
+      gotQuota -= ofTeam[i];
+    }
+  }
+  const chosenVictims = victims.map((i) => candidates[i]);
 
   const rank = (slot: Slot) => (slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2);
-  const victimSet = new Set(victims);
   const chosen = shape.matching
-    .filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping) || victimSet.has(slot.holder))
+    .filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping) || chosenVictims.includes(slot.holder))
     .sort((a, b) => rank(a) - rank(b) || a.index - b.index)
     .slice(0, job.deviceCount);
   // All free, no victims and room in the quota: that was a placement, refused for a reservation.
-  if (victims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) return null;
-  if (deviceConflict(s, shape.worker, chosen, end, victimSet)) return null;
-  const released = new Set(victims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
+  if (chosenVictims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) return null;
+  if (deviceConflict(s, shape.worker, chosen, end, new Set(chosenVictims))) return null;
+  const released = new Set(chosenVictims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
   if (quotaConflict(s, job.teamId, job.deviceCount, end, released)) return null;
 
-  return {
-    shape,
-    victims,
-    chosen,
-    cost: [
-      victims.filter((v) => isBorrowing(s, v.teamId) === null).length,
-      Math.max(Number.NEGATIVE_INFINITY, ...victims.map((v) => v.priority)),
-      victims.length,
-      victims.reduce((n, v) => n + v.devices, 0),
-      // Free devices stay free for others when the victims' own devices suffice.
-      chosen.filter((slot) => slot.holder === null).length,
-    ],
-  };
+  let nonBorrowing = 0;
+  let highest = Number.NEGATIVE_INFINITY;
+  let devices = 0;
+  for (const v of chosenVictims) {
+    if (isBorrowing(s, v.teamId) === null) nonBorrowing += 1;
+    highest = Math.max(highest, v.priority);
+    devices += v.devices;
+  }
+  let freeTaken = 0;
+  for (const slot of chosen) if (slot.holder === null) freeTaken += 1;
+  // Free devices stay free for others when the victims' own devices suffice.
+  return { shape, victims: chosenVictims, chosen, cost: [nonBorrowing, highest, chosenVictims.length, devices, freeTaken] };
 }
 
 /** Whether any holding is stopping or running below `priority` (holdings only ever start stopping within a plan). */
