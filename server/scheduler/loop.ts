@@ -3,6 +3,7 @@ import { type Db, rawQuery } from '../db/client';
 import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
 import { planRound } from './plan-round';
+import { PlanThread, type ThreadPlan } from './plan-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
@@ -195,6 +196,14 @@ export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Da
 interface RoundOptions {
   housekeeping?: boolean;
   log?: (line: string) => void;
+  /** Plans the round (the loop's: on its thread); by default here, on the event loop. */
+  planner?: (input: PlanInput) => Promise<ThreadPlan>;
+}
+
+/** Plans on the calling thread (scheduleOnce, for tests and tools). */
+async function planHere(input: PlanInput): Promise<ThreadPlan> {
+  const { plan, read } = planRound(input);
+  return { plan, read: read.map((job) => job.id) };
 }
 
 async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
@@ -202,8 +211,8 @@ async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundO
   const read = await loadRound(db, now);
   // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
   // others read are past the window as those the query left out.
-  const { plan: decisions, read: planned } = planRound(read.input);
-  const waitingReasons = new Map(planned.map((job) => [job.id, read.waitingReasons.get(job.id) ?? null]));
+  const { plan: decisions, read: planned } = await (opts.planner ?? planHere)(read.input);
+  const waitingReasons = new Map(planned.map((id) => [id, read.waitingReasons.get(id) ?? null]));
   const beyondWindow = read.beyondWindow || planned.length < read.input.queued.length;
   // Jobs past the window are told so with housekeeping (at most once a second): under load every
   // round would otherwise scan the whole queue for the few new ones.
@@ -218,6 +227,8 @@ export class SchedulerLoop {
   private again = false;
   private stopped = false;
   private housekeptAt = 0;
+  /** Rounds are planned here, off the event loop. */
+  private readonly planner = new PlanThread();
   /** When the last round started, and how many jobs it left waiting. */
   private lastRound = { at: 0, waiting: 0 };
   isLeader = false;
@@ -231,6 +242,7 @@ export class SchedulerLoop {
   ) {}
 
   async start(): Promise<void> {
+    this.planner.start();
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     await this.tick();
   }
@@ -297,7 +309,7 @@ export class SchedulerLoop {
         const now = new Date();
         const housekeeping = now.getTime() - this.housekeptAt >= Math.min(HOUSEKEEPING_MS, this.tickMs);
         if (housekeeping) this.housekeptAt = now.getTime();
-        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log });
+        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log, planner: (input) => this.planner.plan(input) });
         this.lastRound = { at: now.getTime(), waiting };
       } while (this.again && this.isLeader && !this.stopped);
     } catch (error) {
@@ -315,5 +327,6 @@ export class SchedulerLoop {
     this.client = null;
     this.isLeader = false;
     await client?.end().catch(() => {});
+    await this.planner.stop();
   }
 }
