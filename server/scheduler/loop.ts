@@ -51,7 +51,15 @@ const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
  * beyond the window; it is not planned. (One statement building JSON cost PostgreSQL three times
  * as much.)
  */
-export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
+/**
+ * The most queued jobs a round reads, whatever the queue's length (each team's is bounded by its
+ * maxQueuedJobs, but teams are many): the planner's memory stays bounded. When more are in the
+ * window, the round reads every kind's first jobs before any kind's later ones (the first of each
+ * kind decide the most), and the rest wait for a later round.
+ */
+const MAX_ROUND_QUEUED = 200_000;
+
+export async function loadRound(db: Db, now: Date, maxQueued = MAX_ROUND_QUEUED): Promise<RoundInput> {
   const [queued, running, workers, quotas] = await Promise.all([
     rawQuery<PlanQueuedJob & { waitingReason: string | null; beyond: boolean }>(db, Prisma.sql`
       WITH size AS (SELECT count(*) + 1 AS n FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))
@@ -63,7 +71,9 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
                                                      coalesce("notBefore" > ${now}, false)
                                         ORDER BY "queuedAt", id COLLATE "C") AS place
                 FROM "Job" WHERE state = 'QUEUED') q
-       WHERE place <= (SELECT n + 1 FROM size)`),
+       WHERE place <= (SELECT n + 1 FROM size)
+       ORDER BY place, "queuedAt", id COLLATE "C"
+       LIMIT ${maxQueued + 1}`),
     rawQuery<PlanRunningJob>(db, Prisma.raw(`
       SELECT j.id, j."teamId", j."ownerId", j.priority, a."workerId", coalesce(a."deviceIndexes", '{}') AS "deviceIndexes",
              ${ms('coalesce(a."startedAt", j."updatedAt")')} AS "startedAt", j."timeLimitSeconds",
@@ -83,7 +93,7 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
   const inWindow: PlanQueuedJob[] = [];
   let beyondWindow = false;
   for (const { waitingReason, beyond, ...job } of queued) {
-    if (beyond) beyondWindow = true;
+    if (beyond || inWindow.length === maxQueued) beyondWindow = true;
     else {
       waitingReasons.set(job.id, waitingReason);
       inWindow.push(job);
