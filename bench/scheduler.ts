@@ -8,8 +8,14 @@
  * sdk/worker-protocol.ts, in this process; the fan-out's browsers are socket.io clients in a few
  * child processes of their own (bench/fanout-clients.ts).
  *
- * BENCH_ONLY=fanout (comma-separated: submit, drain, fanout, series) runs only those sections,
- * for iterating on one of them; quoted figures come from a full run.
+ * BENCH_ONLY=fanout (comma-separated: submit, drain, fanout, series, scale) runs only those
+ * sections, for iterating on one of them; quoted figures come from a full run.
+ *
+ * The scale section (plan_round_ms) plans synthetic clusters from 50 to 10,000 workers in child
+ * processes (bench/scheduler-scale.ts), each size within a time budget: BENCH_SCALE=50,500 picks
+ * sizes by worker count, BENCH_SCALE_BUDGET_S (60) is each size's budget, BENCH_SCALE_ROUNDS (20)
+ * the rounds of each, BENCH_SCALE_PLANNERS (fast,reference) which planners: the reference is the
+ * planner before issue 20, for the before/after figures of one run.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -37,7 +43,18 @@ const FANOUT_EVENTS_PER_S = 1_000;
 const FANOUT_SECONDS = 5;
 const SERIES_POINTS = 1_000_000;
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
-const runs = (section: 'submit' | 'drain' | 'fanout' | 'series') => !ONLY || ONLY.includes(section);
+const runs = (section: 'submit' | 'drain' | 'fanout' | 'series' | 'scale') => !ONLY || ONLY.includes(section);
+/** The scale section's clusters: workers of 8 devices, and queued jobs over 50 teams and 500 users. */
+const SCALE_SIZES = [
+  { workers: 50, queued: 1_000 },
+  { workers: 500, queued: 10_000 },
+  { workers: 2_000, queued: 50_000 },
+  { workers: 10_000, queued: 100_000 },
+];
+const SCALE_ONLY = process.env.BENCH_SCALE?.split(',').map(Number);
+const SCALE_BUDGET_S = Number(process.env.BENCH_SCALE_BUDGET_S ?? 60);
+const SCALE_ROUNDS = Number(process.env.BENCH_SCALE_ROUNDS ?? 20);
+const SCALE_PLANNERS = (process.env.BENCH_SCALE_PLANNERS ?? 'fast,reference').split(',').map((s) => s.trim());
 
 const emit = (name: string, value: number, unit: string, extra: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ name, value: Math.round(value * 100) / 100, unit, ...extra })}\n`);
@@ -463,6 +480,58 @@ async function series(url: string, databaseUrl: string, team: Team) {
   emit('series_query_ms', quantile(viaApi, 0.5), 'ms', { points: SERIES_POINTS, buckets: 500, via: 'tRPC runs.series over HTTP, median of 5 warm', sql_ms: Math.round(quantile(direct, 0.5) * 100) / 100, target: '< 100' });
 }
 
+interface RoundFigure {
+  ms: number;
+  group_ms: number;
+  placed: number;
+  preempted: number;
+  read: number;
+  queued: number;
+}
+
+/**
+ * plan_round_ms: p50 and p99 of consecutive rounds of a draining queue, for each size and both
+ * priority mixes, each in its own process (bench/scheduler-scale.ts). A size that runs past its
+ * budget is stopped and reported as cut off, with the rounds it finished.
+ */
+async function scale(): Promise<void> {
+  for (const size of SCALE_SIZES.filter((s) => !SCALE_ONLY || SCALE_ONLY.includes(s.workers))) {
+    for (const [planner, priorities] of SCALE_PLANNERS.flatMap((p) => (['equal', 'mixed'] as const).map((m) => [p, m] as const))) {
+      const args = { ...size, priorities, rounds: SCALE_ROUNDS, planner };
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'scheduler-scale.ts'), JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const rounds: RoundFigure[] = [];
+      let buffered = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const lines = buffered.split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) if (line.trim()) rounds.push(JSON.parse(line) as RoundFigure);
+      });
+      let cutOff = false;
+      const timer = setTimeout(() => {
+        cutOff = true;
+        child.kill('SIGKILL');
+      }, SCALE_BUDGET_S * 1000);
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      clearTimeout(timer);
+      const what = { planner, workers: size.workers, devices: size.workers * 8, queued: size.queued, priorities, teams: 50, users: 500, busy: 0.9 };
+      const times = rounds.map((r) => r.ms);
+      const figures = rounds.length === 0 ? {} : {
+        p50_ms: round(quantile(times, 0.5)), p99_ms: round(quantile(times, 0.99)), first_round_ms: round(times[0]),
+        placed_per_round: round(rounds.reduce((n, r) => n + r.placed, 0) / rounds.length),
+        preempted_per_round: round(rounds.reduce((n, r) => n + r.preempted, 0) / rounds.length),
+        read_per_round: round(rounds.reduce((n, r) => n + r.read, 0) / rounds.length),
+        group_p99_ms: round(quantile(rounds.map((r) => r.group_ms), 0.99)),
+      };
+      if (cutOff || code !== 0) {
+        process.stdout.write(`${JSON.stringify({ name: 'plan_round_ms', value: null, unit: 'ms', cut_off: cutOff, exit_code: code, budget_s: SCALE_BUDGET_S, rounds_done: rounds.length, rounds_asked: SCALE_ROUNDS, ...what, ...figures })}\n`);
+      } else {
+        emit('plan_round_ms', quantile(times, 0.99), 'ms', { ...what, rounds: rounds.length, ...figures, what: planner === 'fast' ? 'planRound(byKind(queue)) per round of a draining queue' : 'referencePlan(queueWindow(input)) per round of a draining queue', target: size.workers === 2_000 ? '< 50 (mixed)' : size.workers === 10_000 ? '< 200 (mixed)' : undefined });
+      }
+    }
+  }
+}
+
 function withDatabase(serverUrl: string, database: string): string {
   const url = new URL(serverUrl);
   url.pathname = `/${database}`;
@@ -470,6 +539,8 @@ function withDatabase(serverUrl: string, database: string): string {
 }
 
 async function main(): Promise<void> {
+  if (runs('scale')) await scale();
+  if (ONLY && ONLY.every((section) => section === 'scale')) return;
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-'));
   fs.chmodSync(home, 0o755);
   const embedded = process.env.DATABASE_URL ? null : await startEmbeddedPostgres(home, undefined, undefined, ['-c', 'shared_preload_libraries=pg_stat_statements']);

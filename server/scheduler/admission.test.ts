@@ -47,4 +47,12 @@ describe('admitJob', () => {
     expect(admitJob({ ...base, quota: null, deviceCount: 5 }).ok).toBe(false);
     expect(admitJob({ ...base, quota: null, queuedJobs: DEFAULT_QUOTA.maxQueuedJobs }).ok).toBe(false);
   });
+
+  it('refuses a runaway sweep once the team queue is full, saying so', () => {
+    const quota = { teamId: 't', maxConcurrentDevices: 8, maxQueuedJobs: 100_000, maxPriority: 100 };
+    expect(admitJob({ ...base, quota, queuedJobs: 99_999 }).ok).toBe(true);
+    for (const queuedJobs of [100_000, 1_000_000]) {
+      expect(admitJob({ ...base, quota, queuedJobs })).toEqual({ ok: false, reason: `team queue is full: ${queuedJobs} jobs queued (limit 100000)` });
+    }
+  });
 });

@@ -62,4 +62,20 @@ describe('a round reads the queue window', () => {
     expect([...read.waitingReasons.keys()].sort()).toEqual(read.input.queued.map((j) => j.id).sort());
     expect(read.beyondWindow).toBe(true);
   });
+
+  it('reads at most its bound of queued jobs, the first of every kind before the later ones', async () => {
+    await t.db.job.updateMany({ where: { state: 'QUEUED' }, data: { state: 'CANCELLED' } });
+    const base = { teamId: team.teamId, ownerId: team.userId, kind: 'TRAIN' as const, config: {} };
+    const now = new Date();
+    // Four kinds (priorities 0 to 3) of three jobs each: a bound of 6 reads the first of each, then two more.
+    for (let p = 0; p < 4; p++) for (let i = 0; i < 3; i++) await t.db.job.create({ data: { ...base, priority: p, queuedAt: new Date(now.getTime() - 10_000 + i * 1000) } });
+    const read = await loadRound(t.db, now, 6);
+    expect(read.input.queued).toHaveLength(6);
+    expect(new Set(read.input.queued.map((j) => j.priority)).size).toBe(4);
+    expect(read.beyondWindow).toBe(true);
+    const whole = await loadRound(t.db, now);
+    expect(whole.input.queued).toHaveLength(12);
+    expect(whole.beyondWindow).toBe(false);
+    await t.db.job.updateMany({ where: { state: 'QUEUED' }, data: { state: 'CANCELLED' } });
+  });
 });

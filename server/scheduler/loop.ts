@@ -2,7 +2,8 @@ import pg from 'pg';
 import { type Db, rawQuery } from '../db/client';
 import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
-import { plan } from './plan';
+import { planRound } from './plan-round';
+import { PlanThread, type ThreadPlan } from './plan-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
@@ -50,7 +51,15 @@ const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8`;
  * beyond the window; it is not planned. (One statement building JSON cost PostgreSQL three times
  * as much.)
  */
-export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
+/**
+ * The most queued jobs a round reads, whatever the queue's length (each team's is bounded by its
+ * maxQueuedJobs, but teams are many): the planner's memory stays bounded. When more are in the
+ * window, the round reads every kind's first jobs before any kind's later ones (the first of each
+ * kind decide the most), and the rest wait for a later round.
+ */
+const MAX_ROUND_QUEUED = 200_000;
+
+export async function loadRound(db: Db, now: Date, maxQueued = MAX_ROUND_QUEUED): Promise<RoundInput> {
   const [queued, running, workers, quotas] = await Promise.all([
     rawQuery<PlanQueuedJob & { waitingReason: string | null; beyond: boolean }>(db, Prisma.sql`
       WITH size AS (SELECT count(*) + 1 AS n FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))
@@ -62,7 +71,9 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
                                                      coalesce("notBefore" > ${now}, false)
                                         ORDER BY "queuedAt", id COLLATE "C") AS place
                 FROM "Job" WHERE state = 'QUEUED') q
-       WHERE place <= (SELECT n + 1 FROM size)`),
+       WHERE place <= (SELECT n + 1 FROM size)
+       ORDER BY place, "queuedAt", id COLLATE "C"
+       LIMIT ${maxQueued + 1}`),
     rawQuery<PlanRunningJob>(db, Prisma.raw(`
       SELECT j.id, j."teamId", j."ownerId", j.priority, a."workerId", coalesce(a."deviceIndexes", '{}') AS "deviceIndexes",
              ${ms('coalesce(a."startedAt", j."updatedAt")')} AS "startedAt", j."timeLimitSeconds",
@@ -82,7 +93,7 @@ export async function loadRound(db: Db, now: Date): Promise<RoundInput> {
   const inWindow: PlanQueuedJob[] = [];
   let beyondWindow = false;
   for (const { waitingReason, beyond, ...job } of queued) {
-    if (beyond) beyondWindow = true;
+    if (beyond || inWindow.length === maxQueued) beyondWindow = true;
     else {
       waitingReasons.set(job.id, waitingReason);
       inWindow.push(job);
@@ -195,15 +206,27 @@ export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Da
 interface RoundOptions {
   housekeeping?: boolean;
   log?: (line: string) => void;
+  /** Plans the round (the loop's: on its thread); by default here, on the event loop. */
+  planner?: (input: PlanInput) => Promise<ThreadPlan>;
+}
+
+/** Plans on the calling thread (scheduleOnce, for tests and tools). */
+async function planHere(input: PlanInput): Promise<ThreadPlan> {
+  const { plan, read } = planRound(input);
+  return { plan, read: read.map((job) => job.id) };
 }
 
 async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
   if (opts.housekeeping ?? true) await expireStale(db, now, events);
   const read = await loadRound(db, now);
-  const decisions = plan(read.input);
+  // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
+  // others read are past the window as those the query left out.
+  const { plan: decisions, read: planned } = await (opts.planner ?? planHere)(read.input);
+  const waitingReasons = new Map(planned.map((id) => [id, read.waitingReasons.get(id) ?? null]));
+  const beyondWindow = read.beyondWindow || planned.length < read.input.queued.length;
   // Jobs past the window are told so with housekeeping (at most once a second): under load every
   // round would otherwise scan the whole queue for the few new ones.
-  const applied = await applyPlan(db, decisions, now, events, { ...read, beyondWindow: read.beyondWindow && (opts.housekeeping ?? true) }, opts.log);
+  const applied = await applyPlan(db, decisions, now, events, { waitingReasons, beyondWindow: beyondWindow && (opts.housekeeping ?? true) }, opts.log);
   return { ...applied, waiting: decisions.waiting.length };
 }
 
@@ -214,6 +237,8 @@ export class SchedulerLoop {
   private again = false;
   private stopped = false;
   private housekeptAt = 0;
+  /** Rounds are planned here, off the event loop. */
+  private readonly planner = new PlanThread();
   /** When the last round started, and how many jobs it left waiting. */
   private lastRound = { at: 0, waiting: 0 };
   isLeader = false;
@@ -227,6 +252,7 @@ export class SchedulerLoop {
   ) {}
 
   async start(): Promise<void> {
+    this.planner.start();
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     await this.tick();
   }
@@ -293,7 +319,7 @@ export class SchedulerLoop {
         const now = new Date();
         const housekeeping = now.getTime() - this.housekeptAt >= Math.min(HOUSEKEEPING_MS, this.tickMs);
         if (housekeeping) this.housekeptAt = now.getTime();
-        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log });
+        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log, planner: (input) => this.planner.plan(input) });
         this.lastRound = { at: now.getTime(), waiting };
       } while (this.again && this.isLeader && !this.stopped);
     } catch (error) {
@@ -311,5 +337,6 @@ export class SchedulerLoop {
     this.client = null;
     this.isLeader = false;
     await client?.end().catch(() => {});
+    await this.planner.stop();
   }
 }

@@ -70,18 +70,18 @@
  *    currently free devices taken (they stay free for others) wins. The job then waits
  *    (PREEMPTING) with its devices held for it: no later job may take them, and a later plan,
  *    seeing the victims stopping, holds them again without preempting more.
+ *
+ * How a plan keeps its cost to what it can place or preempt (issue 20; the planner it replaced is
+ * kept as the tests' reference, test-support/plan-reference.ts, and decides exactly as this one):
+ * the queue's order is a heap of the users' queues, re-sorted only for the team whose shares a
+ * placement changed; a team's held devices are counters; the workers a request can use are
+ * indexed once per request (the shared pool's index is every team's), by how many matching
+ * devices each has free (placement looks at the tightest fits first and stops at the first that
+ * delays no reservation) and by when its devices free up (the reservation is the index's top);
+ * both are updated for the one worker a placement or preemption changes. Free devices only ever
+ * get taken within a plan, so a worker with too few is dropped from the placement index for good.
  */
-import type {
-  DeviceKind,
-  Placement,
-  Plan,
-  PlanInput,
-  PlanQueuedJob,
-  Preemption,
-  Waiting,
-  WaitCode,
-  WorkerState,
-} from './types';
+import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, Preemption, Waiting, WaitCode, WorkerState } from './types';
 import { DEFAULT_QUOTA } from './admission';
 import { kindOf } from './queue-window';
 import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
@@ -99,6 +99,79 @@ import {
 
 const NONE: ReadonlySet<never> = new Set();
 const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'WEBGPU', 'CPU', 'WASM'];
+const KIND_INDEX: Record<DeviceKind, number> = { CUDA: 0, WEBGPU: 1, CPU: 2, WASM: 3 };
+
+// ───────────────────────────── a binary heap ─────────────────────────────
+
+/** A min-heap by `less`; `onMove` (optional) learns each item's position, for `update`. */
+class Heap<T> {
+  readonly items: T[] = [];
+  constructor(
+    private readonly less: (a: T, b: T) => boolean,
+    private readonly onMove?: (item: T, at: number) => void,
+  ) {}
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+    this.place(item, this.items.length - 1);
+    this.up(this.items.length - 1);
+  }
+
+  pop(): T | undefined {
+    const top = this.items[0];
+    const last = this.items.pop();
+    if (this.items.length > 0 && last !== undefined) {
+      this.place(last, 0);
+      this.down(0);
+    }
+    return top;
+  }
+
+  /** The item at `at` changed its key. */
+  update(at: number): void {
+    this.down(this.up(at));
+  }
+
+  private place(item: T, at: number): void {
+    this.items[at] = item;
+    this.onMove?.(item, at);
+  }
+
+  private up(at: number): number {
+    const item = this.items[at];
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!this.less(item, this.items[parent])) break;
+      this.place(this.items[parent], at);
+      at = parent;
+    }
+    this.place(item, at);
+    return at;
+  }
+
+  private down(at: number): void {
+    const item = this.items[at];
+    const n = this.items.length;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= n) break;
+      const right = left + 1;
+      const child = right < n && this.less(this.items[right], this.items[left]) ? right : left;
+      if (!this.less(this.items[child], item)) break;
+      this.place(this.items[child], at);
+      at = child;
+    }
+    this.place(item, at);
+  }
+}
 
 // ───────────────────────────── working state ─────────────────────────────
 
@@ -130,6 +203,10 @@ interface WorkerSlots {
   teamId: string | null;
   state: WorkerState;
   slots: Slot[];
+  /** Its place in worker id order. */
+  order: number;
+  /** The indexes' entries for this worker's shapes, updated when its slots change (`touch`). */
+  entries: { index: ShapeIndex; shape: Shape }[];
 }
 
 type KindCount = Record<DeviceKind, number>;
@@ -151,31 +228,29 @@ type Reservation = ({ type: 'devices' } & DeviceReservation) | ({ type: 'quota' 
 interface State {
   now: number;
   workers: WorkerSlots[];
+  workerById: Map<string, WorkerSlots>;
   quotas: Map<string, number>;
   /** Per team: everything counted against its quota. */
   ledger: Map<string, Holding[]>;
+  /** Per team: the devices of its ledger; of its holdings other than preemptors' holds; of those not stopping. */
+  held: Map<string, { all: number; notHeld: number; notStopping: number }>;
   sharedTotal: KindCount;
   teamPoolTotal: Map<string, KindCount>;
   sharedUse: Map<string, KindCount>;
   userUse: Map<string, KindCount>;
-  /** Shares by team and by user, dropped when their use changes: ordering compares them often. */
-  shares: Map<string, number>;
+  /** Shares by team and by user (userKey), dropped when their use changes: ordering compares them often. */
+  teamShares: Map<string, number>;
+  userShares: Map<string, number>;
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
   /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
   waitedKinds: Map<string, Waiting>;
-  /**
-   * Memos for the thousand jobs a busy queue asks about with the same few requests: the shapes a
-   * request can take (workers and devices do not change within a plan), and the best device
-   * reservation for a set of shapes, valid while `holders` (bumped whenever a slot's holder or a
-   * holder's stopping changes) stays the same.
-   */
-  shapes: Map<string, Shape[]>;
-  bestReservation: Map<Shape[], { holders: number; best: ReservationChoice }>;
-  /** anythingToFree's answers, by `holders` and priority. */
-  toFree: Map<string, boolean>;
-  holders: number;
+  /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request. */
+  indexes: Map<string, ShapeIndex>;
+  /** Whether any holding is stopping; the lowest priority of a running job (anythingToFree). */
+  stoppingCount: number;
+  lowestRunning: number;
 }
 
 const zero = (): KindCount => ({ CUDA: 0, WEBGPU: 0, CPU: 0, WASM: 0 });
@@ -192,39 +267,51 @@ function endOf(startedAt: number, timeLimitSeconds: number | null): number {
   return timeLimitSeconds === null ? NEVER : startedAt + timeLimitSeconds * 1000;
 }
 
-function buildState(input: PlanInput): State {
+/** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). */
+function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): State {
   const { now } = input;
   const workers: WorkerSlots[] = [...input.workers]
     .sort((a, b) => cmp(a.id, b.id))
-    .map((w) => ({
+    .map((w, order) => ({
       id: w.id,
       name: w.name,
       teamId: w.teamId,
       state: w.state,
+      order,
+      entries: [],
       slots: [...w.devices]
         .sort((a, b) => a.index - b.index)
         .map((d) => ({ index: d.index, kind: d.kind, memoryBytes: d.memoryBytes, holder: null })),
     }));
-  const byId = new Map(workers.map((w) => [w.id, w]));
+  // Ids are unique in the database; were two workers to share one, a running job's devices would
+  // be found on the last of them in id order and a reservation's on the first, as before.
+  const lastById = new Map(workers.map((w) => [w.id, w]));
+  const workerById = new Map<string, WorkerSlots>();
+  for (let i = workers.length - 1; i >= 0; i -= 1) workerById.set(workers[i].id, workers[i]);
 
+  const teams = new Set<string>();
+  for (const j of queued) teams.add(j.teamId);
+  for (const j of input.running) teams.add(j.teamId);
   const s: State = {
     now,
     workers,
+    workerById,
     quotas: new Map(input.quotas.map((q) => [q.teamId, q.maxConcurrentDevices])),
     ledger: new Map(),
+    held: new Map(),
     sharedTotal: zero(),
     teamPoolTotal: new Map(),
     sharedUse: new Map(),
     userUse: new Map(),
-    shares: new Map(),
-    activeTeams: new Set([...input.queued, ...input.running].map((j) => j.teamId)).size,
+    teamShares: new Map(),
+    userShares: new Map(),
+    activeTeams: teams.size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
     waitedKinds: new Map(),
-    shapes: new Map(),
-    bestReservation: new Map(),
-    toFree: new Map(),
-    holders: 0,
+    indexes: new Map(),
+    stoppingCount: 0,
+    lowestRunning: Number.POSITIVE_INFINITY,
   };
 
   // Capacity for shares: workers that exist and hold or take work.
@@ -236,7 +323,7 @@ function buildState(input: PlanInput): State {
     }
   }
 
-  for (const job of [...input.running].sort((a, b) => cmp(a.id, b.id))) {
+  for (const job of input.running) {
     const holding: Holding = {
       source: 'running',
       jobId: job.id,
@@ -249,12 +336,16 @@ function buildState(input: PlanInput): State {
       release: Math.max(now, endOf(job.startedAt, job.timeLimitSeconds)),
       stopping: job.stopping,
     };
-    ledgerOf(s, job.teamId).push(holding);
-    const worker = job.workerId === null ? undefined : byId.get(job.workerId);
+    addToLedger(s, holding);
+    if (job.stopping) s.stoppingCount += 1;
+    s.lowestRunning = Math.min(s.lowestRunning, job.priority);
+    const worker = job.workerId === null ? undefined : lastById.get(job.workerId);
     for (const index of job.deviceIndexes) {
       const slot = worker?.slots.find((d) => d.index === index);
       if (!worker || !slot) continue;
-      slot.holder = holding;
+      // Two jobs on one device (never in a consistent database): the one with the larger id holds it,
+      // as when they were taken in id order; both count as used.
+      if (slot.holder === null || cmp(slot.holder.jobId, holding.jobId) <= 0) slot.holder = holding;
       countUse(s, worker, slot.kind, holding, 1);
     }
   }
@@ -267,17 +358,31 @@ function ledgerOf(s: State, teamId: string): Holding[] {
   return list;
 }
 
+function heldOf(s: State, teamId: string): { all: number; notHeld: number; notStopping: number } {
+  let held = s.held.get(teamId);
+  if (!held) s.held.set(teamId, (held = { all: 0, notHeld: 0, notStopping: 0 }));
+  return held;
+}
+
+function addToLedger(s: State, h: Holding): void {
+  ledgerOf(s, h.teamId).push(h);
+  const held = heldOf(s, h.teamId);
+  held.all += h.devices;
+  if (h.source !== 'held') held.notHeld += h.devices;
+  if (!h.stopping) held.notStopping += h.devices;
+}
+
 function countUse(s: State, worker: WorkerSlots, kind: DeviceKind, h: Holding, by: number): void {
   if (worker.state !== 'ONLINE' && worker.state !== 'DRAINING') return;
   if (worker.teamId === null) bump(s.sharedUse, h.teamId, kind, by);
   bump(s.userUse, userKey(h.teamId, h.ownerId), kind, by);
-  s.shares.delete(`team:${h.teamId}`);
-  s.shares.delete(`user:${userKey(h.teamId, h.ownerId)}`);
+  s.teamShares.delete(h.teamId);
+  s.userShares.delete(userKey(h.teamId, h.ownerId));
 }
 
-const workerOf = (s: State, id: string): WorkerSlots => s.workers.find((w) => w.id === id) as WorkerSlots;
+const workerOf = (s: State, id: string): WorkerSlots => s.workerById.get(id) as WorkerSlots;
 const quotaOf = (s: State, teamId: string): number => s.quotas.get(teamId) ?? DEFAULT_QUOTA.maxConcurrentDevices;
-const heldBy = (s: State, teamId: string): number => ledgerOf(s, teamId).reduce((n, h) => n + h.devices, 0);
+const heldBy = (s: State, teamId: string): number => heldOf(s, teamId).all;
 
 // ───────────────────────────── fair share ─────────────────────────────
 
@@ -288,24 +393,22 @@ function dominantShare(use: KindCount | undefined, total: KindCount): number {
   return share;
 }
 
-function cachedShare(s: State, key: string, compute: () => number): number {
-  let share = s.shares.get(key);
-  if (share === undefined) s.shares.set(key, (share = compute()));
-  return share;
-}
-
 function teamShare(s: State, teamId: string): number {
-  return cachedShare(s, `team:${teamId}`, () => dominantShare(s.sharedUse.get(teamId), s.sharedTotal));
+  let share = s.teamShares.get(teamId);
+  if (share === undefined) s.teamShares.set(teamId, (share = dominantShare(s.sharedUse.get(teamId), s.sharedTotal)));
+  return share;
 }
 
 function userShare(s: State, teamId: string, ownerId: string): number {
   const key = userKey(teamId, ownerId);
-  return cachedShare(s, `user:${key}`, () => {
+  let share = s.userShares.get(key);
+  if (share === undefined) {
     const own = s.teamPoolTotal.get(teamId) ?? zero();
     const total = zero();
     for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
-    return dominantShare(s.userUse.get(key), total);
-  });
+    s.userShares.set(key, (share = dominantShare(s.userUse.get(key), total)));
+  }
+  return share;
 }
 
 /** Rule 1: priority, then team share, then user share, then age, then id. */
@@ -319,37 +422,75 @@ function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
   return cmp(a.id, b.id);
 }
 
+/** Jobs in their order within one user's queue; a user's queue is a heap of runs by their heads. */
+interface Run {
+  jobs: PlanQueuedJob[];
+  next: number;
+}
+
+interface UserQueue {
+  runs: Heap<Run>;
+}
+
+interface TeamQueue {
+  users: Heap<UserQueue>;
+}
+
+/** Within one user (one team and owner), rule 1 is priority, then age, then id. */
+function compareWithinUser(a: PlanQueuedJob, b: PlanQueuedJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  if (a.queuedAt !== b.queuedAt) return a.queuedAt - b.queuedAt;
+  return cmp(a.id, b.id);
+}
+
 /**
- * The queue in rule 1's order, as shares change. A user's own jobs keep a fixed order (their
- * shares are the same), so only the heads of the users' queues need comparing at each step.
+ * The queue in rule 1's order, as shares change, as runs of jobs already in their order within
+ * their user: a user's whole queue (plan), or the jobs of one kind (planKinds). A user's own jobs
+ * keep a fixed order (their shares are the same), so only the heads of the users' queues are
+ * compared: in a heap per team (a team's share orders none of its own users before another), and
+ * the teams' best heads in a heap of teams. A decision changes the shares of the job's own user
+ * and team only, so only that user moves in its team's heap and that team in the heap of teams.
+ * `next(job)` answers whether the job's run goes on after the job was decided.
  */
-function* inOrder(s: State, queued: PlanQueuedJob[]): Generator<PlanQueuedJob> {
-  const byUser = new Map<string, PlanQueuedJob[]>();
-  for (const job of queued) {
-    const key = userKey(job.teamId, job.ownerId);
-    const jobs = byUser.get(key);
-    if (jobs) jobs.push(job);
-    else byUser.set(key, [job]);
+function* inOrder(s: State, runs: PlanQueuedJob[][]): Generator<PlanQueuedJob, void, boolean> {
+  const runHead = (r: Run) => r.jobs[r.next];
+  const head = (u: UserQueue) => runHead(u.runs.peek() as Run);
+  const headOf = (t: TeamQueue) => head(t.users.peek() as UserQueue);
+  const users = new Map<string, UserQueue & { teamId: string }>();
+  for (const jobs of runs) {
+    if (jobs.length === 0) continue;
+    const key = userKey(jobs[0].teamId, jobs[0].ownerId);
+    let user = users.get(key);
+    if (!user) users.set(key, (user = { teamId: jobs[0].teamId, runs: new Heap((a, b) => compareWithinUser(runHead(a), runHead(b)) < 0) }));
+    user.runs.push({ jobs, next: 0 });
   }
-  const queues = [...byUser.values()].map((jobs) => ({ jobs: jobs.sort((a, b) => compareJobs(s, a, b)), next: 0 }));
+  const byTeam = new Map<string, TeamQueue>();
+  for (const user of users.values()) {
+    let team = byTeam.get(user.teamId);
+    if (!team) byTeam.set(user.teamId, (team = { users: new Heap((a, b) => compareJobs(s, head(a), head(b)) < 0) }));
+    team.users.push(user);
+  }
+  const teams = new Heap<TeamQueue>((a, b) => compareJobs(s, headOf(a), headOf(b)) < 0);
+  for (const team of byTeam.values()) teams.push(team);
   for (;;) {
-    let best: (typeof queues)[number] | null = null;
-    for (const q of queues) {
-      if (q.next === q.jobs.length) continue;
-      if (!best || compareJobs(s, q.jobs[q.next], best.jobs[best.next]) < 0) best = q;
-    }
-    if (!best) return;
-    best.next += 1;
-    yield best.jobs[best.next - 1];
+    const team = teams.peek();
+    if (!team) return;
+    const user = team.users.peek() as UserQueue;
+    const run = user.runs.peek() as Run;
+    const goesOn = yield runHead(run);
+    run.next += 1;
+    if (!goesOn || run.next === run.jobs.length) user.runs.pop();
+    else user.runs.update(0);
+    if (user.runs.size === 0) team.users.pop();
+    else team.users.update(0);
+    if (team.users.size === 0) teams.pop();
+    else teams.update(0);
   }
 }
 
 /** Holding more than its quota, or more than an equal share of the shared pool. */
 function isBorrowing(s: State, teamId: string): 'quota' | 'share' | null {
-  const held = ledgerOf(s, teamId)
-    .filter((h) => h.source !== 'held')
-    .reduce((n, h) => n + h.devices, 0);
-  if (held > quotaOf(s, teamId)) return 'quota';
+  if (heldOf(s, teamId).notHeld > quotaOf(s, teamId)) return 'quota';
   if (s.activeTeams > 0 && teamShare(s, teamId) > 1 / s.activeTeams) return 'share';
   return null;
 }
@@ -370,31 +511,119 @@ interface Shape {
   worker: WorkerSlots;
   kind: DeviceKind;
   matching: Slot[];
+  /** Matching devices free now (only ever fewer within a plan). */
+  free: number;
+  /** Bumped when its worker's slots change: index entries of older versions are stale. */
+  version: number;
+  /** Where it would reserve now (rule 5's choice), for the version. */
+  reservation: ReservationChoice;
 }
 
-function shapesFor(s: State, job: PlanQueuedJob): Shape[] {
-  const key = `${job.teamId}\u0000${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
-  let shapes = s.shapes.get(key);
-  if (!shapes) s.shapes.set(key, (shapes = computeShapes(s, job)));
-  return shapes;
+type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
+
+/**
+ * The shapes of one request (device kind or any, memory, gang size) in one pool (the shared pool,
+ * or a team's own workers): all of them in shape order (worker id, then kind order), those with
+ * enough free devices by how many (placement's tightest fit first), and by reservation order.
+ */
+interface ShapeIndex {
+  deviceCount: number;
+  shapes: Shape[];
+  /** By free count: heaps of { shape, free } in kind order then worker id; entries whose free is no longer the shape's are stale. */
+  byFree: Heap<{ shape: Shape; free: number }>[];
+  reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }>;
 }
 
-function computeShapes(s: State, job: PlanQueuedJob, state: WorkerState = 'ONLINE'): Shape[] {
+/** Shape order: worker id, then kind order. */
+const shapeOrder = (a: Shape, b: Shape): number => a.worker.order - b.worker.order || KIND_INDEX[a.kind] - KIND_INDEX[b.kind];
+const kindThenWorker = (a: Shape, b: Shape): boolean =>
+  KIND_INDEX[a.kind] !== KIND_INDEX[b.kind] ? KIND_INDEX[a.kind] < KIND_INDEX[b.kind] : a.worker.order < b.worker.order;
+
+/** Rule 5's order of reservations: soonest start, fewest devices held by jobs without a limit, then rule 4's order. */
+function betterReservation(a: ReservationChoice, b: ReservationChoice): boolean {
+  if (a.startAt !== b.startAt) return a.startAt < b.startAt;
+  if (a.unknown !== b.unknown) return a.unknown < b.unknown;
+  return comparePlaces({ shape: a.shape, left: 0 }, { shape: b.shape, left: 0 }) < 0;
+}
+
+function reservationOn(s: State, shape: Shape, deviceCount: number): ReservationChoice {
+  const slots = [...shape.matching].sort((a, b) => releaseOf(s, a) - releaseOf(s, b) || a.index - b.index).slice(0, deviceCount);
+  const startAt = releaseOf(s, slots[slots.length - 1]);
+  let unknown = 0;
+  for (const slot of slots) if (releaseOf(s, slot) === NEVER) unknown += 1;
+  return { shape, startAt, unknown, slots };
+}
+
+function freeOf(shape: Shape): number {
+  let free = 0;
+  for (const slot of shape.matching) if (slot.holder === null) free += 1;
+  return free;
+}
+
+/** The job's pools' indexes: the shared pool's and its team's own workers'. */
+function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
+  const request = `${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
+  return [indexOf(s, `\u0000${request}`, null, job), indexOf(s, `${job.teamId}\u0000${request}`, job.teamId, job)];
+}
+
+function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob): ShapeIndex {
+  let index = s.indexes.get(key);
+  if (index) return index;
   const shapes: Shape[] = [];
   for (const worker of s.workers) {
-    if (worker.state !== state) continue;
-    if (worker.teamId !== null && worker.teamId !== job.teamId) continue;
+    if (worker.state !== 'ONLINE' || worker.teamId !== pool) continue;
     for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
       const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
-      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching });
+      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, reservation: null as unknown as ReservationChoice });
     }
   }
-  return shapes;
+  index = {
+    deviceCount: job.deviceCount,
+    shapes,
+    byFree: [],
+    reservations: new Heap((a, b) => betterReservation(a.choice, b.choice)),
+  };
+  for (const shape of shapes) {
+    shape.worker.entries.push({ index, shape });
+    shape.free = freeOf(shape);
+    shape.reservation = reservationOn(s, shape, job.deviceCount);
+    index.reservations.push({ shape, version: 0, choice: shape.reservation });
+    if (shape.free >= job.deviceCount) byFreeOf(index, shape.free).push({ shape, free: shape.free });
+  }
+  s.indexes.set(key, index);
+  return index;
+}
+
+function byFreeOf(index: ShapeIndex, free: number): Heap<{ shape: Shape; free: number }> {
+  while (index.byFree.length <= free) index.byFree.push(new Heap((a, b) => kindThenWorker(a.shape, b.shape)));
+  return index.byFree[free];
+}
+
+/** A worker's slots changed (a holder, or a holder's stopping): its shapes' entries move in every index. */
+function touch(s: State, worker: WorkerSlots): void {
+  for (const { index, shape } of worker.entries) {
+    shape.version += 1;
+    shape.reservation = reservationOn(s, shape, index.deviceCount);
+    index.reservations.push({ shape, version: shape.version, choice: shape.reservation });
+    const free = freeOf(shape);
+    if (free !== shape.free) {
+      shape.free = free;
+      if (free >= index.deviceCount) byFreeOf(index, free).push({ shape, free });
+    }
+  }
 }
 
 /** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
 function drainingThatFit(s: State, job: PlanQueuedJob): string[] {
-  return [...new Set(computeShapes(s, job, 'DRAINING').map((shape) => shape.worker.name ?? shape.worker.id))];
+  const names: string[] = [];
+  for (const worker of s.workers) {
+    if (worker.state !== 'DRAINING') continue;
+    if (worker.teamId !== null && worker.teamId !== job.teamId) continue;
+    for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
+      if (worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes)).length >= job.deviceCount) names.push(worker.name ?? worker.id);
+    }
+  }
+  return [...new Set(names)];
 }
 
 /** A reservation's devices on its worker, as a pool; `freed` holders count as gone. */
@@ -434,8 +663,11 @@ function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = NON
 
 /** The first quota reservation of the team that taking `units` until `end` would delay. */
 function quotaConflict(s: State, teamId: string, units: number, end: number, released?: ReadonlySet<string>): QuotaReservation | null {
-  for (const r of s.quotaReservations.get(teamId) ?? []) {
-    if (delays(s.now, quotaPool(s, teamId, released), r.job.deviceCount, { units, release: end })) return r;
+  const reservations = s.quotaReservations.get(teamId);
+  if (!reservations) return null;
+  const pool = quotaPool(s, teamId, released);
+  for (const r of reservations) {
+    if (delays(s.now, pool, r.job.deviceCount, { units, release: end })) return r;
   }
   return null;
 }
@@ -449,10 +681,50 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
 // ───────────────────────────── the plan ─────────────────────────────
 
 export function plan(input: PlanInput): Plan {
-  const s = buildState(input);
+  const s = buildState(input, input.queued);
   const out: Plan = { placements: [], preemptions: [], waiting: [] };
-  for (const job of inOrder(s, input.queued)) decide(s, job, out);
+  const byUser = new Map<string, PlanQueuedJob[]>();
+  for (const job of input.queued) {
+    const key = userKey(job.teamId, job.ownerId);
+    const jobs = byUser.get(key);
+    if (jobs) jobs.push(job);
+    else byUser.set(key, [job]);
+  }
+  const runs = [...byUser.values()];
+  for (const jobs of runs) jobs.sort(compareWithinUser);
+  const order = inOrder(s, runs);
+  for (let next = order.next(true); !next.done; next = order.next(true)) decide(s, next.value, out);
   return out;
+}
+
+/** A plan of the queue that reads of each kind only the jobs up to its first that waits. */
+export interface KindsPlan {
+  plan: Plan;
+  /** The jobs it decided; the others wait behind an earlier job of their kind. */
+  read: PlanQueuedJob[];
+}
+
+/**
+ * The plan of the whole queue, given by kind (plan-round.ts's byKind: each kind's jobs oldest
+ * first, then by id), for the jobs up to the first of each kind that waits (rule 5: the later ones
+ * wait as it does and change nothing), which are all it decides. The queue's other jobs are not
+ * looked at, so a round costs what it places or preempts and one job per kind.
+ */
+export function planKinds(input: Omit<PlanInput, 'queued'>, kinds: PlanQueuedJob[][]): KindsPlan {
+  const firsts = kinds.flatMap((jobs) => (jobs.length > 0 ? [jobs[0]] : []));
+  const s = buildState(input, firsts);
+  const out: Plan = { placements: [], preemptions: [], waiting: [] };
+  const read: PlanQueuedJob[] = [];
+  const order = inOrder(s, kinds);
+  for (let next = order.next(true); !next.done; ) {
+    const job = next.value;
+    read.push(job);
+    const waited = out.waiting.length;
+    decide(s, job, out);
+    const waits = out.waiting.length > waited && out.waiting[waited].code !== 'PREEMPTING';
+    next = order.next(!waits);
+  }
+  return { plan: out, read };
 }
 
 function wait(
@@ -472,7 +744,7 @@ function decide(s: State, job: PlanQueuedJob, out: Plan): void {
   const quota = quotaOf(s, job.teamId);
   if (job.deviceCount > quota) return wait(out, job, 'EXCEEDS_QUOTA', exceedsQuotaReason(job.deviceCount, quota));
   const shapes = shapesFor(s, job);
-  if (shapes.length === 0) return wait(out, job, 'NO_WORKER', noWorkerReason(job, drainingThatFit(s, job)));
+  if (shapes.every((index) => index.shapes.length === 0)) return wait(out, job, 'NO_WORKER', noWorkerReason(job, drainingThatFit(s, job)));
   // Rule 5: as an earlier job of its kind that could not start either waits.
   const kind = kindOf(job, s.now);
   const first = s.waitedKinds.get(kind);
@@ -516,42 +788,63 @@ const knownTime = (t: number): number | null => (t === NEVER ? null : t);
 type PlaceAttempt = { placement: Placement } | { blocker: Reservation | null };
 
 /** Within the team's quota: the team's quota reservations ahead come first, then the devices. */
-function placeWithinQuota(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
+function placeWithinQuota(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: number): PlaceAttempt {
   const quotaBlocker = quotaConflict(s, job.teamId, job.deviceCount, end);
   if (quotaBlocker) return { blocker: { type: 'quota', ...quotaBlocker } };
   return tryPlace(s, job, shapes, end);
 }
 
-/** Rule 4 and 5: the best worker with enough free matching devices that delays no reservation. */
-function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): PlaceAttempt {
-  let blocker: Reservation | null = null;
-  let best: { shape: Shape; chosen: Slot[]; left: number; backfill: DeviceReservation | null } | null = null;
-  for (const shape of shapes) {
-    // Counted before anything is allocated: on a busy pool most workers have nothing free.
-    let freeCount = 0;
-    for (const slot of shape.matching) if (slot.holder === null) freeCount += 1;
-    if (freeCount < job.deviceCount) continue;
-    const free = shape.matching.filter((slot) => slot.holder === null);
-    // Devices no reservation could use go first, so a backfill disturbs as little as possible.
-    const reservations = s.deviceReservations.get(shape.worker.id) ?? [];
-    const contested = (slot: Slot) => reservations.some((r) => fits(slot, r.kind, r.job.memoryBytes));
-    const chosen = [...free]
-      .sort((a, b) => Number(contested(a)) - Number(contested(b)) || a.index - b.index)
-      .slice(0, job.deviceCount);
-    const conflict = deviceConflict(s, shape.worker, chosen, end);
-    if (conflict) {
-      blocker ??= { type: 'devices', ...conflict };
-      continue;
+interface PlaceCandidate {
+  shape: Shape;
+  chosen: Slot[];
+  backfill: DeviceReservation | null;
+}
+
+/** The devices a placement on `shape` takes, and whether that delays a reservation there. */
+function candidateOn(s: State, job: PlanQueuedJob, shape: Shape, end: number): PlaceCandidate | { conflict: DeviceReservation } {
+  const free = shape.matching.filter((slot) => slot.holder === null);
+  // Devices no reservation could use go first, so a backfill disturbs as little as possible.
+  const reservations = s.deviceReservations.get(shape.worker.id) ?? [];
+  const contested = (slot: Slot) => reservations.some((r) => fits(slot, r.kind, r.job.memoryBytes));
+  const chosen = [...free].sort((a, b) => Number(contested(a)) - Number(contested(b)) || a.index - b.index).slice(0, job.deviceCount);
+  const conflict = deviceConflict(s, shape.worker, chosen, end);
+  if (conflict) return { conflict };
+  return { shape, chosen, backfill: reservations.find((r) => chosen.some((slot) => fits(slot, r.kind, r.job.memoryBytes))) ?? null };
+}
+
+/**
+ * Rule 4 and 5: the best worker with enough free matching devices that delays no reservation.
+ * Each index is read in rule 4's order (tightest fit, kind order, worker id), the team's own
+ * workers first, up to the first shape that delays no reservation. When every one does, the job
+ * waits behind the first of them in shape order, as the reference did.
+ */
+function tryPlace(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: number): PlaceAttempt {
+  let best: PlaceCandidate | null = null;
+  const conflicts: { shape: Shape; conflict: DeviceReservation }[] = [];
+  for (const index of [shapes[1], shapes[0]]) {
+    for (let free = index.deviceCount; free < index.byFree.length && !best; free += 1) {
+      const heap = index.byFree[free];
+      const seen: { shape: Shape; free: number }[] = [];
+      while (heap.size > 0) {
+        const entry = heap.pop() as { shape: Shape; free: number };
+        if (entry.shape.free !== entry.free) continue;
+        seen.push(entry);
+        const candidate = candidateOn(s, job, entry.shape, end);
+        if ('conflict' in candidate) conflicts.push({ shape: entry.shape, conflict: candidate.conflict });
+        else {
+          best = candidate;
+          break;
+        }
+      }
+      for (const entry of seen) heap.push(entry);
     }
-    const candidate = {
-      shape,
-      chosen,
-      left: free.length - job.deviceCount,
-      backfill: reservations.find((r) => chosen.some((slot) => fits(slot, r.kind, r.job.memoryBytes))) ?? null,
-    };
-    if (!best || comparePlaces(candidate, best) < 0) best = candidate;
+    if (best) break;
   }
-  if (!best) return { blocker };
+  if (!best) {
+    if (conflicts.length === 0) return { blocker: null };
+    const first = conflicts.reduce((a, b) => (shapeOrder(b.shape, a.shape) < 0 ? b : a));
+    return { blocker: { type: 'devices', ...first.conflict } };
+  }
 
   const { shape, chosen } = best;
   const holding = hold(s, job, shape.worker.id, 'placed', chosen.length, end);
@@ -559,7 +852,7 @@ function tryPlace(s: State, job: PlanQueuedJob, shapes: Shape[], end: number): P
     slot.holder = holding;
     countUse(s, shape.worker, slot.kind, holding, 1);
   }
-  s.holders += 1;
+  touch(s, shape.worker);
   const deviceIndexes = chosen.map((slot) => slot.index);
   const ahead = best.backfill?.job ?? quotaReservationOf(s, job);
   const backfill = ahead !== null;
@@ -572,9 +865,9 @@ function comparePlaces(a: { shape: Shape; left: number }, b: { shape: Shape; lef
   const own = Number(a.shape.worker.teamId === null) - Number(b.shape.worker.teamId === null);
   if (own !== 0) return own;
   if (a.left !== b.left) return a.left - b.left;
-  const kinds = KIND_ORDER.indexOf(a.shape.kind) - KIND_ORDER.indexOf(b.shape.kind);
+  const kinds = KIND_INDEX[a.shape.kind] - KIND_INDEX[b.shape.kind];
   if (kinds !== 0) return kinds;
-  return cmp(a.shape.worker.id, b.shape.worker.id);
+  return a.shape.worker.order - b.shape.worker.order;
 }
 
 /** A waiting job of the same team holding a quota reservation: this placement went ahead of it. */
@@ -596,7 +889,7 @@ function hold(s: State, job: PlanQueuedJob, workerId: string, source: Holding['s
     release: end,
     stopping: false,
   };
-  ledgerOf(s, job.teamId).push(holding);
+  addToLedger(s, holding);
   return holding;
 }
 
@@ -611,14 +904,8 @@ function reserveQuota(s: State, job: PlanQueuedJob): number {
   return startAt;
 }
 
-type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
-
-function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceReservation & { deviceIndexes: number[] } {
-  // The choice reads only the slots' holders, so it holds for every job with these shapes until one changes.
-  const memo = s.bestReservation.get(shapes);
-  const best = memo?.holders === s.holders ? memo.best : bestReservation(s, job, shapes);
-  s.bestReservation.set(shapes, { holders: s.holders, best });
-  const { shape, startAt, slots } = best;
+function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): DeviceReservation & { deviceIndexes: number[] } {
+  const { shape, startAt, slots } = bestReservation(shapes);
   const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
   const list = s.deviceReservations.get(shape.worker.id) ?? [];
   list.push(reservation);
@@ -626,21 +913,19 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: Shape[]): DeviceRe
   return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
 }
 
-function bestReservation(s: State, job: PlanQueuedJob, shapes: Shape[]): ReservationChoice {
+/** The best of the indexes' tops (stale entries, of older versions of their shape, dropped). */
+function bestReservation(shapes: ShapeIndex[]): ReservationChoice {
   let best: ReservationChoice | null = null;
-  for (const shape of shapes) {
-    const slots = [...shape.matching]
-      .sort((a, b) => releaseOf(s, a) - releaseOf(s, b) || a.index - b.index)
-      .slice(0, job.deviceCount);
-    const startAt = releaseOf(s, slots[slots.length - 1]);
-    const unknown = slots.filter((slot) => releaseOf(s, slot) === NEVER).length;
-    const better =
-      !best ||
-      startAt < best.startAt ||
-      (startAt === best.startAt && (unknown < best.unknown || (unknown === best.unknown && comparePlaces({ shape, left: 0 }, { shape: best.shape, left: 0 }) < 0)));
-    if (better) best = { shape, startAt, unknown, slots };
+  for (const index of shapes) {
+    const heap = index.reservations;
+    let top = heap.peek();
+    while (top && top.version !== top.shape.version) {
+      heap.pop();
+      top = heap.peek();
+    }
+    if (top && (!best || betterReservation(top.choice, best))) best = top.choice;
   }
-  // shapesFor returned at least one shape, so best is set.
+  // shapesFor found at least one shape, so best is set.
   return best as ReservationChoice;
 }
 
@@ -668,84 +953,121 @@ function victimOrder(s: State): (a: Holding, b: Holding) => number {
 }
 
 /** Rule 6: the cheapest way to free room for the job on one worker, or null. */
-function tryPreempt(s: State, job: PlanQueuedJob, shapes: Shape[], end: number, quotaOk: boolean): PreemptionPlan | null {
+function tryPreempt(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: number, quotaOk: boolean): PreemptionPlan | null {
   const preemptible = (h: Holding | null): h is Holding =>
     h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
   // Nothing to preempt and nothing stopping: skip the search (most waiting jobs, on a busy day).
   if (!anythingToFree(s, job.priority)) return null;
-  const quotaDeficit =
-    ledgerOf(s, job.teamId).reduce((n, h) => (h.stopping ? n : n + h.devices), 0) + job.deviceCount - quotaOf(s, job.teamId);
+  const quotaDeficit = heldOf(s, job.teamId).notStopping + job.deviceCount - quotaOf(s, job.teamId);
   const order = victimOrder(s);
+  const teamCandidates = quotaDeficit > 0 ? ledgerOf(s, job.teamId).filter(preemptible) : [];
 
   let best: PreemptionPlan | null = null;
-  for (const shape of shapes) {
-    const available = shape.matching.filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping));
-    const deviceDeficit = job.deviceCount - available.length;
-    const candidates = new Set<Holding>();
-    if (deviceDeficit > 0) for (const slot of shape.matching) if (preemptible(slot.holder)) candidates.add(slot.holder);
-    if (quotaDeficit > 0) for (const h of ledgerOf(s, job.teamId)) if (preemptible(h)) candidates.add(h);
-
-    const onWorker = (h: Holding) => shape.matching.filter((slot) => slot.holder === h).length;
-    const ofTeam = (h: Holding) => (h.teamId === job.teamId ? h.devices : 0);
-    const enough = (set: Holding[]) =>
-      set.reduce((n, h) => n + onWorker(h), 0) >= deviceDeficit && set.reduce((n, h) => n + ofTeam(h), 0) >= quotaDeficit;
-
-    // Add in Kueue's order, skipping candidates that help with nothing still missing.
-    const victims: Holding[] = [];
-    for (const h of [...candidates].sort(order)) {
-      if (enough(victims)) break;
-      const devicesShort = deviceDeficit - victims.reduce((n, v) => n + onWorker(v), 0) > 0;
-      const quotaShort = quotaDeficit - victims.reduce((n, v) => n + ofTeam(v), 0) > 0;
-      if ((devicesShort && onWorker(h) > 0) || (quotaShort && ofTeam(h) > 0)) victims.push(h);
+  for (const index of shapes) {
+    for (const shape of index.shapes) {
+      // Enough devices free, stopping or preemptible on this worker at all? (Most busy workers are not.)
+      let available = 0;
+      let reachable = 0;
+      for (const slot of shape.matching) {
+        const h = slot.holder;
+        if (h === null || (h.source === 'running' && h.stopping)) available += 1;
+        else if (preemptible(h)) reachable += 1;
+      }
+      if (available + reachable < job.deviceCount) continue;
+      const candidate = preemptOn(s, job, shape, end, quotaOk, quotaDeficit, available, order, teamCandidates);
+      if (candidate && (!best || comparePreemptions(candidate, best) < 0)) best = candidate;
     }
-    if (!enough(victims)) continue;
-    // Then drop, last added first, every victim the job fits without.
-    for (let i = victims.length - 1; i >= 0; i -= 1) {
-      const without = victims.filter((_, j) => j !== i);
-      if (enough(without)) victims.splice(i, 1);
-    }
-
-    const rank = (slot: Slot) => (slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2);
-    const chosen = shape.matching
-      .filter((slot) => available.includes(slot) || victims.includes(slot.holder as Holding))
-      .sort((a, b) => rank(a) - rank(b) || a.index - b.index)
-      .slice(0, job.deviceCount);
-    // All free, no victims and room in the quota: that was a placement, refused for a reservation.
-    if (victims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) continue;
-    if (deviceConflict(s, shape.worker, chosen, end, new Set(victims))) continue;
-    const released = new Set(victims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
-    if (quotaConflict(s, job.teamId, job.deviceCount, end, released)) continue;
-
-    const candidate: PreemptionPlan = {
-      shape,
-      victims,
-      chosen,
-      cost: [
-        victims.filter((v) => isBorrowing(s, v.teamId) === null).length,
-        Math.max(Number.NEGATIVE_INFINITY, ...victims.map((v) => v.priority)),
-        victims.length,
-        victims.reduce((n, v) => n + v.devices, 0),
-        // Free devices stay free for others when the victims' own devices suffice.
-        chosen.filter((slot) => slot.holder === null).length,
-      ],
-    };
-    if (!best || comparePreemptions(candidate, best) < 0) best = candidate;
   }
   return best;
 }
 
+/** How many of `slots` `h` holds. */
+function heldOn(slots: Slot[], h: Holding): number {
+  let n = 0;
+  for (const slot of slots) if (slot.holder === h) n += 1;
+  return n;
+}
+
 /**
- * Whether any holding is stopping or running below `priority`. It changes only with stopping
- * (`holders` is bumped then; placed and held holdings never count), so it is kept per priority.
+ * Rule 6 on one shape: Kueue's victims there, or null when they cannot make room. Written with
+ * plain loops over the worker's few devices: it runs for every worker a preemptor could use.
  */
-function anythingToFree(s: State, priority: number): boolean {
-  const key = `${s.holders}:${priority}`;
-  let answer = s.toFree.get(key);
-  if (answer === undefined) {
-    answer = [...s.ledger.values()].some((list) => list.some((h) => h.stopping || (h.source === 'running' && h.priority < priority)));
-    s.toFree.set(key, answer);
+function preemptOn(
+  s: State,
+  job: PlanQueuedJob,
+  shape: Shape,
+  end: number,
+  quotaOk: boolean,
+  quotaDeficit: number,
+  availableCount: number,
+  order: (a: Holding, b: Holding) => number,
+  teamCandidates: Holding[],
+): PreemptionPlan | null {
+  const deviceDeficit = job.deviceCount - availableCount;
+  const candidates: Holding[] = [];
+  if (deviceDeficit > 0) {
+    for (const slot of shape.matching) {
+      const h = slot.holder;
+      if (h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority && !candidates.includes(h)) candidates.push(h);
+    }
   }
-  return answer;
+  if (quotaDeficit > 0) for (const h of teamCandidates) if (!candidates.includes(h)) candidates.push(h);
+  const onWorker = candidates.map((h) => heldOn(shape.matching, h));
+  const ofTeam = candidates.map((h) => (h.teamId === job.teamId ? h.devices : 0));
+  const ranked = candidates.map((_, i) => i).sort((a, b) => order(candidates[a], candidates[b]));
+
+  // Add in Kueue's order, skipping candidates that help with nothing still missing.
+  const victims: number[] = [];
+  let gotDevices = 0;
+  let gotQuota = 0;
+  for (const i of ranked) {
+    if (gotDevices >= deviceDeficit && gotQuota >= quotaDeficit) break;
+    if ((deviceDeficit - gotDevices > 0 && onWorker[i] > 0) || (quotaDeficit - gotQuota > 0 && ofTeam[i] > 0)) {
+      victims.push(i);
+      gotDevices += onWorker[i];
+      gotQuota += ofTeam[i];
+    }
+  }
+  if (gotDevices < deviceDeficit || gotQuota < quotaDeficit) return null;
+  // Then drop, last added first, every victim the job fits without.
+  for (let k = victims.length - 1; k >= 0; k -= 1) {
+    const i = victims[k];
+    if (gotDevices - onWorker[i] >= deviceDeficit && gotQuota - ofTeam[i] >= quotaDeficit) {
+      victims.splice(k, 1);
+      gotDevices -= onWorker[i];
+      gotQuota -= ofTeam[i];
+    }
+  }
+  const chosenVictims = victims.map((i) => candidates[i]);
+
+  const rank = (slot: Slot) => (slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2);
+  const chosen = shape.matching
+    .filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping) || chosenVictims.includes(slot.holder))
+    .sort((a, b) => rank(a) - rank(b) || a.index - b.index)
+    .slice(0, job.deviceCount);
+  // All free, no victims and room in the quota: that was a placement, refused for a reservation.
+  if (chosenVictims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) return null;
+  if (deviceConflict(s, shape.worker, chosen, end, new Set(chosenVictims))) return null;
+  const released = new Set(chosenVictims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
+  if (quotaConflict(s, job.teamId, job.deviceCount, end, released)) return null;
+
+  let nonBorrowing = 0;
+  let highest = Number.NEGATIVE_INFINITY;
+  let devices = 0;
+  for (const v of chosenVictims) {
+    if (isBorrowing(s, v.teamId) === null) nonBorrowing += 1;
+    highest = Math.max(highest, v.priority);
+    devices += v.devices;
+  }
+  let freeTaken = 0;
+  for (const slot of chosen) if (slot.holder === null) freeTaken += 1;
+  // Free devices stay free for others when the victims' own devices suffice.
+  return { shape, victims: chosenVictims, chosen, cost: [nonBorrowing, highest, chosenVictims.length, devices, freeTaken] };
+}
+
+/** Whether any holding is stopping or running below `priority` (holdings only ever start stopping within a plan). */
+function anythingToFree(s: State, priority: number): boolean {
+  return s.stoppingCount > 0 || s.lowestRunning < priority;
 }
 
 function comparePreemptions(a: PreemptionPlan, b: PreemptionPlan): number {
@@ -759,7 +1081,8 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   ];
   for (const victim of p.victims) {
     victim.stopping = true;
-    s.holders += 1;
+    s.stoppingCount += 1;
+    heldOf(s, victim.teamId).notStopping -= victim.devices;
     const team = { id: victim.teamId, borrowing: isBorrowing(s, victim.teamId) };
     const preemption: Preemption = {
       jobId: victim.jobId,
@@ -768,10 +1091,12 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
       reason: preemptionReason({ id: victim.jobId, priority: victim.priority }, job, team),
     };
     out.preemptions.push(preemption);
+    const worker = victim.workerId === null ? undefined : s.workerById.get(victim.workerId);
+    if (worker) touch(s, worker);
   }
   const holding = hold(s, job, p.shape.worker.id, 'held', job.deviceCount, endOf(s.now, job.timeLimitSeconds));
   for (const slot of p.chosen) slot.holder = holding;
-  s.holders += 1;
+  touch(s, p.shape.worker);
 
   const victims = p.victims.map((v) => ({ id: v.jobId, priority: v.priority }));
   wait(out, job, 'PREEMPTING', preemptingReason(p.shape.worker.id, victims, stoppingBefore), {

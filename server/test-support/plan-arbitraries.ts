@@ -105,3 +105,99 @@ export const arbInput: fc.Arbitrary<PlanInput> = fc
     });
     return input;
   });
+
+/**
+ * Larger random clusters for the fast planner's equivalence with the reference
+ * (plan.reference.test.ts): up to 12 workers, 40 queued jobs (runs of identical jobs, as sweeps
+ * are), more teams, users and priorities, so that its indexes see several workers per request,
+ * jobs of one kind in a row, and preemption across workers.
+ */
+export const arbLargeInput: fc.Arbitrary<PlanInput> = fc
+  .record({
+    workers: fc.array(
+      fc.record({
+        pool: mostly(fc.constant(null), fc.constantFrom('ta', 'tb', 'tc', 'td'), 5),
+        state: mostly(fc.constant<WorkerState>('ONLINE'), fc.constantFrom<WorkerState>('DRAINING', 'OFFLINE'), 6),
+        kind: mostly(fc.constant<DeviceKind>('CUDA'), fc.constantFrom<DeviceKind>('CPU', 'WASM', 'WEBGPU'), 3),
+        memGiB: fc.constantFrom(8, 16, 40),
+        devices: fc.integer({ min: 1, max: 8 }),
+        occupants: fc.array(fc.option(fc.integer({ min: 0, max: 5 }), { nil: null, freq: 3 }), { minLength: 8, maxLength: 8 }),
+      }),
+      { minLength: 1, maxLength: 12 },
+    ),
+    occupants: fc.array(
+      fc.record({
+        teamId: fc.constantFrom('ta', 'tb', 'tc', 'td'),
+        ownerId: fc.constantFrom('u1', 'u2', 'u3'),
+        priority: fc.integer({ min: 0, max: 4 }),
+        startedAgo: fc.integer({ min: 0, max: 1000 }),
+        limit: fc.option(fc.integer({ min: 1, max: 2000 }), { nil: null }),
+        stopping: mostly(fc.constant(false), fc.constant(true), 5),
+      }),
+      { minLength: 6, maxLength: 6 },
+    ),
+    sweeps: fc.array(
+      fc.record({
+        teamId: fc.constantFrom('ta', 'tb', 'tc', 'td'),
+        ownerId: fc.constantFrom('u1', 'u2', 'u3'),
+        priority: fc.integer({ min: 0, max: 4 }),
+        deviceCount: mostly(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 3, max: 8 })),
+        deviceKind: mostly(fc.constant(null), fc.constantFrom(...KINDS), 1),
+        memGiB: mostly(fc.constant(0), fc.constantFrom(8, 16, 40)),
+        limit: fc.option(fc.integer({ min: 1, max: 2000 }), { nil: null }),
+        queuedAgo: fc.integer({ min: 0, max: 1000 }),
+        notBefore: mostly(fc.constant(null), fc.integer({ min: -100, max: 100 }), 8),
+        copies: fc.integer({ min: 1, max: 6 }),
+      }),
+      { maxLength: 10 },
+    ),
+    quotas: fc.array(fc.option(fc.integer({ min: 1, max: 24 }), { nil: null }), { minLength: 4, maxLength: 4 }),
+  })
+  .map(({ workers, occupants, sweeps, quotas }) => {
+    const input: PlanInput = { now: NOW, queued: [], running: [], workers: [], quotas: [] };
+    workers.forEach((w, wi) => {
+      const id = `w${wi}`;
+      input.workers.push({
+        id,
+        name: `node-${wi}`,
+        teamId: w.pool,
+        state: w.state,
+        devices: Array.from({ length: w.devices }, (_, index) => ({ index, kind: w.kind, memoryBytes: w.memGiB * GiB })),
+      });
+      occupants.forEach((o, oi) => {
+        const deviceIndexes = w.occupants.slice(0, w.devices).flatMap((occupant, index) => (occupant === oi ? [index] : []));
+        if (deviceIndexes.length === 0) return;
+        input.running.push({
+          id: `r${wi}-${oi}`,
+          teamId: w.pool ?? o.teamId,
+          ownerId: o.ownerId,
+          priority: o.priority,
+          workerId: id,
+          deviceIndexes,
+          startedAt: NOW - o.startedAgo * S,
+          timeLimitSeconds: o.limit,
+          stopping: o.stopping,
+        });
+      });
+    });
+    sweeps.forEach((q, qi) => {
+      for (let c = 0; c < q.copies; c += 1) {
+        input.queued.push({
+          id: `q${qi}-${c}`,
+          teamId: q.teamId,
+          ownerId: q.ownerId,
+          priority: q.priority,
+          deviceCount: q.deviceCount,
+          deviceKind: q.deviceKind,
+          memoryBytes: q.memGiB * GiB,
+          timeLimitSeconds: q.limit,
+          queuedAt: NOW - (q.queuedAgo - c) * S,
+          notBefore: q.notBefore === null ? null : NOW + q.notBefore * S,
+        });
+      }
+    });
+    quotas.forEach((max, ti) => {
+      if (max !== null) input.quotas.push({ ...DEFAULT_QUOTA, teamId: ['ta', 'tb', 'tc', 'td'][ti], maxConcurrentDevices: max });
+    });
+    return input;
+  });

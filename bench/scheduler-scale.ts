@@ -1,0 +1,43 @@
+/**
+ * One size of bench/scheduler.ts's scale section (plan_round_ms), in a process of its own so that
+ * the bench can cut off a size that runs past its time budget: consecutive rounds of the pure
+ * planner on a draining synthetic cluster (server/test-support/synthetic-cluster.ts). A round is
+ * what the leader computes from the queue it read: `planner: "fast"` groups it by kind and plans
+ * the jobs that decide the round (server/scheduler/plan-round.ts); `"reference"` is the planner
+ * before issue 20 (test-support/plan-reference.ts) on the queue window it planned
+ * (queue-window.ts). Prints one JSON line per round ({ round, ms, group_ms, placed, preempted,
+ * read, queued }), nothing else.
+ *
+ * Usage: tsx bench/scheduler-scale.ts '{"workers":500,"queued":10000,"priorities":"mixed","rounds":20,"planner":"fast"}'
+ */
+import { byKind, planRound } from '../server/scheduler/plan-round';
+import { queueWindow } from '../server/scheduler/queue-window';
+import type { Plan, PlanInput } from '../server/scheduler/types';
+import { referencePlan } from '../server/test-support/plan-reference';
+import { drainStep, syntheticCluster, type ClusterSize } from '../server/test-support/synthetic-cluster';
+
+const args = JSON.parse(process.argv[2] ?? '{}') as ClusterSize & { rounds?: number; planner?: 'fast' | 'reference' };
+const cluster = syntheticCluster(args);
+
+function round(input: PlanInput): { decisions: Plan; read: number; groupMs: number } {
+  if (args.planner === 'reference') {
+    const window = queueWindow(input);
+    return { decisions: referencePlan(window), read: window.queued.length, groupMs: 0 };
+  }
+  const t0 = performance.now();
+  byKind(input);
+  const groupMs = performance.now() - t0;
+  const { plan, read } = planRound(input);
+  return { decisions: plan, read: read.length, groupMs };
+}
+
+let input = cluster.input;
+for (let n = 0; n < (args.rounds ?? 20); n++) {
+  const t0 = performance.now();
+  const { decisions, read, groupMs } = round(input);
+  const ms = performance.now() - t0;
+  process.stdout.write(
+    `${JSON.stringify({ round: n, ms, group_ms: groupMs, placed: decisions.placements.length, preempted: decisions.preemptions.length, read, queued: input.queued.length })}\n`,
+  );
+  input = drainStep(cluster, decisions);
+}
