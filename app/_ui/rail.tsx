@@ -1,5 +1,5 @@
 'use client';
-import { Boxes, Database, FlaskConical, Library, type LucideIcon, Server, Swords, Trophy, Users, Workflow } from 'lucide-react';
+import { Boxes, BrainCircuit, Database, FlaskConical, Library, type LucideIcon, Server, Swords, Trophy, Users, Workflow } from 'lucide-react';
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 
@@ -17,6 +17,7 @@ export function teamSections(teamId: string): RailItem[] {
   return [
     { href: `${base}/environments`, label: 'Environments', icon: Workflow },
     { href: `${base}/datasets`, label: 'Datasets', icon: Database },
+    { href: `${base}/models`, label: 'Models', icon: BrainCircuit },
     { href: `${base}/runs`, label: 'Runs', icon: FlaskConical },
     { href: `${base}/checkpoints`, label: 'Checkpoints', icon: Boxes },
     { href: `${base}/matches`, label: 'Matches', icon: Swords },

@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect, test, watchPage } from './fixtures';
+import { errorNote, expectAccessible, shoot } from './helpers';
+
+// Models from the page: a folder missing its tokenizer is refused before anything is sent, a
+// broken chat template is refused by the server's check naming the file, and the tiny Qwen2 chat
+// fixture imports by the folder picker, shows its card in the list and on its page.
+
+const CHAT = path.join(__dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
+
+/** A copy of the fixture model folder, named as a user's would be, optionally broken. */
+function modelFolder(name: string, breakIt?: (dir: string) => void): string {
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-model-')), name);
+  fs.cpSync(CHAT, dir, { recursive: true });
+  fs.rmSync(path.join(dir, 'expected.json'));
+  breakIt?.(dir);
+  return dir;
+}
+
+test('models: import a Hugging Face folder from the page, refusals that say which file, the card', async ({ browser, ownerState, whetstone }, testInfo) => {
+  test.setTimeout(180_000);
+  const url = whetstone.url;
+  const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  // The server's refusal of the broken template is a 400 on purpose.
+  const watch = watchPage(page, { expectedStatuses: [400] });
+  await page.goto(url);
+  await page.waitForURL(/\/teams\/[^/]+$/);
+  const team = /\/teams\/([^/]+)$/.exec(page.url())![1];
+
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Models' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Models' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'No models yet' })).toBeVisible();
+  await expectAccessible(page, 'models, empty');
+  await shoot(page, testInfo, 'models-empty');
+
+  const picker = page.getByLabel('Choose folder');
+  // No tokenizer: refused here, nothing sent.
+  await picker.setInputFiles(modelFolder('no-tokenizer', (d) => fs.rmSync(path.join(d, 'tokenizer.json'))));
+  await expect(errorNote(page)).toContainText('The folder has no tokenizer.json');
+
+  // A template that fails to render: every byte sent, then refused by the server's check.
+  await picker.setInputFiles(modelFolder('bad-template', (d) => fs.writeFileSync(path.join(d, 'chat_template.jinja'), "{{ raise_exception('no chats') }}")));
+  await expect(page.getByLabel('Name')).toHaveValue('bad-template');
+  await page.getByRole('button', { name: 'Import', exact: true }).click();
+  await expect(errorNote(page)).toContainText('chat template: it fails to render (no chats)', { timeout: 60_000 });
+
+  // The real thing, by the folder picker and the keyboard.
+  await picker.setInputFiles(modelFolder('tiny-qwen'));
+  await expect(page.getByText(/6 files · \d/)).toBeVisible();
+  await page.getByLabel('Name').press('Enter');
+  await expect(page.getByText(/Imported tiny-qwen \(qwen2, 0\.\d\d M parameters\)/)).toBeVisible({ timeout: 60_000 });
+  const table = page.getByRole('table', { name: 'Models' });
+  await expect(table.getByRole('row', { name: /tiny-qwen qwen2/ })).toContainText('256');
+  await shoot(page, testInfo, 'models-list');
+
+  await table.getByRole('link', { name: 'tiny-qwen' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'tiny-qwen' })).toBeVisible();
+  await expect(page.getByText('4 query heads over 2 key/value heads')).toBeVisible();
+  await expect(page.getByText(/--set baseModelId=/)).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'No runs yet' })).toBeVisible();
+  await expectAccessible(page, 'model page');
+  await shoot(page, testInfo, 'model-page');
+  expect(page.url()).toContain(`/teams/${team}/models/`);
+  watch.expectClean();
+  await context.close();
+});
