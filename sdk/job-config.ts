@@ -92,6 +92,8 @@ export const evalJobConfigSchema = strictConfig({
   /** Found by in the runs list's tag filter. */
   tags: runTagsSchema.optional(),
   checkpointId: id,
+  /** Set by the server when the checkpoint is of an imported pretrained model: the worker loads it on that model. */
+  baseModelId: id.optional(),
   environmentVersionId: id,
   /** A data-dependent environment's rows: its held-out split (the CLI finds the team's `<environment>/<heldOut file>`). */
   datasetVersionId: id.optional(),
@@ -109,6 +111,8 @@ export const evalJobConfigSchema = strictConfig({
 
 export const inferenceJobConfigSchema = strictConfig({
   checkpointId: id,
+  /** Set by the server when the checkpoint is of an imported pretrained model. */
+  baseModelId: id.optional(),
   /** The session ends, freeing its device, after this long without a request. */
   idleSeconds: z.number().int().min(10).max(86_400).default(600),
 });

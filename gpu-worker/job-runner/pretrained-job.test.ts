@@ -2,7 +2,8 @@
  * A TRAIN job from an imported pretrained model (the qwen2-chat fixture, as the server hands its
  * files to a worker): fetched once into the worker's model cache, GRPO with LoRA through its chat
  * template raises the reward of a verifiable task (answer with a number), checkpoints hold the adapters and name the
- * base instead of copying it, and a resumed attempt continues exactly as the uninterrupted run.
+ * base instead of copying it, a resumed attempt continues exactly as the uninterrupted run, and
+ * the playground's session serves the trained checkpoint through the model's chat template.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import { testBackend } from '../test-support/engine/test-setup';
 import { testAssignment as assignment } from '../test-support/job-runner/assignments';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
+import { InferenceChannel, type InferenceEvent } from './inference-channel';
 import { baseModelLoader } from './model-cache';
 import { runJob } from './run-job';
 import { JobControl, MemorySink } from './sink';
@@ -131,5 +133,29 @@ describe('a run from an imported pretrained model', () => {
     expect(result).toEqual({ outcome: 'succeeded', reason: '' });
     const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 5 && ['reward/mean', 'loss/total', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
     expect(series(resumed)).toEqual(series(full));
+  });
+
+  test('the playground serves the trained checkpoint: a chat through the template, answered with a number', async () => {
+    const sink = new MemorySink();
+    const baseModel = withModel(sink);
+    const sampler = full.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+    sink.blobs.set(sampler.storageKey, sampler.bytes);
+    const events: InferenceEvent[] = [];
+    const channel = new InferenceChannel((e) => void events.push(e));
+    const control = new JobControl();
+    channel.push({ requestId: 'r1', attemptId: 'att-1', prompt: '', chat: { system: '', messages: [{ role: 'user', text: 'Pick a number.' }] }, maxTokens: 2, temperature: 0, alternatives: 0 });
+    const session = runJob(
+      assignment({ kind: 'INFERENCE', config: { checkpointId: 'ckpt-s', baseModelId: 'model-1', idleSeconds: 10 }, environment: null, baseModel, blobKeys: { 'ckpt-s': sampler.storageKey } }),
+      sink,
+      control,
+      { inference: channel },
+    );
+    await expect.poll(() => events.find((e) => e.type === 'done'), { timeout: 60_000 }).toBeTruthy();
+    control.cancel();
+    expect(await session).toMatchObject({ outcome: 'cancelled' });
+    const done = events.find((e) => e.type === 'done')!;
+    if (done.type !== 'done') throw new Error('no answer');
+    expect(done.done.error).toBeUndefined();
+    expect(done.done.text).toMatch(/\d/);
   });
 });

@@ -135,4 +135,23 @@ describe('importing a pretrained model', () => {
     expect((await api(viewer.cookie).models.list.query({ teamId: owner.team.id })).length).toBe(2);
     await expect(api(viewer.cookie).models.beginImport.mutate({ teamId: owner.team.id, name: 'nope', files: [{ path: 'config.json', bytes: 1, sha256 }] })).rejects.toThrow(/MEMBER/i);
   });
+
+  it('a run from a model asks for its memory; a checkpoint of it brings the model to a run, an evaluation or the playground', async () => {
+    const owners = api(owner.cookie);
+    const teamId = owner.team.id;
+    const model = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen' } });
+    const { datasetVersionId } = { datasetVersionId: (await owners.datasets.upload.mutate({ teamId, name: 'chats', jsonl: '{"prompt": "Pick a number.", "completion": "7"}\n' })).versionId };
+    const sft = await owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseModelId: model.id, training: { algorithm: 'sft', steps: 1 } } });
+    const job = await t.db.job.findUniqueOrThrow({ where: { id: sft.id } });
+    expect(Number(job.memoryBytes)).toBeGreaterThan(4 * (model.card as { parameters: number }).parameters);
+    await expect(owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseModelId: 'no-such-model' } })).rejects.toThrow(/No such model in this team/);
+
+    const checkpoint = await t.db.checkpoint.create({ data: { teamId, jobId: job.id, kind: 'SAMPLER', step: 1, storageKey: `checkpoints/${'d'.repeat(64)}`, bytes: 1n, sha256: 'd'.repeat(64) } });
+    const session = await owners.inference.open.mutate({ teamId, checkpointId: checkpoint.id });
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: session.jobId } })).config).toMatchObject({ checkpointId: checkpoint.id, baseModelId: model.id });
+    const again = await owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseCheckpointId: checkpoint.id } });
+    expect((await t.db.job.findUniqueOrThrow({ where: { id: again.id } })).config).toMatchObject({ baseModelId: model.id });
+    // Removing a model a queued job starts from is refused until that job is gone.
+    await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
+  });
 });

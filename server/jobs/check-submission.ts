@@ -79,10 +79,11 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   const config = parsed.data as Record<string, unknown>;
   const missing = await missingReference(db, teamId, config);
   if (missing) return missing;
-  // A checkpoint of an imported model starts on that model: the worker needs its files too.
-  const inherited = await baseModelOfCheckpoint(db, teamId, config.baseCheckpointId);
+  // A checkpoint of an imported model (a run's start, an evaluation's or a playground's policy)
+  // loads on that model: the worker needs its files too.
+  const inherited = await baseModelOfCheckpoint(db, teamId, config.baseCheckpointId ?? config.checkpointId);
   if (inherited && config.baseModelId === undefined) config.baseModelId = inherited;
-  else if (inherited && config.baseModelId !== inherited) return refuse('BAD_REQUEST', `checkpoint ${String(config.baseCheckpointId)} is of imported model ${inherited}, not ${String(config.baseModelId)}: leave baseModelId out`, 'baseModelId');
+  else if (inherited && config.baseModelId !== inherited) return refuse('BAD_REQUEST', `checkpoint ${String(config.baseCheckpointId ?? config.checkpointId)} is of imported model ${inherited}, not ${String(config.baseModelId)}: leave baseModelId out`, 'baseModelId');
   const dataset = input.kind === 'TRAIN' || input.kind === 'EVAL' ? await datasetProblem(db, teamId, input.kind, config) : null;
   if (dataset) return dataset;
   if (input.experimentId && !(await db.experiment.findFirst({ where: { id: input.experimentId, teamId }, select: { id: true } }))) {

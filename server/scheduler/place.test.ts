@@ -98,6 +98,26 @@ describe('batch placement', () => {
     await t.db.jobAttempt.updateMany({ where: { jobId: { in: [a.id, b.id] } }, data: { state: 'ENDED' } });
   });
 
+  it("gives the imported model a config starts from, with its files' keys, of the job's team only", async () => {
+    const stranger = await seedTeam(t.db);
+    const files = [
+      { path: 'config.json', storageKey: `model-files/${'a'.repeat(64)}`, bytes: 700, sha256: 'a'.repeat(64) },
+      { path: 'model.safetensors', storageKey: `model-files/${'b'.repeat(64)}`, bytes: 3_000_000_000, sha256: 'b'.repeat(64) },
+    ];
+    const model = (teamId: string) => t.db.pretrainedModel.create({ data: { teamId, name: `m-${Math.random()}`, family: 'qwen2', card: {}, files, contentHash: 'c'.repeat(64), bytes: 3_000_000_700n } });
+    const [own, foreign] = [await model(team.teamId), await model(stranger.teamId)];
+    const jobs = await Promise.all(
+      [{ baseModelId: own.id }, { baseModelId: foreign.id }, { baseModelId: 7 }, {}].map((config) => t.db.job.create({ data: { teamId: team.teamId, ownerId: team.userId, kind: 'EVAL', config } })),
+    );
+    const placed = await placeBatch(t.db, jobs.map((j, i) => placement(j.id, i)), new Date());
+    const baseOf = (i: number) => placed.find((p) => p.jobId === jobs[i].id)!.assignment.baseModel;
+    expect(baseOf(0)).toEqual({ modelId: own.id, contentHash: 'c'.repeat(64), files: files.map(({ path, storageKey, bytes }) => ({ path, storageKey, bytes })) });
+    expect([baseOf(1), baseOf(2), baseOf(3)]).toEqual([null, null, null]);
+    expect(placed[0].assignment).toEqual((await buildAssignments(t.db, [placed[0].attemptId]))[0]);
+    await t.db.job.updateMany({ where: { id: { in: jobs.map((j) => j.id) } }, data: { state: 'SUCCEEDED' } });
+    await t.db.jobAttempt.updateMany({ where: { jobId: { in: jobs.map((j) => j.id) } }, data: { state: 'ENDED' } });
+  });
+
   it("gives the blob keys of the checkpoints and dataset a config names, of the job's team only, for a batch in its one statement", async () => {
     const stranger = await seedTeam(t.db);
     const checkpoint = (teamId: string, storageKey: string) => t.db.checkpoint.create({ data: { teamId, kind: 'TRAINING', step: 1, storageKey, bytes: 1n, sha256: '0' } });
