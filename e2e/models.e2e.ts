@@ -59,11 +59,20 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await table.getByRole('link', { name: 'tiny-qwen' }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'tiny-qwen' })).toBeVisible();
   await expect(page.getByText('4 query heads over 2 key/value heads')).toBeVisible();
-  await expect(page.getByText(/--set baseModelId=/)).toBeVisible();
+  await expect(page.getByText('npx whetstone run <environment> --model tiny-qwen')).toBeVisible();
   await expect(page.getByRole('heading', { name: 'No runs yet' })).toBeVisible();
   await expectAccessible(page, 'model page');
   await shoot(page, testInfo, 'model-page');
   expect(page.url()).toContain(`/teams/${team}/models/`);
+
+  // The launcher offers it as a starting point; the command line says --model.
+  await page.goto(`${url}/teams/${team}/launch`);
+  const start = page.getByLabel('Start from');
+  await expect(start.locator('optgroup[label="Imported models"] option')).toHaveText([/tiny-qwen · qwen2 · \d+\.\d k/]);
+  await start.selectOption({ label: (await start.locator('optgroup[label="Imported models"] option').textContent())! });
+  await expect(page.getByText(/LoRA adapters \(rank 8, every linear layer\) on the frozen model/)).toBeVisible();
+  await expect(page.getByText(/--model tiny-qwen/).first()).toBeVisible();
+  await shoot(page, testInfo, 'launcher-from-model');
   watch.expectClean();
   await context.close();
 });

@@ -34,6 +34,8 @@ export type Command =
       set: string[];
       /** Start from this checkpoint's weights (config.baseCheckpointId): a base's name or a checkpoint id. */
       from?: string;
+      /** Start from this imported pretrained model (config.baseModelId): its name or id. */
+      model?: string;
       /** On success, save the run's newest sampler checkpoint as the team's base of this name (config.saveAs). */
       saveAs?: string;
       steps?: number;
@@ -90,6 +92,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
     config: { type: 'string' },
     set: { type: 'string', multiple: true },
     from: { type: 'string' },
+    model: { type: 'string' },
     'save-as': { type: 'string' },
     steps: { type: 'string' },
     watch: { type: 'boolean', short: 'w' },
@@ -165,7 +168,7 @@ function one(positionals: string[], what: string, command: string): string {
 }
 
 export const USAGE: Record<string, string> = {
-  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <base name | checkpoint id>] [--save-as <base name>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--tag word]… [--watch] [--logs]',
+  run: 'whetstone run <env folder | environment id | name> [--algo grpo|ppo|sft] [--config file.json | JSON] [--set key=value]… [--from <base name | checkpoint id>] [--model <imported model name | id>] [--save-as <base name>] [--steps N] [--priority N] [--dataset <dataset version id | file.jsonl>] [--tag word]… [--watch] [--logs]',
   jobs: 'whetstone jobs [--state QUEUED|RUNNING|…] [--limit N] | whetstone jobs <job> [--config]',
   logs: 'whetstone logs <job id> [--follow]',
   cancel: 'whetstone cancel <job id>',
@@ -222,7 +225,7 @@ export function parseCommandLine(argv: string[]): CommandLine {
       return {
         globals,
         command: {
-          name: 'run', target, algo, config: str('config'), set, from: str('from'), saveAs: baseNameOf(str('save-as')), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
+          name: 'run', target, algo, config: str('config'), set, from: str('from'), model: str('model'), saveAs: baseNameOf(str('save-as')), steps: positiveInt('steps', str('steps')), watch: bool('watch'),
           priority: nonNegativeInt('priority', str('priority')), dataset: str('dataset'), logs: bool('logs'), tags: (v.tag as unknown as string[] | undefined) ?? [],
         },
       };
@@ -349,7 +352,9 @@ commands:
       then --algo and --steps. Unknown options are refused with the closest name. --from starts
       from a checkpoint's weights instead of a new policy: a base's name (the team's named
       checkpoints, e.g. gomoku-9x9-bc) or a checkpoint id. GRPO after an SFT warm start is
-      whetstone run <env> --algo grpo --from <the SFT job's checkpoint>. --save-as <name>
+      whetstone run <env> --algo grpo --from <the SFT job's checkpoint>. --model starts from an
+      imported pretrained model (whetstone models), with LoRA adapters unless --set lora=false,
+      through its own tokenizer and chat template. --save-as <name>
       saves the run's last sampler checkpoint as a base of that name when it succeeds (a name
       already taken is reported in the run's events; the run still succeeds).
       --watch shows a progress bar and reward/loss until the job ends, then its checkpoints.
@@ -381,7 +386,7 @@ commands:
       tokenizer.json, tokenizer_config.json, and chat_template.jinja or generation_config.json
       when present) under --name (default: the folder's name); the server checks it whole (every
       tensor's shape and dtype, the tokenizer, the chat template) before it becomes a model, and
-      keeps nothing of a refused one. Runs start from it with --set baseModelId=<id>.
+      keeps nothing of a refused one. Runs start from it with whetstone run <env> --model NAME.
   ${USAGE.secrets}
       The team's secrets: values that HTTP environments send as headers, named in a manifest as
       "headers": { "Authorization": { "secret": "NAME", "prefix": "Bearer " } }. list shows the

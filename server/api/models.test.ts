@@ -151,6 +151,12 @@ describe('importing a pretrained model', () => {
     expect((await t.db.job.findUniqueOrThrow({ where: { id: session.jobId } })).config).toMatchObject({ checkpointId: checkpoint.id, baseModelId: model.id });
     const again = await owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseCheckpointId: checkpoint.id } });
     expect((await t.db.job.findUniqueOrThrow({ where: { id: again.id } })).config).toMatchObject({ baseModelId: model.id });
+    // The CLI starts a run from a model by its name.
+    const run = await cli(['run', 'env-templates/bandit', '--model', 'tiny-qwen', '--json']);
+    expect(run.code, run.stderr).toBe(EXIT.OK);
+    const submitted = await t.db.job.findFirstOrThrow({ where: { teamId, kind: 'TRAIN' }, orderBy: { queuedAt: 'desc' } });
+    expect(submitted.config).toMatchObject({ baseModelId: model.id });
+    expect((await cli(['run', 'env-templates/bandit', '--model', 'no-such'])).stderr).toMatch(/no imported model named no-such in this team: (tiny-qwen-2, tiny-qwen|tiny-qwen, tiny-qwen-2)/);
     // Removing a model a queued job starts from is refused until that job is gone.
     await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
   });

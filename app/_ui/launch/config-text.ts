@@ -49,10 +49,11 @@ export function flattenOverrides(training: Record<string, unknown>): Record<stri
 const shellQuote = (s: string) => (/^[\w./:=@,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
 /** The equivalent CLI command line (sdk/cli: `whetstone run <environment> --algo … --set k=v`). */
-export function cliCommand(o: { environment: string; algorithm: Algorithm; overrides: Record<string, unknown>; priority: number; from?: string; saveAs?: string; dataset?: string; tags?: string[] }): string {
+export function cliCommand(o: { environment: string; algorithm: Algorithm; overrides: Record<string, unknown>; priority: number; from?: string; model?: string; saveAs?: string; dataset?: string; tags?: string[] }): string {
   const parts = ['npx whetstone run', shellQuote(o.environment), '--algo', o.algorithm];
   for (const [k, v] of Object.entries(o.overrides)) parts.push('--set', shellQuote(`${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`));
   if (o.from) parts.push('--from', o.from);
+  if (o.model) parts.push('--model', o.model);
   if (o.saveAs) parts.push('--save-as', o.saveAs);
   if (o.dataset) parts.push('--dataset', o.dataset);
   for (const t of o.tags ?? []) parts.push('--tag', shellQuote(t));

@@ -9,6 +9,7 @@ import { useTRPC } from '../../trpc';
 import { ErrorNote, Loading, PageTitle } from '../components';
 import { useEnvironmentCheckpoints } from '../environment-checkpoints';
 import { cliCommand, flattenOverrides, nestOverrides, parseField } from './config-text';
+import { formatParameters } from '../models/model-card';
 import { MixEditor } from './mix-editor';
 
 const GROUPS = Object.entries(OPTION_GROUP_TITLES).map(([id, title]) => ({ id: id as OptionGroup, title }));
@@ -33,6 +34,9 @@ function show(value: unknown): string {
  * disagree), the scheduler's answer before submitting (jobs.preview), and the same run as a
  * command line and JSON.
  */
+/** "Start from"'s value for an imported model, beside checkpoint ids. */
+const MODEL_PREFIX = 'model:';
+
 export function Launcher({ teamId }: { teamId: string }) {
   const trpc = useTRPC();
   const router = useRouter();
@@ -48,7 +52,9 @@ export function Launcher({ teamId }: { teamId: string }) {
   // "Duplicate": a past run's config fills the form.
   const fromJobId = params.get('from');
   const fromJob = useQuery({ ...trpc.jobs.get.queryOptions({ teamId, jobId: fromJobId ?? '' }), enabled: !!fromJobId });
-  const fromConfig = fromJob.data?.config as { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; saveAs?: string; tags?: string[]; training?: Record<string, unknown> } | undefined;
+  const fromConfig = fromJob.data?.config as
+    | { environmentVersionId?: string; datasetVersionId?: string; baseCheckpointId?: string; baseModelId?: string; saveAs?: string; tags?: string[]; training?: Record<string, unknown> }
+    | undefined;
 
   const envs = useQuery(trpc.environments.list.queryOptions({ teamId }));
   const environmentId = params.get('environment') ?? envs.data?.[0]?.id ?? '';
@@ -60,6 +66,8 @@ export function Launcher({ teamId }: { teamId: string }) {
   const jobs = useQuery(trpc.jobs.list.queryOptions({ teamId, limit: 100 }));
   // The team's named checkpoints: offered first as what to start from.
   const bases = useQuery(trpc.runs.bases.queryOptions({ teamId }));
+  // Imported pretrained models: the other kind of starting point.
+  const models = useQuery(trpc.models.list.queryOptions({ teamId }));
   // The environment's sampler checkpoints: what the opponent mix offers as frozen opponents.
   const opponentCheckpoints = useEnvironmentCheckpoints(teamId, environmentId);
 
@@ -85,7 +93,8 @@ export function Launcher({ teamId }: { teamId: string }) {
     if (!fromConfig) return;
     const flat = flattenOverrides(fromConfig.training ?? {});
     setTexts(Object.fromEntries(Object.entries(flat).map(([k, v]) => [k, show(v)])));
-    setStartFrom(fromConfig.baseCheckpointId ?? '');
+    // A run from a checkpoint of a model names both: the checkpoint is where it starts.
+    setStartFrom(fromConfig.baseCheckpointId ?? (fromConfig.baseModelId ? `${MODEL_PREFIX}${fromConfig.baseModelId}` : ''));
     // A duplicate does not take the base name over: the original run holds it already.
     setSaveAs('');
     setTagsText((fromConfig.tags ?? []).join(' '));
@@ -125,13 +134,16 @@ export function Launcher({ teamId }: { teamId: string }) {
   const saved = saveAs !== '' && saveAsCheck.success ? { saveAs: saveAsCheck.data } : {};
   const kind = algorithm === 'sft' ? 'SFT' : 'TRAIN';
   const needsDataset = kind === 'SFT' || !!manifest?.dataset?.train;
+  // "Start from" holds a checkpoint id, or an imported model's as `model:<id>`.
+  const startModelId = startFrom.startsWith(MODEL_PREFIX) ? startFrom.slice(MODEL_PREFIX.length) : null;
+  const start = startModelId ? { baseModelId: startModelId } : startFrom ? { baseCheckpointId: startFrom } : {};
   const config =
     kind === 'SFT'
-      ? { datasetVersionId: datasetChoice, ...(startFrom ? { baseCheckpointId: startFrom } : {}), ...saved, ...tagged, training: overrides }
+      ? { datasetVersionId: datasetChoice, ...start, ...saved, ...tagged, training: overrides }
       : {
           environmentVersionId: versionId,
           ...(needsDataset && datasetChoice ? { datasetVersionId: datasetChoice } : {}),
-          ...(startFrom ? { baseCheckpointId: startFrom } : {}),
+          ...start,
           ...saved,
           ...tagged,
           training: overrides,
@@ -157,6 +169,8 @@ export function Launcher({ teamId }: { teamId: string }) {
     label: `${b.name} · step ${b.step}${b.training?.environment ? ` · ${b.training.environment.name} v${b.training.environment.version}` : b.training?.dataset ? ` · ${b.training.dataset.name}` : ''}`,
   }));
   const startBase = baseOptions.find((b) => b.id === startFrom);
+  const modelOptions = (models.data ?? []).map((m) => ({ id: m.id, name: m.name, label: `${m.name} · ${m.card.family} · ${formatParameters(m.card.parameters)}` }));
+  const startModel = modelOptions.find((m) => m.id === startModelId);
   const baseIds = new Set(baseOptions.map((b) => b.id));
   const checkpoints = (jobs.data ?? []).filter((j) => !j.checkpoints[0] || !baseIds.has(j.checkpoints[0].id)).flatMap((j) => (j.checkpoints[0] ? [{ id: j.checkpoints[0].id, label: `${j.kind.toLowerCase()} ${j.id.slice(0, 10)} · step ${j.checkpoints[0].step} · ${j.state.toLowerCase()}` }] : []));
   const datasetOptions = (datasets.data ?? []).flatMap((d) => (d.latest ? [{ id: d.latest.id, label: `${d.name} · v${d.latest.version} · ${d.latest.rowCount} rows` }] : []));
@@ -167,7 +181,7 @@ export function Launcher({ teamId }: { teamId: string }) {
     priority,
     tags,
     // A base by its name, which `--from` resolves, so the command reads as what was chosen.
-    ...(startFrom ? { from: startBase?.name ?? startFrom } : {}),
+    ...(startModelId ? { model: startModel?.name ?? startModelId } : startFrom ? { from: startBase?.name ?? startFrom } : {}),
     ...saved,
     ...(needsDataset && datasetVersionId ? { dataset: datasetVersionId } : {}),
   });
@@ -248,6 +262,13 @@ export function Launcher({ teamId }: { teamId: string }) {
                       ))}
                     </optgroup>
                   ) : null}
+                  {modelOptions.length > 0 ? (
+                    <optgroup label="Imported models">
+                      {modelOptions.map((m) => (
+                        <option key={m.id} value={`${MODEL_PREFIX}${m.id}`}>{m.label}</option>
+                      ))}
+                    </optgroup>
+                  ) : null}
                   {checkpoints.length > 0 ? (
                     <optgroup label="Recent checkpoints">
                       {checkpoints.map((c) => (
@@ -256,7 +277,13 @@ export function Launcher({ teamId }: { teamId: string }) {
                     </optgroup>
                   ) : null}
                 </select>
-                <span className="hint">{bases.isLoadingError ? 'Bases could not be loaded; recent checkpoints are listed.' : 'Full-parameter training of the whole policy.'}</span>
+                <span className="hint">
+                  {bases.isLoadingError
+                    ? 'Bases could not be loaded; recent checkpoints are listed.'
+                    : startModelId
+                      ? 'LoRA adapters (rank 8, every linear layer) on the frozen model, through its own chat template; lora below changes them, false trains every weight.'
+                      : 'Full-parameter training of the whole policy.'}
+                </span>
               </div>
               <div className="field">
                 <label htmlFor="l-save-as">Save as base</label>

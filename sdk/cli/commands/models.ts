@@ -81,7 +81,7 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
     ctx.out.line(
       `model ${name} imported (${modelId}): ${card.family}, ${(card.parameters / 1e6).toFixed(card.parameters < 1e7 ? 2 : 0)} M parameters, context ${card.contextLength}, vocabulary ${card.vocabSize}, ${card.hasChatTemplate ? 'chat template' : 'no chat template'}, ${formatBytes(card.bytes)}`,
     );
-    ctx.out.line(`start a run from it: whetstone run <environment> --set baseModelId=${modelId}`);
+    ctx.out.line(`start a run from it: whetstone run <environment> --model ${name}`);
     return EXIT.OK;
   } catch (err) {
     // The server drops a finished or refused upload itself; one stopped midway is dropped here.

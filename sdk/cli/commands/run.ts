@@ -197,6 +197,15 @@ async function startingCheckpoint(ctx: CommandContext, conn: Connection, from: s
   return base.id;
 }
 
+/** `--model`: an imported model's name or id (whetstone models list). */
+async function startingModel(ctx: CommandContext, conn: Connection, named: string): Promise<string> {
+  const models = await call(conn, () => conn.api.models.list.query({ teamId: conn.teamId }));
+  const model = models.find((m) => m.name === named) ?? models.find((m) => m.id === named);
+  if (!model) throw new UsageError(`no imported model named ${named} in this team${models.length > 0 ? `: ${models.map((m) => m.name).join(', ')}` : ' (whetstone models import <folder>)'}`);
+  ctx.out.line(`starting from imported model ${model.name} (${model.card.family}, ${(model.card.parameters / 1e6).toFixed(1)} M parameters)`);
+  return model.id;
+}
+
 export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<number> {
   const fileConfig = cmd.config ? readJsonConfig(cmd.config, ctx.io.cwd) : {};
   const training = trainingOptions(cmd, fileConfig);
@@ -217,6 +226,7 @@ export async function runCommand(ctx: CommandContext, cmd: RunCommand): Promise<
     ? { ...fileConfig, datasetVersionId: datasetVersionId ?? '', training }
     : { ...fileConfig, environmentVersionId: env.versionId, ...(datasetVersionId ? { datasetVersionId } : {}), ...(evalDatasetVersionId ? { evalDatasetVersionId } : {}), training };
   if (cmd.from) config.baseCheckpointId = await startingCheckpoint(ctx, conn, cmd.from);
+  if (cmd.model) config.baseModelId = await startingModel(ctx, conn, cmd.model);
   if (cmd.saveAs) config.saveAs = cmd.saveAs;
   if (cmd.tags.length > 0) config.tags = [...new Set([...(config.tags ?? []), ...cmd.tags])];
   // Resolved here only for the progress bar's total; the server resolves it again and refuses what is wrong.

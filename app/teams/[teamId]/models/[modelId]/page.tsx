@@ -73,7 +73,7 @@ export default function ModelPage() {
             A run from this model fine-tunes LoRA adapters of rank 8 on every linear layer (<code>training.lora</code>; <code>false</code> trains every weight), through its{' '}
             {m.card.hasChatTemplate ? 'own chat template' : 'tokenizer (it has no chat template: prompts are raw text)'}.
           </p>
-          <pre className="code-sample">{`npx whetstone run <environment> --set baseModelId=${m.id}`}</pre>
+          <pre className="code-sample">{`npx whetstone run <environment> --model ${m.name}`}</pre>
           <h3 className="small">Files</h3>
           <ul className="small model-files">
             {m.card.files.map((f) => (
