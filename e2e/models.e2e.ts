@@ -8,7 +8,7 @@ import { errorNote, expectAccessible, shoot } from './helpers';
 // broken chat template is refused by the server's check naming the file, and the tiny Qwen2 chat
 // fixture imports by the folder picker, shows its card in the list and on its page.
 
-const CHAT = path.join(__dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
+const CHAT = path.join(import.meta.dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
 /** A copy of the fixture model folder, named as a user's would be, optionally broken. */
 function modelFolder(name: string, breakIt?: (dir: string) => void): string {
@@ -51,7 +51,7 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await picker.setInputFiles(modelFolder('tiny-qwen'));
   await expect(page.getByText(/6 files · \d/)).toBeVisible();
   await page.getByLabel('Name').press('Enter');
-  await expect(page.getByText(/Imported tiny-qwen \(qwen2, 0\.\d\d M parameters\)/)).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByText(/Imported tiny-qwen \(qwen2, \d+\.\d k parameters\)/)).toBeVisible({ timeout: 60_000 });
   const table = page.getByRole('table', { name: 'Models' });
   await expect(table.getByRole('row', { name: /tiny-qwen qwen2/ })).toContainText('256');
   await shoot(page, testInfo, 'models-list');

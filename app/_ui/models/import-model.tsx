@@ -9,6 +9,7 @@ import { useTRPC } from '../../trpc';
 import { ErrorNote, Field, Notice } from '../components';
 import { formatBytes } from '../format';
 import { refetchAfterChange } from '../refresh';
+import { formatParameters } from './model-card';
 
 /** The server's rule for a model's name (sdk/models.ts modelNameSchema), checked before sending. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
@@ -147,8 +148,10 @@ export function ModelImport({ teamId }: { teamId: string }) {
         }
       }
       setPhase({ step: 'checking' });
-      const result = await finish.mutateAsync({ teamId, uploadId });
+      // Finishing ends the upload on the server whatever its answer: nothing left to abandon.
+      const finishing = uploadId;
       uploadId = null;
+      const result = await finish.mutateAsync({ teamId, uploadId: finishing });
       setImported({ modelId: result.modelId, name, parameters: result.card.parameters, family: result.card.family });
       setFiles(null);
       setName('');
@@ -232,7 +235,7 @@ export function ModelImport({ teamId }: { teamId: string }) {
       {error ? <ErrorNote error={error} /> : null}
       {imported ? (
         <Notice kind="success">
-          Imported <strong>{imported.name}</strong> ({imported.family}, {(imported.parameters / 1e6).toFixed(imported.parameters < 1e7 ? 2 : 0)} M parameters).{' '}
+          Imported <strong>{imported.name}</strong> ({imported.family}, {formatParameters(imported.parameters)} parameters).{' '}
           <Link href={`/teams/${teamId}/models/${imported.modelId}`}>Open it</Link>
         </Notice>
       ) : null}

@@ -56,6 +56,7 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
   const total = files.reduce((sum, f) => sum + f.bytes, 0);
   const conn = await ctx.connect();
   const { uploadId, chunkBytes } = await call(conn, () => conn.api.models.beginImport.mutate({ teamId: conn.teamId, name, files }));
+  let sending = true;
   try {
     let sent = 0;
     for (const f of files) {
@@ -76,6 +77,8 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
       }
       ctx.out.note(`sent ${f.path}: ${formatBytes(sent)} of ${formatBytes(total)}`);
     }
+    // Finishing ends the upload on the server whatever its answer.
+    sending = false;
     const { modelId, card } = await call(conn, () => conn.api.models.finishImport.mutate({ teamId: conn.teamId, uploadId }));
     ctx.out.document({ model: { id: modelId, name, ...card } });
     ctx.out.line(
@@ -85,7 +88,7 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
     return EXIT.OK;
   } catch (err) {
     // The server drops a finished or refused upload itself; one stopped midway is dropped here.
-    await conn.api.models.abandonImport.mutate({ teamId: conn.teamId, uploadId }).catch(() => undefined);
+    if (sending) await conn.api.models.abandonImport.mutate({ teamId: conn.teamId, uploadId }).catch(() => undefined);
     throw err;
   }
 }

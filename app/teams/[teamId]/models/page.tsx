@@ -71,7 +71,7 @@ export default function ModelsPage() {
         </EmptyState>
       ) : (
         <>
-          <SearchField label="Search models" />
+          <SearchField label="Search models" placeholder="Search by name or family" />
           <DataTable panel label="Models" rows={shown} rowKey={(m) => m.id} columns={columns(base)} empty={<p className="muted">No model matches “{q}”.</p>} />
         </>
       )}
