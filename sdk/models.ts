@@ -18,6 +18,8 @@ export const modelCardSchema = z.object({
   hiddenSize: z.number().int().positive(),
   heads: z.number().int().positive(),
   kvHeads: z.number().int().positive(),
+  /** Width of one attention head (Qwen3 sets it apart from hiddenSize / heads); absent on cards imported before it was recorded. */
+  headDim: z.number().int().positive().optional(),
   tiedEmbeddings: z.boolean(),
   hasChatTemplate: z.boolean(),
   /** The stored dtypes of the weights, e.g. ["BF16"]. */

@@ -539,7 +539,7 @@ export function estimateTrainingBytes(training: TrainingConfig, vocabSize = 128)
  * weights (the engine widens bf16), what trains (adapters, or every weight with its gradient and
  * Adam's two moments), a KL reference copy, activations and the rollout's KV cache.
  */
-export function estimatePretrainedBytes(training: TrainingConfig, card: Pick<ModelCard, 'parameters' | 'layers' | 'hiddenSize' | 'heads' | 'kvHeads' | 'vocabSize'>, contextLength: number): number {
+export function estimatePretrainedBytes(training: TrainingConfig, card: Pick<ModelCard, 'parameters' | 'layers' | 'hiddenSize' | 'heads' | 'kvHeads' | 'vocabSize' | 'headDim'>, contextLength: number): number {
   const lora = 'lora' in training ? training.lora : undefined;
   const full = lora === false;
   const trainable = full ? card.parameters : card.layers * 7 * 2 * card.hiddenSize * (lora?.rank ?? 8);
@@ -548,7 +548,7 @@ export function estimatePretrainedBytes(training: TrainingConfig, card: Pick<Mod
   const perUpdate = Math.ceil(sequences / ('miniBatches' in training ? training.miniBatches : 1));
   const tokens = perUpdate * contextLength;
   const activations = tokens * (card.layers * (12 * card.hiddenSize + card.heads * contextLength) + 3 * card.vocabSize);
-  const headDim = card.hiddenSize / card.heads;
+  const headDim = card.headDim ?? card.hiddenSize / card.heads;
   const kvCache = training.algorithm === 'sft' ? 0 : sequences * card.layers * 2 * contextLength * card.kvHeads * headDim;
   return 4 * (card.parameters + 3 * trainable + reference + activations + kvCache);
 }

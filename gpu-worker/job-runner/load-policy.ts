@@ -14,7 +14,7 @@ import { CharTokenizer, type Tokenizer } from '../engine/tokenizer';
 import { type TrainerState } from '../engine/trainer-core';
 import { type loraOptionsSchema, type ModelOptions } from '../../sdk/training-config';
 import { type z } from 'zod';
-import { cachedModelFolder } from './model-cache';
+import { cachedModelFolder, runContextLength } from './model-cache';
 import { type JobSink } from './sink';
 import { type Assignment } from '../../sdk/worker-protocol';
 import { type CheckpointStore, type RunnerNote } from './checkpoints';
@@ -99,7 +99,7 @@ async function loadWeights(assignment: Assignment, store: CheckpointStore, emit:
     const base = assignment.baseModel;
     const { folder, fetched } = await cachedModelFolder(base, request.sink);
     const ref = { modelId: base.modelId, contentHash: base.contentHash };
-    const model = await PretrainedDecoder.fromFolder(folder, { valueHead: request.valueHead ?? false, base: ref });
+    const model = await PretrainedDecoder.fromFolder(folder, { valueHead: request.valueHead ?? false, base: ref, contextLength: runContextLength(assignment) });
     const tokenizer = HfTokenizer.fromFolder(folder, base.modelId);
     emit.log('info', `starting from imported model ${base.modelId} (${model.config.family}, ${model.numParameters} parameters, ${fetched ? 'fetched to this worker' : "from this worker's cache"})`);
     return { model, tokenizer, trainerState: null, startStep: 0, source: 'pretrained', note: null };

@@ -48,14 +48,24 @@ export async function cachedModelFolder(model: BaseModel, sink: JobSink): Promis
   return { folder, fetched: true };
 }
 
+/**
+ * The longest sequence the job uses on an imported model: its training's model.contextLength (what
+ * the server's memory estimate assumed), below the model's own; undefined (the model's) without one.
+ */
+export function runContextLength(assignment: Assignment): number | undefined {
+  const context = (assignment.config as { training?: { model?: { contextLength?: unknown } } }).training?.model?.contextLength;
+  return typeof context === 'number' ? context : undefined;
+}
+
 /** Loads the job's imported model (for a new policy, or under a checkpoint that names it). */
 export function baseModelLoader(assignment: Assignment, sink: JobSink): BaseModelLoader {
   return async (ref, opts) => {
-    const model = assignment.baseModel;
-    if (!model || model.modelId !== ref.modelId || model.contentHash !== ref.contentHash) {
-      throw new JobFailure(`this checkpoint was trained from imported model ${ref.modelId}, which the job does not start from (baseModelId ${model?.modelId ?? 'unset'})`);
+    const named = assignment.baseModel;
+    if (!named || named.modelId !== ref.modelId || named.contentHash !== ref.contentHash) {
+      throw new JobFailure(`this checkpoint was trained from imported model ${ref.modelId}, which the job does not start from (baseModelId ${named?.modelId ?? 'unset'})`);
     }
-    const { folder } = await cachedModelFolder(model, sink);
-    return { model: await PretrainedDecoder.fromFolder(folder, { valueHead: opts.valueHead, base: ref }), tokenizer: HfTokenizer.fromFolder(folder, ref.modelId) };
+    const { folder } = await cachedModelFolder(named, sink);
+    const model = await PretrainedDecoder.fromFolder(folder, { valueHead: opts.valueHead, base: ref, contextLength: runContextLength(assignment) });
+    return { model, tokenizer: HfTokenizer.fromFolder(folder, ref.modelId) };
   };
 }

@@ -130,6 +130,12 @@ describe('importing a pretrained model', () => {
     await owners.models.abandonImport.mutate({ teamId: owner.team.id, uploadId: mine });
     expect(storedFiles().filter((f) => f.includes('.staging'))).toEqual([]);
 
+    // A team has at most three imports under way.
+    const opened = [];
+    for (let i = 0; i < 3; i++) opened.push((await owners.models.beginImport.mutate({ teamId: owner.team.id, name: `open-${i}`, files: [{ path: 'config.json', bytes: config.length, sha256 }] })).uploadId);
+    await expect(owners.models.beginImport.mutate({ teamId: owner.team.id, name: 'one-too-many', files: [{ path: 'config.json', bytes: config.length, sha256 }] })).rejects.toThrow(/3 imports under way \(at most 3\)/);
+    for (const id of opened) await owners.models.abandonImport.mutate({ teamId: owner.team.id, uploadId: id });
+
     // A viewer may look, not import.
     const viewer = await addMember(server.url, t.db, owner.team.id, 'VIEWER');
     expect((await api(viewer.cookie).models.list.query({ teamId: owner.team.id })).length).toBe(2);
@@ -157,6 +163,10 @@ describe('importing a pretrained model', () => {
     const submitted = await t.db.job.findFirstOrThrow({ where: { teamId, kind: 'TRAIN' }, orderBy: { queuedAt: 'desc' } });
     expect(submitted.config).toMatchObject({ baseModelId: model.id });
     expect((await cli(['run', 'env-templates/bandit', '--model', 'no-such'])).stderr).toMatch(/no imported model named no-such in this team: (tiny-qwen-2, tiny-qwen|tiny-qwen, tiny-qwen-2)/);
+    // A checkpoint of the engine's own GPT with a model besides: refused, as the worker could honour only one.
+    const gptJob = await t.db.job.create({ data: { teamId, ownerId: job.ownerId, kind: 'SFT', state: 'SUCCEEDED', config: { datasetVersionId } } });
+    const gpt = await t.db.checkpoint.create({ data: { teamId, jobId: gptJob.id, kind: 'SAMPLER', step: 1, storageKey: `checkpoints/${'e'.repeat(64)}`, bytes: 1n, sha256: 'e'.repeat(64) } });
+    await expect(owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseCheckpointId: gpt.id, baseModelId: model.id } })).rejects.toThrow(/is not of an imported model: start from the checkpoint or from the model/);
     // Removing a model a queued job starts from is refused until that job is gone.
     await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
   });

@@ -81,15 +81,28 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   if (missing) return missing;
   // A checkpoint of an imported model (a run's start, an evaluation's or a playground's policy)
   // loads on that model: the worker needs its files too.
-  const inherited = await baseModelOfCheckpoint(db, teamId, config.baseCheckpointId ?? config.checkpointId);
+  const checkpointId = config.baseCheckpointId ?? config.checkpointId;
+  const inherited = await baseModelOfCheckpoint(db, teamId, checkpointId);
   if (inherited && config.baseModelId === undefined) config.baseModelId = inherited;
-  else if (inherited && config.baseModelId !== inherited) return refuse('BAD_REQUEST', `checkpoint ${String(config.baseCheckpointId ?? config.checkpointId)} is of imported model ${inherited}, not ${String(config.baseModelId)}: leave baseModelId out`, 'baseModelId');
+  else if (inherited && config.baseModelId !== inherited) return refuse('BAD_REQUEST', `checkpoint ${String(checkpointId)} is of imported model ${inherited}, not ${String(config.baseModelId)}: leave baseModelId out`, 'baseModelId');
+  else if (!inherited && typeof checkpointId === 'string' && config.baseModelId !== undefined) {
+    return refuse('BAD_REQUEST', `checkpoint ${checkpointId} is not of an imported model: start from the checkpoint or from the model (baseModelId), not both`, 'baseModelId');
+  }
+  // The model must still be the team's (a checkpoint's may have been removed since).
+  const card = typeof config.baseModelId === 'string' ? await modelCard(db, teamId, config.baseModelId) : null;
+  if (config.baseModelId !== undefined && !card) {
+    return refuse('NOT_FOUND', inherited ? `No such model in this team: checkpoint ${String(checkpointId)} was trained on imported model ${inherited}, which has been removed` : 'No such model in this team', 'baseModelId');
+  }
+  if (card && !card.hasChatTemplate && input.kind !== 'INFERENCE') {
+    return refuse('BAD_REQUEST', 'This model has no chat template, and runs lay out every conversation with it: import a chat or instruct version of the model (with chat_template.jinja or tokenizer_config.json\'s chat_template)', 'baseModelId');
+  }
   const dataset = input.kind === 'TRAIN' || input.kind === 'EVAL' ? await datasetProblem(db, teamId, input.kind, config) : null;
   if (dataset) return dataset;
   if (input.experimentId && !(await db.experiment.findFirst({ where: { id: input.experimentId, teamId }, select: { id: true } }))) {
     return refuse('NOT_FOUND', 'No such experiment in this team', 'experimentId');
   }
-  if (input.kind !== 'TRAIN' && input.kind !== 'SFT') return { ok: true, config, training: null, estimate: null };
+  // Evaluating or serving a pretrained checkpoint holds the model's f32 weights and a KV cache.
+  if (input.kind !== 'TRAIN' && input.kind !== 'SFT') return { ok: true, config, training: null, estimate: null, minMemoryBytes: card ? Math.ceil(card.parameters * 4 * 1.5) : 0 };
 
   const resolved = await resolveSubmittedTraining(db, input.kind, config as TrainJobConfig);
   if (!resolved.ok) return resolved;
@@ -100,7 +113,6 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   }
   const opponent = await missingOpponentCheckpoint(db, teamId, resolved.training);
   if (opponent) return opponent;
-  const card = typeof config.baseModelId === 'string' ? await modelCard(db, teamId, config.baseModelId) : null;
   const estimate = await memoryEstimate(db, teamId, resolved.training, card);
   if (!estimate.fits) {
     const gb = (n: number) => `${(n / 1024 ** 3).toFixed(n < 1024 ** 3 ? 2 : 1)} GB`;
@@ -131,7 +143,6 @@ async function missingReference(db: Db, teamId: string, config: Record<string, u
   for (const [id, field] of checkpoints) {
     if (typeof id === 'string' && !(await db.checkpoint.findFirst({ where: { id, teamId }, select: { id: true } }))) return missing('checkpoint', field);
   }
-  if (typeof config.baseModelId === 'string' && !(await db.pretrainedModel.findFirst({ where: { id: config.baseModelId, teamId }, select: { id: true } }))) return missing('model', 'baseModelId');
   return null;
 }
 

@@ -9,7 +9,16 @@ import { forkRuntime } from '../environments/fork-runtime';
 /** Reading headers and a tokenizer takes seconds even for large models; this is a backstop. */
 const INSPECT_MS = 120_000;
 
-export async function inspectModelFolder(folder: string): Promise<{ ok: true; card: ModelCard } | { ok: false; error: string }> {
+/** One check at a time: each is a process of up to 2 GB, and imports are rare. */
+let queue: Promise<unknown> = Promise.resolve();
+
+export function inspectModelFolder(folder: string): Promise<{ ok: true; card: ModelCard } | { ok: false; error: string }> {
+  const turn = queue.then(() => inspectNow(folder));
+  queue = turn.catch(() => undefined);
+  return turn;
+}
+
+async function inspectNow(folder: string): Promise<{ ok: true; card: ModelCard } | { ok: false; error: string }> {
   const { child, ready } = forkRuntime('gpu-worker/engine/pretrained/inspect-process.ts', 2048);
   try {
     await ready;

@@ -20,6 +20,12 @@ import { inspectModelFolder } from './inspect-model';
 
 /** The largest model an import takes, all files together. */
 export const MAX_MODEL_BYTES = 64 * 2 ** 30;
+/** Imports a team may have under way at once: a member cannot fill the shared volume with announcements. */
+export const MAX_OPEN_UPLOADS = 3;
+/** An upload untouched this long is abandoned (a closed tab, a crashed CLI) and swept. */
+const STALE_UPLOAD_MS = 24 * 3600_000;
+/** Room the volume keeps free beyond an upload's announced bytes. */
+const FREE_MARGIN_BYTES = 2 * 2 ** 30;
 /** The largest chunk one call carries (base64 in the body: about 5.6 MB of the request limit). */
 export const MODEL_CHUNK_BYTES = 4 * 2 ** 20;
 /** The names a model's files may have: a flat folder of JSON, Jinja and safetensors files. */
@@ -63,11 +69,15 @@ function uploadDir(blobs: BlobStore, uploadId: string): string {
   return path.join(blobs.stagingRoot, 'models', uploadId);
 }
 
-async function readState(blobs: BlobStore, teamId: string, uploadId: string): Promise<{ dir: string; state: UploadState }> {
+/**
+ * An upload's state file: `upload.json` while it takes chunks; renamed to `finishing.json` when
+ * its finish begins, so that no chunk and no abandon reaches files being checked and stored.
+ */
+async function readState(blobs: BlobStore, teamId: string, uploadId: string, file = 'upload.json'): Promise<{ dir: string; state: UploadState }> {
   const dir = uploadDir(blobs, uploadId);
   let state: UploadState;
   try {
-    state = JSON.parse(await fs.promises.readFile(path.join(dir, 'upload.json'), 'utf8')) as UploadState;
+    state = JSON.parse(await fs.promises.readFile(path.join(dir, file), 'utf8')) as UploadState;
   } catch {
     throw new ModelImportError('No such upload (finished, abandoned, or never begun): begin the import again', 'NOT_FOUND');
   }
@@ -88,6 +98,13 @@ export async function beginModelUpload(db: Db, blobs: BlobStore, input: { teamId
   if (total > MAX_MODEL_BYTES) throw new ModelImportError(`the model's files are ${total} bytes; an import takes at most ${MAX_MODEL_BYTES} (64 GiB)`);
   if (await db.pretrainedModel.findFirst({ where: { teamId: input.teamId, name: input.name }, select: { id: true } })) {
     throw new ModelImportError(`this team already has a model named "${input.name}": import under another name`, 'CONFLICT');
+  }
+  const open = await openUploads(blobs, input.teamId);
+  if (open >= MAX_OPEN_UPLOADS) throw new ModelImportError(`this team has ${open} imports under way (at most ${MAX_OPEN_UPLOADS}): finish or abandon one first`, 'CONFLICT');
+  await fs.promises.mkdir(path.join(blobs.stagingRoot, 'models'), { recursive: true });
+  const { bavail, bsize } = await fs.promises.statfs(blobs.stagingRoot);
+  if (bavail * bsize < total + FREE_MARGIN_BYTES) {
+    throw new ModelImportError(`the server has ${Math.floor((bavail * bsize) / 2 ** 20)} MiB free, not enough for this model's ${Math.ceil(total / 2 ** 20)} MiB: ask an administrator for room`);
   }
   const uploadId = randomUUID();
   const dir = uploadDir(blobs, uploadId);
@@ -121,7 +138,14 @@ export async function writeModelChunk(blobs: BlobStore, input: { teamId: string;
  * the outcome. A refusal names the file and the reason.
  */
 export async function finishModelUpload(db: Db, blobs: BlobStore, input: { teamId: string; uploadId: string }): Promise<{ modelId: string; card: ModelCard }> {
-  const { dir, state } = await readState(blobs, input.teamId, input.uploadId);
+  const { dir } = await readState(blobs, input.teamId, input.uploadId);
+  // From here on no chunk or abandon reaches the files (a second finish finds no upload either).
+  try {
+    await fs.promises.rename(path.join(dir, 'upload.json'), path.join(dir, 'finishing.json'));
+  } catch {
+    throw new ModelImportError('No such upload (finished, abandoned, or never begun): begin the import again', 'NOT_FOUND');
+  }
+  const { state } = await readState(blobs, input.teamId, input.uploadId, 'finishing.json');
   try {
     for (const f of state.files) {
       const file = path.join(dir, f.path);
@@ -141,6 +165,8 @@ export async function finishModelUpload(db: Db, blobs: BlobStore, input: { teamI
     const files: StoredModelFile[] = [];
     for (const p of card.files) {
       const stored = await blobs.putFile(path.join(dir, p), 'model-files');
+      // What is stored is what was checked: the store hashes as it moves the file in.
+      if (stored.sha256 !== state.files.find((f) => f.path === p)!.sha256) throw new ModelImportError(`"${p}" changed while the model was checked: begin again`);
       files.push({ path: p, storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 });
     }
     const contentHash = createHash('sha256')
@@ -174,6 +200,28 @@ export async function finishModelUpload(db: Db, blobs: BlobStore, input: { teamI
 export async function abandonModelUpload(blobs: BlobStore, input: { teamId: string; uploadId: string }): Promise<void> {
   const { dir } = await readState(blobs, input.teamId, input.uploadId);
   await fs.promises.rm(dir, { recursive: true, force: true });
+}
+
+/** The team's uploads under way; those untouched for a day are swept on the way. */
+async function openUploads(blobs: BlobStore, teamId: string): Promise<number> {
+  const root = path.join(blobs.stagingRoot, 'models');
+  let count = 0;
+  for (const id of fs.existsSync(root) ? await fs.promises.readdir(root) : []) {
+    const dir = path.join(root, id);
+    try {
+      const stat = await fs.promises.stat(dir);
+      const newest = Math.max(stat.mtimeMs, ...(await fs.promises.readdir(dir)).map((f) => fs.statSync(path.join(dir, f)).mtimeMs));
+      if (Date.now() - newest > STALE_UPLOAD_MS) {
+        await fs.promises.rm(dir, { recursive: true, force: true });
+        continue;
+      }
+      const file = fs.existsSync(path.join(dir, 'upload.json')) ? 'upload.json' : 'finishing.json';
+      if ((JSON.parse(await fs.promises.readFile(path.join(dir, file), 'utf8')) as UploadState).teamId === teamId) count++;
+    } catch {
+      // Removed meanwhile, or half-made: not an upload to count.
+    }
+  }
+  return count;
 }
 
 async function sha256Of(file: string): Promise<string> {

@@ -141,7 +141,15 @@ export function ModelImport({ teamId }: { teamId: string }) {
       for (const f of files) {
         for (let at = 0; at < f.size || (f.size === 0 && at === 0); at += started.chunkBytes) {
           const data = new Uint8Array(await f.slice(at, at + started.chunkBytes).arrayBuffer());
-          await chunk.mutateAsync({ teamId, uploadId, path: f.name, offset: at, data: base64(data) });
+          // A chunk is written at its offset, so resending one after a lost answer is harmless.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await chunk.mutateAsync({ teamId, uploadId, path: f.name, offset: at, data: base64(data) });
+              break;
+            } catch (err) {
+              if (attempt === 3 || (err as { data?: { httpStatus?: number } }).data?.httpStatus === 400) throw err;
+            }
+          }
           done += data.length;
           setPhase({ step: 'sending', done, total, file: f.name });
           if (f.size === 0) break;

@@ -20,7 +20,7 @@ export function ModelFacts({ card }: { card: ModelCard }) {
     ['Width', String(card.hiddenSize)],
     ['Attention', card.kvHeads === card.heads ? `${card.heads} heads` : `${card.heads} query heads over ${card.kvHeads} key/value heads`],
     ['Head', card.tiedEmbeddings ? 'tied to the embedding' : 'its own'],
-    ['Chat template', card.hasChatTemplate ? 'yes' : 'none (raw prompts only)'],
+    ['Chat template', card.hasChatTemplate ? 'yes' : 'none: runs need one (the playground takes raw prompts)'],
     ['Stored as', `${card.dtypes.join(', ')} · ${formatBytes(card.bytes)}`],
   ];
   return (

@@ -95,6 +95,11 @@ export interface DecoderOptions {
   valueHead?: boolean;
   /** The imported model these weights are (kept by frozen copies). */
   base?: BaseModelRef | null;
+  /**
+   * The longest sequence a run uses, below the model's max_position_embeddings (32k–128k for
+   * current models): what rollouts, truncation and memory estimates go by (training.model.contextLength).
+   */
+  contextLength?: number;
 }
 
 export class PretrainedDecoder implements LanguageModel {
@@ -102,6 +107,7 @@ export class PretrainedDecoder implements LanguageModel {
   readonly adapters = new Map<string, Adapter>();
   readonly hasValueHead: boolean;
   readonly base: BaseModelRef | null;
+  private readonly contextCap: number;
   private readonly invFreq: Float32Array;
 
   /**
@@ -115,6 +121,7 @@ export class PretrainedDecoder implements LanguageModel {
   ) {
     this.hasValueHead = opts.valueHead ?? false;
     this.base = opts.base ?? null;
+    this.contextCap = Math.min(opts.contextLength ?? config.maxPositions, config.maxPositions);
     const shapes = engineShapes(config);
     if (this.hasValueHead) shapes.push(['value.w', [config.hiddenSize, 1]], ['value.b', [1]]);
     for (const [name, shape] of shapes) {
@@ -172,7 +179,7 @@ export class PretrainedDecoder implements LanguageModel {
   }
 
   get contextLength(): number {
-    return this.config.maxPositions;
+    return this.contextCap;
   }
 
   get vocabSize(): number {
@@ -203,7 +210,7 @@ export class PretrainedDecoder implements LanguageModel {
   frozenCopy(): PretrainedDecoder {
     const weights = mergedTensors(this);
     try {
-      return new PretrainedDecoder(this.config, weights, { valueHead: this.hasValueHead, base: this.base });
+      return new PretrainedDecoder(this.config, weights, { valueHead: this.hasValueHead, base: this.base, contextLength: this.contextCap });
     } finally {
       weights.forEach((t) => t.dispose());
     }

@@ -75,6 +75,35 @@ describe('a pretrained model’s tokenizer and chat template', () => {
     }
   });
 
+  test('reads a vocabulary the size of Qwen’s (151,665 tokens)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
+    try {
+      cpSync(FOLDER, dir, { recursive: true });
+      const json = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } };
+      const size = Object.keys(json.model.vocab).length;
+      for (let i = size; i < 151_665; i++) json.model.vocab[`tok${i}`] = i;
+      writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(json));
+      expect(HfTokenizer.fromFolder(dir).vocabSize).toBe(151_665);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a template that renders a conversation’s start otherwise once it goes on is refused when read', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
+    try {
+      cpSync(FOLDER, dir, { recursive: true });
+      // As Qwen3's: an empty thinking block on the last assistant turn only.
+      writeFileSync(
+        join(dir, 'chat_template.jinja'),
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' and loop.last %}<think></think>{% endif %}{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+      );
+      expect(() => HfTokenizer.fromFolder(dir)).toThrow(/renders the conversation up to .* other than as the start of the whole conversation/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a folder missing its tokenizer, or with a template that does not parse, is refused naming the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hf-tokenizer-'));
     try {

@@ -40,8 +40,10 @@ export class HfTokenizer implements Tokenizer {
     /** What `toJSON` names as the tokenizer's source (the model's content hash, or its folder). */
     private readonly source: string,
   ) {
-    const vocab = core.get_vocab(true);
-    this.vocabSize = Math.max(...vocab.values()) + 1;
+    // A loop, not Math.max(...ids): spreading Qwen's 151,665 ids overflows the call stack.
+    let top = -1;
+    for (const id of core.get_vocab(true).values()) if (id > top) top = id;
+    this.vocabSize = top + 1;
     const specials = [...core.get_added_tokens_decoder().values()].filter((t) => t.special);
     this.specialTokens = Object.fromEntries(specials.map((t) => [t.content, core.token_to_id(t.content)!]));
     this.specialTexts = specials.map((t) => t.content);
@@ -168,12 +170,19 @@ export class HfTokenizer implements Tokenizer {
     return v && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string' ? (v as { content: string }).content : undefined;
   }
 
-  /** The id of the special token the template closes an assistant's turn with. */
+  /**
+   * The id of the special token the template closes an assistant's turn with. Probed over two
+   * turns, so that a template which renders earlier turns differently once a later one follows
+   * (Qwen3's thinking blocks) is refused when the model is read, not at a run's second turn.
+   */
   private turnEnd(): number {
     const probe = new TemplateConversation(this, [], '');
     probe.message('user', 'x');
     probe.openTurn();
     const turn = probe.writtenTurn('y');
+    probe.message('user', 'z');
+    probe.openTurn();
+    probe.writtenTurn('w');
     const end = this.specialTexts.find((t) => turn.endsWith(t))!;
     return this.core.token_to_id(end)!;
   }

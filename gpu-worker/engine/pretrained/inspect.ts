@@ -79,6 +79,7 @@ export async function inspectHfFolder(folder: string): Promise<ModelCard> {
     hiddenSize: config.hiddenSize,
     heads: config.heads,
     kvHeads: config.kvHeads,
+    headDim: config.headDim,
     tiedEmbeddings: config.tiedEmbeddings,
     hasChatTemplate: tokenizer.hasChatTemplate,
     dtypes: [...dtypes].sort(),

@@ -71,7 +71,7 @@ export default function ModelPage() {
           <h2 id="start-title">Train it</h2>
           <p className="small">
             A run from this model fine-tunes LoRA adapters of rank 8 on every linear layer (<code>training.lora</code>; <code>false</code> trains every weight), through its{' '}
-            {m.card.hasChatTemplate ? 'own chat template' : 'tokenizer (it has no chat template: prompts are raw text)'}.
+            {m.card.hasChatTemplate ? 'own chat template' : 'chat template — which this model lacks: import its chat or instruct version to train it'}.
           </p>
           <pre className="code-sample">{`npx whetstone run <environment> --model ${m.name}`}</pre>
           <h3 className="small">Files</h3>
