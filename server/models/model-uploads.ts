@@ -21,7 +21,7 @@ import { inspectModelFolder } from './inspect-model';
 /** The largest model an import takes, all files together. */
 export const MAX_MODEL_BYTES = 64 * 2 ** 30;
 /** Imports a team may have under way at once: a member cannot fill the shared volume with announcements. */
-export const MAX_OPEN_UPLOADS = 3;
+const MAX_OPEN_UPLOADS = 3;
 /** An upload untouched this long is abandoned (a closed tab, a crashed CLI) and swept. */
 const STALE_UPLOAD_MS = 24 * 3600_000;
 /** Room the volume keeps free beyond an upload's announced bytes. */
