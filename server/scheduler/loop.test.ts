@@ -103,6 +103,21 @@ describe('scheduler loop and worker protocol', () => {
     expect(checkpoint).toMatchObject({ step: 2, kind: 'TRAINING', metrics: { 'reward/mean': 0.5 } });
     const blob = await fetch(`${server.url}/api/workers/blobs/${checkpoint.storageKey}`, { headers: { authorization: `Bearer ${worker.credential}` } });
     expect(Buffer.from(await blob.arrayBuffer()).toString()).toBe('weights-at-step-2');
+    // An imported model's files: its job's team's, streamed; another team's model file is not found.
+    const stranger = await createUserWithTeam(server.url, t.db);
+    const modelFile = async (teamId: string, bytes: string) => {
+      const stored = await server.blobs.put(Buffer.from(bytes), 'model-files');
+      await t.db.pretrainedModel.create({
+        data: { teamId, name: `m-${stored.sha256.slice(0, 8)}`, family: 'llama', card: {}, files: [{ path: 'model.safetensors', storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 }], contentHash: stored.sha256, bytes: BigInt(stored.bytes) },
+      });
+      return stored.key;
+    };
+    const own = await modelFile(owner.team.id, 'weights of a model of this team');
+    const foreign = await modelFile(stranger.team.id, 'weights of a model of another team');
+    const read = (key: string) => fetch(`${server.url}/api/workers/blobs/${key}`, { headers: { authorization: `Bearer ${worker.credential}` } });
+    const ownBlob = await read(own);
+    expect([ownBlob.status, Buffer.from(await ownBlob.arrayBuffer()).toString()]).toEqual([200, 'weights of a model of this team']);
+    expect((await read(foreign)).status).toBe(404);
 
     const finished = await http(server.url, 'POST', '/api/workers/attempts/finish', { ...fence, outcome: 'succeeded', reason: 'done' }, worker.credential);
     expect(finished.body.state).toBe('SUCCEEDED');
