@@ -42,3 +42,36 @@ export type InspectAnswer = { ok: true; card: ModelCard } | { ok: false; error: 
 export const modelNameSchema = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/, 'letters, digits, and _ . - (up to 80), starting with a letter or digit');
+
+/** Files a model folder needs, and those it may carry beside its weights. */
+const REQUIRED_MODEL_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
+const OPTIONAL_MODEL_FILES = ['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
+
+/**
+ * The files a model folder consists of, by name, sorted: the configs, tokenizer and template, and
+ * the weights (`model.safetensors`, or the index and the shards it lists). The one rule the CLI and
+ * the Models page send files by, and the engine's check lists them by. `has` says whether the
+ * folder holds a file; `readIndex` reads model.safetensors.index.json. A folder missing something
+ * is refused with an Error that names it.
+ */
+export async function modelFileNames(has: (name: string) => boolean, readIndex: () => Promise<string>): Promise<string[]> {
+  const missing = REQUIRED_MODEL_FILES.filter((n) => !has(n));
+  if (missing.length > 0) throw new Error(`the folder has no ${missing.join(', ')}: a model folder needs config.json, the weights, tokenizer.json and tokenizer_config.json`);
+  const files = [...REQUIRED_MODEL_FILES, ...OPTIONAL_MODEL_FILES.filter(has)];
+  if (has('model.safetensors')) return [...files, 'model.safetensors'].sort();
+  if (!has('model.safetensors.index.json')) throw new Error('the folder has neither model.safetensors nor model.safetensors.index.json');
+  let map: unknown;
+  try {
+    map = (JSON.parse(await readIndex()) as { weight_map?: unknown } | null)?.weight_map;
+  } catch (err) {
+    throw new Error(`model.safetensors.index.json is not valid JSON (${(err as Error).message})`, { cause: err });
+  }
+  if (typeof map !== 'object' || map === null) throw new Error('model.safetensors.index.json has no "weight_map" object');
+  const shards = [...new Set(Object.values(map as Record<string, unknown>))];
+  for (const shard of shards) {
+    // A shard is a file beside the index, never a path out of the folder.
+    if (typeof shard !== 'string' || !/^[^/\\]+\.safetensors$/.test(shard)) throw new Error(`model.safetensors.index.json lists an invalid shard name ${JSON.stringify(shard)}`);
+    if (!has(shard)) throw new Error(`model.safetensors.index.json lists shard "${shard}", which is not in the folder`);
+  }
+  return [...files, 'model.safetensors.index.json', ...(shards as string[])].sort();
+}

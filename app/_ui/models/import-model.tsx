@@ -5,6 +5,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { FolderUp } from 'lucide-react';
 import Link from 'next/link';
 import { useId, useRef, useState, type DragEvent, type FormEvent } from 'react';
+import { modelFileNames } from '../../../sdk/models';
 import { useTRPC } from '../../trpc';
 import { ErrorNote, Field, Notice } from '../components';
 import { formatBytes } from '../format';
@@ -13,40 +14,21 @@ import { formatParameters } from './model-card';
 
 /** The server's rule for a model's name (sdk/models.ts modelNameSchema), checked before sending. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$/;
-const REQUIRED = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
-const OPTIONAL = ['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
 /** Read and hashed this much at a time: a model's weights never sit in the page's memory whole. */
 const READ_BYTES = 8 * 2 ** 20;
 
 type Phase = { step: 'idle' } | { step: 'hashing' | 'sending'; done: number; total: number; file: string } | { step: 'checking' };
 
-/**
- * The files of a model folder to send, by name, as the CLI picks them (sdk/cli/commands/models.ts):
- * configs, tokenizer, template and the weights, single or the shards the index lists. A folder
- * missing one is refused here, before anything is sent.
- */
+/** The files of a model folder to send, by the rule the CLI and the server's check follow (sdk/models.ts). */
 async function modelFiles(all: File[]): Promise<File[]> {
   const byName = new Map(all.map((f) => [f.name, f]));
-  const missing = REQUIRED.filter((n) => !byName.has(n));
-  if (missing.length > 0) throw new Error(`The folder has no ${missing.join(', ')}: a model folder needs config.json, the weights, tokenizer.json and tokenizer_config.json.`);
-  const names = [...REQUIRED, ...OPTIONAL.filter((n) => byName.has(n))];
-  if (byName.has('model.safetensors')) names.push('model.safetensors');
-  else {
-    const index = byName.get('model.safetensors.index.json');
-    if (!index) throw new Error('The folder has neither model.safetensors nor model.safetensors.index.json: where are the weights?');
-    let map: unknown;
-    try {
-      map = (JSON.parse(await index.text()) as { weight_map?: unknown }).weight_map;
-    } catch {
-      throw new Error('model.safetensors.index.json is not valid JSON.');
-    }
-    if (typeof map !== 'object' || map === null) throw new Error('model.safetensors.index.json has no "weight_map".');
-    const shards = [...new Set(Object.values(map as Record<string, unknown>).map(String))];
-    const absent = shards.filter((s) => !byName.has(s));
-    if (absent.length > 0) throw new Error(`model.safetensors.index.json lists ${absent.map((s) => `"${s}"`).join(', ')}, not in the folder.`);
-    names.push('model.safetensors.index.json', ...shards);
+  try {
+    const names = await modelFileNames((name) => byName.has(name), () => byName.get('model.safetensors.index.json')!.text());
+    return names.map((n) => byName.get(n)!);
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new Error(`${message.charAt(0).toUpperCase()}${message.slice(1)}.`, { cause: err });
   }
-  return names.map((n) => byName.get(n)!);
 }
 
 /** Every file of a dropped folder (one level: a model folder is flat). */

@@ -16,16 +16,20 @@ export interface HfFolder {
   tensors: Map<string, NamedTensor>;
 }
 
-export async function readHfFolder(folder: string): Promise<HfFolder> {
+/** The folder's config.json as the engine's typed config; a refusal names the file. */
+export function readDecoderConfig(folder: string): DecoderConfig {
   const configPath = path.join(folder, 'config.json');
-  let config: DecoderConfig;
   try {
-    config = parseDecoderConfig(readJson(configPath));
+    return parseDecoderConfig(readJson(configPath));
   } catch (err) {
     // Name the file too: a user importing a folder needs to know which file to look at.
     if (err instanceof ConfigError) throw new CheckpointError(configPath, err.message);
     throw err;
   }
+}
+
+export async function readHfFolder(folder: string): Promise<HfFolder> {
+  const config = readDecoderConfig(folder);
   const tensors = new Map<string, NamedTensor>();
   for (const file of weightFilesOf(folder)) {
     for (const [name, t] of (await readSafetensors(path.join(folder, file))).tensors) tensors.set(name, t);
@@ -34,7 +38,7 @@ export async function readHfFolder(folder: string): Promise<HfFolder> {
 }
 
 /** `model.safetensors`, or the shards `model.safetensors.index.json` lists (each once, each present). */
-export function weightFilesOf(folder: string): string[] {
+function weightFilesOf(folder: string): string[] {
   if (fs.existsSync(path.join(folder, 'model.safetensors'))) return ['model.safetensors'];
   const indexPath = path.join(folder, 'model.safetensors.index.json');
   if (!fs.existsSync(indexPath)) throw new CheckpointError(folder, 'has neither model.safetensors nor model.safetensors.index.json');
@@ -48,7 +52,7 @@ export function weightFilesOf(folder: string): string[] {
   });
 }
 
-export function readJson(file: string): unknown {
+function readJson(file: string): unknown {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');

@@ -11,28 +11,19 @@ import path from 'node:path';
 import { CheckpointError, ConfigError } from '../errors';
 import { readSafetensorsHeader } from '../safetensors';
 import { expectedTensors, ignorable } from './decoder';
-import { type ModelCard } from '../../../sdk/models';
-import { type DecoderConfig, parseDecoderConfig } from './hf-config';
-import { readJson, weightFilesOf } from './hf-folder';
+import { type ModelCard, modelFileNames } from '../../../sdk/models';
+import { readDecoderConfig } from './hf-folder';
 import { HfTokenizer } from './hf-tokenizer';
 
-/** Files a model may carry beside its weights; read when present, uploaded with it. */
-const OPTIONAL_FILES = ['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'];
-const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
-
 export async function inspectHfFolder(folder: string): Promise<ModelCard> {
-  for (const file of REQUIRED_FILES) {
-    if (!fs.existsSync(path.join(folder, file))) throw new CheckpointError(path.join(folder, file), 'is missing: a model folder needs config.json, the weights, tokenizer.json and tokenizer_config.json');
-  }
-  const configPath = path.join(folder, 'config.json');
-  let config: DecoderConfig;
+  let files: string[];
   try {
-    config = parseDecoderConfig(readJson(configPath));
+    files = await modelFileNames((name) => fs.existsSync(path.join(folder, name)), () => fs.promises.readFile(path.join(folder, 'model.safetensors.index.json'), 'utf8'));
   } catch (err) {
-    if (err instanceof ConfigError) throw new CheckpointError(configPath, err.message);
-    throw err;
+    throw new CheckpointError(folder, (err as Error).message);
   }
-  const weightFiles = weightFilesOf(folder);
+  const config = readDecoderConfig(folder);
+  const weightFiles = files.filter((f) => f.endsWith('.safetensors'));
   const expected = new Map(expectedTensors(config));
   const seen = new Set<string>();
   const dtypes = new Set<string>();
@@ -64,9 +55,6 @@ export async function inspectHfFolder(folder: string): Promise<ModelCard> {
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new CheckpointError(path.join(folder, 'tokenizer.json'), `has ${tokenizer.vocabSize} tokens but the model only ${config.vocabSize} (config.json vocab_size): this tokenizer is not the model's`);
   }
-  const files = [...REQUIRED_FILES, ...OPTIONAL_FILES.filter((f) => fs.existsSync(path.join(folder, f))), ...weightFiles];
-  if (fs.existsSync(path.join(folder, 'model.safetensors.index.json')) && !weightFiles.includes('model.safetensors')) files.push('model.safetensors.index.json');
-  files.sort();
   const bytes = files.reduce((sum, f) => sum + fs.statSync(path.join(folder, f)).size, 0);
   let parameters = 0;
   for (const shape of expected.values()) parameters += shape.reduce((a, b) => a * b, 1);

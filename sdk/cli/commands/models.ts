@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatBytes } from '../../bytes';
-import { modelNameSchema } from '../../models';
+import { modelFileNames, modelNameSchema } from '../../models';
 import { CliError, EXIT } from '../errors';
 import { age, table } from '../format';
 import { call, type CommandContext } from './context';
@@ -13,30 +13,6 @@ import { call, type CommandContext } from './context';
  * (server/models/model-uploads.ts); what to send is decided here by the files' names, so that a
  * folder missing a file is refused before any byte is sent.
  */
-
-/** The files of a model folder, by name: configs, tokenizer, template, and the weights (single or sharded). */
-function modelFiles(folder: string): string[] {
-  const has = (name: string) => fs.existsSync(path.join(folder, name));
-  for (const required of ['config.json', 'tokenizer.json', 'tokenizer_config.json']) {
-    if (!has(required)) throw new CliError(`${path.join(folder, required)} is missing: a model folder needs config.json, the weights, tokenizer.json and tokenizer_config.json`, EXIT.NOT_FOUND);
-  }
-  const files = ['config.json', 'tokenizer.json', 'tokenizer_config.json', ...['generation_config.json', 'chat_template.jinja', 'special_tokens_map.json'].filter(has)];
-  if (has('model.safetensors')) return [...files, 'model.safetensors'].sort();
-  const index = path.join(folder, 'model.safetensors.index.json');
-  if (!fs.existsSync(index)) throw new CliError(`${folder} has neither model.safetensors nor model.safetensors.index.json`, EXIT.NOT_FOUND);
-  let map: unknown;
-  try {
-    map = (JSON.parse(fs.readFileSync(index, 'utf8')) as { weight_map?: unknown }).weight_map;
-  } catch (err) {
-    throw new CliError(`${index} is not valid JSON (${(err as Error).message})`, EXIT.USAGE);
-  }
-  if (typeof map !== 'object' || map === null) throw new CliError(`${index} has no "weight_map" object`, EXIT.USAGE);
-  const shards = [...new Set(Object.values(map as Record<string, unknown>).map(String))];
-  for (const shard of shards) {
-    if (shard !== path.basename(shard) || !has(shard)) throw new CliError(`${index} lists shard "${shard}", which is not in the folder`, EXIT.NOT_FOUND);
-  }
-  return [...files, 'model.safetensors.index.json', ...shards].sort();
-}
 
 async function sha256Of(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -50,7 +26,12 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
   const name = nameArg ?? path.basename(folder);
   const named = modelNameSchema.safeParse(name);
   if (!named.success) throw new CliError(`the model's name ${name}: ${named.error.issues[0].message} (choose one with --name)`, EXIT.USAGE);
-  const paths = modelFiles(folder);
+  let paths: string[];
+  try {
+    paths = await modelFileNames((name) => fs.existsSync(path.join(folder, name)), () => fs.promises.readFile(path.join(folder, 'model.safetensors.index.json'), 'utf8'));
+  } catch (err) {
+    throw new CliError(`${folderArg}: ${(err as Error).message}`, EXIT.NOT_FOUND);
+  }
   const files: { path: string; bytes: number; sha256: string }[] = [];
   for (const p of paths) files.push({ path: p, bytes: fs.statSync(path.join(folder, p)).size, sha256: await sha256Of(path.join(folder, p)) });
   const total = files.reduce((sum, f) => sum + f.bytes, 0);
