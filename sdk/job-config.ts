@@ -110,12 +110,13 @@ export const evalJobConfigSchema = strictConfig({
 });
 
 export const inferenceJobConfigSchema = strictConfig({
-  checkpointId: id,
-  /** Set by the server when the checkpoint is of an imported pretrained model. */
+  /** The checkpoint served; without one, the imported model `baseModelId` as it was imported. */
+  checkpointId: id.optional(),
+  /** The imported model served, or (set by the server) the one the checkpoint was trained on. */
   baseModelId: id.optional(),
   /** The session ends, freeing its device, after this long without a request. */
   idleSeconds: z.number().int().min(10).max(86_400).default(600),
-});
+}).refine((c) => c.checkpointId !== undefined || c.baseModelId !== undefined, { message: 'name a checkpointId or an imported model (baseModelId) to serve', path: ['checkpointId'] });
 
 export const jobConfigSchemas = {
   TRAIN: trainJobConfigSchema,

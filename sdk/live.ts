@@ -178,7 +178,13 @@ export type SampleEvent = { jobId: string } & RelayedSample;
 /** A sampling answer as the worker sent it, relayed by the server (a token's alternatives when asked for). */
 export type RelayedSample =
   | { requestId: string; kind: 'token'; text: string; logprob: number; alternatives?: TokenAlternative[] }
-  | { requestId: string; kind: 'done'; reason: (typeof SAMPLE_END_REASONS)[number]; text: string; error?: string; timing?: SampleTiming };
+  | { requestId: string; kind: 'done'; reason: (typeof SAMPLE_END_REASONS)[number]; text: string; tokens?: SampledToken[]; error?: string; timing?: SampleTiming };
+/** A sampled token: its id, its own text (part of a character, for some), its log-probability. A sample's end lists them all, for scripts. */
+export interface SampledToken {
+  id: number;
+  text: string;
+  logprob: number;
+}
 export interface TokenAlternative {
   text: string;
   logprob: number;

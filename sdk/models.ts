@@ -38,6 +38,22 @@ export interface InspectCommand {
 /** From it: the card, or why the folder is refused (file and reason). */
 export type InspectAnswer = { ok: true; card: ModelCard } | { ok: false; error: string };
 
+/** How a checkpoint of an imported model leaves as a Hugging Face folder: weights merged, or a PEFT adapter. */
+export const EXPORT_FORMATS = ['merged', 'peft'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** To the export process: load this checkpoint on the base folder's model and write the folder. */
+export interface ExportCommand {
+  checkpointFile: string;
+  baseFolder: string;
+  /** The model's name, recorded in a PEFT adapter's config as the model to load it on. */
+  baseName: string;
+  format: ExportFormat;
+  outFolder: string;
+}
+/** From it: the files written, or why the checkpoint cannot be exported. */
+export type ExportAnswer = { ok: true; files: string[] } | { ok: false; error: string };
+
 /** Model names: as checkpoint bases and datasets are named. */
 export const modelNameSchema = z
   .string()

@@ -268,6 +268,8 @@ export const sampleDoneSchema = z.object({
   reason: z.enum(SAMPLE_END_REASONS),
   /** The whole completion: the concatenation of the token texts. */
   text: z.string().max(1_000_000).default(''),
+  /** The sampled tokens in order (the end-of-sequence token left out): id, its own text, log-probability. */
+  tokens: z.array(z.object({ id: z.number().int().min(0), text: z.string().max(1000), logprob: z.number() })).max(1024).default([]),
   error: z.string().max(2000).optional(),
   timing: sampleTimingSchema.optional(),
 });

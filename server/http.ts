@@ -4,6 +4,7 @@ import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
+import { EXPORT_ROUTE, handleExportDownload } from './models/export-route';
 import { MAX_REQUEST_BYTES } from '../sdk/limits';
 import { applySecurityHeaders, type SecurityOptions } from './security-headers';
 import { sendServiceWorker } from './service-worker';
@@ -45,7 +46,7 @@ function crossSiteWithCookie(req: IncomingMessage, trustedOrigins: string[]): bo
 
 /**
  * The one request listener: the security headers (security-headers.ts) on every answer, then
- * health, auth (better-auth), tRPC, the worker API, then Next.js for everything else. socket.io
+ * health, auth (better-auth), tRPC, the worker API, checkpoint exports, then Next.js for everything else. socket.io
  * attaches to the same server for /socket.io.
  */
 export function createRequestListener(deps: ServerDeps, getNext: () => NextHandler | null, security: SecurityOptions = {}) {
@@ -84,6 +85,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
         return trpc(req, res);
       }
       if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(workerApi, req, res, url);
+      if (url.pathname.startsWith(EXPORT_ROUTE)) return await handleExportDownload(deps, req, res, url);
       if (url.pathname.startsWith('/api/')) return sendJson(res, 404, { error: `No route ${url.pathname}` });
       if (url.pathname === '/sw.js') return sendServiceWorker(res);
       const next = getNext();

@@ -15,7 +15,7 @@ export class InferenceChannel {
 
   push(request: SampleRequest): void {
     if (this.closed) {
-      void this.reply({ type: 'done', done: { requestId: request.requestId, attemptId: request.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
+      void this.reply({ type: 'done', done: { requestId: request.requestId, attemptId: request.attemptId, reason: 'cancelled', text: '', tokens: [], error: 'the session has ended' } });
       return;
     }
     this.queue.push(request);
@@ -42,7 +42,7 @@ export class InferenceChannel {
   close(): void {
     this.closed = true;
     for (const r of this.queue.splice(0)) {
-      void this.reply({ type: 'done', done: { requestId: r.requestId, attemptId: r.attemptId, reason: 'cancelled', text: '', error: 'the session has ended' } });
+      void this.reply({ type: 'done', done: { requestId: r.requestId, attemptId: r.attemptId, reason: 'cancelled', text: '', tokens: [], error: 'the session has ended' } });
     }
   }
 }

@@ -30,10 +30,9 @@ export async function runInference(assignment: Assignment, sink: JobSink, contro
   try {
     if (!channel) throw new JobFailure('this runner has no request channel for an inference session');
     const config: InferenceJobConfig = inferenceJobConfigSchema.parse(assignment.config);
-    const loaded = await store.load(blobKey(assignment, config.checkpointId, 'checkpoint'));
+    const loaded = await loadServed(assignment, config, store, sink);
     model = loaded.model;
-    loaded.reference?.dispose();
-    emit.log('info', `inference session: ${loaded.kind} checkpoint ${config.checkpointId} loaded; idle timeout ${config.idleSeconds} s`);
+    emit.log('info', `inference session: ${loaded.what} loaded; idle timeout ${config.idleSeconds} s`);
     await emit.flushLogs();
     let served = 0;
     for (;;) {
@@ -62,6 +61,19 @@ export async function runInference(assignment: Assignment, sink: JobSink, contro
   }
 }
 
+/** What the session serves: its checkpoint, or without one the imported model as it was imported. */
+async function loadServed(assignment: Assignment, config: InferenceJobConfig, store: CheckpointStore, sink: JobSink): Promise<{ model: LanguageModel; tokenizer: Tokenizer; what: string }> {
+  if (config.checkpointId !== undefined) {
+    const loaded = await store.load(blobKey(assignment, config.checkpointId, 'checkpoint'));
+    loaded.reference?.dispose();
+    return { model: loaded.model, tokenizer: loaded.tokenizer, what: `${loaded.kind} checkpoint ${config.checkpointId}` };
+  }
+  const base = assignment.baseModel;
+  if (!base) throw new JobFailure(`imported model ${config.baseModelId ?? '(unset)'} did not come with the assignment`);
+  const { model, tokenizer } = await baseModelLoader(assignment, sink)({ modelId: base.modelId, contentHash: base.contentHash }, { valueHead: false });
+  return { model, tokenizer, what: `imported model ${base.modelId}` };
+}
+
 /** One request: prefill the prompt, then one token at a time with the KV cache, each sent at once. */
 async function serve(model: LanguageModel, tok: Tokenizer, r: SampleRequest, channel: InferenceChannel, control: JobControl): Promise<void> {
   const ids = { requestId: r.requestId, attemptId: r.attemptId };
@@ -72,7 +84,9 @@ async function serve(model: LanguageModel, tok: Tokenizer, r: SampleRequest, cha
   let lastAt: number | null = null;
   let count = 0;
   const timing = (): SampleTiming => ({ promptTokens, tokens: count, firstTokenMs: firstAt === null ? 0 : firstAt - received, decodeMs: firstAt === null || lastAt === null ? 0 : lastAt - firstAt });
-  const done = (reason: SampleDone['reason'], error?: string) => channel.reply({ type: 'done', done: { ...ids, reason, text, ...(error ? { error } : {}), timing: timing() } });
+  // Every sampled token as sampled (a token may add no text of its own: part of a character).
+  const tokens: SampleDone['tokens'] = [];
+  const done = (reason: SampleDone['reason'], error?: string) => channel.reply({ type: 'done', done: { ...ids, reason, text, tokens, ...(error ? { error } : {}), timing: timing() } });
   let cache: KvCache | null = null;
   try {
     const o = resolveSampleOptions({ maxTokens: r.maxTokens, temperature: r.temperature, topK: r.topK ?? 0, topP: r.topP ?? 1, stop: r.stop ?? [] });
@@ -103,6 +117,7 @@ async function serve(model: LanguageModel, tok: Tokenizer, r: SampleRequest, cha
       const alternatives = r.alternatives > 0 ? likeliestTokens(logits, o.temperature, banned, r.alternatives).map((a) => ({ text: tok.decode([a.token], { keepSpecial: true }), logprob: a.logprob })) : undefined;
       if (token === tok.eos) return void (await done('eos'));
       generated.push(token);
+      tokens.push({ id: token, text: tok.decode([token], { keepSpecial: true }), logprob });
       last = [token];
       let full = tok.decode(generated);
       let stopped = false;

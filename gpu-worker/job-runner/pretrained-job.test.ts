@@ -158,4 +158,27 @@ describe('a run from an imported pretrained model', () => {
     expect(done.done.error).toBeUndefined();
     expect(done.done.text).toMatch(/\d/);
   });
+
+  test('a session serves the imported model itself (no checkpoint): each sampled token id with its log-probability', async () => {
+    const sink = new MemorySink();
+    const baseModel = withModel(sink);
+    const events: InferenceEvent[] = [];
+    const channel = new InferenceChannel((e) => void events.push(e));
+    const control = new JobControl();
+    channel.push({ requestId: 'r1', attemptId: 'att-1', prompt: 'The cat', maxTokens: 6, temperature: 0, alternatives: 0 });
+    const session = runJob(assignment({ kind: 'INFERENCE', config: { baseModelId: 'model-1', idleSeconds: 10 }, environment: null, baseModel }), sink, control, { inference: channel });
+    await expect.poll(() => events.find((e) => e.type === 'done'), { timeout: 60_000 }).toBeTruthy();
+    control.cancel();
+    expect(await session).toMatchObject({ outcome: 'cancelled' });
+    const done = events.find((e) => e.type === 'done')!;
+    if (done.type !== 'done') throw new Error('no answer');
+    expect(done.done.error).toBeUndefined();
+    expect(done.done.tokens.length).toBeGreaterThan(0);
+    expect(done.done.tokens.every((t) => t.logprob <= 0 && Number.isInteger(t.id))).toBe(true);
+    // The ids are what was sampled: decoded with the model's tokenizer they give the text sent.
+    const { tokenizer } = await baseModelLoader(assignment({ kind: 'INFERENCE', config: {}, environment: null, baseModel }), sink)(baseModel, { valueHead: false });
+    expect(tokenizer.decode(done.done.tokens.map((t) => t.id))).toBe(done.done.text);
+    // The text also streamed token by token, as the playground shows it.
+    expect(events.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.token.text : '')).join('')).toBe(done.done.text);
+  });
 });

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
 import { secretNameSchema } from '../team-secrets';
-import { modelNameSchema } from '../models';
+import { EXPORT_FORMATS, type ExportFormat, modelNameSchema } from '../models';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -57,6 +57,10 @@ export type Command =
   | { name: 'secrets-list' }
   | { name: 'models-list' }
   | { name: 'models-import'; folder: string; modelName?: string }
+  /** A checkpoint of an imported model into a Hugging Face folder. */
+  | { name: 'models-export'; checkpointId: string; folder: string; format: ExportFormat }
+  /** One completion from a model or checkpoint, through an inference session. */
+  | { name: 'sample'; target: string; prompt: string; chat: boolean; system?: string; temperature: number; topP?: number; maxTokens: number; seed?: number; idleSeconds: number }
   | { name: 'secrets-set'; secretName: string; valueFile?: string }
   | { name: 'secrets-delete'; secretName: string }
   | ({
@@ -116,7 +120,18 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   workers: {},
   datasets: { name: { type: 'string' } },
   secrets: { 'value-file': { type: 'string' } },
-  models: { name: { type: 'string' } },
+  models: { name: { type: 'string' }, format: { type: 'string' } },
+  sample: {
+    prompt: { type: 'string' },
+    chat: { type: 'boolean' },
+    system: { type: 'string' },
+    greedy: { type: 'boolean' },
+    temperature: { type: 'string' },
+    'top-p': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    seed: { type: 'string' },
+    idle: { type: 'string' },
+  },
   env: {
     http: { type: 'string', multiple: true },
     kind: { type: 'string' },
@@ -176,7 +191,12 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
-  models: 'whetstone models list | whetstone models import <Hugging Face model folder> [--name NAME]',
+  models: [
+    'whetstone models list | whetstone models import <Hugging Face model folder> [--name NAME]',
+    'whetstone models export <checkpoint id | base name> <folder> [--format merged|peft]',
+  ].join('\n       '),
+  sample:
+    'whetstone sample <imported model name | id | checkpoint id | base name> --prompt "…" [--chat [--system "…"]] [--greedy | --temperature T --top-p P] [--max-tokens N] [--seed N] [--idle SECONDS] [--json]',
   secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
   env: [
     'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn|multi-agent] [--agents x,o] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
@@ -271,14 +291,42 @@ export function parseCommandLine(argv: string[]): CommandLine {
     }
     case 'models': {
       const [action, ...args] = rest;
-      if (action === 'list' && args.length === 0 && str('name') === undefined) return { globals, command: { name: 'models-list' } };
-      if (action !== 'import') throw new UsageError(`models takes "list" or "import <folder>", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.models}`]);
+      if (action === 'list' && args.length === 0 && str('name') === undefined && str('format') === undefined) return { globals, command: { name: 'models-list' } };
+      if (action === 'export') {
+        if (str('name') !== undefined) throw new UsageError('--name goes with models import', [`usage: ${USAGE.models}`]);
+        if (args.length !== 2) throw new UsageError(`models export needs a checkpoint and a folder, got: ${args.join(' ') || 'nothing'}`, [`usage: ${USAGE.models}`]);
+        const format = str('format') ?? 'merged';
+        if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new UsageError(`--format must be ${EXPORT_FORMATS.join(' or ')}, not "${format}"`);
+        return { globals, command: { name: 'models-export', checkpointId: args[0], folder: args[1], format: format as ExportFormat } };
+      }
+      if (action !== 'import') throw new UsageError(`models takes "list", "import <folder>" or "export <checkpoint> <folder>", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.models}`]);
+      if (str('format') !== undefined) throw new UsageError('--format goes with models export', [`usage: ${USAGE.models}`]);
       const modelName = str('name');
       if (modelName !== undefined) {
         const named = modelNameSchema.safeParse(modelName);
         if (!named.success) throw new UsageError(`--name ${modelName}: ${named.error.issues[0].message}`);
       }
       return { globals, command: { name: 'models-import', folder: one(args, 'a model folder', 'models'), modelName } };
+    }
+    case 'sample': {
+      const target = one(rest, 'a model or checkpoint', 'sample');
+      const prompt = str('prompt');
+      if (prompt === undefined) throw new UsageError('sample needs --prompt "…"', [`usage: ${USAGE.sample}`]);
+      if (str('system') !== undefined && !bool('chat')) throw new UsageError('--system goes with --chat', [`usage: ${USAGE.sample}`]);
+      if (bool('greedy') && (str('temperature') !== undefined || str('top-p') !== undefined)) throw new UsageError('--greedy is temperature 0: leave out --temperature and --top-p');
+      const topP = str('top-p');
+      if (topP !== undefined && (!/^(0?\.\d+|1(\.0*)?)$/.test(topP) || Number(topP) <= 0)) throw new UsageError(`--top-p must be a number above 0 and at most 1, not "${topP}"`);
+      return {
+        globals,
+        command: {
+          name: 'sample', target, prompt, chat: bool('chat'), system: str('system'),
+          temperature: bool('greedy') ? 0 : (temperatureOf(str('temperature')) ?? 1),
+          topP: topP === undefined ? undefined : Number(topP),
+          maxTokens: positiveInt('max-tokens', str('max-tokens'), 512) ?? 64,
+          seed: nonNegativeInt('seed', str('seed')),
+          idleSeconds: positiveInt('idle', str('idle'), 86_400) ?? 120,
+        },
+      };
     }
     case 'secrets': {
       const [action, ...names] = rest;
@@ -387,6 +435,18 @@ commands:
       when present) under --name (default: the folder's name); the server checks it whole (every
       tensor's shape and dtype, the tokenizer, the chat template) before it becomes a model, and
       keeps nothing of a refused one. Runs start from it with whetstone run <env> --model NAME.
+      export writes a checkpoint of an imported model (a run's checkpoint id, or a base's name)
+      into <folder> as a Hugging Face model folder: config.json, the tokenizer and chat template,
+      and model.safetensors with the LoRA adapters merged in (--format merged, the default), or
+      the adapters alone in PEFT's layout (--format peft: adapter_model.safetensors and
+      adapter_config.json). transformers loads it; vLLM and llama.cpp serve it.
+  ${USAGE.sample}
+      Samples one completion through an inference session on a worker (the playground's): from
+      an imported model as imported, or from a checkpoint. --chat lays the prompt out as a user
+      turn through the model's chat template (--system adds a system message); without it the
+      prompt is raw text. Default temperature 1, 64 tokens; --greedy takes the likeliest token
+      each time. The session stays open --idle seconds (default 120) for the next sample, which
+      reuses it. --json prints {text, tokens: [{id, text, logprob}], reason, timing}.
   ${USAGE.secrets}
       The team's secrets: values that HTTP environments send as headers, named in a manifest as
       "headers": { "Authorization": { "secret": "NAME", "prefix": "Bearer " } }. list shows the

@@ -11,7 +11,8 @@ import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
 import { secretsDeleteCommand, secretsListCommand, secretsSetCommand } from './commands/secrets';
-import { modelsImportCommand, modelsListCommand } from './commands/models';
+import { modelsExportCommand, modelsImportCommand, modelsListCommand } from './commands/models';
+import { sampleCommand } from './commands/sample';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { CliError, EXIT, toCliError } from './errors';
@@ -54,6 +55,10 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return modelsListCommand(ctx);
     case 'models-import':
       return modelsImportCommand(ctx, command.folder, command.modelName);
+    case 'models-export':
+      return modelsExportCommand(ctx, command.checkpointId, command.folder, command.format);
+    case 'sample':
+      return sampleCommand(ctx, command);
     case 'secrets-set':
       return secretsSetCommand(ctx, command.secretName, command.valueFile);
     case 'secrets-delete':

@@ -75,6 +75,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'models.finishImport': ['MEMBER', (f) => ({ teamId: f.teamId, uploadId: '00000000-0000-0000-0000-000000000000' })],
   'models.abandonImport': ['MEMBER', (f) => ({ teamId: f.teamId, uploadId: '00000000-0000-0000-0000-000000000000' })],
   'models.remove': ['ADMIN', (f) => ({ teamId: f.teamId, modelId: 'no-such-model' })],
+  'models.exportCheckpoint': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],
   'environments.list': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'environments.get': ['VIEWER', (f) => ({ teamId: f.teamId, environmentId: f.environmentId })],
   'environments.lastRuns': ['VIEWER', (f) => ({ teamId: f.teamId })],

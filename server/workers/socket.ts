@@ -133,8 +133,8 @@ export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocket
       inOrder(async () => {
         const jobId = await jobOf(parsed.data.attemptId);
         if (!jobId) return;
-        const { requestId, reason, text, error, timing } = parsed.data;
-        deps.relaySample(jobId, { requestId, kind: 'done', reason, text, ...(error ? { error } : {}), ...(timing ? { timing } : {}) });
+        const { requestId, reason, text, tokens, error, timing } = parsed.data;
+        deps.relaySample(jobId, { requestId, kind: 'done', reason, text, tokens, ...(error ? { error } : {}), ...(timing ? { timing } : {}) });
       });
     });
   });

@@ -1,11 +1,16 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { extract as extractTar } from 'tar';
 import { formatBytes } from '../../bytes';
-import { modelFileNames, modelNameSchema } from '../../models';
+import { type ExportFormat, modelFileNames, modelNameSchema } from '../../models';
 import { CliError, EXIT } from '../errors';
 import { age, table } from '../format';
 import { call, type CommandContext } from './context';
+import { checkpointNamed } from './references';
 
 /**
  * `whetstone models`: the team's pretrained models. An import sends a Hugging Face folder's model
@@ -88,6 +93,42 @@ export async function modelsListCommand(ctx: CommandContext): Promise<number> {
       ['ID', 'NAME', 'FAMILY', 'PARAMETERS', 'CONTEXT', 'VOCAB', 'CHAT', 'SIZE', 'RUNS', 'IMPORTED'],
       models.map((m) => [m.id, m.name, m.card.family, `${(m.card.parameters / 1e6).toFixed(2)} M`, String(m.card.contextLength), String(m.card.vocabSize), m.card.hasChatTemplate ? 'yes' : 'no', formatBytes(m.bytes), String(m.runs), `${age(m.createdAt, now)} ago`]),
     ),
+  );
+  return EXIT.OK;
+}
+
+/**
+ * `whetstone models export`: the server writes the checkpoint as a Hugging Face folder (the
+ * merge runs there, beside the files), then the CLI downloads it as a tar and unpacks it.
+ */
+export async function modelsExportCommand(ctx: CommandContext, ref: string, folderArg: string, format: ExportFormat): Promise<number> {
+  const folder = path.resolve(ctx.io.cwd, folderArg);
+  if (fs.existsSync(folder) && (!fs.statSync(folder).isDirectory() || fs.readdirSync(folder).length > 0)) {
+    throw new CliError(`${folderArg} exists and is not an empty folder: name a new one`, EXIT.USAGE);
+  }
+  const conn = await ctx.connect();
+  const { checkpointId } = await checkpointNamed(conn, ref);
+  ctx.out.note(`exporting checkpoint ${checkpointId} (${format}) on the server…`);
+  const exported = await call(conn, () => conn.api.models.exportCheckpoint.mutate({ teamId: conn.teamId, checkpointId, format }));
+  let res: Response;
+  try {
+    res = await fetch(`${conn.url}${exported.download}`, { headers: { authorization: `Bearer ${conn.apiKey}` } });
+  } catch (err) {
+    throw conn.fail(err);
+  }
+  if (!res.ok || !res.body) {
+    const answer = (await res.json().catch(() => ({}))) as { error?: string };
+    throw new CliError(`the download of ${exported.name} failed (${res.status}): ${answer.error ?? res.statusText}`, res.status === 404 ? EXIT.NOT_FOUND : EXIT.SERVER_ERROR);
+  }
+  await fs.promises.mkdir(folder, { recursive: true });
+  // The archive holds one folder named for the export; its files go straight into the one asked for.
+  await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), extractTar({ cwd: folder, strip: 1 }));
+  ctx.out.document({ checkpointId, format, folder, files: exported.files });
+  ctx.out.line(`exported checkpoint ${checkpointId} (${format}) to ${folderArg}: ${exported.files.map((f) => f.path).join(', ')} (${formatBytes(exported.bytes)})`);
+  ctx.out.line(
+    format === 'merged'
+      ? `load it with transformers: AutoModelForCausalLM.from_pretrained("${folder}")`
+      : `load it with peft on its base model: PeftModel.from_pretrained(base, "${folder}")`,
   );
   return EXIT.OK;
 }

@@ -7,11 +7,12 @@ import { CliError, EXIT, UsageError } from '../errors';
 import { readEnvironmentFolder, isEnvironmentFolder } from '../env-folder';
 import { validationProblems, validationSummary } from '../validation';
 import type { z } from 'zod';
-import { baseNameSchema, resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
+import { resolveJobTraining, type sftJobConfigSchema, type trainJobConfigSchema } from '../../job-config';
 import { applySet, type TrainingOverrides } from '../../training-config';
 import { call, type CommandContext } from './context';
 import { checkRequestSize, uploadDataset } from './datasets';
 import { followToEnd, outcomeJson, printOutcome } from './follow';
+import { checkpointNamed, modelNamed } from './references';
 import type { DryRunReport } from '../../dry-run-report';
 
 type RunCommand = Extract<Command, { name: 'run' }>;
@@ -185,23 +186,16 @@ async function heldOutDataset(ctx: CommandContext, conn: Connection, env: Resolv
   return found?.latest?.id;
 }
 
-/**
- * `--from`: a base's name (the team's named checkpoints) or a checkpoint id. A base of that name
- * wins; anything else goes to the server as an id, which refuses one the team does not have.
- */
+/** `--from`: a base's name (the team's named checkpoints) or a checkpoint id. */
 async function startingCheckpoint(ctx: CommandContext, conn: Connection, from: string): Promise<string> {
-  if (!baseNameSchema.safeParse(from).success) return from;
-  const [base] = await call(conn, () => conn.api.runs.bases.query({ teamId: conn.teamId, name: from }));
-  if (!base) return from;
-  ctx.out.line(`starting from base ${base.name}: step ${base.step} (checkpoint ${base.id})`);
-  return base.id;
+  const { checkpointId, base } = await checkpointNamed(conn, from);
+  if (base) ctx.out.line(`starting from base ${base.name}: step ${base.step} (checkpoint ${base.id})`);
+  return checkpointId;
 }
 
 /** `--model`: an imported model's name or id (whetstone models list). */
 async function startingModel(ctx: CommandContext, conn: Connection, named: string): Promise<string> {
-  const models = await call(conn, () => conn.api.models.list.query({ teamId: conn.teamId }));
-  const model = models.find((m) => m.name === named) ?? models.find((m) => m.id === named);
-  if (!model) throw new UsageError(`no imported model named ${named} in this team${models.length > 0 ? `: ${models.map((m) => m.name).join(', ')}` : ' (whetstone models import <folder>)'}`);
+  const model = await modelNamed(conn, named);
   ctx.out.line(`starting from imported model ${model.name} (${model.card.family}, ${(model.card.parameters / 1e6).toFixed(1)} M parameters)`);
   return model.id;
 }

@@ -48,30 +48,46 @@ export const inferenceRouter = router({
       };
     }),
 
-  /** Reuses the team's live session for this checkpoint, or queues one (priority 0, one device). */
+  /** Reuses the team's live session for this checkpoint (or imported model), or queues one (priority 0, one device). */
   open: teamProcedure('MEMBER')
     .input(
-      z.object({
-        checkpointId: z.string().min(1).max(64),
-        idleSeconds: z.number().int().min(10).max(86_400).optional(),
-      }),
+      z
+        .object({
+          checkpointId: z.string().min(1).max(64).optional(),
+          /** An imported model served as it was imported (no checkpoint). */
+          modelId: z.string().min(1).max(64).optional(),
+          idleSeconds: z.number().int().min(10).max(86_400).optional(),
+        })
+        .refine((i) => (i.checkpointId === undefined) !== (i.modelId === undefined), { message: 'name either a checkpointId or a modelId', path: ['checkpointId'] }),
     )
     .mutation(async ({ ctx, input }) => {
       const teamId = ctx.membership.teamId;
-      if (!(await ctx.db.checkpoint.findFirst({ where: { id: input.checkpointId, teamId }, select: { id: true } }))) {
+      if (input.checkpointId !== undefined && !(await ctx.db.checkpoint.findFirst({ where: { id: input.checkpointId, teamId }, select: { id: true } }))) {
         throw new TRPCError({ code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
       }
-      const config = { checkpointId: input.checkpointId, ...(input.idleSeconds ? { idleSeconds: input.idleSeconds } : {}) };
+      if (input.modelId !== undefined && !(await ctx.db.pretrainedModel.findFirst({ where: { id: input.modelId, teamId }, select: { id: true } }))) {
+        throw new TRPCError({ code: 'NOT_FOUND', message: 'No such model in this team' });
+      }
+      const served = input.checkpointId !== undefined ? { checkpointId: input.checkpointId } : { baseModelId: input.modelId! };
+      const config = { ...served, ...(input.idleSeconds ? { idleSeconds: input.idleSeconds } : {}) };
       // The live-session lookup runs under the team's queue lock, so two clicks at once share one session.
       const { job, reused } = await submitJob({
         ctx,
         input: { kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config },
-        reuse: (tx) =>
-          tx.job.findFirst({
-            where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
+        reuse: async (tx) => {
+          const [field, value] = input.checkpointId !== undefined ? ['checkpointId', input.checkpointId] : ['baseModelId', input.modelId!];
+          const live = await tx.job.findMany({
+            where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: [field], equals: value } },
             orderBy: { createdAt: 'desc' },
-            select: queuedJobSelect,
-          }),
+            take: 20,
+            select: { ...queuedJobSelect, config: true },
+          });
+          // A model's own session is one without a checkpoint (a checkpoint's session names its model too).
+          const session = live.find((j) => input.checkpointId !== undefined || (j.config as { checkpointId?: unknown }).checkpointId === undefined);
+          if (!session) return null;
+          const { config: _config, ...job } = session;
+          return job;
+        },
       });
       return { jobId: job.id, state: job.state, reused };
     }),

@@ -1,8 +1,10 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
-import { modelCardSchema, modelNameSchema } from '../../../sdk/models';
+import { EXPORT_FORMATS, modelCardSchema, modelNameSchema } from '../../../sdk/models';
 import { audit } from '../../auth/audit';
 import { MAX_MODEL_BYTES, MODEL_CHUNK_BYTES, MODEL_FILE_NAME, ModelImportError, abandonModelUpload, beginModelUpload, finishModelUpload, writeModelChunk } from '../../models/model-uploads';
+import { exportCheckpoint } from '../../models/export-checkpoint';
+import { EXPORT_ROUTE } from '../../models/export-route';
 import { router, teamProcedure } from '../trpc';
 
 /**
@@ -96,6 +98,23 @@ export const modelsRouter = router({
     .mutation(async ({ ctx, input }) => {
       await importing(() => abandonModelUpload(ctx.deps.blobs, { teamId: ctx.membership.teamId, uploadId: input.uploadId }));
       return { ok: true };
+    }),
+
+  /**
+   * Writes a checkpoint of an imported model as a Hugging Face folder (merged weights, or a PEFT
+   * adapter) on the server, or finds the one written before; answers its files and where to
+   * download it (a tar, from the HTTP route that this call warms).
+   */
+  exportCheckpoint: teamProcedure('MEMBER')
+    .input(z.object({ checkpointId: id, format: z.enum(EXPORT_FORMATS).default('merged') }))
+    .mutation(async ({ ctx, input }) => {
+      const exported = await importing(() => exportCheckpoint(ctx.db, ctx.deps.blobs, { teamId: ctx.membership.teamId, checkpointId: input.checkpointId, format: input.format }));
+      return {
+        name: exported.name,
+        files: exported.files,
+        bytes: exported.files.reduce((sum, f) => sum + f.bytes, 0),
+        download: `${EXPORT_ROUTE}${input.checkpointId}/${input.format}`,
+      };
     }),
 
   /** Removes a model no queued or running job starts from (its files stay while another model shares them). */
