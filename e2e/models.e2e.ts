@@ -2,11 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, test, watchPage } from './fixtures';
-import { errorNote, expectAccessible, shoot } from './helpers';
+import { errorNote, expectAccessible, samplerCheckpointOf, shoot, trpc } from './helpers';
 
 // Models from the page: a folder missing its tokenizer is refused before anything is sent, a
 // broken chat template is refused by the server's check naming the file, and the tiny Qwen2 chat
-// fixture imports by the folder picker, shows its card in the list and on its page.
+// fixture imports by the folder picker, shows its card in the list and on its page. A short LoRA
+// run from it writes a checkpoint that exports from the run page as a PEFT adapter (a tar the
+// browser downloads) and opens in the playground, which names the model it was fine-tuned from.
 
 const CHAT = path.join(import.meta.dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
@@ -20,7 +22,7 @@ function modelFolder(name: string, breakIt?: (dir: string) => void): string {
 }
 
 test('models: import a Hugging Face folder from the page, refusals that say which file, the card', async ({ browser, ownerState, whetstone }, testInfo) => {
-  test.setTimeout(180_000);
+  test.setTimeout(420_000);
   const url = whetstone.url;
   const context = await browser.newContext({ storageState: ownerState, viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
@@ -73,6 +75,38 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expect(page.getByText(/LoRA adapters \(rank 8, every linear layer\) on the frozen model/)).toBeVisible();
   await expect(page.getByText(/--model tiny-qwen/).first()).toBeVisible();
   await shoot(page, testInfo, 'launcher-from-model');
+
+  // A one-step LoRA run from the model on the math template, submitted as the launcher does.
+  const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId: team });
+  const math = environments.find((e) => e.name === 'math')!;
+  const models = await trpc<Array<{ id: string; name: string }>>(page, url, 'models.list', 'query', { teamId: team });
+  const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
+    teamId: team,
+    kind: 'TRAIN',
+    config: { environmentVersionId: math.versions[0].id, baseModelId: models.find((m) => m.name === 'tiny-qwen')!.id, training: { steps: 1, batchSize: 2, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null } },
+  });
+  const checkpoint = await samplerCheckpointOf(page, url, team, job.id);
+  await page.goto(`${url}/teams/${team}/runs/${job.id}?tab=checkpoints`);
+  const row = page.getByRole('table', { name: 'Checkpoints of this run' }).getByRole('row', { name: new RegExp(checkpoint) });
+  await row.getByRole('button', { name: /Export step \d+ as a Hugging Face folder/ }).click();
+  const form = page.getByRole('form', { name: `Export checkpoint ${checkpoint} as a Hugging Face folder` });
+  await form.getByLabel('PEFT adapter').check();
+  await expectAccessible(page, 'export form');
+  await shoot(page, testInfo, 'run-checkpoint-export');
+  const downloading = page.waitForEvent('download', { timeout: 120_000 });
+  await form.getByRole('button', { name: 'Download' }).click();
+  const download = await downloading;
+  expect(download.suggestedFilename()).toMatch(/^tiny-qwen-step\d+-peft\.tar$/);
+  const tar = fs.readFileSync((await download.path())!);
+  expect(tar.includes(Buffer.from('adapter_config.json'))).toBe(true);
+  await expect(form.getByText(/tiny-qwen-step\d+-peft\.tar: \d+ files/)).toBeVisible();
+
+  // The playground names the model the checkpoint was fine-tuned from, and exports it too.
+  await page.goto(`${url}/teams/${team}/playground/${checkpoint}`);
+  await expect(page.getByText('fine-tuned from')).toBeVisible();
+  await expect(page.getByRole('link', { name: 'tiny-qwen' })).toBeVisible();
+  await expect(page.getByRole('button', { name: /Export step \d+ as a Hugging Face folder/ })).toBeVisible();
+  await shoot(page, testInfo, 'playground-from-model');
   watch.expectClean();
   await context.close();
 });

@@ -3,6 +3,7 @@ import Link from 'next/link';
 import { useQuery } from '@tanstack/react-query';
 import { useTRPC } from '../../trpc';
 import { NameCheckpoint } from '../bases';
+import { ExportCheckpoint } from '../models/export-checkpoint';
 import { ErrorNote, Loading } from '../components';
 import { formatBytes, formatDateTime } from '../format';
 import { formatMetric } from './run-parts';
@@ -26,9 +27,10 @@ function metricsLine(metrics: unknown): string {
 /**
  * The run's checkpoints: training ones (weights and optimiser state, to resume) and sampler ones
  * (weights, for the playground and evaluations), with the metrics at their step, and whose policy
- * each is where the run's learners learn independently.
+ * each is where the run's learners learn independently. A run from an imported model exports its
+ * sampler checkpoints as Hugging Face folders.
  */
-export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobId: string; active: boolean }) {
+export function RunCheckpoints({ teamId, jobId, active, fromModel }: { teamId: string; jobId: string; active: boolean; /** The run started from an imported model: its sampler checkpoints export as Hugging Face folders. */ fromModel: boolean }) {
   const trpc = useTRPC();
   const checkpoints = useQuery({ ...trpc.runs.checkpoints.queryOptions({ teamId, jobId, limit: 500 }), refetchInterval: active ? LIVE_REFETCH_MS : false });
   // Naming a base is a write on the team's runs: members and up, as the server checks.
@@ -83,6 +85,7 @@ export function RunCheckpoints({ teamId, jobId, active }: { teamId: string; jobI
                     </Link>
                   ) : null}
                   {mayName ? <NameCheckpoint teamId={teamId} checkpoint={c} /> : null}
+                  {mayName && fromModel && c.kind === 'SAMPLER' ? <ExportCheckpoint teamId={teamId} checkpoint={c} /> : null}
                 </span>
               </td>
             </tr>

@@ -37,12 +37,16 @@ export const inferenceRouter = router({
               select: { id: true, version: true, validation: true, environment: { select: { id: true, name: true } } },
             })
           : null;
+      // A checkpoint of an imported model: the playground names the model and offers its export.
+      const modelId = (checkpoint.job?.config as { baseModelId?: unknown } | null)?.baseModelId;
+      const model = typeof modelId === 'string' ? await ctx.db.pretrainedModel.findFirst({ where: { id: modelId, teamId: ctx.membership.teamId }, select: { id: true, name: true, family: true } }) : null;
       const report = version?.validation as Partial<DryRunReport> | null | undefined;
       const agents = report?.description?.agents ?? [];
       const first = report?.transcripts?.find((t) => t.turns.length > 0);
       const agent = first?.turns[0].agent ?? agents[0];
       return {
         checkpoint: { id: checkpoint.id, kind: checkpoint.kind, step: checkpoint.step, bytes: Number(checkpoint.bytes), isAdapter: checkpoint.isAdapter, createdAt: checkpoint.createdAt, jobId: checkpoint.jobId },
+        model,
         environment: version ? { id: version.environment.id, name: version.environment.name, versionId: version.id, version: version.version, agents, bots: report?.description?.bots ?? [] } : null,
         example: first && agent ? { agent, system: agentSystemPrompt(first.systemPrompts[agent] ?? '', report?.description?.toolPrompt ?? ''), observation: first.turns[0].observation } : null,
       };

@@ -10,6 +10,8 @@ import { isNotFound } from '../../../../_ui/errors';
 import { formatBytes } from '../../../../_ui/format';
 import type { EnvironmentDescription } from '../../../../../sdk/dry-run-report';
 import { PlayPanel } from '../../../../_ui/editor/play-panel';
+import { ExportCheckpoint } from '../../../../_ui/models/export-checkpoint';
+import { atLeast } from '../../../../_ui/roles';
 import type { SessionPhase } from '../../../../_ui/playground/inference-session';
 import { type PlaygroundRequest, SessionColumn } from '../../../../_ui/playground/session-column';
 import { WatchGame } from '../../../../_ui/playground/watch-game';
@@ -125,7 +127,7 @@ export default function PlaygroundPage() {
   if (info.isLoadingError) return <ErrorNote error={info.error} />;
   if (!info.data) return <Loading label="Loading the checkpoint…" />;
 
-  const { checkpoint, environment } = info.data;
+  const { checkpoint, environment, model } = info.data;
   const label = (id: string) => {
     const c = others.data?.checkpoints.find((x) => x.id === id);
     if (id === checkpointId) return `A · step ${checkpoint.step}`;
@@ -157,10 +159,17 @@ export default function PlaygroundPage() {
           <p className="run-head-line">
             {checkpoint.kind.toLowerCase()} checkpoint {checkpoint.id} · {formatBytes(checkpoint.bytes)}
             {checkpoint.isAdapter ? ' · LoRA adapter' : ''}
+            {model ? (
+              <>
+                {' · fine-tuned from '}
+                <Link href={`${base}/models/${model.id}`}>{model.name}</Link>
+              </>
+            ) : null}
             {run.data ? ` · ${run.data.algorithm ?? run.data.kind.toLowerCase()} run by ${run.data.owner.name}` : ''}
           </p>
         </div>
         <div className="actions">
+          {model && checkpoint.kind === 'SAMPLER' && atLeast(team.role, 'MEMBER') ? <ExportCheckpoint teamId={team.id} checkpoint={checkpoint} /> : null}
           <label className="small">
             Compare with{' '}
             <select value={vs ?? ''} onChange={(e) => setVs(e.target.value)} aria-label="Compare with another checkpoint">

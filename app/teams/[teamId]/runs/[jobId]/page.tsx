@@ -223,7 +223,7 @@ function RunView({ jobId }: { jobId: string }) {
         ) : tab === 'logs' ? (
           <RunLogs teamId={team.id} jobId={r.id} active={active} />
         ) : tab === 'checkpoints' ? (
-          <RunCheckpoints teamId={team.id} jobId={r.id} active={active} />
+          <RunCheckpoints teamId={team.id} jobId={r.id} active={active} fromModel={typeof (job.data.config as { baseModelId?: unknown } | null)?.baseModelId === 'string'} />
         ) : (
           <RunMatches teamId={team.id} jobId={r.id} />
         )}
