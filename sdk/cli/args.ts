@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
 import { secretNameSchema } from '../team-secrets';
-import { modelNameSchema } from '../models';
+import { hubRepoSchema, hubRevisionSchema, modelNameSchema } from '../models';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -57,6 +57,7 @@ export type Command =
   | { name: 'secrets-list' }
   | { name: 'models-list' }
   | { name: 'models-import'; folder: string; modelName?: string }
+  | { name: 'models-import-hub'; repo: string; revision?: string; modelName?: string }
   | { name: 'secrets-set'; secretName: string; valueFile?: string }
   | { name: 'secrets-delete'; secretName: string }
   | ({
@@ -176,7 +177,7 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
-  models: 'whetstone models list | whetstone models import <Hugging Face model folder> [--name NAME]',
+  models: 'whetstone models list | whetstone models import <Hugging Face model folder | hf:owner/name[@revision]> [--name NAME]',
   secrets: 'whetstone secrets list | whetstone secrets set NAME [--value-file FILE] (else the value from stdin) | whetstone secrets delete NAME',
   env: [
     'whetstone env create <name> --http URL [--http URL]… [--kind single-turn|multi-turn|multi-agent] [--agents x,o] [--max-turns N] [--max-tokens N] [--timeout SECONDS] [--prompt-field FIELD] [--token-secret NAME] [--dataset rows.jsonl]',
@@ -278,7 +279,15 @@ export function parseCommandLine(argv: string[]): CommandLine {
         const named = modelNameSchema.safeParse(modelName);
         if (!named.success) throw new UsageError(`--name ${modelName}: ${named.error.issues[0].message}`);
       }
-      return { globals, command: { name: 'models-import', folder: one(args, 'a model folder', 'models'), modelName } };
+      const source = one(args, 'a model folder or hf:owner/name', 'models');
+      if (source.startsWith('hf:')) {
+        // hf:owner/name[@revision]: the server downloads it from the Hugging Face hub.
+        const [repo, revision, ...more] = source.slice(3).split('@');
+        if (more.length > 0 || !hubRepoSchema.safeParse(repo).success) throw new UsageError(`${source}: a Hugging Face repo is hf:owner/name or hf:owner/name@revision`, [`usage: ${USAGE.models}`]);
+        if (revision !== undefined && !hubRevisionSchema.safeParse(revision).success) throw new UsageError(`${source}: "${revision}" is not a branch, tag or commit`);
+        return { globals, command: { name: 'models-import-hub', repo, revision, modelName } };
+      }
+      return { globals, command: { name: 'models-import', folder: source, modelName } };
     }
     case 'secrets': {
       const [action, ...names] = rest;
@@ -387,6 +396,9 @@ commands:
       when present) under --name (default: the folder's name); the server checks it whole (every
       tensor's shape and dtype, the tokenizer, the chat template) before it becomes a model, and
       keeps nothing of a refused one. Runs start from it with whetstone run <env> --model NAME.
+      import hf:owner/name[@revision] has the server download the model from the Hugging Face hub
+      (its HF_ENDPOINT, with its HF_TOKEN for gated or private repos; revision default main, name
+      default the repo's) and check it the same way; the command waits until it is done.
   ${USAGE.secrets}
       The team's secrets: values that HTTP environments send as headers, named in a manifest as
       "headers": { "Authorization": { "secret": "NAME", "prefix": "Bearer " } }. list shows the

@@ -11,7 +11,7 @@ import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
 import { secretsDeleteCommand, secretsListCommand, secretsSetCommand } from './commands/secrets';
-import { modelsImportCommand, modelsListCommand } from './commands/models';
+import { modelsImportCommand, modelsImportHubCommand, modelsListCommand } from './commands/models';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { CliError, EXIT, toCliError } from './errors';
@@ -54,6 +54,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return modelsListCommand(ctx);
     case 'models-import':
       return modelsImportCommand(ctx, command.folder, command.modelName);
+    case 'models-import-hub':
+      return modelsImportHubCommand(ctx, command.repo, command.revision, command.modelName);
     case 'secrets-set':
       return secretsSetCommand(ctx, command.secretName, command.valueFile);
     case 'secrets-delete':
