@@ -91,3 +91,21 @@ export async function modelFileNames(has: (name: string) => boolean, readIndex: 
   }
   return [...files, 'model.safetensors.index.json', ...(shards as string[])].sort();
 }
+
+/** A Hugging Face hub repo, `owner/name` as the hub spells them (never a path out of its URL). */
+export const hubRepoSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}\/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$/, 'a Hugging Face repo: owner/name')
+  .refine((v) => !v.includes('..'), 'a Hugging Face repo: owner/name');
+
+/** A revision of one: a branch, a tag, a commit, or refs/pr/N. */
+export const hubRevisionSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_./-]{0,199}$/, 'a branch, tag or commit')
+  .refine((v) => !v.includes('..') && !v.endsWith('/'), 'a branch, tag or commit');
+
+/** The name a model imported from the hub gets unless one is chosen: the repo's own, made a valid model name. */
+export function modelNameFromRepo(repo: string): string {
+  const own = repo.slice(repo.indexOf('/') + 1);
+  return own.replace(/[^A-Za-z0-9_.-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 80) || 'model';
+}

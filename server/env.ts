@@ -29,6 +29,13 @@ const envSchema = z.object({
     .transform((v) => v === '1' || v === 'true'),
   /** Signs session cookies; every server replica must share it. Default: made once, kept in WHETSTONE_HOME. */
   WHETSTONE_AUTH_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** The Hugging Face hub `models import hf:<repo>` downloads from (a mirror, or a local one). */
+  HF_ENDPOINT: z
+    .url()
+    .default('https://huggingface.co')
+    .transform((v) => v.replace(/\/+$/, '')),
+  /** The hub token for gated and private repos (read access is enough). */
+  HF_TOKEN: z.string().regex(/^hf_\w+$/, 'must be a Hugging Face access token (hf_…)').optional(),
 });
 
 export type Env = z.infer<typeof envSchema> & { WHETSTONE_HOME: string };
@@ -42,7 +49,9 @@ export function loadEnv(source: Record<string, string | undefined> = process.env
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '?');
-      return `  ${name}=${JSON.stringify(source[name] ?? '')}: ${issue.message}`;
+      // A secret is not printed, even a malformed one (it may be a real token with a typo).
+      const shown = /SECRET|TOKEN/.test(name) ? '(hidden)' : JSON.stringify(source[name] ?? '');
+      return `  ${name}=${shown}: ${issue.message}`;
     });
     throw new EnvError(`Invalid environment variable${lines.length > 1 ? 's' : ''}:\n${lines.join('\n')}`);
   }

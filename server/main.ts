@@ -261,6 +261,7 @@ async function main(): Promise<void> {
     publicUrl,
     seedTeam,
     secretsKey: secretsKey(installationSecret),
+    hub: { endpoint: env.HF_ENDPOINT, token: env.HF_TOKEN },
   };
   listener = createRequestListener(deps, () => nextHandler, { dev: env.WHETSTONE_DEV });
   await startupStep(() => scheduler.start());

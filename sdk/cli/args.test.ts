@@ -46,6 +46,15 @@ describe('parseCommandLine', () => {
     expect(parseCommandLine(['run', 'env-templates/bandit', '--tag', 'baseline', '--tag', 'lr:3e-4']).command).toMatchObject({ name: 'run', tags: ['baseline', 'lr:3e-4'] });
   });
 
+  it('models import takes a folder or hf:owner/name[@revision]', () => {
+    expect(parseCommandLine(['models', 'import', './tiny', '--name', 'x']).command).toEqual({ name: 'models-import', folder: './tiny', modelName: 'x' });
+    expect(parseCommandLine(['models', 'import', 'hf:Qwen/Qwen2.5-0.5B-Instruct']).command).toEqual({ name: 'models-import-hub', repo: 'Qwen/Qwen2.5-0.5B-Instruct', revision: undefined, modelName: undefined });
+    expect(parseCommandLine(['models', 'import', 'hf:a/b@refs/pr/3', '--name', 'b-pr']).command).toEqual({ name: 'models-import-hub', repo: 'a/b', revision: 'refs/pr/3', modelName: 'b-pr' });
+    expect(usage(['models', 'import', 'hf:a'])).toMatch(/hf:owner\/name or hf:owner\/name@revision/);
+    expect(usage(['models', 'import', 'hf:a/b@x@y'])).toMatch(/hf:owner\/name or hf:owner\/name@revision/);
+    expect(usage(['models', 'import', 'hf:a/b@../main'])).toMatch(/is not a branch, tag or commit/);
+  });
+
   it('parses the other commands', () => {
     expect(parseCommandLine(['jobs']).command).toEqual({ name: 'jobs', state: undefined, limit: 50, jobId: undefined, config: false });
     expect(parseCommandLine(['jobs', '--state', 'running', '--limit', '5']).command).toEqual({ name: 'jobs', state: 'RUNNING', limit: 5, jobId: undefined, config: false });

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { HttpEnvironmentAnswers } from '../http-manifest';
 import { baseNameSchema } from '../job-config';
 import { secretNameSchema } from '../team-secrets';
-import { EXPORT_FORMATS, type ExportFormat, modelNameSchema } from '../models';
+import { EXPORT_FORMATS, type ExportFormat, hubRepoSchema, hubRevisionSchema, modelNameSchema } from '../models';
 import { UsageError } from './errors';
 
 // The command line: `whetstone [global options] <command> [arguments] [options]`. Global options
@@ -61,6 +61,7 @@ export type Command =
   | { name: 'models-export'; checkpointId: string; folder: string; format: ExportFormat }
   /** One completion from a model or checkpoint, through an inference session. */
   | { name: 'sample'; target: string; prompt: string; chat: boolean; system?: string; temperature: number; topP?: number; maxTokens: number; seed?: number; idleSeconds: number }
+  | { name: 'models-import-hub'; repo: string; revision?: string; modelName?: string }
   | { name: 'secrets-set'; secretName: string; valueFile?: string }
   | { name: 'secrets-delete'; secretName: string }
   | ({
@@ -192,7 +193,7 @@ export const USAGE: Record<string, string> = {
   workers: 'whetstone workers',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   models: [
-    'whetstone models list | whetstone models import <Hugging Face model folder> [--name NAME]',
+    'whetstone models list | whetstone models import <Hugging Face model folder | hf:owner/name[@revision]> [--name NAME]',
     'whetstone models export <checkpoint id | base name> <folder> [--format merged|peft]',
   ].join('\n       '),
   sample:
@@ -306,7 +307,15 @@ export function parseCommandLine(argv: string[]): CommandLine {
         const named = modelNameSchema.safeParse(modelName);
         if (!named.success) throw new UsageError(`--name ${modelName}: ${named.error.issues[0].message}`);
       }
-      return { globals, command: { name: 'models-import', folder: one(args, 'a model folder', 'models'), modelName } };
+      const source = one(args, 'a model folder or hf:owner/name', 'models');
+      if (source.startsWith('hf:')) {
+        // hf:owner/name[@revision]: the server downloads it from the Hugging Face hub.
+        const [repo, revision, ...more] = source.slice(3).split('@');
+        if (more.length > 0 || !hubRepoSchema.safeParse(repo).success) throw new UsageError(`${source}: a Hugging Face repo is hf:owner/name or hf:owner/name@revision`, [`usage: ${USAGE.models}`]);
+        if (revision !== undefined && !hubRevisionSchema.safeParse(revision).success) throw new UsageError(`${source}: "${revision}" is not a branch, tag or commit`);
+        return { globals, command: { name: 'models-import-hub', repo, revision, modelName } };
+      }
+      return { globals, command: { name: 'models-import', folder: source, modelName } };
     }
     case 'sample': {
       const target = one(rest, 'a model or checkpoint', 'sample');
@@ -435,6 +444,9 @@ commands:
       when present) under --name (default: the folder's name); the server checks it whole (every
       tensor's shape and dtype, the tokenizer, the chat template) before it becomes a model, and
       keeps nothing of a refused one. Runs start from it with whetstone run <env> --model NAME.
+      import hf:owner/name[@revision] has the server download the model from the Hugging Face hub
+      (its HF_ENDPOINT, with its HF_TOKEN for gated or private repos; revision default main, name
+      default the repo's) and check it the same way; the command waits until it is done.
       export writes a checkpoint of an imported model (a run's checkpoint id, or a base's name)
       into <folder> as a Hugging Face model folder: config.json, the tokenizer and chat template,
       and model.safetensors with the LoRA adapters merged in (--format merged, the default), or

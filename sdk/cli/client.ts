@@ -1,7 +1,10 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { createTRPCClient, httpBatchLink, type TRPCClient } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, httpLink, splitLink, type TRPCClient } from '@trpc/client';
 import { transformer } from '../transformer';
 import type { AppRouter } from '../../server/api/root';
 import { CliError, EXIT, keyRefused, toCliError, type KeySource } from './errors';
@@ -70,20 +73,49 @@ export function findCredentials(flag: string | undefined, env: Record<string, st
   }
 }
 
+/**
+ * A call whose answer comes when the server's work is done (a model the server downloads from the
+ * hub): `mutate(input, LONG_CALL)` sends it alone and waits for as long as it takes.
+ */
+export const LONG_CALL = { context: { long: true } };
+
 function createApi(url: string, apiKey: string): Api {
+  const headers = () => ({ authorization: `Bearer ${apiKey}` });
   return createTRPCClient<AppRouter>({
     links: [
-      httpBatchLink({
-        url: `${url}/api/trpc`,
-        transformer,
-        headers: () => ({ authorization: `Bearer ${apiKey}` }),
-        fetch: (input, init) => {
-          const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
-          const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-          return fetch(input, { ...(init as RequestInit), signal });
-        },
+      splitLink({
+        condition: (op) => op.context.long === true,
+        true: httpLink({ url: `${url}/api/trpc`, transformer, headers, fetch: patientFetch }),
+        false: httpBatchLink({
+          url: `${url}/api/trpc`,
+          transformer,
+          headers,
+          fetch: (input, init) => {
+            const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+            const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+            return fetch(input, { ...(init as RequestInit), signal });
+          },
+        }),
       }),
     ],
+  });
+}
+
+/**
+ * fetch over node:http without a time limit: Node's own fetch gives up on a server that has not
+ * answered within 5 minutes, which a long call's answer may well take.
+ */
+function patientFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+  const target = new URL(input instanceof Request ? input.url : String(input));
+  return new Promise((resolve, reject) => {
+    const request = (target.protocol === 'https:' ? https : http).request(target, { method: init?.method ?? 'GET', headers: Object.fromEntries(new Headers(init?.headers).entries()) }, (res) => {
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(res.headers)) for (const v of [value ?? []].flat()) headers.append(name, v);
+      resolve(new Response(Readable.toWeb(res) as ReadableStream, { status: res.statusCode, statusText: res.statusMessage, headers }));
+    });
+    request.on('error', reject);
+    init?.signal?.addEventListener('abort', () => request.destroy(init.signal?.reason as Error));
+    request.end(typeof init?.body === 'string' ? init.body : undefined);
   });
 }
 

@@ -11,7 +11,7 @@ import { jobsCommand } from './commands/jobs';
 import { logsCommand } from './commands/logs';
 import { runCommand } from './commands/run';
 import { secretsDeleteCommand, secretsListCommand, secretsSetCommand } from './commands/secrets';
-import { modelsExportCommand, modelsImportCommand, modelsListCommand } from './commands/models';
+import { modelsExportCommand, modelsImportCommand, modelsImportHubCommand, modelsListCommand } from './commands/models';
 import { sampleCommand } from './commands/sample';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
@@ -55,6 +55,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return modelsListCommand(ctx);
     case 'models-import':
       return modelsImportCommand(ctx, command.folder, command.modelName);
+    case 'models-import-hub':
+      return modelsImportHubCommand(ctx, command.repo, command.revision, command.modelName);
     case 'models-export':
       return modelsExportCommand(ctx, command.checkpointId, command.folder, command.format);
     case 'sample':

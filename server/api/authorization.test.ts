@@ -73,6 +73,8 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'models.beginImport': ['MEMBER', (f) => ({ teamId: f.teamId, name: 'matrix-model', files: [{ path: 'config.json', bytes: 2, sha256: '0'.repeat(64) }] })],
   'models.uploadChunk': ['MEMBER', (f) => ({ teamId: f.teamId, uploadId: '00000000-0000-0000-0000-000000000000', path: 'config.json', offset: 0, data: 'e30=' })],
   'models.finishImport': ['MEMBER', (f) => ({ teamId: f.teamId, uploadId: '00000000-0000-0000-0000-000000000000' })],
+  // No hub is reachable from the test server: an allowed caller is answered that HF_ENDPOINT cannot be reached.
+  'models.importFromHub': ['MEMBER', (f) => ({ teamId: f.teamId, repo: 'matrix/model' })],
   'models.abandonImport': ['MEMBER', (f) => ({ teamId: f.teamId, uploadId: '00000000-0000-0000-0000-000000000000' })],
   'models.remove': ['ADMIN', (f) => ({ teamId: f.teamId, modelId: 'no-such-model' })],
   'models.exportCheckpoint': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],

@@ -7,6 +7,7 @@ import type { HealthReport } from '../health';
 import type { RealtimeHub } from '../realtime/gateway';
 import type { DryRunPool } from '../environments/dry-run-pool';
 import type { PlaySessions } from '../play/play-sessions';
+import type { HubSettings } from '../models/hub-import';
 
 export interface ServerDeps {
   db: Db;
@@ -27,6 +28,8 @@ export interface ServerDeps {
   play: PlaySessions;
   /** Encrypts and decrypts team secrets (secrets/secret-box.ts), derived from the installation's secret. */
   secretsKey: Buffer;
+  /** The Hugging Face hub models are imported from by name (HF_ENDPOINT, HF_TOKEN). */
+  hub: HubSettings;
 }
 
 export interface Context {

@@ -19,7 +19,7 @@ import { ModelImportError } from './model-uploads';
 
 export const EXPORT_ROUTE = '/api/exports/';
 
-const STATUS = { BAD_REQUEST: 400, CONFLICT: 409, NOT_FOUND: 404 } as const;
+const STATUS = { BAD_REQUEST: 400, CONFLICT: 409, NOT_FOUND: 404, PRECONDITION_FAILED: 412, BAD_GATEWAY: 502 } as const;
 
 function refuse(res: ServerResponse, status: number, error: string): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });

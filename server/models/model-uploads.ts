@@ -6,6 +6,9 @@
  * (gpu-worker/engine/pretrained/inspect.ts). Then each file moves into the content-addressed blob
  * store and the row is written; on any refusal the staging folder is removed and nothing remains.
  *
+ * Where the server has internet it fetches a model's files from the Hugging Face hub itself
+ * (hub-import.ts) into the same staging and through the same finish.
+ *
  * An upload's state is its staging folder (`upload.json` beside the files), so a server restart
  * in the middle loses nothing a client cannot resend: a chunk is written at its offset, and
  * resending one that arrived is harmless.
@@ -31,19 +34,28 @@ export const MODEL_CHUNK_BYTES = 4 * 2 ** 20;
 /** The names a model's files may have: a flat folder of JSON, Jinja and safetensors files. */
 export const MODEL_FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\.(json|jinja|safetensors)$/;
 
-export interface AnnouncedFile {
+/** A file of an import, by name and size. */
+export interface StagedFile {
   path: string;
   bytes: number;
+}
+
+/** One the client announces with its hash, checked when the upload finishes. */
+export interface AnnouncedFile extends StagedFile {
   sha256: string;
 }
 
-interface UploadState {
+interface UploadState<F extends StagedFile = AnnouncedFile> {
   teamId: string;
   userId: string;
   name: string;
-  files: AnnouncedFile[];
+  files: F[];
   createdAt: string;
 }
+
+/** The state file's names (see readState); no model file may take one. */
+type StateFile = 'upload.json' | 'finishing.json';
+const STATE_FILES: string[] = ['upload.json', 'finishing.json'];
 
 export interface StoredModelFile {
   path: string;
@@ -56,7 +68,7 @@ export interface StoredModelFile {
 export class ModelImportError extends Error {
   constructor(
     message: string,
-    readonly code: 'BAD_REQUEST' | 'CONFLICT' | 'NOT_FOUND' = 'BAD_REQUEST',
+    readonly code: 'BAD_REQUEST' | 'CONFLICT' | 'NOT_FOUND' | 'PRECONDITION_FAILED' | 'BAD_GATEWAY' = 'BAD_REQUEST',
   ) {
     super(message);
   }
@@ -73,7 +85,7 @@ function uploadDir(blobs: BlobStore, uploadId: string): string {
  * An upload's state file: `upload.json` while it takes chunks; renamed to `finishing.json` when
  * its finish begins, so that no chunk and no abandon reaches files being checked and stored.
  */
-async function readState(blobs: BlobStore, teamId: string, uploadId: string, file = 'upload.json'): Promise<{ dir: string; state: UploadState }> {
+async function readState(blobs: BlobStore, teamId: string, uploadId: string, file: StateFile = 'upload.json'): Promise<{ dir: string; state: UploadState }> {
   const dir = uploadDir(blobs, uploadId);
   let state: UploadState;
   try {
@@ -88,9 +100,25 @@ async function readState(blobs: BlobStore, teamId: string, uploadId: string, fil
 
 /** Starts an import: checks the names and sizes, and that the model's name is free. */
 export async function beginModelUpload(db: Db, blobs: BlobStore, input: { teamId: string; userId: string; name: string; files: AnnouncedFile[] }): Promise<{ uploadId: string }> {
+  const { uploadId } = await stageModel(db, blobs, input, 'upload.json');
+  return { uploadId };
+}
+
+/**
+ * Starts an import whose files the server fetches itself (hub-import.ts): the same checks and
+ * staging as an upload, but its state file is `finishing.json` from the start, so that no client
+ * call (chunk, finish, abandon) reaches it while the server writes its files.
+ */
+export async function beginServerImport(db: Db, blobs: BlobStore, input: { teamId: string; userId: string; name: string; files: StagedFile[] }): Promise<{ dir: string }> {
+  const { dir } = await stageModel(db, blobs, input, 'finishing.json');
+  return { dir };
+}
+
+/** Checks the names, the total size, the name, the team's imports under way and the volume's room; makes the staging folder. */
+async function stageModel(db: Db, blobs: BlobStore, input: { teamId: string; userId: string; name: string; files: StagedFile[] }, stateFile: StateFile): Promise<{ uploadId: string; dir: string }> {
   const seen = new Set<string>();
   for (const f of input.files) {
-    if (!MODEL_FILE_NAME.test(f.path) || f.path === 'upload.json') throw new ModelImportError(`"${f.path}" is not a model file name (a flat folder of .json, .jinja and .safetensors files)`);
+    if (!MODEL_FILE_NAME.test(f.path) || STATE_FILES.includes(f.path)) throw new ModelImportError(`"${f.path}" is not a model file name (a flat folder of .json, .jinja and .safetensors files)`);
     if (seen.has(f.path)) throw new ModelImportError(`"${f.path}" is announced twice`);
     seen.add(f.path);
   }
@@ -109,9 +137,9 @@ export async function beginModelUpload(db: Db, blobs: BlobStore, input: { teamId
   const uploadId = randomUUID();
   const dir = uploadDir(blobs, uploadId);
   await fs.promises.mkdir(dir, { recursive: true });
-  const state: UploadState = { teamId: input.teamId, userId: input.userId, name: input.name, files: input.files, createdAt: new Date().toISOString() };
-  await fs.promises.writeFile(path.join(dir, 'upload.json'), JSON.stringify(state));
-  return { uploadId };
+  const state: UploadState<StagedFile> = { teamId: input.teamId, userId: input.userId, name: input.name, files: input.files, createdAt: new Date().toISOString() };
+  await fs.promises.writeFile(path.join(dir, stateFile), JSON.stringify(state));
+  return { uploadId, dir };
 }
 
 /** Writes one chunk of one announced file at its offset; returns the bytes the file now has. */
@@ -154,45 +182,54 @@ export async function finishModelUpload(db: Db, blobs: BlobStore, input: { teamI
       const sha256 = await sha256Of(file);
       if (sha256 !== f.sha256) throw new ModelImportError(`"${f.path}" does not match the sha256 it was announced with (it changed while uploading, or was damaged): begin again`);
     }
-    const inspected = await inspectModelFolder(dir);
-    // The engine names the staging path; the user knows the file by its name in their folder.
-    if (!inspected.ok) throw new ModelImportError(inspected.error.split(`${dir}${path.sep}`).join('').split(dir).join('the model folder'));
-    const card: ModelCard = inspected.card;
-    const extra = state.files.map((f) => f.path).filter((p) => !card.files.includes(p));
-    if (extra.length > 0) throw new ModelImportError(`${extra.map((p) => `"${p}"`).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not part of the model: leave ${extra.length === 1 ? 'it' : 'them'} out`);
-    const missing = card.files.filter((p) => !state.files.some((f) => f.path === p));
-    if (missing.length > 0) throw new ModelImportError(`the model needs ${missing.map((p) => `"${p}"`).join(', ')}, which ${missing.length === 1 ? 'was' : 'were'} not uploaded`);
-    const files: StoredModelFile[] = [];
-    for (const p of card.files) {
-      const stored = await blobs.putFile(path.join(dir, p), 'model-files');
-      // What is stored is what was checked: the store hashes as it moves the file in.
-      if (stored.sha256 !== state.files.find((f) => f.path === p)!.sha256) throw new ModelImportError(`"${p}" changed while the model was checked: begin again`);
-      files.push({ path: p, storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 });
-    }
-    const contentHash = createHash('sha256')
-      .update(files.map((f) => `${f.path}:${f.sha256}`).join('\n'))
-      .digest('hex');
-    try {
-      const row = await db.pretrainedModel.create({
-        data: {
-          teamId: state.teamId,
-          name: state.name,
-          family: card.family,
-          card: card as object,
-          files: files as object[],
-          contentHash,
-          bytes: BigInt(files.reduce((sum, f) => sum + f.bytes, 0)),
-          createdById: state.userId,
-        },
-        select: { id: true },
-      });
-      return { modelId: row.id, card };
-    } catch (err) {
-      if ((err as { code?: string }).code === 'P2002') throw new ModelImportError(`this team already has a model named "${state.name}": import under another name`, 'CONFLICT');
-      throw err;
-    }
+    return await storeStagedModel(db, blobs, dir, state);
   } finally {
     await fs.promises.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The end of every import, once its staging folder holds every file whole with its sha256 known:
+ * the engine's check of the folder, the files into the blob store, the row. The caller removes the
+ * folder afterwards, whatever the outcome.
+ */
+export async function storeStagedModel(db: Db, blobs: BlobStore, dir: string, state: { teamId: string; userId: string; name: string; files: AnnouncedFile[] }): Promise<{ modelId: string; card: ModelCard }> {
+  const inspected = await inspectModelFolder(dir);
+  // The engine names the staging path; the user knows the file by its name in their folder.
+  if (!inspected.ok) throw new ModelImportError(inspected.error.split(`${dir}${path.sep}`).join('').split(dir).join('the model folder'));
+  const card: ModelCard = inspected.card;
+  const extra = state.files.map((f) => f.path).filter((p) => !card.files.includes(p));
+  if (extra.length > 0) throw new ModelImportError(`${extra.map((p) => `"${p}"`).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not part of the model: leave ${extra.length === 1 ? 'it' : 'them'} out`);
+  const missing = card.files.filter((p) => !state.files.some((f) => f.path === p));
+  if (missing.length > 0) throw new ModelImportError(`the model needs ${missing.map((p) => `"${p}"`).join(', ')}, which ${missing.length === 1 ? 'was' : 'were'} not uploaded`);
+  const files: StoredModelFile[] = [];
+  for (const p of card.files) {
+    const stored = await blobs.putFile(path.join(dir, p), 'model-files');
+    // What is stored is what was checked: the store hashes as it moves the file in.
+    if (stored.sha256 !== state.files.find((f) => f.path === p)!.sha256) throw new ModelImportError(`"${p}" changed while the model was checked: begin again`);
+    files.push({ path: p, storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 });
+  }
+  const contentHash = createHash('sha256')
+    .update(files.map((f) => `${f.path}:${f.sha256}`).join('\n'))
+    .digest('hex');
+  try {
+    const row = await db.pretrainedModel.create({
+      data: {
+        teamId: state.teamId,
+        name: state.name,
+        family: card.family,
+        card: card as object,
+        files: files as object[],
+        contentHash,
+        bytes: BigInt(files.reduce((sum, f) => sum + f.bytes, 0)),
+        createdById: state.userId,
+      },
+      select: { id: true },
+    });
+    return { modelId: row.id, card };
+  } catch (err) {
+    if ((err as { code?: string }).code === 'P2002') throw new ModelImportError(`this team already has a model named "${state.name}": import under another name`, 'CONFLICT');
+    throw err;
   }
 }
 

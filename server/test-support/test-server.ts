@@ -17,6 +17,7 @@ import { SchedulerLoop } from '../scheduler/loop';
 import { DryRunPool, type DryRunPoolOptions } from '../environments/dry-run-pool';
 import { PlaySessions, type PlaySessionsOptions } from '../play/play-sessions';
 import { secretsKey } from '../secrets/secret-box';
+import type { HubSettings } from '../models/hub-import';
 
 /**
  * The real request listener, better-auth, socket.io and (when given the database URL) the
@@ -24,7 +25,7 @@ import { secretsKey } from '../secrets/secret-box';
  */
 export async function startTestServer(
   db: Db,
-  opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions; secureCookies?: boolean } = {},
+  opts: { next?: NextHandler | null; databaseUrl?: string; tickMs?: number; pool?: pg.Pool; dryRuns?: DryRunPoolOptions; play?: PlaySessionsOptions; secureCookies?: boolean; hub?: HubSettings } = {},
 ) {
   // The app's listener must exist before socket.io attaches: socket.io takes over the server's
   // request listeners and calls them only for paths that are not its own.
@@ -44,6 +45,8 @@ export async function startTestServer(
     db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(blobRoot),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam, secretsKey: secretsKey(installationSecret),
+    // Tests that import from a hub start their own (hub-import.test.ts); elsewhere none is reachable.
+    hub: opts.hub ?? { endpoint: 'http://127.0.0.1:1' },
   };
   listener = createRequestListener(deps, () => opts.next ?? null);
   const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(realtime), () => {}, opts.tickMs ?? 200) : null;

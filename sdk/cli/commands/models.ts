@@ -6,7 +6,8 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { extract as extractTar } from 'tar';
 import { formatBytes } from '../../bytes';
-import { type ExportFormat, modelFileNames, modelNameSchema } from '../../models';
+import { type ExportFormat, type ModelCard, modelFileNames, modelNameSchema } from '../../models';
+import { LONG_CALL } from '../client';
 import { CliError, EXIT } from '../errors';
 import { age, table } from '../format';
 import { call, type CommandContext } from './context';
@@ -66,17 +67,32 @@ export async function modelsImportCommand(ctx: CommandContext, folderArg: string
     // Finishing ends the upload on the server whatever its answer.
     sending = false;
     const { modelId, card } = await call(conn, () => conn.api.models.finishImport.mutate({ teamId: conn.teamId, uploadId }));
-    ctx.out.document({ model: { id: modelId, name, ...card } });
-    ctx.out.line(
-      `model ${name} imported (${modelId}): ${card.family}, ${(card.parameters / 1e6).toFixed(card.parameters < 1e7 ? 2 : 0)} M parameters, context ${card.contextLength}, vocabulary ${card.vocabSize}, ${card.hasChatTemplate ? 'chat template' : 'no chat template'}, ${formatBytes(card.bytes)}`,
-    );
-    ctx.out.line(`start a run from it: whetstone run <environment> --model ${name}`);
-    return EXIT.OK;
+    return imported(ctx, modelId, name, card);
   } catch (err) {
     // The server drops a finished or refused upload itself; one stopped midway is dropped here.
     if (sending) await conn.api.models.abandonImport.mutate({ teamId: conn.teamId, uploadId }).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * `models import hf:owner/name[@revision]`: the server downloads and checks the model itself; the
+ * call answers when it is done (or refused, with the repo and the reason).
+ */
+export async function modelsImportHubCommand(ctx: CommandContext, repo: string, revision: string | undefined, name: string | undefined): Promise<number> {
+  const conn = await ctx.connect();
+  ctx.out.note(`the server is downloading hf:${repo}@${revision ?? 'main'} from the Hugging Face hub and checking it: this takes as long as the download`);
+  const result = await call(conn, () => conn.api.models.importFromHub.mutate({ teamId: conn.teamId, repo, revision, name }, LONG_CALL));
+  return imported(ctx, result.modelId, result.name, result.card);
+}
+
+function imported(ctx: CommandContext, modelId: string, name: string, card: ModelCard): number {
+  ctx.out.document({ model: { id: modelId, name, ...card } });
+  ctx.out.line(
+    `model ${name} imported (${modelId}): ${card.family}, ${(card.parameters / 1e6).toFixed(card.parameters < 1e7 ? 2 : 0)} M parameters, context ${card.contextLength}, vocabulary ${card.vocabSize}, ${card.hasChatTemplate ? 'chat template' : 'no chat template'}, ${formatBytes(card.bytes)}`,
+  );
+  ctx.out.line(`start a run from it: whetstone run <environment> --model ${name}`);
+  return EXIT.OK;
 }
 
 export async function modelsListCommand(ctx: CommandContext): Promise<number> {

@@ -1,7 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import { z } from 'zod';
-import { EXPORT_FORMATS, modelCardSchema, modelNameSchema } from '../../../sdk/models';
+import { EXPORT_FORMATS, hubRepoSchema, hubRevisionSchema, modelCardSchema, modelNameFromRepo, modelNameSchema } from '../../../sdk/models';
 import { audit } from '../../auth/audit';
+import { importFromHub } from '../../models/hub-import';
 import { MAX_MODEL_BYTES, MODEL_CHUNK_BYTES, MODEL_FILE_NAME, ModelImportError, abandonModelUpload, beginModelUpload, finishModelUpload, writeModelChunk } from '../../models/model-uploads';
 import { exportCheckpoint } from '../../models/export-checkpoint';
 import { EXPORT_ROUTE } from '../../models/export-route';
@@ -10,7 +11,8 @@ import { router, teamProcedure } from '../trpc';
 /**
  * Pretrained models (Llama and Qwen families) imported from Hugging Face folders: an import is
  * begun with the files' names, sizes and hashes, sent in chunks, and finished by the engine's check
- * of the whole folder (server/models/model-uploads.ts). Runs start from a model by id
+ * of the whole folder (server/models/model-uploads.ts); or the server downloads one from the
+ * Hugging Face hub itself (importFromHub, server/models/hub-import.ts). Runs start from a model by id
  * (config.baseModelId).
  */
 
@@ -91,6 +93,24 @@ export const modelsRouter = router({
         details: { family: result.card.family, parameters: result.card.parameters }, ipAddress: ctx.ip,
       });
       return result;
+    }),
+
+  /**
+   * Downloads a model from the Hugging Face hub on the server and imports it as finishImport does.
+   * The call lasts as long as the download: the answer is the model, or why it was refused.
+   */
+  importFromHub: teamProcedure('MEMBER')
+    .input(z.object({ repo: hubRepoSchema, revision: hubRevisionSchema.default('main'), name: modelNameSchema.optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const name = input.name ?? modelNameFromRepo(input.repo);
+      const result = await importing(() =>
+        importFromHub(ctx.db, ctx.deps.blobs, ctx.deps.hub, { teamId: ctx.membership.teamId, userId: ctx.user.id, repo: input.repo, revision: input.revision, name }),
+      );
+      await audit(ctx.db, {
+        teamId: ctx.membership.teamId, actorUserId: ctx.user.id, action: 'model.imported', targetType: 'model', targetId: result.modelId,
+        details: { family: result.card.family, parameters: result.card.parameters, source: `hf:${input.repo}@${input.revision}` }, ipAddress: ctx.ip,
+      });
+      return { ...result, name };
     }),
 
   abandonImport: teamProcedure('MEMBER')

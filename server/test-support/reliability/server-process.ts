@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     db, auth, realtime, dryRuns, play, blobs: new FsBlobStore(path.join(home, 'blobs')),
     health: createHealthCheck(db, { embedded: false, startedAt: Date.now() }),
     trustedOrigins: [url], publicUrl: url, seedTeam: async () => {}, secretsKey: secretsKey(installationSecret),
+    hub: { endpoint: 'http://127.0.0.1:1' },
   };
   listener = createRequestListener(deps, () => null);
   const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(realtime), log);
