@@ -76,14 +76,14 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expect(page.getByText(/--model tiny-qwen/).first()).toBeVisible();
   await shoot(page, testInfo, 'launcher-from-model');
 
-  // A one-step LoRA run from the model on the math template, submitted as the launcher does.
+  // A one-step LoRA run from the model on the bandit template, submitted as the launcher does.
   const environments = await trpc<Array<{ name: string; versions: Array<{ id: string }> }>>(page, url, 'environments.list', 'query', { teamId: team });
-  const math = environments.find((e) => e.name === 'math')!;
+  const bandit = environments.find((e) => e.name === 'bandit')!;
   const models = await trpc<Array<{ id: string; name: string }>>(page, url, 'models.list', 'query', { teamId: team });
   const job = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
     teamId: team,
     kind: 'TRAIN',
-    config: { environmentVersionId: math.versions[0].id, baseModelId: models.find((m) => m.name === 'tiny-qwen')!.id, training: { steps: 1, batchSize: 2, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null } },
+    config: { environmentVersionId: bandit.versions[0].id, baseModelId: models.find((m) => m.name === 'tiny-qwen')!.id, training: { steps: 1, batchSize: 2, groupSize: 2, checkpointEvery: 100, evalEpisodes: 0, warmStart: null } },
   });
   const checkpoint = await samplerCheckpointOf(page, url, team, job.id);
   await page.goto(`${url}/teams/${team}/runs/${job.id}?tab=checkpoints`);
@@ -100,6 +100,7 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   const tar = fs.readFileSync((await download.path())!);
   expect(tar.includes(Buffer.from('adapter_config.json'))).toBe(true);
   await expect(form.getByText(/tiny-qwen-step\d+-peft\.tar: \d+ files/)).toBeVisible();
+  await shoot(page, testInfo, 'run-checkpoint-exported');
 
   // The playground names the model the checkpoint was fine-tuned from, and exports it too.
   await page.goto(`${url}/teams/${team}/playground/${checkpoint}`);

@@ -8,7 +8,7 @@ import { ErrorNote } from '../components';
 import { formatBytes } from '../format';
 
 const FORMAT_LABEL: Record<ExportFormat, { title: string; hint: string }> = {
-  merged: { title: 'Merged weights', hint: 'model.safetensors with the adapters folded in: transformers, vLLM and llama.cpp load it as it is' },
+  merged: { title: 'Merged', hint: 'model.safetensors with the adapters folded in: transformers, vLLM and llama.cpp load it as it is' },
   peft: { title: 'PEFT adapter', hint: 'adapter_model.safetensors and adapter_config.json, loaded with peft on the base model' },
 };
 
@@ -61,14 +61,14 @@ export function ExportCheckpoint({ teamId, checkpoint }: { teamId: string; check
       <button type="button" className="btn-small" onClick={() => setOpen(false)}>
         Close
       </button>
-      <span className="small muted" aria-live="polite">
+      <span className="export-status small muted" aria-live="polite">
         {exporting.isPending
           ? format === 'merged'
             ? 'Merging the adapters into the weights on the server…'
             : 'Writing the adapter on the server…'
           : exporting.data
             ? `${exporting.data.name}.tar: ${exporting.data.files.length} files, ${formatBytes(exporting.data.bytes)}`
-            : FORMAT_LABEL[format].hint}
+            : ''}
       </span>
       <ErrorNote error={exporting.error} />
     </form>
