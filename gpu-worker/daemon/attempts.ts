@@ -208,6 +208,7 @@ export class Attempts {
       onBatch: (kind, items) => job.outbox.add(kind, items),
       uploadCheckpoint: (kind, step, bytes, agent) => this.uploadCheckpoint(job, kind, step, bytes, agent),
       fetchBlob: (key) => this.fetchBlob(job, key),
+      fetchBlobToFile: (key, file) => this.fetchBlobToFile(job, key, file),
       environmentSecrets: () => this.environmentSecrets(job),
       onSample: (event) => {
         if (job.lost) return;
@@ -299,7 +300,15 @@ export class Attempts {
   }
 
   private async fetchBlob(job: DaemonJob, key: string): Promise<Uint8Array> {
-    const route = BLOB_ROUTE + key.split('/').map(encodeURIComponent).join('/');
-    return retry(() => this.o.transport.request('GET', route, { timeoutMs: 300_000 }), () => job.lost || this.o.stopped());
+    return retry(() => this.o.transport.request('GET', blobRoute(key), { timeoutMs: 300_000 }), () => job.lost || this.o.stopped());
   }
+
+  /** A model's file, streamed to disk (a retry starts the file again). */
+  private async fetchBlobToFile(job: DaemonJob, key: string, file: string): Promise<{ bytes: number }> {
+    return retry(() => this.o.transport.download(blobRoute(key), file), () => job.lost || this.o.stopped());
+  }
+}
+
+function blobRoute(key: string): string {
+  return BLOB_ROUTE + key.split('/').map(encodeURIComponent).join('/');
 }

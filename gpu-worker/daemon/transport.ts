@@ -2,6 +2,10 @@
 // socket.io connection (namespace /workers) when it is up. Start, finish and stream batches go
 // over the socket with an ack that carries the HTTP route's answer, else over HTTP; either way a
 // refusal is an HttpStatusError with the status, so callers handle one kind of answer.
+import fs from 'node:fs';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { Socket } from 'socket.io-client';
 import { callAckSchema, STREAM_EVENT, STREAM_SOCKET_MAX_BYTES, streamAckSchema } from '../../sdk/worker-protocol';
 import type { StreamKind } from '../../sdk/live';
@@ -89,6 +93,38 @@ export class WorkerTransport {
   async json(method: string, route: string, body: unknown, auth = true): Promise<unknown> {
     const bytes = await this.request(method, route, { body: new TextEncoder().encode(JSON.stringify(body)), contentType: 'application/json', auth });
     return bytes.byteLength === 0 ? null : (JSON.parse(new TextDecoder().decode(bytes)) as unknown);
+  }
+
+  /**
+   * GET a route's body into `file` as it arrives. A download may take long (a model's weights),
+   * so the limit is on silence: it is stopped after `idleMs` without a byte.
+   */
+  async download(route: string, file: string, idleMs = 60_000): Promise<{ bytes: number }> {
+    const abort = new AbortController();
+    let timer = setTimeout(() => abort.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
+    const alive = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => abort.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
+    };
+    try {
+      const res = await fetch(this.server + route, { headers: this.credential ? { authorization: `Bearer ${this.credential}` } : {}, signal: abort.signal });
+      if (!res.ok || !res.body) throw new HttpStatusError(res.status, await res.text());
+      let bytes = 0;
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          alive();
+          done(null, chunk);
+        },
+      });
+      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), counted, fs.createWriteStream(file), { signal: abort.signal });
+      return { bytes };
+    } catch (err) {
+      // Said as why it stopped (a silence of idleMs), not as an abort: the caller retries it.
+      throw abort.signal.aborted ? (abort.signal.reason as Error) : err;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async request(

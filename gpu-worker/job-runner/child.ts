@@ -37,6 +37,8 @@ const sink: JobSink = {
   sendBatch: (kind, items) => send({ type: 'batch', kind, items }),
   uploadCheckpoint: (kind, step, bytes, agent) => request('uploadCheckpoint', { kind, step, bytes, agent }),
   fetchBlob: async (key) => new Uint8Array(await request('fetchBlob', { key })),
+  // The daemon writes the file itself (the two share the machine's disk): the bytes never cross IPC.
+  fetchBlobToFile: (key, file) => request('fetchBlobToFile', { key, file }),
   environmentSecrets: () => request('environmentSecrets', {}),
 };
 

@@ -16,6 +16,7 @@ export type ToRunner =
 export interface RunnerRequests {
   uploadCheckpoint: { params: { kind: CheckpointUploadKind; step: number; bytes: Uint8Array; agent?: string }; result: UploadedCheckpoint };
   fetchBlob: { params: { key: string }; result: Uint8Array };
+  fetchBlobToFile: { params: { key: string; file: string }; result: { bytes: number } };
   environmentSecrets: { params: Record<string, never>; result: Record<string, string> };
 }
 

@@ -32,9 +32,9 @@ export async function cachedModelFolder(model: BaseModel, sink: JobSink): Promis
   try {
     for (const file of model.files) {
       if (file.path !== path.basename(file.path)) throw new JobFailure(`imported model ${model.modelId} names a file outside its folder: ${file.path}`);
-      const bytes = await sink.fetchBlob(file.storageKey);
-      if (bytes.length !== file.bytes) throw new JobFailure(`imported model ${model.modelId}: ${file.path} arrived with ${bytes.length} of its ${file.bytes} bytes`);
-      await fs.promises.writeFile(path.join(aside, file.path), bytes);
+      // Streamed to disk: a model's weights never sit in this process's memory whole.
+      const { bytes } = await sink.fetchBlobToFile(file.storageKey, path.join(aside, file.path));
+      if (bytes !== file.bytes) throw new JobFailure(`imported model ${model.modelId}: ${file.path} arrived with ${bytes} of its ${file.bytes} bytes`);
     }
     try {
       await fs.promises.rename(aside, folder);

@@ -19,6 +19,7 @@ export interface RunnerHandlers {
   onBatch(kind: StreamKind, items: unknown[]): void;
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   fetchBlob(key: string): Promise<Uint8Array>;
+  fetchBlobToFile(key: string, file: string): Promise<{ bytes: number }>;
   /** The team secrets the job's environment sends as headers (asked only by one that names some). */
   environmentSecrets(): Promise<Record<string, string>>;
   /** INFERENCE: a token or the end of a sampling request. */
@@ -128,7 +129,9 @@ export class RunnerProcess {
           ? handlers.uploadCheckpoint(msg.params.kind, msg.params.step, msg.params.bytes, msg.params.agent)
           : msg.method === 'fetchBlob'
             ? handlers.fetchBlob(msg.params.key)
-            : handlers.environmentSecrets();
+            : msg.method === 'fetchBlobToFile'
+              ? handlers.fetchBlobToFile(msg.params.key, msg.params.file)
+              : handlers.environmentSecrets();
       work.then(
         (result) => this.send({ type: 'reply', id: msg.id, ok: true, result }),
         (e: unknown) => this.send({ type: 'reply', id: msg.id, ok: false, error: (e as Error).message }),

@@ -3,6 +3,7 @@
  * runner child's IPC link to the daemon (which numbers batches, fences and retries them over HTTP),
  * in tests an in-memory sink. Items are exactly the stream items of sdk/live.ts.
  */
+import { writeFile } from 'node:fs/promises';
 import { type StreamItem, type StreamKind } from '../../sdk/live';
 
 export type CheckpointUploadKind = 'TRAINING' | 'SAMPLER';
@@ -22,6 +23,11 @@ export interface JobSink {
   uploadCheckpoint(kind: CheckpointUploadKind, step: number, bytes: Uint8Array, agent?: string): Promise<UploadedCheckpoint>;
   /** A blob the job may read (a checkpoint, a dataset), by storage key. */
   fetchBlob(key: string): Promise<Uint8Array>;
+  /**
+   * The same, written to `file` as it arrives (a model's weights: never whole in memory, and
+   * larger than a buffer may be); resolves with the bytes written.
+   */
+  fetchBlobToFile(key: string, file: string): Promise<{ bytes: number }>;
   /**
    * The values of the team secrets the job's environment names in its headers (names the team
    * has not set are left out). Kept in memory only, for the environment's calls.
@@ -94,6 +100,12 @@ export class MemorySink implements JobSink {
     const blob = this.blobs.get(key);
     if (!blob) throw new Error(`no blob "${key}"`);
     return blob.slice();
+  }
+
+  async fetchBlobToFile(key: string, file: string): Promise<{ bytes: number }> {
+    const blob = await this.fetchBlob(key);
+    await writeFile(file, blob);
+    return { bytes: blob.byteLength };
   }
 
   async environmentSecrets(): Promise<Record<string, string>> {
