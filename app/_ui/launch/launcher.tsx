@@ -282,7 +282,9 @@ export function Launcher({ teamId }: { teamId: string }) {
                     ? 'Bases could not be loaded; recent checkpoints are listed.'
                     : startModelId
                       ? 'LoRA adapters (rank 8, every linear layer) on the frozen model, through its own chat template; lora below changes them, false trains every weight.'
-                      : 'Full-parameter training of the whole policy.'}
+                      : startFrom
+                        ? 'Continues from the checkpoint’s weights: a checkpoint with LoRA adapters keeps training them (on its imported model); one without trains every weight unless lora below adds adapters.'
+                        : 'Full-parameter training of a new policy of the size below.'}
                 </span>
               </div>
               <div className="field">
