@@ -38,6 +38,18 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expectAccessible(page, 'models, empty');
   await shoot(page, testInfo, 'models-empty');
 
+  // The hub's form checks the repo's spelling before anything is asked of the server.
+  const hub = page.getByRole('form', { name: 'Import from the Hugging Face hub' });
+  await hub.getByLabel('Hugging Face repo').fill('just-a-name');
+  await expect(hub.getByRole('alert')).toContainText('Write the repo as owner/name');
+  await expect(hub.getByRole('button', { name: 'Import from the hub' })).toBeDisabled();
+  await hub.getByLabel('Hugging Face repo').fill('hf:HuggingFaceTB/SmolLM2-135M-Instruct@main');
+  await expect(hub.getByRole('alert')).toHaveCount(0);
+  await expect(hub.getByLabel('Name in this team')).toHaveAttribute('placeholder', 'SmolLM2-135M-Instruct');
+  await expect(hub.getByRole('button', { name: 'Import from the hub' })).toBeEnabled();
+  await shoot(page, testInfo, 'models-hub-form');
+  await hub.getByLabel('Hugging Face repo').fill('');
+
   const picker = page.getByLabel('Choose folder');
   // No tokenizer: refused here, nothing sent.
   await picker.setInputFiles(modelFolder('no-tokenizer', (d) => fs.rmSync(path.join(d, 'tokenizer.json'))));
@@ -45,14 +57,14 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
 
   // A template that fails to render: every byte sent, then refused by the server's check.
   await picker.setInputFiles(modelFolder('bad-template', (d) => fs.writeFileSync(path.join(d, 'chat_template.jinja'), "{{ raise_exception('no chats') }}")));
-  await expect(page.getByLabel('Name')).toHaveValue('bad-template');
+  await expect(page.getByLabel('Name', { exact: true })).toHaveValue('bad-template');
   await page.getByRole('button', { name: 'Import', exact: true }).click();
   await expect(errorNote(page)).toContainText('chat template: it fails to render (no chats)', { timeout: 60_000 });
 
   // The real thing, by the folder picker and the keyboard.
   await picker.setInputFiles(modelFolder('tiny-qwen'));
   await expect(page.getByText(/6 files · \d/)).toBeVisible();
-  await page.getByLabel('Name').press('Enter');
+  await page.getByLabel('Name', { exact: true }).press('Enter');
   await expect(page.getByText(/Imported tiny-qwen \(qwen2, \d+\.\d k parameters\)/)).toBeVisible({ timeout: 60_000 });
   const table = page.getByRole('table', { name: 'Models' });
   await expect(table.getByRole('row', { name: /tiny-qwen qwen2/ })).toContainText('256');

@@ -5,6 +5,7 @@ import { ErrorNote, Loading, PageTitle } from '../../../_ui/components';
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { HubImport } from '../../../_ui/models/hub-import';
 import { ModelImport } from '../../../_ui/models/import-model';
 import { formatParameters } from '../../../_ui/models/model-card';
 import { atLeast } from '../../../_ui/roles';
@@ -53,6 +54,8 @@ export default function ModelsPage() {
         <section className="panel" aria-labelledby="import-title">
           <h2 id="import-title">Import a model</h2>
           <ModelImport teamId={team.id} />
+          <h3 className="hub-import-title">Or from the Hugging Face hub</h3>
+          <HubImport teamId={team.id} />
         </section>
       ) : null}
       {models.isPending ? (
@@ -63,7 +66,7 @@ export default function ModelsPage() {
         <EmptyState title="No models yet">
           {mayImport ? (
             <>
-              Drop a Hugging Face model folder on the box above, or run <code>npx whetstone models import &lt;folder&gt; --name NAME</code>.
+              Drop a Hugging Face model folder on the box above, name a hub repo, or run <code>npx whetstone models import &lt;folder | hf:owner/name&gt; --name NAME</code>.
             </>
           ) : (
             'Members import pretrained models here; ask one to add the model you need.'
