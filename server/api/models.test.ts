@@ -167,6 +167,14 @@ describe('importing a pretrained model', () => {
     const gptJob = await t.db.job.create({ data: { teamId, ownerId: job.ownerId, kind: 'SFT', state: 'SUCCEEDED', config: { datasetVersionId } } });
     const gpt = await t.db.checkpoint.create({ data: { teamId, jobId: gptJob.id, kind: 'SAMPLER', step: 1, storageKey: `checkpoints/${'e'.repeat(64)}`, bytes: 1n, sha256: 'e'.repeat(64) } });
     await expect(owners.jobs.submit.mutate({ teamId, kind: 'SFT', config: { datasetVersionId, baseCheckpointId: gpt.id, baseModelId: model.id } })).rejects.toThrow(/is not of an imported model: start from the checkpoint or from the model/);
+    // A frozen opponent plays on the job's model: a checkpoint of another one is refused, naming both.
+    const bandit = await t.db.environmentVersion.findFirstOrThrow({ where: { environment: { teamId, name: 'bandit' } } });
+    await expect(owners.jobs.submit.mutate({ teamId, kind: 'EVAL', config: { checkpointId: checkpoint.id, environmentVersionId: bandit.id, against: { checkpointId: gpt.id } } })).rejects.toThrow(
+      new RegExp(`checkpoint ${gpt.id} is of the engine's own model and this job's policy is of imported model ${model.id}`),
+    );
+    await expect(owners.jobs.submit.mutate({ teamId, kind: 'TRAIN', config: { environmentVersionId: bandit.id, training: { opponents: { [`checkpoint:${checkpoint.id}`]: 1 } } } })).rejects.toThrow(
+      new RegExp(`checkpoint ${checkpoint.id} is of imported model ${model.id} and this job's policy is of the engine's own model`),
+    );
     // Removing a model a queued job starts from is refused until that job is gone.
     await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
   });

@@ -96,6 +96,10 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   if (card && !card.hasChatTemplate && input.kind !== 'INFERENCE') {
     return refuse('BAD_REQUEST', 'This model has no chat template, and runs lay out every conversation with it: import a chat or instruct version of the model (with chat_template.jinja or tokenizer_config.json\'s chat_template)', 'baseModelId');
   }
+  // An evaluation's opposing checkpoint loads on the job's model: one of another model cannot.
+  const against = (config.against as { checkpointId?: unknown } | undefined)?.checkpointId;
+  const opposing = await foreignModelCheckpoint(db, teamId, against, config.baseModelId, 'against.checkpointId');
+  if (opposing) return opposing;
   const dataset = input.kind === 'TRAIN' || input.kind === 'EVAL' ? await datasetProblem(db, teamId, input.kind, config) : null;
   if (dataset) return dataset;
   if (input.experimentId && !(await db.experiment.findFirst({ where: { id: input.experimentId, teamId }, select: { id: true } }))) {
@@ -111,7 +115,7 @@ export async function checkSubmission({ db, teamId }: Caller, input: SubmitInput
   if (typeof warmDataset === 'string' && !(await db.datasetVersion.findFirst({ where: { id: warmDataset, dataset: { teamId } }, select: { id: true } }))) {
     return refuse('NOT_FOUND', 'No such dataset version in this team', 'training.warmStart.datasetVersionId');
   }
-  const opponent = await missingOpponentCheckpoint(db, teamId, resolved.training);
+  const opponent = await missingOpponentCheckpoint(db, teamId, resolved.training, config.baseModelId);
   if (opponent) return opponent;
   const estimate = await memoryEstimate(db, teamId, resolved.training, card);
   if (!estimate.fits) {
@@ -164,7 +168,7 @@ async function modelCard(db: Db, teamId: string, modelId: string): Promise<Model
  * opponents): each must be the team's own. The scheduler hands their storage keys to the worker
  * with the assignment's blobKeys (server/scheduler/assignments.ts).
  */
-async function missingOpponentCheckpoint(db: Db, teamId: string, training: TrainingConfig): Promise<({ ok: false } & Refusal) | null> {
+async function missingOpponentCheckpoint(db: Db, teamId: string, training: TrainingConfig, baseModelId: unknown): Promise<({ ok: false } & Refusal) | null> {
   const mix = (training as { opponents?: Record<string, number> }).opponents ?? {};
   for (const name of Object.keys(mix)) {
     if (!name.startsWith(OPPONENT_CHECKPOINT)) continue;
@@ -172,8 +176,24 @@ async function missingOpponentCheckpoint(db: Db, teamId: string, training: Train
     if (!(await db.checkpoint.findFirst({ where: { id, teamId }, select: { id: true } }))) {
       return refuse('NOT_FOUND', `No such checkpoint in this team: training.opponents names "${name}"`, 'training.opponents');
     }
+    const foreign = await foreignModelCheckpoint(db, teamId, id, baseModelId, 'training.opponents');
+    if (foreign) return foreign;
   }
   return null;
+}
+
+/**
+ * A frozen opponent's checkpoint loads on the job's own model (a worker holds one imported model
+ * per job): a checkpoint of another imported model, or of one where the policy is the engine's own
+ * GPT (or the reverse), is refused here rather than failing on the worker.
+ */
+async function foreignModelCheckpoint(db: Db, teamId: string, checkpointId: unknown, baseModelId: unknown, field: string): Promise<({ ok: false } & Refusal) | null> {
+  if (typeof checkpointId !== 'string') return null;
+  const its = await baseModelOfCheckpoint(db, teamId, checkpointId);
+  const mine = typeof baseModelId === 'string' ? baseModelId : null;
+  if (its === mine) return null;
+  const what = (model: string | null) => (model ? `imported model ${model}` : "the engine's own model");
+  return refuse('BAD_REQUEST', `checkpoint ${checkpointId} is of ${what(its)} and this job's policy is of ${what(mine)}: a frozen opponent plays on the job's model, so pick a checkpoint of the same one`, field);
 }
 
 /**
