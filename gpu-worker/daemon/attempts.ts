@@ -305,7 +305,8 @@ export class Attempts {
 
   /** A model's file, streamed to disk (a retry starts the file again). */
   private async fetchBlobToFile(job: DaemonJob, key: string, file: string): Promise<{ bytes: number }> {
-    return retry(() => this.o.transport.download(blobRoute(key), file), () => job.lost || this.o.stopped());
+    // A runner that is gone (cancelled, crashed) no longer waits for the file.
+    return retry(() => this.o.transport.download(blobRoute(key), file), () => job.lost || this.o.stopped() || !job.runner?.alive);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The daemon's download of a blob to a file (a model's weights): streamed to disk with the
- * worker's credential, a refusal is an HttpStatusError, and a server that stops sending is given
- * up on after the idle limit rather than held for ever.
+ * worker's credential, a refusal is an HttpStatusError, a server that stops sending is given up
+ * on after the idle limit rather than held for ever, and a disk that refuses the file is not
+ * mistaken for the network (no retry).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -9,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { HttpStatusError, WorkerTransport } from './transport';
+import { HttpStatusError, LocalWriteError, transient, WorkerTransport } from './transport';
 
 const BODY = Buffer.alloc(3 * 2 ** 20, 7);
 let server: http.Server;
@@ -53,4 +54,11 @@ it('a refusal is an HttpStatusError with the status', async () => {
 
 it('gives up on a server that stops sending', async () => {
   await expect(transport().download('/stalls', path.join(dir, 'stalls.bin'), 300)).rejects.toThrow(/no data for 0.3 s/);
+});
+
+it("a file this machine cannot write is its own failure, not retried as the network's", async () => {
+  const err = await transport().download('/whole', path.join(dir, 'no-such-folder', 'x.bin')).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(LocalWriteError);
+  expect((err as Error).message).toMatch(/cannot write .*x\.bin: ENOENT/);
+  expect(transient(err)).toBe(false);
 });

@@ -19,8 +19,12 @@ export class HttpStatusError extends Error {
   }
 }
 
+/** This machine's own failure (a full disk, a folder it may not write): no retry mends it. */
+export class LocalWriteError extends Error {}
+
 /** Transient: the network, a timeout, or a server error. Retried with backoff. */
 export function transient(e: unknown): boolean {
+  if (e instanceof LocalWriteError) return false;
   return !(e instanceof HttpStatusError) || e.status >= 500 || e.status === 429;
 }
 
@@ -117,7 +121,15 @@ export class WorkerTransport {
           done(null, chunk);
         },
       });
-      await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), counted, fs.createWriteStream(file), { signal: abort.signal });
+      const out = fs.createWriteStream(file);
+      let writeFailed: Error | null = null;
+      out.once('error', (err) => (writeFailed = err));
+      try {
+        await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), counted, out, { signal: abort.signal });
+      } catch (err) {
+        if (writeFailed) throw new LocalWriteError(`cannot write ${file}: ${(writeFailed as Error).message}`);
+        throw err;
+      }
       return { bytes };
     } catch (err) {
       // Said as why it stopped (a silence of idleMs), not as an abort: the caller retries it.

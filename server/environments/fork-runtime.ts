@@ -26,3 +26,32 @@ export function forkRuntime(relativePath: string, memoryMb: number): RuntimeProc
   });
   return { child, ready };
 }
+
+/**
+ * One command to a fresh process of `relativePath`, and its one answer (a message with `ok`): the
+ * engine's model checks and exports. The process is killed once answered; a process that exits,
+ * cannot be sent to, or takes longer than `ms` is answered by `failed` instead — never by an
+ * exception (a send to a process that died at its start would otherwise throw on the event loop).
+ */
+export function askRuntime<A extends { ok: boolean }>(relativePath: string, memoryMb: number, command: unknown, ms: number, failed: (why: { timedOut: boolean; code: number | null }) => A): Promise<A> {
+  const { child } = forkRuntime(relativePath, memoryMb);
+  return new Promise<A>((resolve) => {
+    let settled = false;
+    const finish = (answer: A) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => finish(failed({ timedOut: true, code: null })), ms);
+    child.on('error', () => finish(failed({ timedOut: false, code: child.exitCode })));
+    child.once('exit', (code) => finish(failed({ timedOut: false, code })));
+    child.on('message', (message: { type?: string; ok?: boolean } | null) => {
+      if (message?.type === 'ready') {
+        if (!child.connected) return finish(failed({ timedOut: false, code: child.exitCode }));
+        child.send(command as object, (err) => err && finish(failed({ timedOut: false, code: child.exitCode })));
+      } else if (message && typeof message.ok === 'boolean') finish(message as A);
+    });
+  });
+}

@@ -13,11 +13,11 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { type ExportAnswer, type ExportFormat } from '../../sdk/models';
+import { type ExportAnswer, type ExportCommand, type ExportFormat } from '../../sdk/models';
 import { type BlobStore } from '../blobs/store';
 import { type Db } from '../db/client';
-import { forkRuntime } from '../environments/fork-runtime';
-import { ModelImportError, type StoredModelFile } from './model-uploads';
+import { askRuntime } from '../environments/fork-runtime';
+import { FREE_MARGIN_BYTES, ModelImportError, type StoredModelFile } from './model-uploads';
 
 /** Loading, merging and writing a model takes minutes at most for the models a worker trains. */
 const EXPORT_MS = 15 * 60_000;
@@ -34,15 +34,18 @@ export interface ExportedFolder {
 /** One export at a time: each holds a model's weights (twice, while merging) in its process. */
 let queue: Promise<unknown> = Promise.resolve();
 
-/**
- * The export of one of the team's checkpoints, written now or found from before. Refusals (a
- * checkpoint of the engine's own GPT, a PEFT adapter of a full fine-tune, a removed base model)
- * are ModelImportErrors that say why.
- */
-export async function exportCheckpoint(db: Db, blobs: BlobStore, input: { teamId: string; checkpointId: string; format: ExportFormat }): Promise<ExportedFolder> {
+interface ExportSource {
+  checkpoint: { id: string; step: number; storageKey: string };
+  model: { name: string; contentHash: string; files: StoredModelFile[] };
+  folder: string;
+  name: string;
+}
+
+/** The team's checkpoint and the imported model it was trained on, and where its export lives. */
+async function exportSource(db: Db, blobs: BlobStore, input: { teamId: string; checkpointId: string; format: ExportFormat }): Promise<ExportSource> {
   const checkpoint = await db.checkpoint.findFirst({
     where: { id: input.checkpointId, teamId: input.teamId },
-    select: { id: true, step: true, storageKey: true, isAdapter: true, job: { select: { config: true } } },
+    select: { id: true, step: true, storageKey: true, job: { select: { config: true } } },
   });
   if (!checkpoint) throw new ModelImportError('No such checkpoint in this team', 'NOT_FOUND');
   const modelId = (checkpoint.job?.config as { baseModelId?: unknown } | undefined)?.baseModelId;
@@ -51,38 +54,95 @@ export async function exportCheckpoint(db: Db, blobs: BlobStore, input: { teamId
   }
   const model = await db.pretrainedModel.findFirst({ where: { id: modelId, teamId: input.teamId }, select: { name: true, contentHash: true, files: true } });
   if (!model) throw new ModelImportError(`checkpoint ${checkpoint.id} was trained on imported model ${modelId}, which has been removed: import it again to export this checkpoint`, 'NOT_FOUND');
-  const root = path.join(blobs.stagingRoot, 'exports');
-  const name = `${model.name}-step${checkpoint.step}-${input.format}`;
-  const folder = path.join(root, `${checkpoint.id}-${input.format}`);
+  return {
+    checkpoint,
+    model: { name: model.name, contentHash: model.contentHash, files: model.files as unknown as StoredModelFile[] },
+    folder: path.join(exportsRoot(blobs), `${checkpoint.id}-${input.format}`),
+    name: `${model.name}-step${checkpoint.step}-${input.format}`,
+  };
+}
+
+const exportsRoot = (blobs: BlobStore) => path.join(blobs.stagingRoot, 'exports');
+
+/** A written export's files; touched, so that the sweep spares an export in use. */
+async function described(source: ExportSource): Promise<ExportedFolder> {
+  const now = new Date();
+  await fs.promises.utimes(source.folder, now, now);
+  const files = (await fs.promises.readdir(source.folder)).sort();
+  return { folder: source.folder, name: source.name, files: await Promise.all(files.map(async (p) => ({ path: p, bytes: (await fs.promises.stat(path.join(source.folder, p))).size }))) };
+}
+
+/**
+ * The export of one of the team's checkpoints, written now or found from before. Refusals (a
+ * checkpoint of the engine's own GPT, a PEFT adapter of a full fine-tune, a removed base model,
+ * no room on the volume) are ModelImportErrors that say why.
+ */
+export async function exportCheckpoint(db: Db, blobs: BlobStore, input: { teamId: string; checkpointId: string; format: ExportFormat }): Promise<ExportedFolder> {
+  const source = await exportSource(db, blobs, input);
   const turn = queue.then(async () => {
+    const root = exportsRoot(blobs);
+    await fs.promises.mkdir(root, { recursive: true });
     await sweep(root);
-    if (!fs.existsSync(folder)) {
-      const baseFolder = await gatheredModel(blobs, root, model.contentHash, model.files as unknown as StoredModelFile[]);
-      await writeExport(blobs, { storageKey: checkpoint.storageKey, checkpointId: checkpoint.id, baseFolder, baseName: model.name, format: input.format, folder });
+    if (!fs.existsSync(source.folder)) {
+      const baseFolder = await gatheredModel(blobs, root, source.model);
+      await writeExport(blobs, { storageKey: source.checkpoint.storageKey, checkpointId: source.checkpoint.id, baseFolder, baseName: source.model.name, format: input.format, folder: source.folder });
     }
-    // Touched, so that the sweep spares an export that is being downloaded.
-    const now = new Date();
-    await fs.promises.utimes(folder, now, now);
-    const files = (await fs.promises.readdir(folder)).sort();
-    return { folder, name, files: await Promise.all(files.map(async (p) => ({ path: p, bytes: (await fs.promises.stat(path.join(folder, p))).size }))) };
+    return described(source);
   });
   queue = turn.catch(() => undefined);
   return turn;
 }
 
-/** The base model's files under their names, fetched from the blob store once per model. */
-async function gatheredModel(blobs: BlobStore, root: string, contentHash: string, files: StoredModelFile[]): Promise<string> {
-  const folder = path.join(root, `base-${contentHash}`);
-  if (fs.existsSync(folder)) return folder;
+/**
+ * An export written before (by exportCheckpoint), for its download; null when there is none.
+ * Never starts a merge: a download is a GET that a link on another site could send.
+ */
+export async function preparedExport(db: Db, blobs: BlobStore, input: { teamId: string; checkpointId: string; format: ExportFormat }): Promise<ExportedFolder | null> {
+  const source = await exportSource(db, blobs, input);
+  if (!fs.existsSync(source.folder)) return null;
+  try {
+    return await described(source);
+  } catch {
+    // Swept meanwhile.
+    return null;
+  }
+}
+
+/** The base model's files under their names, fetched from the blob store once per model (touched on each use). */
+async function gatheredModel(blobs: BlobStore, root: string, model: ExportSource['model']): Promise<string> {
+  const folder = path.join(root, `base-${model.contentHash}`);
+  if (fs.existsSync(folder)) {
+    const now = new Date();
+    await fs.promises.utimes(folder, now, now);
+    return folder;
+  }
+  await needRoom(root, model.files.reduce((sum, f) => sum + f.bytes, 0));
   const aside = `${folder}.${randomBytes(6).toString('hex')}.partial`;
   await fs.promises.mkdir(aside, { recursive: true });
   try {
-    for (const f of files) await pipeline(blobs.stream(f.storageKey), fs.createWriteStream(path.join(aside, path.basename(f.path))));
-    await fs.promises.rename(aside, folder);
+    for (const f of model.files) await pipeline(blobs.stream(f.storageKey), fs.createWriteStream(path.join(aside, path.basename(f.path))));
+    await renameUnlessThere(aside, folder);
   } finally {
     await fs.promises.rm(aside, { recursive: true, force: true });
   }
   return folder;
+}
+
+/** Moves a finished folder into place; another server that finished the same one first keeps its own. */
+async function renameUnlessThere(from: string, to: string): Promise<void> {
+  try {
+    await fs.promises.rename(from, to);
+  } catch (err) {
+    if (!fs.existsSync(to)) throw err;
+  }
+}
+
+/** Refuses work that would fill the volume the blob store lives on (with the uploads' margin kept free). */
+async function needRoom(root: string, bytes: number): Promise<void> {
+  const { bavail, bsize } = await fs.promises.statfs(root);
+  if (bavail * bsize < bytes + FREE_MARGIN_BYTES) {
+    throw new ModelImportError(`the server has ${Math.floor((bavail * bsize) / 2 ** 20)} MiB free, not enough to export this model (about ${Math.ceil(bytes / 2 ** 20)} MiB): ask an administrator for room`);
+  }
 }
 
 async function writeExport(blobs: BlobStore, o: { storageKey: string; checkpointId: string; baseFolder: string; baseName: string; format: ExportFormat; folder: string }): Promise<void> {
@@ -90,38 +150,30 @@ async function writeExport(blobs: BlobStore, o: { storageKey: string; checkpoint
   const checkpointFile = path.join(aside, '.checkpoint.safetensors');
   await fs.promises.mkdir(aside, { recursive: true });
   try {
+    // A merged export is about the model's size in f32: twice a bf16 model's files.
+    await needRoom(path.dirname(o.folder), 2 * (await folderBytes(o.baseFolder)));
     await pipeline(blobs.stream(o.storageKey), fs.createWriteStream(checkpointFile));
     const answer = await runExportProcess({ checkpointFile, baseFolder: o.baseFolder, baseName: o.baseName, format: o.format, outFolder: aside });
     if (!answer.ok) throw new ModelImportError(`checkpoint ${o.checkpointId} cannot be exported (${o.format}): ${answer.error}`);
     await fs.promises.rm(checkpointFile);
-    await fs.promises.rename(aside, o.folder);
+    await renameUnlessThere(aside, o.folder);
   } finally {
     await fs.promises.rm(aside, { recursive: true, force: true });
   }
 }
 
-async function runExportProcess(command: { checkpointFile: string; baseFolder: string; baseName: string; format: ExportFormat; outFolder: string }): Promise<ExportAnswer> {
+function runExportProcess(command: ExportCommand): Promise<ExportAnswer> {
   // The weights live in tensors outside the JavaScript heap; the heap holds the tokenizer and files' headers.
-  const { child, ready } = forkRuntime('gpu-worker/engine/pretrained/export-process.ts', 4096);
-  try {
-    await ready;
-    return await new Promise<ExportAnswer>((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, error: `the export took longer than ${EXPORT_MS / 60_000} minutes` }), EXPORT_MS);
-      child.on('message', (message: ExportAnswer | { type: 'ready' }) => {
-        if ('ok' in message) {
-          clearTimeout(timer);
-          resolve(message);
-        }
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        resolve({ ok: false, error: `the export stopped (exit code ${code}): the model may be too large for the server's memory` });
-      });
-      child.send(command);
-    });
-  } finally {
-    child.kill();
-  }
+  return askRuntime<ExportAnswer>('gpu-worker/engine/pretrained/export-process.ts', 4096, command, EXPORT_MS, ({ timedOut, code }) => ({
+    ok: false,
+    error: timedOut ? `the export took longer than ${EXPORT_MS / 60_000} minutes` : `the export stopped (exit code ${code}): the model may be too large for the server's memory`,
+  }));
+}
+
+async function folderBytes(folder: string): Promise<number> {
+  let sum = 0;
+  for (const f of await fs.promises.readdir(folder)) sum += (await fs.promises.stat(path.join(folder, f))).size;
+  return sum;
 }
 
 /** Removes exports (and gathered models) untouched for a day, and what a crash left half-written. */

@@ -1,9 +1,10 @@
 /**
  * GET /api/exports/<checkpoint id>/<merged|peft>: a checkpoint of an imported model as a tar of
- * its Hugging Face folder (export-checkpoint.ts), for the browser's download button (the session
- * cookie) and `whetstone models export` (an API key). A download is a read of the team's files
- * but may start a merge on the server's CPU, so it asks what the API's models.exportCheckpoint
- * asks: a MEMBER of the checkpoint's team. Another team's checkpoint is answered as a missing one.
+ * its Hugging Face folder, for the browser's download button (the session cookie) and
+ * `whetstone models export` (an API key). It serves an export written before by
+ * models.exportCheckpoint (a POST, which the API guards against cross-site requests) and never
+ * starts one itself: a link on another site can send this GET with the cookie. It asks what that
+ * call asks, a MEMBER of the checkpoint's team; another team's checkpoint is a missing one.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
@@ -14,7 +15,7 @@ import { CredentialRefused, resolveCaller } from '../auth/caller';
 import { roleAtLeast } from '../auth/roles';
 import { type BlobStore } from '../blobs/store';
 import { type Db } from '../db/client';
-import { exportCheckpoint } from './export-checkpoint';
+import { preparedExport } from './export-checkpoint';
 import { ModelImportError } from './model-uploads';
 
 export const EXPORT_ROUTE = '/api/exports/';
@@ -50,16 +51,22 @@ export async function handleExportDownload(deps: { db: Db; auth: Auth; blobs: Bl
   if (!roleAtLeast(membership.role, 'MEMBER')) return refuse(res, 403, 'Exporting a checkpoint needs the MEMBER role');
   let exported;
   try {
-    exported = await exportCheckpoint(deps.db, deps.blobs, { teamId: row.teamId, checkpointId, format: formatName as ExportFormat });
+    exported = await preparedExport(deps.db, deps.blobs, { teamId: row.teamId, checkpointId, format: formatName as ExportFormat });
   } catch (err) {
     if (err instanceof ModelImportError) return refuse(res, STATUS[err.code], err.message);
     throw err;
   }
+  if (!exported) return refuse(res, 409, `Checkpoint ${checkpointId} has no ${formatName} export yet (or it was swept after a day unused): export it first (Export… on its run, or whetstone models export)`);
   res.writeHead(200, {
     'content-type': 'application/x-tar',
     'content-disposition': `attachment; filename="${exported.name}.tar"`,
     'cache-control': 'no-store',
   });
-  // The folder's files at the archive's top, under the export's name (tar -xf gives that folder).
-  await pipeline(createTar({ cwd: exported.folder, prefix: exported.name, portable: true }, exported.files.map((f) => f.path)), res);
+  try {
+    // The folder's files at the archive's top, under the export's name (tar -xf gives that folder).
+    await pipeline(createTar({ cwd: exported.folder, prefix: exported.name, portable: true }, exported.files.map((f) => f.path)), res);
+  } catch (err) {
+    // A client that stops the download midway is not the server's failure.
+    if ((err as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw err;
+  }
 }

@@ -147,6 +147,9 @@ function hubFetch(hub: HubSettings, source: string, revision: string): typeof fe
     const code = res.headers.get('x-error-code');
     // A file the revision lacks is the library's to answer (null), not a refusal.
     if (res.ok || (res.status === 404 && code === 'EntryNotFound')) return res;
+    // The storage the hub redirects downloads to (signed URLs, Xet) answers the library, which
+    // reloads an expired URL on a 403 and retries a 429 itself: only the hub's own answers are ours.
+    if (new URL(res.url || (input instanceof Request ? input.url : String(input))).origin !== new URL(hub.endpoint).origin) return res;
     const body = await res.text().catch(() => '');
     throw hubRefusal(res.status, code, body, hub, source, revision);
   };

@@ -4,7 +4,7 @@
  * parsing never holds up the event loop. A check that outlasts its budget is stopped and refused.
  */
 import { type InspectAnswer, modelCardSchema, type ModelCard } from '../../sdk/models';
-import { forkRuntime } from '../environments/fork-runtime';
+import { askRuntime } from '../environments/fork-runtime';
 
 /** Reading headers and a tokenizer takes seconds even for large models; this is a backstop. */
 const INSPECT_MS = 120_000;
@@ -19,25 +19,9 @@ export function inspectModelFolder(folder: string): Promise<{ ok: true; card: Mo
 }
 
 async function inspectNow(folder: string): Promise<{ ok: true; card: ModelCard } | { ok: false; error: string }> {
-  const { child, ready } = forkRuntime('gpu-worker/engine/pretrained/inspect-process.ts', 2048);
-  try {
-    await ready;
-    const answer = await new Promise<InspectAnswer>((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, error: `the model check took longer than ${INSPECT_MS / 1000} s` }), INSPECT_MS);
-      child.on('message', (message: InspectAnswer | { type: 'ready' }) => {
-        if ('ok' in message) {
-          clearTimeout(timer);
-          resolve(message);
-        }
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        resolve({ ok: false, error: `the model check stopped (exit code ${code}): the folder may be too large for its memory` });
-      });
-      child.send({ folder });
-    });
-    return answer.ok ? { ok: true, card: modelCardSchema.parse(answer.card) } : answer;
-  } finally {
-    child.kill();
-  }
+  const answer = await askRuntime<InspectAnswer>('gpu-worker/engine/pretrained/inspect-process.ts', 2048, { folder }, INSPECT_MS, ({ timedOut, code }) => ({
+    ok: false,
+    error: timedOut ? `the model check took longer than ${INSPECT_MS / 1000} s` : `the model check stopped (exit code ${code}): the folder may be too large for its memory`,
+  }));
+  return answer.ok ? { ok: true, card: modelCardSchema.parse(answer.card) } : answer;
 }

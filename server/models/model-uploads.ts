@@ -28,7 +28,7 @@ const MAX_OPEN_UPLOADS = 3;
 /** An upload untouched this long is abandoned (a closed tab, a crashed CLI) and swept. */
 const STALE_UPLOAD_MS = 24 * 3600_000;
 /** Room the volume keeps free beyond an upload's announced bytes. */
-const FREE_MARGIN_BYTES = 2 * 2 ** 30;
+export const FREE_MARGIN_BYTES = 2 * 2 ** 30;
 /** The largest chunk one call carries (base64 in the body: about 5.6 MB of the request limit). */
 export const MODEL_CHUNK_BYTES = 4 * 2 ** 20;
 /** The names a model's files may have: a flat folder of JSON, Jinja and safetensors files. */

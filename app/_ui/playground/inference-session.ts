@@ -24,13 +24,22 @@ export interface Completion {
 
 export type SessionPhase = 'opening' | 'placing' | 'loading' | 'ready' | 'ended' | 'failed';
 
+/** What a session serves: a checkpoint, or an imported model as it was imported. */
+export type Served = { checkpointId: string } | { modelId: string };
+
+/** One string for what is served (a checkpoint's id, or model:<id>), for keys and effects. */
+export function servedKey(served: Served): string {
+  return 'checkpointId' in served ? served.checkpointId : `model:${served.modelId}`;
+}
+
 /**
- * A checkpoint's inference session for a page: opens (or reuses) the team's session with
+ * A checkpoint's (or imported model's) inference session for a page: opens (or reuses) the team's session with
  * `inference.open`, follows its job over socket.io (the run's room carries job changes and the
  * sampled tokens), and closes it when the page is left. A session that ended (idle, cancelled,
  * failed) can be started again with `restart`.
  */
-export function useInferenceSession(teamId: string, checkpointId: string) {
+export function useInferenceSession(teamId: string, served: Served) {
+  const key = servedKey(served);
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [jobId, setJobId] = useState<string | null>(null);
@@ -50,16 +59,17 @@ export function useInferenceSession(teamId: string, checkpointId: string) {
     // mutateAsync, not mutate's callbacks: those do not run once the page is gone, and a session
     // that opens after the page was left must still be closed.
     open
-      .mutateAsync({ teamId, checkpointId, idleSeconds: IDLE_SECONDS })
+      .mutateAsync({ teamId, ...served, idleSeconds: IDLE_SECONDS })
       .then((r) => {
         if (!alive.current) return void close.mutate({ teamId, jobId: r.jobId });
         jobRef.current = r.jobId;
         setJobId(r.jobId);
       })
       .catch(() => undefined); // shown from open.error
-    // `open` and `close` are fresh objects each render; their mutate functions are stable.
+    // `open` and `close` are fresh objects each render; their mutate functions are stable. `served`
+    // is a fresh object too: its key says when it changes.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [teamId, checkpointId]);
+  }, [teamId, key]);
 
   useEffect(() => {
     alive.current = true;

@@ -2,7 +2,7 @@
 import { RotateCcw } from 'lucide-react';
 import { useEffect, useRef } from 'react';
 import { ErrorNote } from '../components';
-import { type Completion, type SessionPhase, useInferenceSession } from './inference-session';
+import { type Completion, type Served, servedKey, type SessionPhase, useInferenceSession } from './inference-session';
 import { TokenText } from './token-text';
 import type { ChatPrompt } from '../../../sdk/worker-protocol';
 import { readableTimes } from '../runs/run-state';
@@ -22,7 +22,7 @@ export interface PlaygroundRequest {
 const PHASE_WORDS: Record<SessionPhase, string> = {
   opening: 'Opening a session…',
   placing: 'Placing the session on a worker…',
-  loading: 'Loading the checkpoint…',
+  loading: 'Loading the weights…',
   ready: 'Ready',
   ended: 'The session has ended',
   failed: 'The session could not start',
@@ -46,29 +46,31 @@ function rate(c: Completion): string | null {
 }
 
 /**
- * One checkpoint's side of the playground: its session's state, and the completions of every
- * request the page sends, streaming. Reports its readiness so the page enables Generate.
+ * One checkpoint's (or imported model's) side of the playground: its session's state, and the
+ * completions of every request the page sends, streaming. Reports its readiness (by the served
+ * thing's key: its checkpoint's id, or model:<id>) so the page enables Generate.
  */
 export function SessionColumn({
   teamId,
-  checkpointId,
+  served,
   title,
   request,
   colour,
   onPhase,
 }: {
   teamId: string;
-  checkpointId: string;
+  served: Served;
   title: string;
   request: PlaygroundRequest | null;
   colour: boolean;
-  onPhase: (checkpointId: string, phase: SessionPhase) => void;
+  onPhase: (key: string, phase: SessionPhase) => void;
 }) {
-  const session = useInferenceSession(teamId, checkpointId);
+  const session = useInferenceSession(teamId, served);
   const sent = useRef(0);
   const { phase, generate } = session;
+  const key = servedKey(served);
 
-  useEffect(() => onPhase(checkpointId, phase), [checkpointId, phase, onPhase]);
+  useEffect(() => onPhase(key, phase), [key, phase, onPhase]);
 
   useEffect(() => {
     if (!request || request.id === sent.current || phase !== 'ready') return;

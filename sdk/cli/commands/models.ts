@@ -125,7 +125,8 @@ export async function modelsExportCommand(ctx: CommandContext, ref: string, fold
   const conn = await ctx.connect();
   const { checkpointId } = await checkpointNamed(conn, ref);
   ctx.out.note(`exporting checkpoint ${checkpointId} (${format}) on the server…`);
-  const exported = await call(conn, () => conn.api.models.exportCheckpoint.mutate({ teamId: conn.teamId, checkpointId, format }));
+  // Merging a large model takes minutes: the call waits for as long as it takes.
+  const exported = await call(conn, () => conn.api.models.exportCheckpoint.mutate({ teamId: conn.teamId, checkpointId, format }, LONG_CALL));
   let res: Response;
   try {
     res = await fetch(`${conn.url}${exported.download}`, { headers: { authorization: `Bearer ${conn.apiKey}` } });
@@ -136,9 +137,18 @@ export async function modelsExportCommand(ctx: CommandContext, ref: string, fold
     const answer = (await res.json().catch(() => ({}))) as { error?: string };
     throw new CliError(`the download of ${exported.name} failed (${res.status}): ${answer.error ?? res.statusText}`, res.status === 404 ? EXIT.NOT_FOUND : EXIT.SERVER_ERROR);
   }
-  await fs.promises.mkdir(folder, { recursive: true });
-  // The archive holds one folder named for the export; its files go straight into the one asked for.
-  await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), extractTar({ cwd: folder, strip: 1 }));
+  // Unpacked aside and moved into place whole: a download cut midway leaves no half folder.
+  const aside = `${folder}.${process.pid}.partial`;
+  await fs.promises.rm(aside, { recursive: true, force: true });
+  await fs.promises.mkdir(aside, { recursive: true });
+  try {
+    // The archive holds one folder named for the export; its files go straight into the one asked for.
+    await pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), extractTar({ cwd: aside, strip: 1 }));
+    await fs.promises.rm(folder, { recursive: true, force: true });
+    await fs.promises.rename(aside, folder);
+  } finally {
+    await fs.promises.rm(aside, { recursive: true, force: true });
+  }
   ctx.out.document({ checkpointId, format, folder, files: exported.files });
   ctx.out.line(`exported checkpoint ${checkpointId} (${format}) to ${folderArg}: ${exported.files.map((f) => f.path).join(', ')} (${formatBytes(exported.bytes)})`);
   ctx.out.line(

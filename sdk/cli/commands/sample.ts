@@ -30,6 +30,8 @@ export async function sampleCommand(ctx: CommandContext, cmd: SampleCommand): Pr
   try {
     const answers = await follow(socket, conn, session.jobId, ctx.io.signal);
     await untilRunning(ctx, conn, session.jobId, answers, ctx.io.signal);
+    // A socket that dropped meanwhile left the room: its tokens would not come.
+    answers.check();
     const { requestId } = await call(conn, () =>
       conn.api.inference.sample.mutate({
         teamId: conn.teamId,
@@ -44,11 +46,17 @@ export async function sampleCommand(ctx: CommandContext, cmd: SampleCommand): Pr
     );
     const done = await answers.done(requestId, (text) => {
       if (!ctx.out.json) ctx.io.stdout.write(text);
-    });
-    if (done.reason === 'error') throw new CliError(`the sample failed: ${done.error ?? 'no reason given'}`, EXIT.JOB_FAILED);
+    }, () => stillServing(conn, session.jobId), deadlineMs(cmd.maxTokens));
+    if (done.reason === 'error' || done.reason === 'cancelled') {
+      if (!ctx.out.json) ctx.io.stdout.write('\n');
+      throw new CliError(`the sample ${done.reason === 'error' ? 'failed' : 'was cut off'}: ${done.error ?? 'no reason given'}`, EXIT.JOB_FAILED);
+    }
     if (!ctx.out.json) ctx.io.stdout.write('\n');
     const timing = done.timing;
-    ctx.out.note(`${done.reason}: ${done.tokens?.length ?? 0} tokens${timing ? `, first after ${Math.round(timing.firstTokenMs)} ms, ${timing.decodeMs > 0 && timing.tokens > 1 ? `${((timing.tokens - 1) / (timing.decodeMs / 1000)).toFixed(1)} tokens/s` : ''}` : ''}; the session stays open ${cmd.idleSeconds} s (whetstone cancel ${session.jobId} ends it)`);
+    const rate = timing && timing.decodeMs > 0 && timing.tokens > 1 ? `, ${((timing.tokens - 1) / (timing.decodeMs / 1000)).toFixed(1)} tokens/s` : '';
+    ctx.out.note(
+      `${done.reason}: ${done.tokens?.length ?? 0} tokens${timing ? `, first after ${Math.round(timing.firstTokenMs)} ms${rate}` : ''}; the session stays open until it is idle${session.reused ? '' : ` for ${cmd.idleSeconds} s`} (whetstone cancel ${session.jobId} ends it)`,
+    );
     ctx.out.document({ jobId: session.jobId, text: done.text, tokens: done.tokens ?? [], reason: done.reason, timing: done.timing ?? null });
     return EXIT.OK;
   } finally {
@@ -57,11 +65,26 @@ export async function sampleCommand(ctx: CommandContext, cmd: SampleCommand): Pr
   }
 }
 
+/** How long an answer may take once sent: a minute, and a generous second a token on a slow worker. */
+const deadlineMs = (maxTokens: number) => 60_000 + maxTokens * 1_000;
+
+/** Why the session can no longer answer (it ended, or lost its worker), or null while it serves. */
+async function stillServing(conn: Connection, jobId: string): Promise<string | null> {
+  const job = await call(conn, () => conn.api.jobs.get.query({ teamId: conn.teamId, jobId }));
+  return job.state === 'RUNNING' ? null : `the session is ${job.state.toLowerCase()}${job.failureReason ? ` (${job.failureReason})` : ''} and did not answer: run the command again`;
+}
+
 interface Answers {
   /** Resolves on the session's `job` events (a state change), or after `ms`. */
   changed(ms: number): Promise<void>;
-  /** The request's end; `onText` gets its text as the tokens come. */
-  done(requestId: string, onText: (text: string) => void): Promise<Done>;
+  /** Throws if the connection was lost since the room was joined. */
+  check(): void;
+  /**
+   * The request's end; `onText` gets its text as the tokens come. Between events it asks `gone`
+   * whether the session still serves (a request sent to a worker that just went is never
+   * answered), and gives up after `deadline` ms.
+   */
+  done(requestId: string, onText: (text: string) => void, gone: () => Promise<string | null>, deadline: number): Promise<Done>;
 }
 
 /**
@@ -97,7 +120,11 @@ function follow(socket: LiveSocket, conn: Connection, jobId: string, signal?: Ab
     });
   const answers: Answers = {
     changed: (ms) => next(ms),
-    async done(requestId, onText) {
+    check() {
+      if (lost) throw lost;
+    },
+    async done(requestId, onText, gone, deadline) {
+      const until = Date.now() + deadline;
       for (let seen = 0; ; ) {
         for (; seen < events.length; seen++) {
           const e = events[seen];
@@ -107,16 +134,24 @@ function follow(socket: LiveSocket, conn: Connection, jobId: string, signal?: Ab
         }
         if (lost) throw lost;
         if (signal?.aborted) throw new CliError('stopped; the session goes on until it is idle', EXIT.INTERRUPTED);
-        await next(60_000);
+        if (Date.now() > until) throw new CliError(`no answer after ${Math.round(deadline / 1000)} s: the session's worker may be overloaded or gone (whetstone jobs ${jobId})`, EXIT.JOB_FAILED);
+        const before = events.length;
+        await next(10_000);
+        // Woken by a state change or by silence (not by tokens): is anyone still answering?
+        if (events.length === before) {
+          const why = await gone();
+          if (why) throw new CliError(why, EXIT.JOB_FAILED);
+        }
       }
     },
   };
   return new Promise((resolve, reject) => {
     socket.once('connect', () => {
       socket
+        .timeout(30_000)
         .emitWithAck('subscribe', { room: runRoom(jobId) })
         .then((answer) => (answer.ok ? resolve(answers) : reject(new CliError(`cannot follow the session ${jobId}: ${answer.error}`, EXIT.NOT_FOUND))))
-        .catch(reject);
+        .catch(() => reject(new CliError(`the server did not answer the subscription to the session ${jobId}`, EXIT.UNREACHABLE)));
     });
     socket.once('connect_error', (e: Error) => reject(e.message.startsWith('UNAUTHORIZED') ? keyRefused(conn.keySource) : new CliError(`cannot reach ${conn.url} over socket.io: ${e.message}`, EXIT.UNREACHABLE)));
   });

@@ -79,18 +79,20 @@ export const inferenceRouter = router({
         ctx,
         input: { kind: 'INFERENCE', priority: 0, deviceCount: 1, memoryBytes: 0, maxAttempts: 3, config },
         reuse: async (tx) => {
-          const [field, value] = input.checkpointId !== undefined ? ['checkpointId', input.checkpointId] : ['baseModelId', input.modelId!];
-          const live = await tx.job.findMany({
-            where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: [field], equals: value } },
-            orderBy: { createdAt: 'desc' },
-            take: 20,
-            select: { ...queuedJobSelect, config: true },
-          });
+          if (input.checkpointId !== undefined) {
+            return tx.job.findFirst({
+              where: { teamId, kind: 'INFERENCE', state: { in: [...LIVE] }, cancelRequestedAt: null, config: { path: ['checkpointId'], equals: input.checkpointId } },
+              orderBy: { createdAt: 'desc' },
+              select: queuedJobSelect,
+            });
+          }
           // A model's own session is one without a checkpoint (a checkpoint's session names its model too).
-          const session = live.find((j) => input.checkpointId !== undefined || (j.config as { checkpointId?: unknown }).checkpointId === undefined);
-          if (!session) return null;
-          const { config: _config, ...job } = session;
-          return job;
+          const [live] = await tx.$queryRaw<{ id: string }[]>`
+            SELECT id FROM "Job"
+             WHERE "teamId" = ${teamId} AND kind = 'INFERENCE' AND state::text = ANY(${[...LIVE]}::text[]) AND "cancelRequestedAt" IS NULL
+               AND config->>'baseModelId' = ${input.modelId!} AND NOT (config ? 'checkpointId')
+             ORDER BY "createdAt" DESC LIMIT 1`;
+          return live ? tx.job.findUnique({ where: { id: live.id }, select: queuedJobSelect }) : null;
         },
       });
       return { jobId: job.id, state: job.state, reused };

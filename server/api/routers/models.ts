@@ -35,10 +35,10 @@ export const modelsRouter = router({
   list: teamProcedure('VIEWER').query(async ({ ctx }) => {
     const teamId = ctx.membership.teamId;
     const models = await ctx.db.pretrainedModel.findMany({ where: { teamId }, orderBy: { createdAt: 'desc' }, select: modelFields });
-    // Runs that start from each model (any state), counted through the job's config as the environments list counts them.
+    // Runs that start from each model (any state, inference sessions left out), counted through the job's config as the environments list counts them.
     const counts = await ctx.db.$queryRaw<{ modelId: string; runs: bigint }[]>`
       SELECT j.config->>'baseModelId' AS "modelId", count(*) AS runs FROM "Job" j
-       WHERE j."teamId" = ${teamId} AND jsonb_typeof(j.config->'baseModelId') = 'string'
+       WHERE j."teamId" = ${teamId} AND j.kind <> 'INFERENCE' AND jsonb_typeof(j.config->'baseModelId') = 'string'
        GROUP BY 1`;
     const runs = new Map(counts.map((c) => [c.modelId, Number(c.runs)]));
     return models.map((m) => ({ ...m, card: modelCardSchema.parse(m.card), bytes: Number(m.bytes), runs: runs.get(m.id) ?? 0 }));
@@ -50,7 +50,8 @@ export const modelsRouter = router({
       const model = await ctx.db.pretrainedModel.findFirst({ where: { id: input.modelId, teamId: ctx.membership.teamId }, select: modelFields });
       if (!model) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such model in this team' });
       const jobs = await ctx.db.job.findMany({
-        where: { teamId: ctx.membership.teamId, config: { path: ['baseModelId'], equals: model.id } },
+        // Runs and evaluations; the playground's and `whetstone sample`'s sessions are not runs.
+        where: { teamId: ctx.membership.teamId, kind: { not: 'INFERENCE' }, config: { path: ['baseModelId'], equals: model.id } },
         orderBy: { queuedAt: 'desc' },
         take: 50,
         select: { id: true, kind: true, state: true, queuedAt: true, experiment: { select: { name: true } } },

@@ -1,5 +1,6 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { MessageSquare } from 'lucide-react';
 import Link from 'next/link';
 import { useParams, useRouter } from 'next/navigation';
 import { ConfirmButton, ErrorNote, Loading, PageTitle } from '../../../../_ui/components';
@@ -14,9 +15,9 @@ import { useTeam } from '../../../../_ui/team-context';
 import { useTRPC } from '../../../../trpc';
 
 /**
- * An imported model: its card (family, size, context, vocabulary, attention, chat template), how
- * to start a run from it, its files, the runs that start from it, and its removal (admins, once no
- * queued or running job needs it).
+ * An imported model: its card (family, size, context, vocabulary, attention, chat template), the
+ * playground on it as imported, how to start a run from it, its files, the runs that start from
+ * it, and its removal (admins, once no queued or running job needs it).
  */
 export default function ModelPage() {
   const { modelId } = useParams<{ modelId: string }>();
@@ -48,6 +49,11 @@ export default function ModelPage() {
         <Link href={`${base}/models`}>Models</Link> /
       </p>
       <PageTitle title={m.name}>
+        {atLeast(team.role, 'MEMBER') ? (
+          <Link href={`${base}/models/${m.id}/playground`} className="btn">
+            <MessageSquare size={15} aria-hidden="true" /> Open in playground
+          </Link>
+        ) : null}
         {atLeast(team.role, 'ADMIN') ? (
           <ConfirmButton
             label="Remove"

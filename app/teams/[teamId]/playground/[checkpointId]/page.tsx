@@ -1,10 +1,9 @@
 'use client';
 import { useQuery } from '@tanstack/react-query';
-import { Play } from 'lucide-react';
 import Link from 'next/link';
 import { useParams, useRouter, useSearchParams } from 'next/navigation';
-import { useCallback, useEffect, useState } from 'react';
-import { ErrorNote, Field, Loading } from '../../../../_ui/components';
+import { useCallback, useMemo, useState } from 'react';
+import { ErrorNote, Loading } from '../../../../_ui/components';
 import { NotFound } from '../../../../_ui/empty-state';
 import { isNotFound } from '../../../../_ui/errors';
 import { formatBytes } from '../../../../_ui/format';
@@ -13,18 +12,11 @@ import { PlayPanel } from '../../../../_ui/editor/play-panel';
 import { ExportCheckpoint } from '../../../../_ui/models/export-checkpoint';
 import { atLeast } from '../../../../_ui/roles';
 import type { SessionPhase } from '../../../../_ui/playground/inference-session';
+import { PromptForm } from '../../../../_ui/playground/prompt-form';
 import { type PlaygroundRequest, SessionColumn } from '../../../../_ui/playground/session-column';
 import { WatchGame } from '../../../../_ui/playground/watch-game';
 import { useTeam } from '../../../../_ui/team-context';
 import { useTRPC } from '../../../../trpc';
-
-/** The sampling controls' starting values: the training default temperature, a short answer. */
-const DEFAULTS = { temperature: 1, topP: 1, topK: 0, maxTokens: 64, samples: 1, seed: 0 };
-
-function numberOr(value: string, fallback: number): number {
-  const n = Number(value);
-  return value.trim() === '' || !Number.isFinite(n) ? fallback : n;
-}
 
 /**
  * The inference playground: a checkpoint loaded on a worker (an inference session), a prompt in
@@ -52,74 +44,15 @@ export default function PlaygroundPage() {
   const version = useQuery({ ...trpc.environments.version.queryOptions({ teamId: team.id, versionId }), enabled: versionId !== '' });
   const description = (version.data?.validation as { description?: EnvironmentDescription } | null | undefined)?.description ?? null;
 
-  const [system, setSystem] = useState('');
-  const [message, setMessage] = useState('');
-  const [raw, setRaw] = useState(false);
-  const [rawPrompt, setRawPrompt] = useState('');
-  const [temperature, setTemperature] = useState(String(DEFAULTS.temperature));
-  const [topP, setTopP] = useState(String(DEFAULTS.topP));
-  const [topK, setTopK] = useState(String(DEFAULTS.topK));
-  const [maxTokens, setMaxTokens] = useState(String(DEFAULTS.maxTokens));
-  const [stop, setStop] = useState('');
-  const [seed, setSeed] = useState(String(DEFAULTS.seed));
-  const [samples, setSamples] = useState(String(DEFAULTS.samples));
   const [colour, setColour] = useState(false);
   const [request, setRequest] = useState<PlaygroundRequest | null>(null);
   const [phases, setPhases] = useState<Record<string, SessionPhase>>({});
-  const [prefilled, setPrefilled] = useState(false);
-
-  // The environment's own first prompt, once: the user edits from there.
-  useEffect(() => {
-    if (prefilled || !info.data) return;
-    setPrefilled(true);
-    if (info.data.example) {
-      setSystem(info.data.example.system);
-      setMessage(info.data.example.observation);
-    }
-  }, [info.data, prefilled]);
+  const example = info.data?.example;
+  const start = useMemo(() => (example ? { system: example.system, message: example.observation } : null), [example]);
 
   const onPhase = useCallback((id: string, phase: SessionPhase) => setPhases((p) => (p[id] === phase ? p : { ...p, [id]: phase })), []);
   const columns = vs && vs !== checkpointId ? [checkpointId, vs] : [checkpointId];
   const ready = columns.every((c) => phases[c] === 'ready');
-
-  const problems: string[] = [];
-  const t = numberOr(temperature, NaN);
-  if (!(t >= 0 && t <= 10)) problems.push('Temperature is a number from 0 to 10.');
-  const p = numberOr(topP, NaN);
-  if (!(p > 0 && p <= 1)) problems.push('Top-p is above 0 and at most 1.');
-  const k = numberOr(topK, NaN);
-  if (!(Number.isInteger(k) && k >= 0)) problems.push('Top-k is a whole number, 0 for all tokens.');
-  const m = numberOr(maxTokens, NaN);
-  if (!(Number.isInteger(m) && m >= 1 && m <= 512)) problems.push('Max tokens is a whole number from 1 to 512.');
-  const n = numberOr(samples, NaN);
-  if (!(Number.isInteger(n) && n >= 1 && n <= 8)) problems.push('Samples is a whole number from 1 to 8.');
-  const s0 = numberOr(seed, NaN);
-  if (!(Number.isInteger(s0) && s0 >= 0)) problems.push('Seed is a whole number from 0.');
-  if (!raw && message.trim() === '') problems.push('Write a message for the model to answer.');
-
-  const send = () => {
-    if (!ready || problems.length > 0) return;
-    const stops = stop
-      .split('\n')
-      .map((x) => x.replace(/\\n/g, '\n'))
-      .filter((x) => x !== '');
-    setRequest((r) => ({
-      id: (r?.id ?? 0) + 1,
-      prompt: raw ? { prompt: rawPrompt } : { chat: { system, messages: [{ role: 'user', text: message }] } },
-      temperature: t,
-      topP: p,
-      topK: k,
-      maxTokens: m,
-      ...(stops.length ? { stop: stops } : {}),
-      seeds: Array.from({ length: n }, (_, i) => s0 + i),
-    }));
-  };
-  const onFormKey = (e: React.KeyboardEvent) => {
-    if ((e.ctrlKey || e.metaKey) && e.key === 'Enter') {
-      e.preventDefault();
-      send();
-    }
-  };
 
   if (info.error && isNotFound(info.error)) {
     return <NotFound kind="checkpoint" id={checkpointId} teamName={team.name} back={{ href: `${base}/checkpoints`, label: 'See the team’s checkpoints' }} />;
@@ -187,71 +120,19 @@ export default function PlaygroundPage() {
       </header>
 
       <div className={`playground${columns.length > 1 ? ' playground-ab' : ''}`}>
-        <form
-          className="panel playground-prompt"
-          aria-label="Prompt"
-          onKeyDown={onFormKey}
-          onSubmit={(e) => {
-            e.preventDefault();
-            send();
-          }}
-        >
-          <h2>Prompt</h2>
-          <label className="switch small">
-            <input type="checkbox" checked={raw} onChange={(e) => setRaw(e.target.checked)} /> Raw text (no chat format)
-          </label>
-          {raw ? (
-            <Field label="Raw prompt" hint="Sent as text after the start token, without the system and turn markers the policy was trained with.">
-              {(a) => <textarea {...a} className="mono" rows={8} value={rawPrompt} onChange={(e) => setRawPrompt(e.target.value)} />}
-            </Field>
-          ) : (
-            <>
-              <Field label="System" hint={environment ? `The system prompt ${environment.name}'s policy reads (from its dry run); edit freely.` : 'The system message.'}>
-                {(a) => <textarea {...a} className="mono" rows={5} value={system} onChange={(e) => setSystem(e.target.value)} />}
-              </Field>
-              <Field label="Message" hint="What the environment would say: an observation the model answers.">
-                {(a) => <textarea {...a} className="mono" rows={7} value={message} onChange={(e) => setMessage(e.target.value)} />}
-              </Field>
-            </>
-          )}
-          <div className="playground-params">
-            <Field label="Temperature" hint="0 is greedy.">
-              {(a) => <input {...a} inputMode="decimal" value={temperature} onChange={(e) => setTemperature(e.target.value)} />}
-            </Field>
-            <Field label="Top-p">{(a) => <input {...a} inputMode="decimal" value={topP} onChange={(e) => setTopP(e.target.value)} />}</Field>
-            <Field label="Top-k" hint="0: all tokens.">
-              {(a) => <input {...a} inputMode="numeric" value={topK} onChange={(e) => setTopK(e.target.value)} />}
-            </Field>
-            <Field label="Max tokens">{(a) => <input {...a} inputMode="numeric" value={maxTokens} onChange={(e) => setMaxTokens(e.target.value)} />}</Field>
-            <Field label="Seed" hint="Samples use seed, seed+1, …">
-              {(a) => <input {...a} inputMode="numeric" value={seed} onChange={(e) => setSeed(e.target.value)} />}
-            </Field>
-            <Field label="Samples">{(a) => <input {...a} inputMode="numeric" value={samples} onChange={(e) => setSamples(e.target.value)} />}</Field>
-          </div>
-          <Field label="Stop strings" hint="One a line; \n for a newline.">
-            {(a) => <textarea {...a} className="mono" rows={2} value={stop} onChange={(e) => setStop(e.target.value)} />}
-          </Field>
-          {problems.length > 0 ? (
-            <ul className="playground-problems small" aria-live="polite">
-              {problems.map((x) => (
-                <li key={x}>{x}</li>
-              ))}
-            </ul>
-          ) : null}
-          <div className="actions">
-            <button type="submit" className="btn btn-primary" disabled={!ready || problems.length > 0} aria-keyshortcuts="Control+Enter">
-              <Play size={15} aria-hidden="true" /> Generate <kbd>Ctrl ↵</kbd>
-            </button>
-            <label className="switch small">
-              <input type="checkbox" checked={colour} onChange={(e) => setColour(e.target.checked)} /> Colour by probability
-            </label>
-          </div>
-          {!ready ? <p className="hint">Generate is enabled once {columns.length > 1 ? 'both sessions are' : 'the session is'} ready.</p> : null}
-        </form>
+        <PromptForm
+          ready={ready}
+          columns={columns.length}
+          example={start}
+          systemHint={environment ? `The system prompt ${environment.name}'s policy reads (from its dry run); edit freely.` : 'The system message.'}
+          colour={colour}
+          onColour={setColour}
+          onSend={(r) => setRequest((prev) => ({ ...r, id: (prev?.id ?? 0) + 1 }))}
+        />
 
         <div className="playground-results">
           {columns.map((id) => (
-            <SessionColumn key={id} teamId={team.id} checkpointId={id} title={columns.length > 1 ? label(id) : 'Completions'} request={request} colour={colour} onPhase={onPhase} />
+            <SessionColumn key={id} teamId={team.id} served={{ checkpointId: id }} title={columns.length > 1 ? label(id) : 'Completions'} request={request} colour={colour} onPhase={onPhase} />
           ))}
         </div>
       </div>
