@@ -12,6 +12,7 @@ import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
 import { randomBatch } from '../gpu-worker/engine/tools/step-input';
 import { bestMatmulGflops, emit, timeMs, trainFlopsPerToken } from './engine-measure';
 import { NaiveGPT } from './naive-gpt';
+import { pretrainedFigures } from './engine-pretrained';
 
 const report = await initBackend();
 const tok = new CharTokenizer();
@@ -70,3 +71,6 @@ await trainThroughput('large', { layers: 4, width: 128, heads: 4, contextLength:
   emit('sample_speedup_vs_recompute', recompute / cached, 'ratio', { ...backend, recomputeTokensPerS: Number((newTokens / (recompute / 1000)).toFixed(1)) });
   model.dispose();
 }
+
+// A pretrained model's size (SmolLM2-135M's shapes, random weights): KV-cached sampling and a LoRA step.
+await pretrainedFigures(roof.gflops, backend);

@@ -91,6 +91,27 @@ export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
   return useFastMatmulPath() && recordingGradients() ? matMul2dFast(a, b) : tf.matMul(a, b);
 }
 
+/**
+ * x[m,k] × w[k,n] (+ b[n]) for weights that do not train (a frozen base under LoRA): the gradient
+ * goes to `x` only, dy·wᵀ. The fast path's matMul2dFast and linearFast compute every gradient (a
+ * custom gradient returns them all) and save both operands, which tfjs copies; here nothing is
+ * saved and no weight or bias gradient is made, which per projection spares a product as large as
+ * its forward and copies of the weight and of its input. `wT` gives wᵀ for the backward (default:
+ * a transpose of w); w and what `wT` reads must outlive the backward, as variables do. The value is
+ * the same kernel's as linear2d's and matMul2d's, to the bit.
+ */
+export function frozenLinear2d(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT: () => tf.Tensor2D = () => transpose2d(w)): tf.Tensor2D {
+  if (!(useFastMatmulPath() && recordingGradients())) return b ? linear2d(x, w, b) : matMul2d(x, w);
+  const product = tf.customGrad(((input: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    save([]);
+    return {
+      value: b ? tf.fused.matMul({ a: input, b: w, bias: b }) : tf.matMul(input, w),
+      gradFunc: (dy: tf.Tensor) => [tf.matMul(dy as tf.Tensor2D, wT())],
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (input: tf.Tensor2D) => tf.Tensor2D;
+  return product(x);
+}
+
 /*
  * Attention's two batched products, on [B, T, H, hd] heads as the qkv projection lays them out:
  *   scores[i, b, h, j] = Σ_c q[b, i, h, c] · k[b, j, h, c]     → [Tq, B, H, Tk]
