@@ -6,7 +6,8 @@ import { errorNote, expectAccessible, samplerCheckpointOf, shoot, trpc } from '.
 
 // Models from the page: a folder missing its tokenizer is refused before anything is sent, a
 // broken chat template is refused by the server's check naming the file, and the tiny Qwen2 chat
-// fixture imports by the folder picker, shows its card in the list and on its page. A short LoRA
+// fixture imports by the folder picker, shows its card in the list and on its page, and answers in
+// the playground as imported. A short LoRA
 // run from it writes a checkpoint that exports from the run page as a PEFT adapter (a tar the
 // browser downloads) and opens in the playground, which names the model it was fine-tuned from.
 
@@ -79,6 +80,23 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await shoot(page, testInfo, 'model-page');
   expect(page.url()).toContain(`/teams/${team}/models/`);
 
+  // The model itself in the playground, before any run: through its chat template, streamed.
+  await page.getByRole('link', { name: 'Open in playground' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: /Playground · tiny-qwen/ })).toBeVisible();
+  await expect(page.getByTestId('session-state')).toContainText('Ready', { timeout: 120_000 });
+  await page.getByRole('textbox', { name: 'Message' }).fill('Pick a number.');
+  await page.getByRole('textbox', { name: 'Max tokens' }).fill('8');
+  await page.getByRole('textbox', { name: 'Message' }).press('Control+Enter');
+  await expect(page.getByTestId('completion')).toHaveCount(1, { timeout: 60_000 });
+  await expect(page.locator('[data-testid="completion"][data-done=""]')).toHaveCount(0, { timeout: 60_000 });
+  await expect(page.getByTestId('completion')).toContainText(/seed 0 · \d+ tokens/);
+  await expectAccessible(page, 'model playground');
+  await shoot(page, testInfo, 'model-playground');
+  await page.getByRole('link', { name: 'tiny-qwen' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'tiny-qwen' })).toBeVisible();
+  // The playground's session is not a run of the model.
+  await expect(page.getByRole('heading', { name: 'No runs yet' })).toBeVisible();
+
   // The launcher offers it as a starting point; the command line says --model.
   await page.goto(`${url}/teams/${team}/launch`);
   const start = page.getByLabel('Start from');
@@ -120,6 +138,12 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expect(page.getByRole('link', { name: 'tiny-qwen' })).toBeVisible();
   await expect(page.getByRole('button', { name: /Export step \d+ as a Hugging Face folder/ })).toBeVisible();
   await shoot(page, testInfo, 'playground-from-model');
+  // Leaving ends the playground's sessions (the worker's one device is the next test's).
+  await page.getByRole('link', { name: 'Checkpoints' }).first().click();
+  await expect(page).toHaveURL(/\/checkpoints$/);
+  await expect
+    .poll(async () => (await trpc<{ runs: Array<{ state: string }> }>(page, url, 'runs.list', 'query', { teamId: team, kinds: ['INFERENCE'], limit: 10 })).runs.filter((r) => ['QUEUED', 'ASSIGNED', 'RUNNING'].includes(r.state)).length, { timeout: 60_000 })
+    .toBe(0);
   watch.expectClean();
   await context.close();
 });

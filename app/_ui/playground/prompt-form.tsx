@@ -22,6 +22,7 @@ export function PromptForm({
   columns,
   example,
   systemHint,
+  messageHint = 'What the environment would say: an observation the model answers.',
   rawOnly = false,
   colour,
   onColour,
@@ -33,6 +34,7 @@ export function PromptForm({
   /** The prompt to start from (an environment's system prompt and first observation), once known. */
   example: { system: string; message: string } | null;
   systemHint: string;
+  messageHint?: string;
   /** A model without a chat template reads raw text only. */
   rawOnly?: boolean;
   colour: boolean;
@@ -126,7 +128,7 @@ export function PromptForm({
           <Field label="System" hint={systemHint}>
             {(a) => <textarea {...a} className="mono" rows={5} value={system} onChange={(e) => setSystem(e.target.value)} />}
           </Field>
-          <Field label="Message" hint="What the environment would say: an observation the model answers.">
+          <Field label="Message" hint={messageHint}>
             {(a) => <textarea {...a} className="mono" rows={7} value={message} onChange={(e) => setMessage(e.target.value)} />}
           </Field>
         </>

@@ -58,6 +58,7 @@ export default function ModelPlaygroundPage() {
           columns={1}
           example={null}
           systemHint="The system message, laid out by the model's chat template."
+          messageHint="The user's turn: what the model answers."
           rawOnly={!m.card.hasChatTemplate}
           colour={colour}
           onColour={setColour}
