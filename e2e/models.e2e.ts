@@ -137,6 +137,10 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expect(page.getByText('fine-tuned from')).toBeVisible();
   await expect(page.getByRole('link', { name: 'tiny-qwen' })).toBeVisible();
   await expect(page.getByRole('button', { name: /Export step \d+ as a Hugging Face folder/ })).toBeVisible();
+  // Beside it, the model as imported: what the fine-tuning changed, on the same prompt and seeds.
+  await page.getByLabel('Compare with another checkpoint').selectOption({ label: 'tiny-qwen as imported (before fine-tuning)' });
+  await expect(page).toHaveURL(/[?&]vs=model%3A/);
+  await expect(page.getByRole('region', { name: 'B · tiny-qwen as imported' })).toBeVisible();
   await shoot(page, testInfo, 'playground-from-model');
   // Leaving ends the playground's sessions (the worker's one device is the next test's).
   await page.getByRole('link', { name: 'Checkpoints' }).first().click();

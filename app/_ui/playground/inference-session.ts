@@ -29,7 +29,14 @@ export type Served = { checkpointId: string } | { modelId: string };
 
 /** One string for what is served (a checkpoint's id, or model:<id>), for keys and effects. */
 export function servedKey(served: Served): string {
-  return 'checkpointId' in served ? served.checkpointId : `model:${served.modelId}`;
+  return 'checkpointId' in served ? served.checkpointId : `${MODEL_KEY}${served.modelId}`;
+}
+
+const MODEL_KEY = 'model:';
+
+/** What a key names (the reverse of servedKey): a page's `?vs=` is a key. */
+export function servedOf(key: string): Served {
+  return key.startsWith(MODEL_KEY) ? { modelId: key.slice(MODEL_KEY.length) } : { checkpointId: key };
 }
 
 /**

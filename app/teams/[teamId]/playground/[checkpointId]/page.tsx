@@ -11,7 +11,7 @@ import type { EnvironmentDescription } from '../../../../../sdk/dry-run-report';
 import { PlayPanel } from '../../../../_ui/editor/play-panel';
 import { ExportCheckpoint } from '../../../../_ui/models/export-checkpoint';
 import { atLeast } from '../../../../_ui/roles';
-import type { SessionPhase } from '../../../../_ui/playground/inference-session';
+import { servedKey, servedOf, type SessionPhase } from '../../../../_ui/playground/inference-session';
 import { PromptForm } from '../../../../_ui/playground/prompt-form';
 import { type PlaygroundRequest, SessionColumn } from '../../../../_ui/playground/session-column';
 import { WatchGame } from '../../../../_ui/playground/watch-game';
@@ -23,7 +23,8 @@ import { useTRPC } from '../../../../trpc';
  * the policy's chat format (the environment's system prompt and an observation, pre-filled from
  * its dry run), sampling controls, and completions streaming token by token with each token's
  * probability and alternatives. `?vs=<checkpoint>` puts a second checkpoint beside it (A/B), on
- * the same prompt and seeds.
+ * the same prompt and seeds; for a checkpoint of an imported model, `?vs=model:<id>` puts the model
+ * as it was imported beside it (what the fine-tuning changed).
  */
 export default function PlaygroundPage() {
   const { checkpointId } = useParams<{ checkpointId: string }>();
@@ -62,6 +63,7 @@ export default function PlaygroundPage() {
 
   const { checkpoint, environment, model } = info.data;
   const label = (id: string) => {
+    if (model && id === servedKey({ modelId: model.id })) return `B · ${model.name} as imported`;
     const c = others.data?.checkpoints.find((x) => x.id === id);
     if (id === checkpointId) return `A · step ${checkpoint.step}`;
     return c ? `B · ${c.job?.environmentName ?? 'checkpoint'} step ${c.step}` : `B · ${id}`;
@@ -107,6 +109,7 @@ export default function PlaygroundPage() {
             Compare with{' '}
             <select value={vs ?? ''} onChange={(e) => setVs(e.target.value)} aria-label="Compare with another checkpoint">
               <option value="">nothing (one checkpoint)</option>
+              {model ? <option value={servedKey({ modelId: model.id })}>{model.name} as imported (before fine-tuning)</option> : null}
               {(others.data?.checkpoints ?? [])
                 .filter((c) => c.id !== checkpointId)
                 .map((c) => (
@@ -132,7 +135,7 @@ export default function PlaygroundPage() {
 
         <div className="playground-results">
           {columns.map((id) => (
-            <SessionColumn key={id} teamId={team.id} served={{ checkpointId: id }} title={columns.length > 1 ? label(id) : 'Completions'} request={request} colour={colour} onPhase={onPhase} />
+            <SessionColumn key={id} teamId={team.id} served={servedOf(id)} title={columns.length > 1 ? label(id) : 'Completions'} request={request} colour={colour} onPhase={onPhase} />
           ))}
         </div>
       </div>
@@ -151,7 +154,7 @@ export default function PlaygroundPage() {
               versionId={environment.versionId}
               description={description}
               checkpointId={checkpointId}
-              against={vs && vs !== checkpointId ? vs : null}
+              against={vs && vs !== checkpointId && 'checkpointId' in servedOf(vs) ? vs : null}
             />
           ) : null}
           <PlayPanel
