@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testBackend } from '../test-support/engine/test-setup';
 import { testAssignment as assignment } from '../test-support/job-runner/assignments';
-import { type Assignment } from '../../sdk/worker-protocol';
+import { type Assignment, type SampleRequest } from '../../sdk/worker-protocol';
 import { CheckpointStore } from './checkpoints';
 import { InferenceChannel, type InferenceEvent } from './inference-channel';
 import { baseModelLoader } from './model-cache';
@@ -135,50 +135,47 @@ describe('a run from an imported pretrained model', () => {
     expect(series(resumed)).toEqual(series(full));
   });
 
+  /** One request to an INFERENCE session of this assignment: every event it sent, and its end; the session is then cancelled. */
+  async function serveOne(a: Assignment, sink: MemorySink, request: Omit<SampleRequest, 'requestId' | 'attemptId'>) {
+    const events: InferenceEvent[] = [];
+    const channel = new InferenceChannel((e) => void events.push(e));
+    const control = new JobControl();
+    channel.push({ requestId: 'r1', attemptId: 'att-1', ...request });
+    const session = runJob(a, sink, control, { inference: channel });
+    await expect.poll(() => events.find((e) => e.type === 'done'), { timeout: 60_000 }).toBeTruthy();
+    control.cancel();
+    expect(await session).toMatchObject({ outcome: 'cancelled' });
+    const done = events.find((e) => e.type === 'done')!;
+    if (done.type !== 'done') throw new Error('no answer');
+    expect(done.done.error).toBeUndefined();
+    return { events, done: done.done };
+  }
+
   test('the playground serves the trained checkpoint: a chat through the template, answered with a number', async () => {
     const sink = new MemorySink();
     const baseModel = withModel(sink);
     const sampler = full.checkpoints.find((c) => c.kind === 'SAMPLER')!;
     sink.blobs.set(sampler.storageKey, sampler.bytes);
-    const events: InferenceEvent[] = [];
-    const channel = new InferenceChannel((e) => void events.push(e));
-    const control = new JobControl();
-    channel.push({ requestId: 'r1', attemptId: 'att-1', prompt: '', chat: { system: '', messages: [{ role: 'user', text: 'Pick a number.' }] }, maxTokens: 2, temperature: 0, alternatives: 0 });
-    const session = runJob(
+    const { done } = await serveOne(
       assignment({ kind: 'INFERENCE', config: { checkpointId: 'ckpt-s', baseModelId: 'model-1', idleSeconds: 10 }, environment: null, baseModel, blobKeys: { 'ckpt-s': sampler.storageKey } }),
       sink,
-      control,
-      { inference: channel },
+      { prompt: '', chat: { system: '', messages: [{ role: 'user', text: 'Pick a number.' }] }, maxTokens: 2, temperature: 0, alternatives: 0 },
     );
-    await expect.poll(() => events.find((e) => e.type === 'done'), { timeout: 60_000 }).toBeTruthy();
-    control.cancel();
-    expect(await session).toMatchObject({ outcome: 'cancelled' });
-    const done = events.find((e) => e.type === 'done')!;
-    if (done.type !== 'done') throw new Error('no answer');
-    expect(done.done.error).toBeUndefined();
-    expect(done.done.text).toMatch(/\d/);
+    expect(done.text).toMatch(/\d/);
   });
 
   test('a session serves the imported model itself (no checkpoint): each sampled token id with its log-probability', async () => {
     const sink = new MemorySink();
     const baseModel = withModel(sink);
-    const events: InferenceEvent[] = [];
-    const channel = new InferenceChannel((e) => void events.push(e));
-    const control = new JobControl();
-    channel.push({ requestId: 'r1', attemptId: 'att-1', prompt: 'The cat', maxTokens: 6, temperature: 0, alternatives: 0 });
-    const session = runJob(assignment({ kind: 'INFERENCE', config: { baseModelId: 'model-1', idleSeconds: 10 }, environment: null, baseModel }), sink, control, { inference: channel });
-    await expect.poll(() => events.find((e) => e.type === 'done'), { timeout: 60_000 }).toBeTruthy();
-    control.cancel();
-    expect(await session).toMatchObject({ outcome: 'cancelled' });
-    const done = events.find((e) => e.type === 'done')!;
-    if (done.type !== 'done') throw new Error('no answer');
-    expect(done.done.error).toBeUndefined();
-    expect(done.done.tokens.length).toBeGreaterThan(0);
-    expect(done.done.tokens.every((t) => t.logprob <= 0 && Number.isInteger(t.id))).toBe(true);
+    const { events, done } = await serveOne(assignment({ kind: 'INFERENCE', config: { baseModelId: 'model-1', idleSeconds: 10 }, environment: null, baseModel }), sink, {
+      prompt: 'The cat', maxTokens: 6, temperature: 0, alternatives: 0,
+    });
+    expect(done.tokens.length).toBeGreaterThan(0);
+    expect(done.tokens.every((t) => t.logprob <= 0 && Number.isInteger(t.id))).toBe(true);
     // The ids are what was sampled: decoded with the model's tokenizer they give the text sent.
     const { tokenizer } = await baseModelLoader(assignment({ kind: 'INFERENCE', config: {}, environment: null, baseModel }), sink)(baseModel, { valueHead: false });
-    expect(tokenizer.decode(done.done.tokens.map((t) => t.id))).toBe(done.done.text);
+    expect(tokenizer.decode(done.tokens.map((t) => t.id))).toBe(done.text);
     // The text also streamed token by token, as the playground shows it.
-    expect(events.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.token.text : '')).join('')).toBe(done.done.text);
+    expect(events.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.token.text : '')).join('')).toBe(done.text);
   });
 });
