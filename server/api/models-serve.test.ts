@@ -11,9 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transformer } from '../../sdk/transformer';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/test-support/cli/test-io';
 import { saveSamplerCheckpoint } from '../../gpu-worker/engine/checkpoint';
@@ -26,13 +24,13 @@ import { type Tokenizer } from '../../gpu-worker/engine/tokenizer';
 import { chatPrompt } from '../../gpu-worker/runtime/rollout';
 import { testBackend } from '../../gpu-worker/test-support/engine/test-setup';
 import { FsBlobStore } from '../blobs/store';
-import type { AppRouter } from './root';
+import { CHAT_MODEL, copyChatModel } from '../test-support/model-fixture';
+import { sessionClient } from '../test-support/trpc-client';
 import { startWorker, stopGracefully, waitUntil, type Proc } from '../test-support/reliability/harness';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { addMember, createUserWithTeam, startTestServer } from '../test-support/test-server';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const CHAT = path.join(REPO, 'gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
 let t: TestDatabase;
 let server: Awaited<ReturnType<typeof startTestServer>>;
@@ -45,9 +43,7 @@ let policy: PretrainedDecoder;
 let tokenizer: Tokenizer;
 let checkpointId: string;
 
-function api(cookie: string) {
-  return createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: server.url }) })] });
-}
+const api = (cookie: string) => sessionClient(server.url, cookie);
 const cli = (argv: string[]) => runCapture(argv, { env, cwd: REPO });
 const tempDir = (prefix: string) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -84,20 +80,18 @@ beforeAll(async () => {
   owner = await createUserWithTeam(server.url, t.db);
   const apiKey = (await api(owner.cookie).apiKeys.create.mutate({ teamId: owner.team.id, name: 'serve test' })).key;
   env = { WHETSTONE_URL: server.url, WHETSTONE_API_KEY: apiKey, WHETSTONE_HOME: tempDir('whetstone-cli-') };
-  const folder = tempDir('model-import-');
-  fs.cpSync(CHAT, folder, { recursive: true });
-  fs.rmSync(path.join(folder, 'expected.json'));
+  const folder = copyChatModel(tempDir('model-import-'));
   const imported = await cli(['models', 'import', folder, '--name', 'tiny-qwen', '--json']);
   expect(imported.code, imported.stderr).toBe(EXIT.OK);
   const model = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId: owner.team.id, name: 'tiny-qwen' } });
   modelId = model.id;
 
   // A LoRA fine-tune of it, as a run's sampler checkpoint (trained adapters are not zero).
-  policy = await PretrainedDecoder.fromFolder(CHAT, { base: { modelId, contentHash: model.contentHash } });
+  policy = await PretrainedDecoder.fromFolder(CHAT_MODEL, { base: { modelId, contentHash: model.contentHash } });
   attachLora(policy, { rank: 4, alpha: 8, targets: ['q', 'v', 'down'] });
   const rng = new Rng(5);
   for (const ad of policy.adapters.values()) ad.b.assign(tf.tensor(Array.from({ length: ad.b.size }, () => rng.normal() * 0.3), ad.b.shape));
-  tokenizer = HfTokenizer.fromFolder(CHAT, modelId);
+  tokenizer = HfTokenizer.fromFolder(CHAT_MODEL, modelId);
   const file = path.join(tempDir('checkpoint-'), 'sampler.safetensors');
   await saveSamplerCheckpoint(file, policy, tokenizer);
   const stored = await new FsBlobStore(server.blobRoot).put(fs.readFileSync(file), 'checkpoints');
@@ -119,7 +113,7 @@ describe('exporting a checkpoint of an imported model', () => {
     expect(res.code, res.stderr).toBe(EXIT.OK);
     expect(res.json()).toMatchObject({ checkpointId, format: 'merged' });
     expect(fs.readdirSync(out).sort()).toEqual(['chat_template.jinja', 'config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
-    for (const f of ['tokenizer.json', 'chat_template.jinja']) expect(fs.readFileSync(path.join(out, f))).toEqual(fs.readFileSync(path.join(CHAT, f)));
+    for (const f of ['tokenizer.json', 'chat_template.jinja']) expect(fs.readFileSync(path.join(out, f))).toEqual(fs.readFileSync(path.join(CHAT_MODEL, f)));
     const exported = await PretrainedDecoder.fromFolder(out);
     const ids = [1, 40, 60, 80, 100, 200, 2, 5];
     const want = lastLogits(policy, ids);
@@ -202,7 +196,7 @@ describe('whetstone sample', () => {
     if (res.code !== EXIT.OK) console.log(res.stderr, daemon.output());
     expect(res.code).toBe(EXIT.OK);
     const doc = res.json() as { jobId: string; text: string; tokens: { id: number; text: string; logprob: number }[]; reason: string };
-    const base = await PretrainedDecoder.fromFolder(CHAT);
+    const base = await PretrainedDecoder.fromFolder(CHAT_MODEL);
     const want = greedy(base, tokenizer, tokenizer.prompt('The cat'), 6);
     base.dispose();
     expect(doc.tokens.map((x) => x.id)).toEqual(want.map((x) => x.id));

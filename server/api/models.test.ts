@@ -8,17 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transformer } from '../../sdk/transformer';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/test-support/cli/test-io';
-import type { AppRouter } from './root';
+import { CHAT_MODEL, copyChatModel } from '../test-support/model-fixture';
+import { sessionClient } from '../test-support/trpc-client';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { addMember, createUserWithTeam, startTestServer } from '../test-support/test-server';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const CHAT = path.join(REPO, 'gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
 let t: TestDatabase;
 let server: Awaited<ReturnType<typeof startTestServer>>;
@@ -27,18 +25,14 @@ let env: Record<string, string>;
 let home: string;
 const dirs: string[] = [];
 
-function api(cookie: string) {
-  return createTRPCClient<AppRouter>({ links: [httpBatchLink({ url: `${server.url}/api/trpc`, transformer, headers: () => ({ cookie, origin: server.url }) })] });
-}
+const api = (cookie: string) => sessionClient(server.url, cookie);
 const cli = (argv: string[]) => runCapture(argv, { env, cwd: REPO });
 
 /** A copy of the chat fixture, without its test expectations. */
 function folder(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'model-import-'));
   dirs.push(dir);
-  fs.cpSync(CHAT, dir, { recursive: true });
-  fs.rmSync(path.join(dir, 'expected.json'));
-  return dir;
+  return copyChatModel(dir);
 }
 
 /** Whatever the blob store holds under model-files/ and .staging/: nothing may be left by a refusal. */
@@ -93,7 +87,7 @@ describe('importing a pretrained model', () => {
     for (const f of files) {
       const stored = fs.readFileSync(path.join(server.blobRoot, f.storageKey));
       expect(createHash('sha256').update(stored).digest('hex')).toBe(f.sha256);
-      expect(stored.equals(fs.readFileSync(path.join(CHAT, f.path)))).toBe(true);
+      expect(stored.equals(fs.readFileSync(path.join(CHAT_MODEL, f.path)))).toBe(true);
     }
     // The same weights under another name: a second model, no second copy of any file.
     const before = storedFiles().length;
@@ -111,7 +105,7 @@ describe('importing a pretrained model', () => {
 
   it('checks every chunk against what was announced, and keeps uploads to their team', async () => {
     const owners = api(owner.cookie);
-    const config = fs.readFileSync(path.join(CHAT, 'config.json'));
+    const config = fs.readFileSync(path.join(CHAT_MODEL, 'config.json'));
     const sha256 = createHash('sha256').update(config).digest('hex');
     const { uploadId } = await owners.models.beginImport.mutate({ teamId: owner.team.id, name: 'partial', files: [{ path: 'config.json', bytes: config.length, sha256 }] });
     await expect(owners.models.uploadChunk.mutate({ teamId: owner.team.id, uploadId, path: 'tokenizer.json', offset: 0, data: 'e30=' })).rejects.toThrow(/"tokenizer\.json" was not announced/);
