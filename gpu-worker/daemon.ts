@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { io } from 'socket.io-client';
 import { z } from 'zod';
-import { initBackend } from './engine/backend';
+import { backendReport, initBackend } from './engine/backend';
 import { checkBackend } from './engine/doctor';
 import { type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
 import { Attempts, type AttemptSignal } from './daemon/attempts';
@@ -113,6 +113,9 @@ export class WorkerDaemon {
     } else {
       await this.register();
     }
+    // Once per start: which kernels this machine's jobs will run (on wasm: native, or why not).
+    const report = backendReport() ?? (await initBackend(this.o.backend ?? process.env.WHETSTONE_BACKEND));
+    if (report.kernels) this.log(report.kernels.startsWith('native kernels:') ? 'info' : 'warn', report.kernels);
     this.connect();
     this.heartbeatLoop = this.runHeartbeats();
   }

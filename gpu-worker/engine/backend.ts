@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from './errors';
+import { describeNative, installNativeKernels } from './native';
 import { type AdapterInfo, adapterName, tryWebgpu } from './webgpu';
 
 export type BackendChoice = 'auto' | 'tensorflow-gpu' | 'webgpu' | 'tensorflow' | 'wasm' | 'cpu';
@@ -35,7 +36,10 @@ export interface BackendReport {
   adapter?: AdapterInfo;
   devices: DeviceInfo[];
   simd: boolean;
+  /** Threads the kernels run on (the native kernels' pool on wasm; 1 for wasm's own kernels). */
   threads: number;
+  /** On wasm: the native kernels in use, or why the wasm kernels run (native.ts). */
+  kernels?: string;
   /** True when the model routes matmuls through the 2-D non-transposed custom-gradient path. */
   fastMatmulPath: boolean;
   /** Why earlier candidates were skipped (for `auto`). */
@@ -173,6 +177,7 @@ export async function initBackend(choice?: BackendChoice | string): Promise<Back
       continue;
     }
     const simd = candidate === 'wasm' ? Boolean(await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')) : false;
+    const native = candidate === 'wasm' ? installNativeKernels() : undefined;
     const devices: DeviceInfo[] =
       candidate === 'tensorflow-gpu'
         ? cudaDevices()
@@ -180,7 +185,7 @@ export async function initBackend(choice?: BackendChoice | string): Promise<Back
           ? [adapterDevice(adapter)]
           : candidate === 'wasm'
           ? // wasm32 addresses at most 4 GiB whatever the machine has.
-            [{ kind: 'wasm', name: `wasm${simd ? '-simd' : ''}`, memoryBytes: Math.min(os.totalmem(), 4 * 1024 ** 3) }]
+            [{ kind: 'wasm', name: `wasm${simd ? '-simd' : ''}${native?.loaded ? ` + native ${native.kernel} × ${native.threads} threads` : ''}`, memoryBytes: Math.min(os.totalmem(), 4 * 1024 ** 3) }]
           : [cpuDevice()];
     current = {
       backend: candidate,
@@ -188,7 +193,8 @@ export async function initBackend(choice?: BackendChoice | string): Promise<Back
       ...(adapter && { adapter }),
       devices,
       simd,
-      threads: 1,
+      threads: native?.loaded ? native.threads : 1,
+      ...(native && { kernels: describeNative(native) }),
       fastMatmulPath: useFastMatmulPath(),
       skipped,
     };

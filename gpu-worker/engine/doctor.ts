@@ -1,9 +1,11 @@
 /**
- * What `npm run worker -- --check` prints: the backend the worker would use (the adapter on
- * WebGPU), why the backends before it were skipped, and a measured matmul rate on it.
+ * What `npm run worker -- --check` (and `whetstone doctor`) prints: the backend the worker would
+ * use (the adapter on WebGPU; on wasm the kernel path, its threads and the CPU features it uses),
+ * why the backends before it were skipped, and a measured matmul rate on it.
  */
 import * as tf from '@tensorflow/tfjs';
 import { type BackendReport, initBackend } from './backend';
+import { type NativeStatus, nativeStatus } from './native';
 import { adapterName } from './webgpu';
 
 interface BackendCheck {
@@ -11,6 +13,10 @@ interface BackendCheck {
   adapter: string | null;
   devices: BackendReport['devices'];
   skipped: string[];
+  /** On wasm: which kernels run the products (native.ts), in words, and the native path's details. */
+  kernels: string | null;
+  native: NativeStatus | null;
+  threads: number;
   /** An n×n×n float32 matmul's rate, the best of a few runs after a warm-up, read back each time. */
   matmulGflops: number;
   matmulSize: number;
@@ -34,6 +40,9 @@ export async function checkBackend(choice?: string, n = 1024): Promise<BackendCh
     adapter: report.adapter ? adapterName(report.adapter) : null,
     devices: report.devices,
     skipped: report.skipped,
+    kernels: report.kernels ?? null,
+    native: report.backend === 'wasm' ? nativeStatus() : null,
+    threads: report.threads,
     matmulGflops: Number(((2 * n ** 3) / (best * 1e6)).toFixed(2)),
     matmulSize: n,
   };

@@ -7,6 +7,20 @@ import { useFastMatmulPath } from './backend';
 import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs, layerNormForward, simdGeluArgument, simdGeluAvailable, simdGeluBackward } from './fused';
 import { recordingGradients, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
+import { nativeProductsActive } from './native';
+
+/**
+ * a·bᵀ and aᵀ·b for the backward passes. The native products (native.ts) read a transposed operand
+ * as cheaply as a plain one (packing reads any layout); wasm's own kernel reaches XNNPACK only
+ * without transposes, so there an explicit transposed copy comes first.
+ */
+function matMulBT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  return nativeProductsActive() ? tf.matMul(a, b, false, true) : tf.matMul(a, transpose2d(b));
+}
+
+function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
+  return nativeProductsActive() ? tf.matMul(a, b, true, false) : tf.matMul(transpose2d(a), b);
+}
 
 /**
  * a[m,k] × b[k,n] whose gradient also uses only 2-D non-transposed matmuls: the transposes are
@@ -19,7 +33,7 @@ const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.Gr
     value: tf.matMul(a, b),
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sa, sb] = saved as tf.Tensor2D[];
-      return [tf.matMul(dy as tf.Tensor2D, transpose2d(sb)), weightGrad(sa, dy as tf.Tensor2D)];
+      return [matMulBT(dy as tf.Tensor2D, sb), weightGrad(sa, dy as tf.Tensor2D)];
     },
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
@@ -30,8 +44,8 @@ const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.Gr
  * out > in (measured at n = 1984, in 64, out 256: 3.0 instead of 3.7 ms).
  */
 function weightGrad(x: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
-  if (dy.shape[1] > x.shape[1]) return transpose2d(tf.matMul(transpose2d(dy), x)) as tf.Tensor2D;
-  return tf.matMul(transpose2d(x), dy);
+  if (dy.shape[1] > x.shape[1] && !nativeProductsActive()) return transpose2d(tf.matMul(transpose2d(dy), x)) as tf.Tensor2D;
+  return matMulAT(x, dy);
 }
 
 /**
@@ -51,8 +65,8 @@ const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1
     gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
       const [sx, sw] = saved as tf.Tensor2D[];
       const g = dy as tf.Tensor2D;
-      const dx = tf.matMul(g, transpose2d(sw));
-      if (g.shape[1] <= sx.shape[1]) return [dx, weightGrad(sx, g), columnSum(g)];
+      const dx = matMulBT(g, sw);
+      if (g.shape[1] <= sx.shape[1] || nativeProductsActive()) return [dx, weightGrad(sx, g), columnSum(g)];
       // Wide outputs (qkv, mlp.fc): both weight and bias gradients from one transposed dy, the bias
       // as the row sums of gᵀ (columnSum would pack all of g as a matmul operand).
       const gT = transpose2d(g);
@@ -97,16 +111,16 @@ export function matMul2d(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
  * custom gradient returns them all) and save both operands, which tfjs copies; here nothing is
  * saved and no weight or bias gradient is made, which per projection spares a product as large as
  * its forward and copies of the weight and of its input. `wT` gives wᵀ for the backward (default:
- * a transpose of w); w and what `wT` reads must outlive the backward, as variables do. The value is
+ * w read transposed); w and what `wT` reads must outlive the backward, as variables do. The value is
  * the same kernel's as linear2d's and matMul2d's, to the bit.
  */
-export function frozenLinear2d(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT: () => tf.Tensor2D = () => transpose2d(w)): tf.Tensor2D {
+export function frozenLinear2d(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, wT?: () => tf.Tensor2D): tf.Tensor2D {
   if (!(useFastMatmulPath() && recordingGradients())) return b ? linear2d(x, w, b) : matMul2d(x, w);
   const product = tf.customGrad(((input: tf.Tensor2D, save: tf.GradSaveFunc) => {
     save([]);
     return {
       value: b ? tf.fused.matMul({ a: input, b: w, bias: b }) : tf.matMul(input, w),
-      gradFunc: (dy: tf.Tensor) => [tf.matMul(dy as tf.Tensor2D, wT())],
+      gradFunc: (dy: tf.Tensor) => [wT ? tf.matMul(dy as tf.Tensor2D, wT()) : matMulBT(dy as tf.Tensor2D, w)],
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (input: tf.Tensor2D) => tf.Tensor2D;
   return product(x);

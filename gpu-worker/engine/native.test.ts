@@ -1,0 +1,277 @@
+/**
+ * The native products (native.ts) against the wasm backend's own kernels and the cpu backend: values
+ * and gradients on random shapes (1, odd and prime sizes, K across the kernel's blocks, transposes,
+ * batches that broadcast, bias and ReLU), every microkernel this CPU can run, results independent of
+ * the thread count, the cases left to the wasm kernels, training that matches wasm, no leaks, and
+ * the fallback when the addon is off or cannot load.
+ *
+ * Without the addon the file is skipped with a message, except under CI=true (where `npm ci` must
+ * have built it). Under WHETSTONE_NATIVE=0 (scripts/test.sh runs the engine's tests so too) it is
+ * skipped: that run tests the wasm kernels.
+ */
+import * as tf from '@tensorflow/tfjs';
+import fc from 'fast-check';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from './backend';
+import { wasmHeap } from './kernels';
+import { GPT } from './model';
+import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
+import { Rng } from './rng';
+import { SFTTrainer } from './sft';
+import { CharTokenizer } from './tokenizer';
+import { randomBatch } from './tools/step-input';
+
+const off = process.env.WHETSTONE_NATIVE === '0';
+const status = nativeStatus();
+if (!status.loaded && !off) {
+  if (process.env.CI === 'true') throw new Error(`CI=true and the native kernels did not load: ${status.reason}`);
+  console.warn(`native kernel tests skipped: ${status.reason}`);
+}
+const run = status.loaded && !off;
+const kernels = status.loaded ? ['avx512', 'avx2', 'portable'].filter((k) => (k === 'avx512' ? status.features.includes('avx512f') : k === 'avx2' ? status.features.includes('fma') : true)) : [];
+
+beforeAll(async () => {
+  await initBackend('wasm');
+});
+afterAll(() => {
+  setNativeKernelsEnabled(true);
+  if (status.loaded) configureNative({ threads: status.threads, kernel: status.kernel });
+});
+
+interface Case {
+  m: number;
+  n: number;
+  k: number;
+  batchA: number[];
+  batchB: number[];
+  transA: boolean;
+  transB: boolean;
+  bias: boolean;
+  relu: boolean;
+  seed: number;
+}
+
+// Sizes around the microkernels' tiles (4, 6, 12 rows; 16, 32 columns), primes, and K past a block (256).
+const size = fc.constantFrom(1, 2, 3, 5, 7, 11, 12, 13, 16, 17, 31, 32, 33, 47, 64, 97);
+const caseArb: fc.Arbitrary<Case> = fc.record({
+  m: size,
+  n: size,
+  k: fc.oneof(size, fc.constantFrom(255, 256, 257, 521)),
+  // Batch dimensions: none, equal, or one side a single matrix (broadcast).
+  batches: fc.constantFrom<[number[], number[]]>([[], []], [[3], [3]], [[2, 3], [2, 3]], [[4], []], [[], [5]], [[1], [3]], [[2, 2], [1]]),
+  transA: fc.boolean(),
+  transB: fc.boolean(),
+  bias: fc.boolean(),
+  relu: fc.boolean(),
+  seed: fc.integer({ min: 1, max: 1e6 }),
+}).map(({ batches: [batchA, batchB], ...rest }) => ({ ...rest, batchA, batchB }));
+
+function operands(c: Case) {
+  const rng = new Rng(c.seed);
+  const make = (shape: number[]) => Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal());
+  const aShape = [...c.batchA, ...(c.transA ? [c.k, c.m] : [c.m, c.k])];
+  const bShape = [...c.batchB, ...(c.transB ? [c.n, c.k] : [c.k, c.n])];
+  return { a: make(aShape), aShape, b: make(bShape), bShape, bias: make([c.n]) };
+}
+
+/** The product on the current backend: fused (bias, activation) when asked, else tf.matMul. */
+function product(c: Case): Float32Array {
+  const o = operands(c);
+  return tf.tidy(() => {
+    const a = tf.tensor(o.a, o.aShape);
+    const b = tf.tensor(o.b, o.bShape);
+    const out =
+      c.bias || c.relu
+        ? tf.fused.matMul({ a, b, transposeA: c.transA, transposeB: c.transB, bias: c.bias ? tf.tensor1d(o.bias) : undefined, activation: c.relu ? 'relu' : 'linear' })
+        : tf.matMul(a, b, c.transA, c.transB);
+    return out.dataSync() as Float32Array;
+  });
+}
+
+function expectClose(got: Float32Array, want: Float32Array, k: number, what: string): void {
+  expect(got.length, what).toBe(want.length);
+  // Sums of k products of unit normals: rounding grows with √k.
+  const tol = 1e-5 * Math.sqrt(k + 1);
+  let worst = 0;
+  for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+  expect(worst, what).toBeLessThan(tol);
+}
+
+async function onCpu<T>(fn: () => T): Promise<T> {
+  await tf.setBackend('cpu');
+  try {
+    return fn();
+  } finally {
+    await tf.setBackend('wasm');
+  }
+}
+
+describe.runIf(run)('native products', () => {
+  it('are installed in place of the wasm kernels', () => {
+    expect(nativeProductsActive()).toBe(true);
+    setNativeKernelsEnabled(false);
+    expect(nativeProductsActive()).toBe(false);
+    setNativeKernelsEnabled(true);
+  });
+
+  it.each(kernels)('equal the wasm and cpu kernels on random shapes (%s microkernel)', async (kernel) => {
+    configureNative({ kernel });
+    const cases = fc.sample(caseArb, { numRuns: 60, seed: kernel.length });
+    for (const c of cases) {
+      const native = product(c);
+      setNativeKernelsEnabled(false);
+      const wasm = product(c);
+      setNativeKernelsEnabled(true);
+      const cpu = await onCpu(() => product(c));
+      expectClose(native, cpu, c.k, `${kernel} vs cpu ${JSON.stringify(c)}`);
+      // tfjs-backend-wasm 4.22's _FusedMatMul is wrong with transposes and with batch dimensions
+      // (checked against cpu): for fused products the cpu kernel alone is the reference.
+      if (!c.bias && !c.relu) expectClose(native, wasm, c.k, `${kernel} vs wasm ${JSON.stringify(c)}`);
+    }
+    configureNative({ kernel: status.loaded ? status.kernel : 'portable' });
+  });
+
+  it('give the same bits on one thread and on several', () => {
+    const c: Case = { m: 301, n: 203, k: 517, batchA: [], batchB: [], transA: false, transB: true, bias: true, relu: false, seed: 7 };
+    const batched: Case = { m: 31, n: 17, k: 64, batchA: [12], batchB: [12], transA: true, transB: false, bias: false, relu: false, seed: 8 };
+    configureNative({ threads: 1 });
+    const one = [product(c), product(batched)];
+    configureNative({ threads: 3 });
+    const three = [product(c), product(batched)];
+    configureNative({ threads: status.loaded ? status.threads : 1 });
+    expect(Buffer.from(three[0].buffer).equals(Buffer.from(one[0].buffer))).toBe(true);
+    expect(Buffer.from(three[1].buffer).equals(Buffer.from(one[1].buffer))).toBe(true);
+  });
+
+  it('give matmul gradients equal to the wasm kernels', () => {
+    const rng = new Rng(4);
+    const a = tf.tensor(Float32Array.from({ length: 3 * 37 * 19 }, () => rng.normal()), [3, 37, 19]);
+    // (tfjs's own BatchMatMul gradient cannot reduce a broadcast batch: equal batches here.)
+    const b = tf.tensor(Float32Array.from({ length: 3 * 19 * 23 }, () => rng.normal()), [3, 19, 23]);
+    const grads = () => tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.matMul(x, y).square().sum())([a, b]).map((g) => g.dataSync() as Float32Array);
+    const native = grads();
+    setNativeKernelsEnabled(false);
+    const wasm = grads();
+    setNativeKernelsEnabled(true);
+    expectClose(native[0], wasm[0], 19 * 23, 'dA');
+    expectClose(native[1], wasm[1], 3 * 37 * 23, 'dB');
+    tf.dispose([a, b]);
+  });
+
+  it('leave what they do not handle to the wasm kernels, with the same results', () => {
+    const rng = new Rng(5);
+    const t = (shape: number[]) => tf.tensor(Float32Array.from({ length: shape.reduce((x, y) => x * y, 1) }, () => rng.normal()), shape);
+    // Batch dimensions that broadcast both ways; PReLU and leaky ReLU activations; empty products.
+    const a = t([2, 1, 5, 4]), b = t([1, 3, 4, 6]), w = t([4, 6]), alpha = t([6]), bias = t([6]);
+    const x = t([5, 4]);
+    const cases = () => [
+      tf.matMul(a, b),
+      tf.fused.matMul({ a: x, b: w, activation: 'prelu', preluActivationWeights: alpha }),
+      tf.fused.matMul({ a: x, b: w, bias, activation: 'leakyrelu', leakyreluAlpha: 0.1 }),
+      tf.matMul(tf.zeros([0, 4]), w),
+      tf.matMul(tf.zeros([3, 0]), tf.zeros([0, 2])),
+    ].map((r) => ({ shape: r.shape, data: r.dataSync() as Float32Array }));
+    const native = tf.tidy(cases);
+    setNativeKernelsEnabled(false);
+    const wasm = tf.tidy(cases);
+    setNativeKernelsEnabled(true);
+    native.forEach((r, i) => {
+      expect(r.shape, `case ${i}`).toEqual(wasm[i].shape);
+      expectClose(r.data, wasm[i].data, 4, `case ${i}`);
+    });
+    expect(native[4].data).toEqual(new Float32Array(6));
+    tf.dispose([a, b, w, alpha, bias, x]);
+  });
+
+  it('train a model to the loss the wasm kernels reach in 50 steps, with no tensor growth', async () => {
+    const tok = new CharTokenizer();
+    const train = async (native: boolean) => {
+      setNativeKernelsEnabled(native);
+      const model = new GPT({ vocabSize: tok.vocabSize, layers: 2, width: 32, heads: 2, contextLength: 16, seed: 3 });
+      const trainer = new SFTTrainer(model, { warmupSteps: 0 });
+      const data = randomBatch(tok, new Rng(9), 8, 16);
+      let loss = 0;
+      let first = 0;
+      let tensors = 0;
+      for (let step = 0; step < 50; step++) {
+        loss = (await trainer.stepAsync(data)).loss;
+        if (step === 0) first = loss;
+        if (step === 4) tensors = tf.memory().numTensors;
+      }
+      expect(tf.memory().numTensors, 'tensors after 50 steps').toBe(tensors);
+      trainer.dispose();
+      model.dispose();
+      setNativeKernelsEnabled(true);
+      return { first, loss };
+    };
+    const { first, loss: native } = await train(true);
+    const { loss: wasm } = await train(false);
+    expect(native).toBeLessThan(0.8 * first); // it learned the batch
+    expect(Math.abs(native - wasm)).toBeLessThan(1e-3 * Math.max(1, wasm));
+  });
+
+  it.each([true, false])('hold memory steady over 500 training steps (native %s)', async (native) => {
+    setNativeKernelsEnabled(native);
+    const tok = new CharTokenizer();
+    const model = new GPT({ vocabSize: tok.vocabSize, layers: 1, width: 16, heads: 2, contextLength: 8, seed: 5 });
+    const trainer = new SFTTrainer(model, { warmupSteps: 0 });
+    const data = randomBatch(tok, new Rng(2), 4, 8);
+    let settled = { tensors: 0, bytes: 0, heap: 0 };
+    for (let step = 0; step < 500; step++) {
+      await trainer.stepAsync(data);
+      if (step === 20) settled = { tensors: tf.memory().numTensors, bytes: tf.memory().numBytes, heap: wasmHeap()!.buffer.byteLength };
+    }
+    expect({ tensors: tf.memory().numTensors, bytes: tf.memory().numBytes, heap: wasmHeap()!.buffer.byteLength }).toEqual(settled);
+    trainer.dispose();
+    model.dispose();
+    setNativeKernelsEnabled(true);
+  });
+
+  it('check their arguments instead of writing outside the arrays', async () => {
+    const addon = createRequire(import.meta.url)(NATIVE_ADDON_PATH) as {
+      gemm: (...args: unknown[]) => void;
+    };
+    const a = new Float32Array(6), b = new Float32Array(6), c = new Float32Array(4);
+    expect(() => addon.gemm(a, b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).not.toThrow();
+    expect(() => addon.gemm(a, b, c, null, 1, 3, 2, 3, false, false, 9, 6, false)).toThrow(/a is shorter/);
+    expect(() => addon.gemm(a, b, c, null, 2, 2, 2, 3, false, false, 6, 6, false)).toThrow(/b is shorter|a is shorter/);
+    expect(() => addon.gemm(a, b, new Float32Array(3), null, 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/c is shorter/);
+    expect(() => addon.gemm(a, b, c, new Float32Array(1), 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/bias is shorter/);
+    expect(() => addon.gemm(new Int32Array(6), b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/Float32Array/);
+    expect(() => addon.gemm(a, b, c, null, 1, -2, 2, 3, false, false, 6, 6, false)).toThrow(/non-negative/);
+  });
+});
+
+describe.runIf(run)('without the native kernels', () => {
+  const report = (env: Record<string, string>) => {
+    const script = "import('./gpu-worker/engine/backend.ts').then(async ({ initBackend }) => { const r = await initBackend('wasm'); console.log(JSON.stringify({ kernels: r.kernels, threads: r.threads, device: r.devices[0].name })); })";
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: process.cwd(), env: { ...process.env, ...env }, encoding: 'utf8' });
+    return JSON.parse(out.trim().split('\n').at(-1)!) as { kernels: string; threads: number; device: string };
+  };
+
+  it('the engine says why and runs the wasm kernels when turned off (WHETSTONE_NATIVE=0)', () => {
+    const r = report({ WHETSTONE_NATIVE: '0' });
+    expect(r.kernels).toBe('native kernels off, using wasm kernels: turned off (WHETSTONE_NATIVE=0)');
+    expect(r).toMatchObject({ threads: 1, device: 'wasm-simd' });
+  });
+
+  it('the engine says why when the addon cannot load (built for another Node, or not a library)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'whetstone-native-'));
+    const broken = path.join(dir, 'whetstone_native.node');
+    writeFileSync(broken, 'not a shared library');
+    const r = report({ WHETSTONE_NATIVE_ADDON: broken });
+    expect(r.kernels).toMatch(/^native kernels off, using wasm kernels: could not load: /);
+    expect(r.threads).toBe(1);
+  });
+
+  it('the loaded path names its microkernel, threads and CPU features', () => {
+    const r = report({ WHETSTONE_THREADS: '2' });
+    expect(r.kernels).toMatch(/^native kernels: (avx512|avx2|portable) on 2 threads \(CPU: /);
+    expect(r.device).toMatch(/^wasm-simd \+ native (avx512|avx2|portable) × 2 threads$/);
+  });
+});

@@ -1,0 +1,177 @@
+// The Node binding of the native kernels (node_api.h, the C API: ABI-stable across Node versions).
+// Kernels take Float32Array views (of the wasm backend's heap, in the engine) and work in place on
+// their memory; every length is checked against the shapes first, so a wrong call throws instead
+// of writing outside the views.
+#include <node_api.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "pool.h"
+
+namespace whetstone {
+namespace {
+
+struct Failure {
+  std::string message;
+};
+
+void check(napi_env env, napi_status status, const char* what) {
+  if (status != napi_ok) throw Failure{std::string("whetstone_native: ") + what};
+}
+
+// The Float32Array argument's data and length; null (with length 0) when `optional` and the
+// argument is null or undefined.
+float* f32(napi_env env, napi_value v, const char* name, size_t* length, bool optional = false) {
+  napi_valuetype type;
+  check(env, napi_typeof(env, v, &type), "typeof");
+  if (optional && (type == napi_null || type == napi_undefined)) {
+    *length = 0;
+    return nullptr;
+  }
+  bool is_typed = false;
+  check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
+  if (!is_typed) throw Failure{std::string(name) + " must be a Float32Array"};
+  napi_typedarray_type kind;
+  void* data;
+  check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
+  if (kind != napi_float32_array) throw Failure{std::string(name) + " must be a Float32Array"};
+  return static_cast<float*>(data);
+}
+
+int64_t integer(napi_env env, napi_value v, const char* name) {
+  int64_t out;
+  if (napi_get_value_int64(env, v, &out) != napi_ok || out < 0) throw Failure{std::string(name) + " must be a non-negative integer"};
+  return out;
+}
+
+bool boolean(napi_env env, napi_value v, const char* name) {
+  bool out;
+  if (napi_get_value_bool(env, v, &out) != napi_ok) throw Failure{std::string(name) + " must be a boolean"};
+  return out;
+}
+
+std::vector<napi_value> args(napi_env env, napi_callback_info info, size_t expected) {
+  std::vector<napi_value> argv(expected);
+  size_t argc = expected;
+  check(env, napi_get_cb_info(env, info, &argc, argv.data(), nullptr, nullptr), "cb_info");
+  if (argc != expected) throw Failure{"expected " + std::to_string(expected) + " arguments"};
+  return argv;
+}
+
+template <typename F>
+napi_value guarded(napi_env env, F f) {
+  try {
+    return f();
+  } catch (const Failure& failure) {
+    napi_throw_error(env, nullptr, failure.message.c_str());
+    return nullptr;
+  } catch (const std::exception& err) {
+    napi_throw_error(env, nullptr, err.what());
+    return nullptr;
+  }
+}
+
+// gemm(a, b, c, bias | null, batch, m, n, k, transA, transB, aStride, bStride, relu)
+napi_value Gemm(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 13);
+    GemmArgs g{};
+    size_t a_len, b_len, c_len, bias_len;
+    g.a = f32(env, argv[0], "a", &a_len);
+    g.b = f32(env, argv[1], "b", &b_len);
+    g.c = f32(env, argv[2], "c", &c_len);
+    g.bias = f32(env, argv[3], "bias", &bias_len, true);
+    g.batch = integer(env, argv[4], "batch");
+    g.m = integer(env, argv[5], "m");
+    g.n = integer(env, argv[6], "n");
+    g.k = integer(env, argv[7], "k");
+    g.trans_a = boolean(env, argv[8], "transA");
+    g.trans_b = boolean(env, argv[9], "transB");
+    g.a_stride = integer(env, argv[10], "aStride");
+    g.b_stride = integer(env, argv[11], "bStride");
+    g.relu = boolean(env, argv[12], "relu");
+    if (g.batch == 0 || g.m == 0 || g.n == 0) return nullptr;
+    const auto last = static_cast<uint64_t>(g.batch - 1);
+    if (last * g.a_stride + g.m * g.k > a_len) throw Failure{"a is shorter than its shape"};
+    if (last * g.b_stride + g.k * g.n > b_len) throw Failure{"b is shorter than its shape"};
+    if (static_cast<uint64_t>(g.batch * g.m * g.n) > c_len) throw Failure{"c is shorter than its shape"};
+    if (g.bias && static_cast<int64_t>(bias_len) < g.n) throw Failure{"bias is shorter than n"};
+    gemm(g, pool().size());
+    return nullptr;
+  });
+}
+
+// info() → { kernel, threads, features }
+napi_value Info(napi_env env, napi_callback_info) {
+  return guarded(env, [&]() -> napi_value {
+    napi_value out, kernel, threads, features;
+    check(env, napi_create_object(env, &out), "object");
+    check(env, napi_create_string_utf8(env, gemm_kernel_name(), NAPI_AUTO_LENGTH, &kernel), "string");
+    check(env, napi_create_int32(env, pool().size(), &threads), "int");
+    check(env, napi_create_array(env, &features), "array");
+    uint32_t i = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    const char* names[] = {"sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl"};
+    const bool has[] = {
+        __builtin_cpu_supports("sse4.2") != 0, __builtin_cpu_supports("avx") != 0,
+        __builtin_cpu_supports("avx2") != 0,   __builtin_cpu_supports("fma") != 0,
+        __builtin_cpu_supports("avx512f") != 0, __builtin_cpu_supports("avx512bw") != 0,
+        __builtin_cpu_supports("avx512vl") != 0};
+    for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+      if (!has[f]) continue;
+      napi_value name;
+      check(env, napi_create_string_utf8(env, names[f], NAPI_AUTO_LENGTH, &name), "string");
+      check(env, napi_set_element(env, features, i++, name), "element");
+    }
+#endif
+    check(env, napi_set_named_property(env, out, "kernel", kernel), "property");
+    check(env, napi_set_named_property(env, out, "threads", threads), "property");
+    check(env, napi_set_named_property(env, out, "features", features), "property");
+    return out;
+  });
+}
+
+// setThreads(n): the pool's size (the caller's thread included).
+napi_value SetThreads(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 1);
+    const int64_t n = integer(env, argv[0], "threads");
+    if (n < 1 || n > 256) throw Failure{"threads must be between 1 and 256"};
+    pool().resize(static_cast<int>(n));
+    return nullptr;
+  });
+}
+
+// setKernel(name) → whether the CPU can run it ("avx512", "avx2", "portable"; tests compare them).
+napi_value SetKernel(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 1);
+    char name[32];
+    size_t len;
+    check(env, napi_get_value_string_utf8(env, argv[0], name, sizeof(name), &len), "kernel name");
+    napi_value out;
+    check(env, napi_get_boolean(env, select_gemm_kernel(name), &out), "boolean");
+    return out;
+  });
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  pool().resize(default_threads());
+  const napi_property_descriptor props[] = {
+      {"gemm", nullptr, Gemm, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"setThreads", nullptr, SetThreads, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"setKernel", nullptr, SetKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  return exports;
+}
+
+}  // namespace
+}  // namespace whetstone
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, whetstone::Init)

@@ -1,0 +1,352 @@
+// Packed, cache-blocked matrix products in the manner of BLIS/GotoBLAS: op(B) is packed into
+// panels of NR columns and op(A) into strips of MR rows, so that the microkernel streams both
+// from cache with unit stride and keeps an MR×NR tile of C in registers. Transposed operands cost
+// nothing extra: packing reads them in whatever layout they have.
+//
+// Every element of C is summed by one thread in the same order (K blocks in order, then k within
+// a block) whatever the thread count and whichever thread takes it, so results do not depend on
+// the number of threads.
+#include "gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "pool.h"
+
+namespace whetstone {
+
+namespace {
+
+struct Epilogue {
+  bool accumulate;     // add to C (a later K block); else overwrite
+  const float* bias;   // the tile's first column of the bias, or null
+  bool relu;
+};
+
+using Microkernel = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, int mr_eff,
+                             int nr_eff, const Epilogue& e);
+
+struct Kernel {
+  const char* name;
+  int mr, nr;
+  Microkernel run;
+};
+
+// Write the MR×NR tile (row-major, NR wide) into C: the first mr_eff rows, nr_eff columns.
+template <int MR, int NR>
+inline void store_tile(const float* tile, float* c, int64_t ldc, int mr_eff, int nr_eff, const Epilogue& e) {
+  for (int i = 0; i < mr_eff; i++) {
+    float* row = c + i * ldc;
+    const float* t = tile + i * NR;
+    if (nr_eff == NR) {
+      float v[NR];
+      for (int j = 0; j < NR; j++) v[j] = t[j];
+      if (e.accumulate)
+        for (int j = 0; j < NR; j++) v[j] += row[j];
+      if (e.bias)
+        for (int j = 0; j < NR; j++) v[j] += e.bias[j];
+      if (e.relu)
+        for (int j = 0; j < NR; j++) v[j] = v[j] > 0.f ? v[j] : 0.f;
+      for (int j = 0; j < NR; j++) row[j] = v[j];
+    } else {
+      for (int j = 0; j < nr_eff; j++) {
+        float v = t[j];
+        if (e.accumulate) v += row[j];
+        if (e.bias) v += e.bias[j];
+        if (e.relu) v = v > 0.f ? v : 0.f;
+        row[j] = v;
+      }
+    }
+  }
+}
+
+// The fallback for any CPU: plain loops the compiler vectorises for the baseline instruction set.
+void ukr_portable(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, int mr_eff, int nr_eff,
+                  const Epilogue& e) {
+  constexpr int MR = 4, NR = 16;
+  alignas(64) float acc[MR * NR] = {};
+  for (int64_t p = 0; p < kc; p++) {
+    for (int i = 0; i < MR; i++) {
+      const float a = ap[i];
+      for (int j = 0; j < NR; j++) acc[i * NR + j] += a * bp[j];
+    }
+    ap += MR;
+    bp += NR;
+  }
+  store_tile<MR, NR>(acc, c, ldc, mr_eff, nr_eff, e);
+}
+
+#if defined(__x86_64__)
+// AVX2 + FMA: a 6×16 tile in 12 ymm accumulators (of 16 registers).
+__attribute__((target("avx2,fma"))) void ukr_avx2(int64_t kc, const float* ap, const float* bp, float* c,
+                                                   int64_t ldc, int mr_eff, int nr_eff, const Epilogue& e) {
+  constexpr int MR = 6, NR = 16;
+  __m256 acc0[MR], acc1[MR];
+  for (int i = 0; i < MR; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; p++) {
+    const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    for (int i = 0; i < MR; i++) {
+      const __m256 a = _mm256_broadcast_ss(ap + i);
+      acc0[i] = _mm256_fmadd_ps(a, b0, acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(a, b1, acc1[i]);
+    }
+    ap += MR;
+    bp += NR;
+  }
+  // Through a tile in memory: indexing the accumulators by the run-time row count would keep the
+  // compiler from holding them in registers.
+  alignas(64) float tile[MR * NR];
+  for (int i = 0; i < MR; i++) {
+    _mm256_store_ps(tile + i * NR, acc0[i]);
+    _mm256_store_ps(tile + i * NR + 8, acc1[i]);
+  }
+  store_tile<MR, NR>(tile, c, ldc, mr_eff, nr_eff, e);
+}
+
+// AVX-512: a 12×32 tile in 24 zmm accumulators (of 32 registers).
+__attribute__((target("avx512f"))) void ukr_avx512(int64_t kc, const float* ap, const float* bp, float* c,
+                                                  int64_t ldc, int mr_eff, int nr_eff, const Epilogue& e) {
+  constexpr int MR = 12, NR = 32;
+  __m512 acc0[MR], acc1[MR];
+  for (int i = 0; i < MR; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; p++) {
+    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    for (int i = 0; i < MR; i++) {
+      const __m512 a = _mm512_set1_ps(ap[i]);
+      acc0[i] = _mm512_fmadd_ps(a, b0, acc0[i]);
+      acc1[i] = _mm512_fmadd_ps(a, b1, acc1[i]);
+    }
+    ap += MR;
+    bp += NR;
+  }
+  alignas(64) float tile[MR * NR];
+  for (int i = 0; i < MR; i++) {
+    _mm512_store_ps(tile + i * NR, acc0[i]);
+    _mm512_store_ps(tile + i * NR + 16, acc1[i]);
+  }
+  store_tile<MR, NR>(tile, c, ldc, mr_eff, nr_eff, e);
+}
+#endif
+
+const Kernel kPortable{"portable", 4, 16, ukr_portable};
+#if defined(__x86_64__)
+const Kernel kAvx2{"avx2", 6, 16, ukr_avx2};
+const Kernel kAvx512{"avx512", 12, 32, ukr_avx512};
+#endif
+
+const Kernel* best_kernel() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return &kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &kAvx2;
+#endif
+  return &kPortable;
+}
+
+const Kernel* chosen = best_kernel();
+
+// K is blocked so that an NR-column strip of packed B (KC·NR floats: 32 KiB for AVX-512) stays in
+// L1 while the microkernel walks the A strips; MC rows of packed A (MC·KC) stay in L2.
+constexpr int64_t KC = 256;
+constexpr int64_t NC = 4096;
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// Rows [i0, i0+mc) × columns [p0, p0+kc) of op(A) into MR-row strips, zero-padded; strip s starts
+// at dst + s·MR·kc and holds, for each k, its MR values.
+void pack_a(const float* a, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr,
+            float* dst) {
+  for (int64_t is = 0; is < mc; is += mr) {
+    const int rows = static_cast<int>(std::min<int64_t>(mr, mc - is));
+    float* d = dst + is * kc;
+    if (!trans) {
+      for (int r = 0; r < rows; r++) {
+        const float* src = a + (i0 + is + r) * lda + p0;
+        for (int64_t p = 0; p < kc; p++) d[p * mr + r] = src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; p++) {
+        const float* src = a + (p0 + p) * lda + i0 + is;
+        for (int r = 0; r < rows; r++) d[p * mr + r] = src[r];
+      }
+    }
+    for (int r = rows; r < mr; r++)
+      for (int64_t p = 0; p < kc; p++) d[p * mr + r] = 0.f;
+  }
+}
+
+// Strips [s0, s1) of NR columns of op(B) (from column j0, rows [p0, p0+kc)), zero-padded; strip s
+// starts at dst + s·NR·kc.
+void pack_b(const float* b, int64_t ldb, bool trans, int64_t j0, int64_t nc, int64_t p0, int64_t kc, int nr,
+            int64_t s0, int64_t s1, float* dst) {
+  for (int64_t s = s0; s < s1; s++) {
+    const int64_t js = s * nr;
+    const int cols = static_cast<int>(std::min<int64_t>(nr, nc - js));
+    float* d = dst + js * kc;
+    if (!trans) {
+      for (int64_t p = 0; p < kc; p++) {
+        const float* src = b + (p0 + p) * ldb + j0 + js;
+        float* row = d + p * nr;
+        for (int j = 0; j < cols; j++) row[j] = src[j];
+        for (int j = cols; j < nr; j++) row[j] = 0.f;
+      }
+    } else {
+      for (int j = 0; j < cols; j++) {
+        const float* src = b + (j0 + js + j) * ldb + p0;
+        for (int64_t p = 0; p < kc; p++) d[p * nr + j] = src[p];
+      }
+      for (int j = cols; j < nr; j++)
+        for (int64_t p = 0; p < kc; p++) d[p * nr + j] = 0.f;
+    }
+  }
+}
+
+struct AlignedBuffer {
+  float* data = nullptr;
+  size_t size = 0;
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  // Moved, not copied, when the workspace grows (a copy would free the same memory twice).
+  AlignedBuffer(AlignedBuffer&& other) noexcept : data(other.data), size(other.size) {
+    other.data = nullptr;
+    other.size = 0;
+  }
+  ~AlignedBuffer() { std::free(data); }
+  float* get(size_t n) {
+    if (n > size) {
+      std::free(data);
+      data = static_cast<float*>(std::aligned_alloc(64, round_up(static_cast<int64_t>(n) * 4, 64)));
+      size = n;
+    }
+    return data;
+  }
+};
+
+// Packing buffers: one A buffer per thread, and B buffers (one shared, or one per thread when
+// threads take whole batch items).
+struct Workspace {
+  std::vector<AlignedBuffer> a, b;
+  void reserve(int threads) {
+    if (static_cast<int>(a.size()) < threads) {
+      a.resize(threads);
+      b.resize(threads);
+    }
+  }
+};
+Workspace workspace;
+
+// One product on `threads` threads (thread t uses workspace.a[t]; B is packed into workspace.b[b_slot]).
+void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const GemmArgs& g, int threads, int t_base,
+              int b_slot) {
+  const int64_t M = g.m, N = g.n, Kd = g.k;
+  const int64_t lda = g.trans_a ? M : Kd, ldb = g.trans_b ? Kd : N, ldc = N;
+  const int mr = K.mr, nr = K.nr;
+  const int64_t MC = mr * 16;
+  if (Kd == 0) {
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        float v = g.bias ? g.bias[j] : 0.f;
+        c[i * ldc + j] = g.relu && v < 0.f ? 0.f : v;
+      }
+    return;
+  }
+  float* bp = workspace.b[b_slot].get(KC * round_up(std::min(N, NC), nr));
+  for (int t = 0; t < threads; t++) workspace.a[t_base + t].get(MC * KC);
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t nc = std::min(NC, N - jc);
+    const int64_t strips = (nc + nr - 1) / nr;
+    for (int64_t pc = 0; pc < Kd; pc += KC) {
+      const int64_t kc = std::min(KC, Kd - pc);
+      const bool first = pc == 0, last = pc + kc == Kd;
+      std::atomic<int64_t> next_strip{0};
+      pool().run(threads, [&](int) {
+        for (int64_t s0; (s0 = next_strip.fetch_add(2)) < strips;)
+          pack_b(b, ldb, g.trans_b, jc, nc, pc, kc, nr, s0, std::min(s0 + 2, strips), bp);
+      });
+      // Work items: (row block, column chunk), enough of them to share out; a thread packs a row
+      // block's A again only when its next item is of another block.
+      const int64_t row_blocks = (M + MC - 1) / MC;
+      const int64_t chunks = std::min<int64_t>(strips, (8 * threads + row_blocks - 1) / row_blocks);
+      const int64_t items = row_blocks * chunks;
+      std::atomic<int64_t> next_item{0};
+      pool().run(threads, [&](int t) {
+        float* ap = workspace.a[t_base + t].data;
+        int64_t packed = -1;
+        for (int64_t item; (item = next_item.fetch_add(1)) < items;) {
+          const int64_t rb = item / chunks, ch = item % chunks;
+          const int64_t ic = rb * MC, mc = std::min(MC, M - ic);
+          if (packed != rb) {
+            pack_a(a, lda, g.trans_a, ic, mc, pc, kc, mr, ap);
+            packed = rb;
+          }
+          for (int64_t s = strips * ch / chunks; s < strips * (ch + 1) / chunks; s++) {
+            const int64_t j = s * nr;
+            const int nr_eff = static_cast<int>(std::min<int64_t>(nr, nc - j));
+            const Epilogue e{!first, first && g.bias ? g.bias + jc + j : nullptr, last && g.relu};
+            for (int64_t ir = 0; ir < mc; ir += mr) {
+              const int mr_eff = static_cast<int>(std::min<int64_t>(mr, mc - ir));
+              K.run(kc, ap + ir * kc, bp + j * kc, c + (ic + ir) * ldc + jc + j, ldc, mr_eff, nr_eff, e);
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+const char* gemm_kernel_name() { return chosen->name; }
+
+bool select_gemm_kernel(const char* name) {
+  const Kernel* best = best_kernel();
+  const Kernel* all[] = {
+#if defined(__x86_64__)
+      &kAvx512, &kAvx2,
+#endif
+      &kPortable};
+  bool at_or_below_best = false;
+  for (const Kernel* k : all) {
+    if (k == best) at_or_below_best = true;
+    if (at_or_below_best && std::strcmp(k->name, name) == 0) {
+      chosen = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Below this many multiply-adds a product runs on the calling thread alone: waking the pool's
+// threads (tens of microseconds when they sleep) costs more than the work (~5 µs here).
+constexpr int64_t kParallelMin = 1 << 20;
+
+void gemm(const GemmArgs& g, int threads) {
+  const Kernel& K = *chosen;
+  threads = std::max(1, std::min(threads, pool().size()));
+  if (g.batch * g.m * g.n * g.k < kParallelMin) threads = 1;
+  const int64_t c_size = g.m * g.n;
+  // Many small products (attention's per-head matrices): whole items per thread, each packed and
+  // multiplied by one thread, instead of splitting each small product.
+  if (g.batch >= 2 * threads && threads > 1 && g.m * g.n * g.k <= 128 * 128 * 128) {
+    workspace.reserve(threads);
+    std::atomic<int64_t> next{0};
+    pool().run(threads, [&](int t) {
+      for (int64_t i; (i = next.fetch_add(1)) < g.batch;)
+        gemm_one(K, g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g, 1, t, t);
+    });
+    return;
+  }
+  workspace.reserve(threads);
+  for (int64_t i = 0; i < g.batch; i++)
+    gemm_one(K, g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g, threads, 0, 0);
+}
+
+}  // namespace whetstone
