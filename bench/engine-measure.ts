@@ -24,7 +24,7 @@ export async function timeMs(fn: () => Promise<unknown>, runs: number, warmup = 
 }
 
 /** Shapes typical of small transformers (the roof for the engine's MFU). */
-const MATMUL_SHAPES = [
+export const MATMUL_SHAPES = [
   [2048, 64, 256],
   [2048, 256, 64],
   [2048, 128, 512],

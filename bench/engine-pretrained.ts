@@ -67,7 +67,7 @@ function loraFlopsPerToken(c: DecoderConfig, contextLength: number, adapters: { 
   return { flopsPerToken: 4 * matmulParams + attention + adapter, matmulParams, attention, adapter };
 }
 
-/** Emit the pretrained-model lines; MFU over `roofGflops` (the run's `matmul_gflops`). */
+/** Emit the pretrained-model lines; MFU over `roofGflops` (the run's `machine_gemm_gflops`). */
 export async function pretrainedFigures(roofGflops: number, backend: Record<string, unknown>): Promise<void> {
   const config = parseDecoderConfig(SMOLLM2_135M);
   const model = randomDecoder(config, 256);

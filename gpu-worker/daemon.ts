@@ -314,9 +314,13 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
 async function main(): Promise<void> {
   if (process.argv.includes('--check')) {
     // `npm run worker -- --check`: the backend this machine would give jobs, and its speed.
-    const check = await checkBackend(process.env.WHETSTONE_BACKEND);
-    console.log(JSON.stringify(check, null, 2));
-    process.exit(0);
+    try {
+      console.log(JSON.stringify(await checkBackend(process.env.WHETSTONE_BACKEND), null, 2));
+      process.exit(0);
+    } catch (e) {
+      console.error((e as Error).message);
+      process.exit(1);
+    }
   }
   let args: ReturnType<typeof parseArgs>;
   try {

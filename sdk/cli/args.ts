@@ -52,6 +52,7 @@ export type Command =
   | { name: 'eval'; checkpointId: string; against: Against; games: number; env?: string; watch: boolean; priority?: number; temperature?: number }
   | { name: 'tournament'; players: string[]; games: number; env?: string; watch: boolean }
   | { name: 'workers' }
+  | { name: 'doctor' }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
   | { name: 'secrets-list' }
@@ -119,6 +120,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   },
   tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
+  doctor: {},
   datasets: { name: { type: 'string' } },
   secrets: { 'value-file': { type: 'string' } },
   models: { name: { type: 'string' }, format: { type: 'string' } },
@@ -191,6 +193,7 @@ export const USAGE: Record<string, string> = {
   eval: 'whetstone eval <checkpoint id> --against bot|random|<checkpoint id> --games N [--temperature T (0: greedy)] [--env <environment version id>] [--no-watch]',
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
+  doctor: 'whetstone doctor',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   models: [
     'whetstone models list | whetstone models import <Hugging Face model folder | hf:owner/name[@revision]> [--name NAME]',
@@ -282,6 +285,9 @@ export function parseCommandLine(argv: string[]): CommandLine {
     case 'workers':
       if (rest.length > 0) throw new UsageError(`workers takes no arguments, got: ${rest.join(' ')}`);
       return { globals, command: { name: 'workers' } };
+    case 'doctor':
+      if (rest.length > 0) throw new UsageError(`doctor takes no arguments, got: ${rest.join(' ')}`);
+      return { globals, command: { name: 'doctor' } };
     case 'datasets': {
       if (rest.length === 0) {
         if (str('name') !== undefined) throw new UsageError('--name goes with datasets upload', [`usage: ${USAGE.datasets}`]);
@@ -434,6 +440,10 @@ commands:
       (95% intervals). --env defaults to the environment the first checkpoint was trained on.
   ${USAGE.workers}
       The workers that can run the team's jobs: the team's pool and the shared one.
+  ${USAGE.doctor}
+      What a worker on this machine would compute with, without a server: the backend (the
+      GPU adapter, or on the CPU the kernel path, its threads and the CPU features it uses),
+      why faster backends were skipped, and a measured 1024³ matmul rate.
   ${USAGE.datasets}
       The team's datasets with their latest version; upload stores a JSONL file as the next
       version of the dataset --name (default: the file's name), or finds the identical one.
@@ -502,5 +512,6 @@ exit codes:
   5    not found (job, environment, checkpoint, team)
   6    rejected by the server (invalid config, environment failed its dry run, quota)
   7    the server failed (internal error)
+  8    doctor: this machine's check failed (no backend could load)
   130  interrupted with Ctrl-C while watching (the job keeps running)
 `;

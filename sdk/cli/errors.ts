@@ -22,6 +22,8 @@ export const EXIT = {
   REJECTED: 6,
   /** The server failed (internal error). */
   SERVER_ERROR: 7,
+  /** `doctor`: this machine's own check failed (no backend could load, the check crashed). */
+  CHECK_FAILED: 8,
   /** Interrupted with Ctrl-C while watching (the job keeps running). */
   INTERRUPTED: 130,
 } as const;

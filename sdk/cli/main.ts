@@ -15,6 +15,7 @@ import { modelsExportCommand, modelsImportCommand, modelsImportHubCommand, model
 import { sampleCommand } from './commands/sample';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
+import { doctorCommand } from './commands/doctor';
 import { CliError, EXIT, toCliError } from './errors';
 import { printer, toJson, type CliIO } from './io';
 
@@ -39,6 +40,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return tournamentCommand(ctx, command);
     case 'workers':
       return workersCommand(ctx);
+    case 'doctor':
+      return doctorCommand(ctx);
     case 'datasets':
       return datasetsCommand(ctx);
     case 'datasets-upload':
