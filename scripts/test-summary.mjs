@@ -10,8 +10,9 @@ const read = (name) => {
   const file = path.join(dir, name);
   return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
 };
-const vitest = read('vitest.json');
-if (vitest) {
+// vitest.json, and vitest-*.json for the runs of a part again in another configuration.
+for (const name of fs.readdirSync(dir).filter((f) => /^vitest(-.+)?\.json$/.test(f)).sort()) {
+  const vitest = read(name);
   passed += vitest.numPassedTests;
   failed += vitest.numFailedTests + (vitest.numFailedTestSuites && !vitest.numFailedTests ? vitest.numFailedTestSuites : 0);
   skipped += vitest.numPendingTests + vitest.numTodoTests;

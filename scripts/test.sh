@@ -17,6 +17,12 @@ echo "── unit and integration tests (vitest)"
 vitest_status=0
 npx vitest run --reporter=default --reporter=json --outputFile.json="$reports/vitest.json" || vitest_status=$?
 
+# The engine again on wasm's own kernels: the path a worker takes when the native kernels cannot
+# build or load (gpu-worker/engine/native.ts). WebGPU does not use them, so its tests are left out.
+echo "── the engine's tests on the wasm kernels (WHETSTONE_NATIVE=0)"
+WHETSTONE_NATIVE=0 npx vitest run gpu-worker/engine --exclude gpu-worker/engine/webgpu.test.ts \
+  --reporter=default --reporter=json --outputFile.json="$reports/vitest-wasm-kernels.json" || vitest_status=$?
+
 chromium="${CHROMIUM_PATH:-/usr/bin/chromium}"
 e2e_status=0
 if [ -x "$chromium" ]; then

@@ -16,6 +16,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
+import { nativeKernels } from './native';
 import { CAUSAL_ATTENTION_WASM } from './wasm/causal-attention.wasm';
 import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
 
@@ -137,9 +138,12 @@ interface CausalAttentionWasm {
   backward(qkv: number, P: number, dy: number, dqkv: number, dpRow: number, B: number, T: number, H: number, hd: number, scale: number): void;
 }
 
-/** True where `simdCausalSelfAttention` runs: wasm with SIMD, and a head size that is a multiple of 4. */
+/**
+ * True where `simdCausalSelfAttention` runs: the native kernels (native.ts), or wasm with SIMD and a
+ * head size that is a multiple of 4.
+ */
 export function simdCausalAttentionAvailable(headSize: number): boolean {
-  return headSize % 4 === 0 && simdModule(CAUSAL_ATTENTION_WASM) !== null;
+  return nativeKernels() !== null || (headSize % 4 === 0 && simdModule(CAUSAL_ATTENTION_WASM) !== null);
 }
 
 /** Scores and probabilities are [B·H, T, Tp], rows padded to a multiple of 4 keys (masked). */
@@ -184,9 +188,36 @@ const CAUSAL_BACKWARD = defineJsKernel({
   },
 });
 
+/** Native (native/src/attention.cc): qkv → P [B·H, T, Tp] and y [B·T, d] in one kernel on the pool's threads. */
+const NATIVE_CAUSAL_FORWARD = defineJsKernel({
+  name: 'WhetstoneNativeCausalForward',
+  outputShapes: (_s, a) => {
+    const { B, T, H, hd } = dimsOf(a);
+    return [[B * H, T, paddedKeys(T)], [B * T, H * hd]];
+  },
+  compute([qkv], [P, y], _s, a) {
+    const { B, T, H, hd, scale } = dimsOf(a);
+    nativeKernels()!.attentionForward(qkv as Float32Array, P, y, B, T, H, hd, paddedKeys(T), scale);
+  },
+});
+
+/** Native: qkv, P, dy → d qkv [B·T, 3d]. */
+const NATIVE_CAUSAL_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeCausalBackward',
+  outputShapes: (_s, a) => {
+    const { B, T, H, hd } = dimsOf(a);
+    return [[B * T, 3 * H * hd]];
+  },
+  compute([qkv, P, dy], [dqkv], _s, a) {
+    const { B, T, H, hd, scale } = dimsOf(a);
+    nativeKernels()!.attentionBackward(qkv as Float32Array, P as Float32Array, dy as Float32Array, dqkv, B, T, H, hd, paddedKeys(T), scale);
+  },
+});
+
 /**
- * Attention masked only by causality (no padded keys: training), for qkv [B·T, 3d] → [B·T, d], as
- * three kernels forward (scores, wasm's softmax, mix) and one backward, all reading qkv and
+ * Attention masked only by causality (no padded keys: training), for qkv [B·T, 3d] → [B·T, d]. With
+ * the native kernels, one kernel forward (scores, softmax and mix per channel, on threads) and one
+ * backward; on wasm's SIMD modules, three kernels forward (scores, wasm's softmax, mix) and one backward, all reading qkv and
  * writing y and d qkv in the projections' layouts: no split, merge, transposes or bias tensor, and
  * only the keys each query sees (the depthwise products compute all T×T and run ~11 GFLOP/s).
  * Only where `simdCausalAttentionAvailable`.
@@ -194,7 +225,12 @@ const CAUSAL_BACKWARD = defineJsKernel({
 export function simdCausalSelfAttention(qkv: tf.Tensor2D, B: number, T: number, H: number): tf.Tensor2D {
   const hd = qkv.shape[1] / 3 / H;
   const dims = { B, T, H, hd, scale: 1 / Math.sqrt(hd) };
+  const native = nativeKernels() !== null;
   const forward = (x: tf.Tensor2D) => {
+    if (native) {
+      const [P, y] = runJsKernel(NATIVE_CAUSAL_FORWARD, [x], dims);
+      return { y: y as tf.Tensor2D, P };
+    }
     const P = tf.softmax(runJsKernel(CAUSAL_SCORES, [x], dims)[0]);
     return { y: runJsKernel(CAUSAL_MIX, [x, P], dims)[0] as tf.Tensor2D, P };
   };
@@ -205,6 +241,7 @@ export function simdCausalSelfAttention(qkv: tf.Tensor2D, B: number, T: number, 
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        if (native) return [runJsKernel(NATIVE_CAUSAL_BACKWARD, [saved[0], saved[1], dy], dims)[0]];
         const [dqkv, scratch] = runJsKernel(CAUSAL_BACKWARD, [saved[0], saved[1], dy], dims);
         scratch.dispose();
         return [dqkv];

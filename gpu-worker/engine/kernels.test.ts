@@ -162,8 +162,9 @@ describe('fused ops equal the plain ops, values and gradients', () => {
     expectSameValueAndGrads((l) => targetLogProbs(l as tf.Tensor2D, targets), [logits]);
   });
 
-  it('a whole model: token and position embeddings, attention, norms, head', () => {
-    const model = new GPT({ vocabSize: 17, contextLength: 12, layers: 2, width: 16, heads: 4, tiedHead: true, seed: 4 });
+  // Head size 4 runs the SIMD (or native) causal attention; 3 the native one, or the depthwise products without it.
+  it.each([[16, 4], [18, 6]])('a whole model: token and position embeddings, attention, norms, head (width %i, %i heads)', (width, heads) => {
+    const model = new GPT({ vocabSize: 17, contextLength: 12, layers: 2, width, heads, tiedHead: true, seed: 4 });
     const tokens = tf.tensor2d([[1, 5, 9, 3, 16, 2, 7], [0, 4, 4, 8, 12, 15, 11], [3, 3, 3, 3, 3, 3, 3]], undefined, 'int32');
     const names = [...model.params.keys()];
     const f = (...ws: tf.Tensor[]) => {

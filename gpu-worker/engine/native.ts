@@ -31,6 +31,8 @@ interface NativeAddon {
     bStride: number,
     relu: boolean,
   ): void;
+  attentionForward(qkv: Float32Array, P: Float32Array, y: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
+  attentionBackward(qkv: Float32Array, P: Float32Array, dy: Float32Array, dqkv: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
   info(): { kernel: string; threads: number; features: string[] };
   setThreads(n: number): void;
   setKernel(name: string): boolean;
@@ -194,4 +196,9 @@ export function installNativeKernels(): NativeStatus {
 /** True when the native products are installed and on (the model may use transposed products then). */
 export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
+}
+
+/** The native kernels beyond the products (attention), when they are active; else null. */
+export function nativeKernels(): Pick<NativeAddon, 'attentionForward' | 'attentionBackward'> | null {
+  return nativeProductsActive() ? addon : null;
 }

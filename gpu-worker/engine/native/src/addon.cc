@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention.h"
 #include "gemm.h"
 #include "pool.h"
 
@@ -104,6 +105,65 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
   });
 }
 
+float number(napi_env env, napi_value v, const char* name) {
+  double out;
+  if (napi_get_value_double(env, v, &out) != napi_ok) throw Failure{std::string(name) + " must be a number"};
+  return static_cast<float>(out);
+}
+
+// The shapes shared by both attention calls: B, T, H, hd, Tp, scale at argv[first…].
+AttentionDims attention_dims(napi_env env, const std::vector<napi_value>& argv, size_t first) {
+  AttentionDims d{};
+  d.B = integer(env, argv[first], "B");
+  d.T = integer(env, argv[first + 1], "T");
+  d.H = integer(env, argv[first + 2], "H");
+  d.hd = integer(env, argv[first + 3], "hd");
+  d.Tp = integer(env, argv[first + 4], "Tp");
+  d.scale = number(env, argv[first + 5], "scale");
+  if (d.Tp < d.T) throw Failure{"Tp must be at least T"};
+  return d;
+}
+
+void need(size_t length, int64_t n, const char* name) {
+  if (static_cast<int64_t>(length) < n) throw Failure{std::string(name) + " is shorter than its shape"};
+}
+
+// attentionForward(qkv, P, y, B, T, H, hd, Tp, scale)
+napi_value AttentionForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 9);
+    size_t qkv_len, p_len, y_len;
+    const float* qkv = f32(env, argv[0], "qkv", &qkv_len);
+    float* P = f32(env, argv[1], "P", &p_len);
+    float* y = f32(env, argv[2], "y", &y_len);
+    const AttentionDims d = attention_dims(env, argv, 3);
+    need(qkv_len, d.B * d.T * 3 * d.H * d.hd, "qkv");
+    need(p_len, d.B * d.H * d.T * d.Tp, "P");
+    need(y_len, d.B * d.T * d.H * d.hd, "y");
+    if (d.B > 0 && d.T > 0 && d.H > 0) attention_forward(qkv, P, y, d, pool().size());
+    return nullptr;
+  });
+}
+
+// attentionBackward(qkv, P, dy, dqkv, B, T, H, hd, Tp, scale)
+napi_value AttentionBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 10);
+    size_t qkv_len, p_len, dy_len, dqkv_len;
+    const float* qkv = f32(env, argv[0], "qkv", &qkv_len);
+    const float* P = f32(env, argv[1], "P", &p_len);
+    const float* dy = f32(env, argv[2], "dy", &dy_len);
+    float* dqkv = f32(env, argv[3], "dqkv", &dqkv_len);
+    const AttentionDims d = attention_dims(env, argv, 4);
+    need(qkv_len, d.B * d.T * 3 * d.H * d.hd, "qkv");
+    need(p_len, d.B * d.H * d.T * d.Tp, "P");
+    need(dy_len, d.B * d.T * d.H * d.hd, "dy");
+    need(dqkv_len, d.B * d.T * 3 * d.H * d.hd, "dqkv");
+    if (d.B > 0 && d.T > 0 && d.H > 0) attention_backward(qkv, P, dy, dqkv, d, pool().size());
+    return nullptr;
+  });
+}
+
 // info() → { kernel, threads, features }
 napi_value Info(napi_env env, napi_callback_info) {
   return guarded(env, [&]() -> napi_value {
@@ -166,6 +226,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setThreads", nullptr, SetThreads, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setKernel", nullptr, SetKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"attentionForward", nullptr, AttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;
