@@ -107,8 +107,7 @@ const tpsLarge = await trainThroughput('large', large, 32, 5);
 }
 
 // Sampling: the small model with room for 64 new tokens, 64 prompts.
-let samplePerS = 0;
-{
+async function samplingThroughput(): Promise<number> {
   const model = new GPT({ vocabSize: tok.vocabSize, ...small, contextLength: sampling.contextLength });
   const prompts = Array.from({ length: sampling.prompts }, (_, i) => [tok.bos, ...tok.encode(`${i}+${(i * 7) % 50}=`)]);
   const opts = { maxTokens: sampling.newTokens, temperature: 1, stopAtEos: false, seed: 1 };
@@ -116,11 +115,13 @@ let samplePerS = 0;
   const cached = await timeMs(run(true), 3, 1);
   const recompute = await timeMs(run(false), 1, 0);
   const newTokens = sampling.prompts * sampling.newTokens;
-  samplePerS = newTokens / (cached / 1000);
+  const samplePerS = newTokens / (cached / 1000);
   emit('sample_tokens_per_s', samplePerS, 'tokens/s', { ...backend, prompts: sampling.prompts, newTokens: sampling.newTokens, ms: Number(cached.toFixed(0)) });
   emit('sample_speedup_vs_recompute', recompute / cached, 'ratio', { ...backend, recomputeTokensPerS: Number((newTokens / (recompute / 1000)).toFixed(1)) });
   model.dispose();
+  return samplePerS;
 }
+const samplePerS = await samplingThroughput();
 
 // Ratios to PyTorch eager on the same models (above 1: Whetstone is faster).
 if (torch) {
