@@ -325,8 +325,9 @@ bool select_gemm_kernel(const char* name) {
 }
 
 // Below this many multiply-adds a product runs on the calling thread alone: waking the pool's
-// threads (tens of microseconds when they sleep) costs more than the work (~5 µs here).
-constexpr int64_t kParallelMin = 1 << 20;
+// threads (tens of microseconds when they sleep) costs more than the work (~20 µs here): a
+// decoding step's products (64 rows) run alone.
+constexpr int64_t kParallelMin = 1 << 22;
 
 void gemm(const GemmArgs& g, int threads) {
   const Kernel& K = *chosen;
