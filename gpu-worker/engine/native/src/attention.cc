@@ -1,7 +1,7 @@
-// Each channel (b, h) is one work item: its q, k and v are gathered into contiguous scratch (and
-// k, v also transposed, [hd][T]) so that every inner loop runs over contiguous floats without a
-// reduction, which the compiler vectorises for the CPU at hand (target_clones: AVX-512, AVX2 or the
-// baseline, chosen at load time). A channel's rows of dqkv and y belong to it alone, so channels
+// Each channel (b, h) is one work item: its q, k and v are gathered into zero-padded scratch (and
+// k, v also transposed, [hd][T]) so that every inner loop works on whole vectors of 16 floats
+// (16 keys, or 16 of a head's columns) without a horizontal reduction, compiled for the CPU at
+// hand (target_clones: AVX-512, AVX2 or the baseline, chosen at load time). A channel's rows of dqkv and y belong to it alone, so channels
 // run in parallel without locks, and each value is computed in one fixed order whatever the
 // thread count.
 #include "attention.h"
@@ -48,11 +48,31 @@ inline void exp_in_place(float* x, int64_t n) {
   }
 }
 
+// Sixteen floats: one AVX-512 register, two AVX2 ones, four SSE ones (GCC lowers the type to
+// whatever the clone's target has). Unaligned loads and stores through `load`/`store`.
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+constexpr int64_t L = 16;
+
+inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
+inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
+inline int64_t lanes(int64_t n) { return (n + L - 1) / L * L; }
+
+// One channel's operands, zero-padded: rows [T][hdp] (hdp = hd rounded up to 16 floats) and the
+// keys and values transposed [hdp][Tl] (Tl = T rounded up to 16), so that 16 keys at a time are
+// one vector. Padding lanes stay zero, so whole vectors can be computed and the extra lanes ignored.
 struct Scratch {
+  int64_t T = -1, hd = -1, hdp = 0, Tl = 0;
   std::vector<float> q, k, v, kt, vt, dy, dq, dk, dv, row;
-  void size(int64_t T, int64_t hd) {
-    for (auto* b : {&q, &k, &v, &kt, &vt, &dy, &dq, &dk, &dv}) b->assign(T * hd, 0.f);
-    row.assign(T, 0.f);
+  void size(int64_t t, int64_t h) {
+    if (t == T && h == hd) return;
+    T = t;
+    hd = h;
+    hdp = lanes(h);
+    Tl = lanes(t);
+    for (auto* b : {&q, &k, &v, &dy, &dq, &dk, &dv}) b->assign(T * hdp, 0.f);
+    for (auto* b : {&kt, &vt}) b->assign(hdp * Tl, 0.f);
+    row.assign(Tl, 0.f);
   }
 };
 
@@ -61,36 +81,39 @@ Scratch& scratch() {
   return s;
 }
 
-// Channel (b, h)'s q, k, v rows [T][hd] and k, v transposed [hd][T].
+// Channel (b, h)'s q, k, v into the scratch layouts.
 void gather(const float* qkv, const AttentionDims& d, int64_t b, int64_t h, Scratch& s) {
   const int64_t width = d.H * d.hd, stride = 3 * width;
   for (int64_t t = 0; t < d.T; t++) {
     const float* row = qkv + (b * d.T + t) * stride + h * d.hd;
     for (int64_t c = 0; c < d.hd; c++) {
-      s.q[t * d.hd + c] = row[c];
-      s.k[t * d.hd + c] = row[width + c];
-      s.v[t * d.hd + c] = row[2 * width + c];
-      s.kt[c * d.T + t] = row[width + c];
-      s.vt[c * d.T + t] = row[2 * width + c];
+      s.q[t * s.hdp + c] = row[c];
+      s.k[t * s.hdp + c] = row[width + c];
+      s.v[t * s.hdp + c] = row[2 * width + c];
+      s.kt[c * s.Tl + t] = row[width + c];
+      s.vt[c * s.Tl + t] = row[2 * width + c];
     }
+  }
+}
+
+// out[j] = a · (x · col_j) for the first ⌈n/16⌉ vectors of keys; cols [hd][Tl].
+inline void dot_keys(const float* x, const float* cols, int64_t hd, int64_t Tl, int64_t n, float a, float* out) {
+  for (int64_t j = 0; j < n; j += L) {
+    v16 acc = {};
+    for (int64_t c = 0; c < hd; c++) acc += x[c] * load(cols + c * Tl + j);
+    store(out + j, acc * a);
   }
 }
 
 WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, const AttentionDims& d, int64_t ch) {
   const int64_t b = ch / d.H, h = ch % d.H, T = d.T, hd = d.hd, width = d.H * hd;
   Scratch& s = scratch();
-  if (static_cast<int64_t>(s.row.size()) != T || static_cast<int64_t>(s.q.size()) != T * hd) s.size(T, hd);
+  s.size(T, hd);
   gather(qkv, d, b, h, s);
-  float* acc = s.dq.data();  // one row of hd
+  float* p = s.row.data();
   for (int64_t i = 0; i < T; i++) {
-    float* p = P + (ch * T + i) * d.Tp;
     const int64_t n = i + 1;
-    for (int64_t j = 0; j < n; j++) p[j] = 0.f;
-    for (int64_t c = 0; c < hd; c++) {
-      const float qc = s.q[i * hd + c] * d.scale;
-      const float* kc = s.kt.data() + c * T;
-      for (int64_t j = 0; j < n; j++) p[j] += qc * kc[j];
-    }
+    dot_keys(s.q.data() + i * s.hdp, s.kt.data(), hd, s.Tl, n, d.scale, p);
     float m = p[0];
     for (int64_t j = 1; j < n; j++) m = std::max(m, p[j]);
     for (int64_t j = 0; j < n; j++) p[j] -= m;
@@ -99,15 +122,17 @@ WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, cons
     for (int64_t j = 0; j < n; j++) sum += p[j];
     const float inv = 1.f / sum;
     for (int64_t j = 0; j < n; j++) p[j] *= inv;
-    for (int64_t j = n; j < d.Tp; j++) p[j] = 0.f;
-    for (int64_t c = 0; c < hd; c++) acc[c] = 0.f;
-    for (int64_t j = 0; j < n; j++) {
-      const float w = p[j];
-      const float* vj = s.v.data() + j * hd;
-      for (int64_t c = 0; c < hd; c++) acc[c] += w * vj[c];
-    }
+    float* out_p = P + (ch * T + i) * d.Tp;
+    for (int64_t j = 0; j < n; j++) out_p[j] = p[j];
+    for (int64_t j = n; j < d.Tp; j++) out_p[j] = 0.f;
     float* out = y + (b * T + i) * width + h * hd;
-    for (int64_t c = 0; c < hd; c++) out[c] = acc[c];
+    for (int64_t c0 = 0; c0 < s.hdp; c0 += L) {
+      v16 acc = {};
+      for (int64_t j = 0; j < n; j++) acc += p[j] * load(s.v.data() + j * s.hdp + c0);
+      alignas(64) float lane[L];
+      store(lane, acc);
+      for (int64_t c = c0; c < std::min(c0 + L, hd); c++) out[c] = lane[c - c0];
+    }
   }
 }
 
@@ -115,11 +140,11 @@ WHETSTONE_CLONES void backward_channel(const float* qkv, const float* P, const f
                                        const AttentionDims& d, int64_t ch) {
   const int64_t b = ch / d.H, h = ch % d.H, T = d.T, hd = d.hd, width = d.H * hd;
   Scratch& s = scratch();
-  if (static_cast<int64_t>(s.row.size()) != T || static_cast<int64_t>(s.q.size()) != T * hd) s.size(T, hd);
+  s.size(T, hd);
   gather(qkv, d, b, h, s);
   for (int64_t t = 0; t < T; t++) {
     const float* src = dy + (b * T + t) * width + h * hd;
-    for (int64_t c = 0; c < hd; c++) s.dy[t * hd + c] = src[c];
+    for (int64_t c = 0; c < hd; c++) s.dy[t * s.hdp + c] = src[c];
   }
   std::fill(s.dq.begin(), s.dq.end(), 0.f);
   std::fill(s.dk.begin(), s.dk.end(), 0.f);
@@ -127,44 +152,37 @@ WHETSTONE_CLONES void backward_channel(const float* qkv, const float* P, const f
   float* ds = s.row.data();
   for (int64_t i = 0; i < T; i++) {
     const float* p = P + (ch * T + i) * d.Tp;
-    const float* dyi = s.dy.data() + i * hd;
+    const float* dyi = s.dy.data() + i * s.hdp;
+    const float* qi = s.q.data() + i * s.hdp;
+    float* dqi = s.dq.data() + i * s.hdp;
     const int64_t n = i + 1;
-    // dP_ij = dy_i · v_j; dv_j += P_ij dy_i
-    for (int64_t j = 0; j < n; j++) ds[j] = 0.f;
-    for (int64_t c = 0; c < hd; c++) {
-      const float g = dyi[c];
-      const float* vc = s.vt.data() + c * T;
-      for (int64_t j = 0; j < n; j++) ds[j] += g * vc[j];
-    }
-    for (int64_t j = 0; j < n; j++) {
-      const float w = p[j];
-      float* dvj = s.dv.data() + j * hd;
-      for (int64_t c = 0; c < hd; c++) dvj[c] += w * dyi[c];
-    }
-    // Softmax backward: dS_ij = P_ij (dP_ij − Σ_j P_ij dP_ij), scaled for the scores' scale.
+    // dP_ij = dy_i · v_j
+    dot_keys(dyi, s.vt.data(), hd, s.Tl, n, 1.f, ds);
+    // Softmax backward: dS_ij = P_ij (dP_ij − Σ_j P_ij dP_ij), times the scores' scale.
     float dot = 0.f;
     for (int64_t j = 0; j < n; j++) dot += p[j] * ds[j];
     for (int64_t j = 0; j < n; j++) ds[j] = d.scale * p[j] * (ds[j] - dot);
-    // dq_i += Σ_j dS_ij k_j; dk_j += dS_ij q_i
-    float* dqi = s.dq.data() + i * hd;
-    const float* qi = s.q.data() + i * hd;
-    for (int64_t j = 0; j < n; j++) {
-      const float w = ds[j];
-      const float* kj = s.k.data() + j * hd;
-      float* dkj = s.dk.data() + j * hd;
-      for (int64_t c = 0; c < hd; c++) {
-        dqi[c] += w * kj[c];
-        dkj[c] += w * qi[c];
+    for (int64_t c0 = 0; c0 < s.hdp; c0 += L) {
+      const v16 dyv = load(dyi + c0), qv = load(qi + c0);
+      v16 dq = load(dqi + c0);
+      for (int64_t j = 0; j < n; j++) {
+        // dv_j += P_ij dy_i; dq_i += dS_ij k_j; dk_j += dS_ij q_i
+        float* dvj = s.dv.data() + j * s.hdp + c0;
+        float* dkj = s.dk.data() + j * s.hdp + c0;
+        store(dvj, load(dvj) + p[j] * dyv);
+        dq += ds[j] * load(s.k.data() + j * s.hdp + c0);
+        store(dkj, load(dkj) + ds[j] * qv);
       }
+      store(dqi + c0, dq);
     }
   }
   const int64_t stride = 3 * width;
   for (int64_t t = 0; t < T; t++) {
     float* row = dqkv + (b * T + t) * stride + h * hd;
     for (int64_t c = 0; c < hd; c++) {
-      row[c] = s.dq[t * hd + c];
-      row[width + c] = s.dk[t * hd + c];
-      row[2 * width + c] = s.dv[t * hd + c];
+      row[c] = s.dq[t * s.hdp + c];
+      row[width + c] = s.dk[t * s.hdp + c];
+      row[2 * width + c] = s.dv[t * s.hdp + c];
     }
   }
 }
