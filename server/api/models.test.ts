@@ -1,7 +1,8 @@
 /**
  * Importing pretrained models: `whetstone models import` sends a Hugging Face folder, the server
  * checks it whole in the engine's inspect process and keeps it content-addressed; every refusal
- * names the file and the reason and leaves nothing behind (no row, no blob, no staging folder).
+ * names the file and the reason and leaves nothing behind (no row, no blob, no staging folder); a
+ * removed model takes along the files no other model has.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -171,5 +172,21 @@ describe('importing a pretrained model', () => {
     );
     // Removing a model a queued job starts from is refused until that job is gone.
     await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
+  });
+
+  it('removing a model removes those of its files no other model has', async () => {
+    const owners = api(owner.cookie);
+    const teamId = owner.team.id;
+    const first = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen' } });
+    const second = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen-2' } });
+    const kept = (first.files as { storageKey: string }[]).map((f) => path.join(server.blobRoot, f.storageKey));
+    // The same files as tiny-qwen: removing one of the two keeps every file.
+    await owners.models.remove.mutate({ teamId, modelId: second.id });
+    expect(storedFiles().sort()).toEqual([...kept].sort());
+    // Once the jobs that start from it have ended, the last model with these files takes them along.
+    await t.db.job.updateMany({ where: { teamId, state: { in: ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'] } }, data: { state: 'CANCELLED' } });
+    await owners.models.remove.mutate({ teamId, modelId: first.id });
+    expect(storedFiles()).toEqual([]);
+    expect(await t.db.pretrainedModel.count({ where: { teamId } })).toBe(0);
   });
 });
