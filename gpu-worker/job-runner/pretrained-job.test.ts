@@ -2,7 +2,8 @@
  * A TRAIN job from an imported pretrained model (the qwen2-chat fixture, as the server hands its
  * files to a worker): fetched once into the worker's model cache, GRPO with LoRA through its chat
  * template raises the reward of a verifiable task (answer with a number), checkpoints hold the adapters and name the
- * base instead of copying it, a resumed attempt continues exactly as the uninterrupted run, a
+ * base instead of copying it (with a KL penalty, the reference too), a resumed attempt continues
+ * exactly as the uninterrupted run, a
  * checkpoint of the same model plays a seat as a frozen opponent, and the playground's session
  * serves the trained checkpoint through the model's chat template.
  */
@@ -165,6 +166,30 @@ describe('a run from an imported pretrained model', () => {
     expect(result).toEqual({ outcome: 'succeeded', reason: '' });
     const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 5 && ['reward/mean', 'loss/total', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
     expect(series(resumed)).toEqual(series(full));
+  });
+
+  test('with LoRA and a KL penalty, checkpoints keep the reference as its adapters, and a resumed attempt continues exactly', async () => {
+    const kl = { ...config, training: { ...config.training, steps: 4, checkpointEvery: 2, klCoef: 0.5 } };
+    const straight = new MemorySink();
+    expect(await runJob(assignment({ config: kl, environment: numbers, baseModel: withModel(straight) }), straight, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+    const at2 = straight.checkpoints.find((c) => c.kind === 'TRAINING' && c.step === 2)!;
+    const buf = Buffer.from(at2.bytes);
+    const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString()) as Record<string, unknown> & { __metadata__: Record<string, string> };
+    const tensors = Object.keys(header).filter((k) => k !== '__metadata__');
+    // The policy's adapters, their moments, and the reference's adapters: no weight of the base, twice or once.
+    expect(tensors.filter((k) => !/^(lora|optim|reference\.lora)\./.test(k))).toEqual([]);
+    expect(tensors.filter((k) => k.startsWith('reference.lora.'))).toHaveLength(tensors.filter((k) => k.startsWith('lora.')).length);
+    expect(JSON.parse(header.__metadata__['whetstone.reference'])).toMatchObject({ lora: { rank: 8, alpha: 16 } });
+
+    const resumed = new MemorySink();
+    const baseModel = withModel(resumed);
+    resumed.blobs.set(at2.storageKey, at2.bytes);
+    const result = await runJob(assignment({ config: kl, environment: numbers, baseModel, attempt: 2, resumeFrom: { checkpointId: 'ckpt-2', storageKey: at2.storageKey, step: 2 } }), resumed, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 2 && ['reward/mean', 'loss/total', 'policy/kl', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
+    // The KL term is in play (the policy has moved from its reference by step 3), and continues as uninterrupted.
+    expect(straight.items('metrics').some((m) => m.key === 'policy/kl' && m.step > 2 && m.value !== 0)).toBe(true);
+    expect(series(resumed)).toEqual(series(straight));
   });
 
   test('a checkpoint of the same model is a frozen opponent: it plays its seat in training and in an evaluation', async () => {
