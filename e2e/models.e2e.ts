@@ -9,7 +9,8 @@ import { errorNote, expectAccessible, samplerCheckpointOf, shoot, trpc } from '.
 // fixture imports by the folder picker, shows its card in the list and on its page, and answers in
 // the playground as imported. A short LoRA
 // run from it writes a checkpoint that exports from the run page as a PEFT adapter (a tar the
-// browser downloads) and opens in the playground, which names the model it was fine-tuned from.
+// browser downloads), that the launcher says holds LoRA adapters on the model, and that opens in
+// the playground, which names the model it was fine-tuned from.
 
 const CHAT = path.join(import.meta.dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
@@ -131,6 +132,12 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   expect(tar.includes(Buffer.from('adapter_config.json'))).toBe(true);
   await expect(form.getByText(/tiny-qwen-step\d+-peft\.tar: \d+ files/)).toBeVisible();
   await shoot(page, testInfo, 'run-checkpoint-exported');
+
+  // The launcher says what the checkpoint holds: the run's LoRA adapters, on the model they adapt.
+  await page.goto(`${url}/teams/${team}/launch`);
+  await page.getByLabel('Start from').selectOption(checkpoint);
+  await expect(page.getByText(/^LoRA adapters \(rank 8, alpha 16 on attn, mlp\) on imported model tiny-qwen, which stays frozen/)).toBeVisible();
+  await shoot(page, testInfo, 'launcher-from-checkpoint');
 
   // The playground names the model the checkpoint was fine-tuned from, and exports it too.
   await page.goto(`${url}/teams/${team}/playground/${checkpoint}`);
