@@ -156,5 +156,15 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
     .poll(async () => (await trpc<{ runs: Array<{ state: string }> }>(page, url, 'runs.list', 'query', { teamId: team, kinds: ['INFERENCE'], limit: 10 })).runs.filter((r) => ['QUEUED', 'ASSIGNED', 'RUNNING'].includes(r.state)).length, { timeout: 60_000 })
     .toBe(0);
   watch.expectClean();
+
+  // A model that is not the team's: its page and its playground say so alike, with the way back.
+  const missing = await context.newPage();
+  const missingWatch = watchPage(missing, { expectedStatuses: [404] });
+  for (const where of ['', '/playground']) {
+    await missing.goto(`${url}/teams/${team}/models/no-such-model${where}`);
+    await expect(missing.getByRole('heading', { level: 1, name: 'No such model' })).toBeVisible();
+    await expect(missing.getByRole('link', { name: 'See the team’s models' })).toBeVisible();
+  }
+  missingWatch.expectClean();
   await context.close();
 });
