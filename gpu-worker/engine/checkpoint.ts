@@ -65,13 +65,25 @@ export interface LoadedCheckpoint {
 }
 
 /**
+ * Pretrained decoders loaded from a fully fine-tuned checkpoint: their weights are not the imported
+ * model's, so their checkpoints hold every weight even once adapters are put on top (a run from
+ * such a checkpoint with `training.lora`); naming the base alone would lose the fine-tuning.
+ */
+const tunedWeights = new WeakSet<LanguageModel>();
+
+/** Whether a pretrained decoder's weights under its adapters are a fine-tune's, not the imported model's (a PEFT export would lose them). */
+export function hasTunedWeights(model: LanguageModel): boolean {
+  return tunedWeights.has(model);
+}
+
+/**
  * The model's weights (merged with its adapters, or as they are) read to the CPU; of a pretrained
- * model with adapters, only its value head (the base is named, not copied).
+ * model with adapters on the imported weights, only its value head (the base is named, not copied).
  */
 async function modelTensors(model: LanguageModel, merge: boolean): Promise<Map<string, NamedTensor>> {
   const out = new Map<string, NamedTensor>();
   const weights = merge ? mergedTensors(model) : model.params;
-  if (model instanceof PretrainedDecoder && model.adapters.size > 0 && !merge) {
+  if (model instanceof PretrainedDecoder && model.adapters.size > 0 && !merge && !tunedWeights.has(model)) {
     const kept = new Map([...model.params].filter(([name]) => name.startsWith('value.')));
     await prefetch(kept.values());
     for (const [name, t] of kept) out.set(`model.${name}`, { shape: t.shape, data: t.dataSync() as Float32Array });
@@ -216,6 +228,7 @@ export async function loadCheckpoint(file: string, opts: { loadBase?: BaseModelL
         }
         v.assign(w);
       }
+      if ([...weights.keys()].some((name) => !name.startsWith('value.'))) tunedWeights.add(model);
       newReference = (refWeights) => new PretrainedDecoder(meta.config, refWeights, { valueHead: meta.valueHead, base: meta.base });
     } else {
       const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
