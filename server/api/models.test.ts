@@ -181,8 +181,8 @@ describe('importing a pretrained model', () => {
     const model = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen' } });
     const blobs = new FsBlobStore(server.blobRoot);
     // A checkpoint file as the engine writes it (gpu-worker/engine/checkpoint.ts): its metadata, then a tensor's bytes.
-    const checkpointWith = async (meta: Record<string, string>) => {
-      const json = Buffer.from(JSON.stringify({ __metadata__: meta, 'lora.x.a': { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }));
+    const checkpointWith = async (meta: Record<string, string>, tensor = 'lora.x.a') => {
+      const json = Buffer.from(JSON.stringify({ __metadata__: meta, [tensor]: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }));
       const length = Buffer.alloc(8);
       length.writeBigUInt64LE(BigInt(json.length));
       const stored = await blobs.put(Buffer.concat([length, json, Buffer.alloc(4)]), 'checkpoints');
@@ -191,12 +191,12 @@ describe('importing a pretrained model', () => {
     const pretrained = { 'whetstone.architecture': 'pretrained', 'whetstone.model': JSON.stringify({ base: { modelId: model.id, contentHash: model.contentHash }, config: {}, valueHead: false }) };
     const adapters = await checkpointWith({ ...pretrained, 'whetstone.lora': JSON.stringify({ rank: 4, alpha: 8, targets: ['attn'], seed: 0 }) });
     expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: adapters })).toEqual({
-      architecture: 'pretrained', lora: { rank: 4, alpha: 8, targets: ['attn'] }, model: { id: model.id, name: 'tiny-qwen' }, shape: null,
+      architecture: 'pretrained', lora: { rank: 4, alpha: 8, targets: ['attn'] }, model: { id: model.id, name: 'tiny-qwen' }, shape: null, allWeights: false,
     });
-    const full = await checkpointWith(pretrained);
-    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: full })).toMatchObject({ architecture: 'pretrained', lora: null });
+    const full = await checkpointWith(pretrained, 'model.model.norm.weight');
+    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: full })).toMatchObject({ architecture: 'pretrained', lora: null, allWeights: true });
     const gpt = await checkpointWith({ 'whetstone.model': JSON.stringify({ vocabSize: 70, contextLength: 256, layers: 2, width: 64, heads: 4, dropout: 0 }) });
-    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: gpt })).toEqual({ architecture: 'gpt', lora: null, model: null, shape: { layers: 2, width: 64, heads: 4, contextLength: 256 } });
+    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: gpt })).toEqual({ architecture: 'gpt', lora: null, model: null, shape: { layers: 2, width: 64, heads: 4, contextLength: 256 }, allWeights: true });
     // Another team's checkpoint is not found; a file that is not a checkpoint says so.
     const other = await createUserWithTeam(server.url, t.db);
     await expect(api(other.cookie).runs.checkpointContents.query({ teamId: other.team.id, checkpointId: gpt })).rejects.toThrow(/No such checkpoint/);

@@ -17,6 +17,8 @@ export interface CheckpointContents {
   model: { id: string; name: string | null } | null;
   /** The engine's own model's shape (gpt). */
   shape: { layers: number; width: number; heads: number; contextLength: number } | null;
+  /** Whether every weight is in the file (a GPT's always; an imported model's once fully fine-tuned, adapters on top or not). */
+  allWeights: boolean;
 }
 
 /** The header is a few kilobytes (configs and a tokenizer's reference or characters); more is not a checkpoint. */
@@ -26,8 +28,8 @@ const loraSchema = z.object({ rank: z.number(), alpha: z.number(), targets: z.ar
 const gptSchema = z.object({ layers: z.number(), width: z.number(), heads: z.number(), contextLength: z.number() });
 const pretrainedSchema = z.object({ base: z.object({ modelId: z.string() }).nullable() });
 
-/** The safetensors metadata (`__metadata__`) at the start of a blob, read without reading the tensors. */
-async function readMetadata(blobs: BlobStore, key: string): Promise<Record<string, unknown>> {
+/** The safetensors header at the start of a blob (its `__metadata__` and the tensors' names), read without reading the tensors. */
+async function readHeader(blobs: BlobStore, key: string): Promise<{ meta: Record<string, unknown>; tensors: string[] }> {
   let head = Buffer.alloc(0);
   let need = Infinity;
   for await (const chunk of blobs.stream(key)) {
@@ -40,8 +42,8 @@ async function readMetadata(blobs: BlobStore, key: string): Promise<Record<strin
     if (head.length >= need) break;
   }
   if (head.length < need) throw new Error('the header is cut short');
-  const header = JSON.parse(head.subarray(8, need).toString('utf8')) as { __metadata__?: Record<string, unknown> };
-  return header.__metadata__ ?? {};
+  const { __metadata__: meta, ...tensors } = JSON.parse(head.subarray(8, need).toString('utf8')) as { __metadata__?: Record<string, unknown> };
+  return { meta: meta ?? {}, tensors: Object.keys(tensors) };
 }
 
 /** A metadata value that is JSON text, parsed with `schema`; null when absent or not of that shape. */
@@ -60,14 +62,16 @@ function jsonField<T>(meta: Record<string, unknown>, key: string, schema: z.ZodT
 export async function checkpointContents(db: Db, blobs: BlobStore, teamId: string, checkpointId: string): Promise<CheckpointContents | null> {
   const row = await db.checkpoint.findFirst({ where: { id: checkpointId, teamId }, select: { storageKey: true } });
   if (!row) return null;
-  const meta = await readMetadata(blobs, row.storageKey);
+  const { meta, tensors } = await readHeader(blobs, row.storageKey);
   const lora = jsonField(meta, 'whetstone.lora', loraSchema);
   if (meta['whetstone.architecture'] === 'pretrained') {
     const modelId = jsonField(meta, 'whetstone.model', pretrainedSchema)?.base?.modelId ?? null;
     const model = modelId ? await db.pretrainedModel.findFirst({ where: { id: modelId, teamId }, select: { name: true } }) : null;
-    return { architecture: 'pretrained', lora, model: modelId ? { id: modelId, name: model?.name ?? null } : null, shape: null };
+    // The engine's names of an imported model's weights are its Hugging Face names ("model.model.…", "model.lm_head.…"); a value head is not one.
+    const allWeights = tensors.some((name) => name.startsWith('model.') && !name.startsWith('model.value.'));
+    return { architecture: 'pretrained', lora, model: modelId ? { id: modelId, name: model?.name ?? null } : null, shape: null, allWeights };
   }
   const shape = jsonField(meta, 'whetstone.model', gptSchema);
   if (!shape) throw new Error('its header names no model');
-  return { architecture: 'gpt', lora, model: null, shape: { layers: shape.layers, width: shape.width, heads: shape.heads, contextLength: shape.contextLength } };
+  return { architecture: 'gpt', lora, model: null, shape: { layers: shape.layers, width: shape.width, heads: shape.heads, contextLength: shape.contextLength }, allWeights: true };
 }
