@@ -9,7 +9,8 @@ import { errorNote, expectAccessible, samplerCheckpointOf, shoot, trpc } from '.
 // fixture imports by the folder picker, shows its card in the list and on its page, and answers in
 // the playground as imported. A short LoRA
 // run from it writes a checkpoint that exports from the run page as a PEFT adapter (a tar the
-// browser downloads) and opens in the playground, which names the model it was fine-tuned from.
+// browser downloads), that the launcher says holds LoRA adapters on the model, and that opens in
+// the playground, which names the model it was fine-tuned from.
 
 const CHAT = path.join(import.meta.dirname, '../gpu-worker/engine/pretrained/fixtures/qwen2-chat');
 
@@ -132,6 +133,12 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
   await expect(form.getByText(/tiny-qwen-step\d+-peft\.tar: \d+ files/)).toBeVisible();
   await shoot(page, testInfo, 'run-checkpoint-exported');
 
+  // The launcher says what the checkpoint holds: the run's LoRA adapters, on the model they adapt.
+  await page.goto(`${url}/teams/${team}/launch`);
+  await page.getByLabel('Start from').selectOption(checkpoint);
+  await expect(page.getByText(/^LoRA adapters \(rank 8, alpha 16 on attn, mlp\) on imported model tiny-qwen, which stays frozen/)).toBeVisible();
+  await shoot(page, testInfo, 'launcher-from-checkpoint');
+
   // The playground names the model the checkpoint was fine-tuned from, and exports it too.
   await page.goto(`${url}/teams/${team}/playground/${checkpoint}`);
   await expect(page.getByText('fine-tuned from')).toBeVisible();
@@ -149,5 +156,15 @@ test('models: import a Hugging Face folder from the page, refusals that say whic
     .poll(async () => (await trpc<{ runs: Array<{ state: string }> }>(page, url, 'runs.list', 'query', { teamId: team, kinds: ['INFERENCE'], limit: 10 })).runs.filter((r) => ['QUEUED', 'ASSIGNED', 'RUNNING'].includes(r.state)).length, { timeout: 60_000 })
     .toBe(0);
   watch.expectClean();
+
+  // A model that is not the team's: its page and its playground say so alike, with the way back.
+  const missing = await context.newPage();
+  const missingWatch = watchPage(missing, { expectedStatuses: [404] });
+  for (const where of ['', '/playground']) {
+    await missing.goto(`${url}/teams/${team}/models/no-such-model${where}`);
+    await expect(missing.getByRole('heading', { level: 1, name: 'No such model' })).toBeVisible();
+    await expect(missing.getByRole('link', { name: 'See the team’s models' })).toBeVisible();
+  }
+  missingWatch.expectClean();
   await context.close();
 });

@@ -537,13 +537,14 @@ export function estimateTrainingBytes(training: TrainingConfig, vocabSize = 128)
 /**
  * Estimated bytes of a run that starts from an imported pretrained model of `card`'s shape: f32
  * weights (the engine widens bf16), what trains (adapters, or every weight with its gradient and
- * Adam's two moments), a KL reference copy, activations and the rollout's KV cache.
+ * Adam's two moments), a KL reference (a copy of what trains), activations and the rollout's KV cache.
  */
 export function estimatePretrainedBytes(training: TrainingConfig, card: Pick<ModelCard, 'parameters' | 'layers' | 'hiddenSize' | 'heads' | 'kvHeads' | 'vocabSize' | 'headDim'>, contextLength: number): number {
   const lora = 'lora' in training ? training.lora : undefined;
   const full = lora === false;
   const trainable = full ? card.parameters : card.layers * 7 * 2 * card.hiddenSize * (lora?.rank ?? 8);
-  const reference = 'klCoef' in training && training.klCoef > 0 ? card.parameters : 0;
+  // Under LoRA the KL reference shares the frozen base with the policy and copies only the adapters (gpu-worker/engine/reference.ts).
+  const reference = 'klCoef' in training && training.klCoef > 0 ? (full ? card.parameters : trainable) : 0;
   const sequences = training.algorithm === 'sft' ? training.batchSize : training.batchSize * training.groupSize;
   const perUpdate = Math.ceil(sequences / ('miniBatches' in training ? training.miniBatches : 1));
   const tokens = perUpdate * contextLength;

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint, saveSamplerCheckpoint, saveTrainingCheckpoint } from './checkpoint';
 import { CheckpointError, ConfigError, NonFiniteLossError } from './errors';
 import { GRPOTrainer } from './grpo';
+import { attachLora } from './lora';
 import { GPT, type LanguageModel } from './model';
 import { Rng } from './rng';
+import { readSafetensors } from './safetensors';
 import { SFTTrainer } from './sft';
 import { testBackend } from '../test-support/engine/test-setup';
 import { allStrings, reversalExample } from '../test-support/engine/test-tasks';
@@ -21,6 +23,8 @@ const batchAt = (step: number) => {
   const rng = new Rng(1000 + step);
   return Array.from({ length: 8 }, () => reversalExample(tok, strings[rng.int(strings.length)]));
 };
+/** A GRPO batch: the SFT batch with rewards in two groups. */
+const grpoBatch = (step: number) => batchAt(step).map((s, i) => ({ ...s, rewards: (i + step) % 3 === 0 ? 1 : 0, group: i % 2 }));
 const logitsOf = (m: LanguageModel) => tf.tidy(() => m.forward([[tok.bos, ...tok.encode('abc=')]]).logits).dataSync();
 
 beforeAll(async () => {
@@ -72,8 +76,6 @@ describe('checkpoints', () => {
   });
 
   it('resume GRPO with a KL penalty exactly: the reference policy is saved, not re-taken at resume', async () => {
-    const grpoBatch = (step: number) =>
-      batchAt(step).map((s, i) => ({ ...s, rewards: (i + step) % 3 === 0 ? 1 : 0, group: i % 2 }));
     const config = { learningRate: 1e-2, klCoef: 0.5, seed: 5 };
     const straight = new GPT(cfg);
     const g1 = new GRPOTrainer(straight, config);
@@ -93,6 +95,44 @@ describe('checkpoints', () => {
     g3.importState(loaded.trainerState!);
     for (let s = 3; s < 6; s++) lossesResumed.push(g3.step(grpoBatch(s)).loss);
     expect(lossesResumed).toEqual(lossesStraight);
+    [g1, g3].forEach((t) => t.dispose());
+    [straight, loaded.model, loaded.reference!].forEach((m) => m.dispose());
+  });
+
+  it('resume LoRA GRPO with a KL penalty exactly: the reference is kept as its adapters, put back on the base', async () => {
+    const config = { learningRate: 5e-2, klCoef: 0.5, seed: 5 };
+    // Adapters that are not zero at the start (as from a LoRA checkpoint): the reference is base + them, not the base.
+    const adapted = () => {
+      const m = new GPT(cfg);
+      attachLora(m, { rank: 2, seed: 7 });
+      for (const ad of m.adapters.values()) ad.b.assign(tf.randomNormal(ad.b.shape, 0, 0.1, 'float32', 11));
+      return m;
+    };
+    const straight = adapted();
+    const g1 = new GRPOTrainer(straight, config);
+    const lossesStraight = Array.from({ length: 6 }, (_, s) => g1.step(grpoBatch(s)).loss);
+
+    const first = adapted();
+    const g2 = new GRPOTrainer(first, config);
+    const lossesResumed = Array.from({ length: 3 }, (_, s) => g2.step(grpoBatch(s)).loss);
+    const file = path.join(dir, 'grpo-lora.safetensors');
+    await saveTrainingCheckpoint(file, first, tok, g2);
+    g2.dispose();
+    first.dispose();
+    const { tensors, metadata } = await readSafetensors(file);
+    const saved = [...tensors.keys()].filter((k) => k.startsWith('reference.'));
+    expect(saved.length).toBe(2 * first.loraLinears(['attn', 'mlp']).length);
+    expect(saved.every((k) => k.startsWith('reference.lora.'))).toBe(true);
+    expect(JSON.parse(metadata['whetstone.reference'])).toEqual({ lora: { rank: 2, alpha: 16, targets: ['attn', 'mlp'], seed: 7 } });
+
+    const loaded = await loadCheckpoint(file);
+    expect(loaded.reference!.adapters.size).toBe(loaded.model.adapters.size);
+    const g3 = new GRPOTrainer(loaded.model, loaded.trainerState!.config as object, loaded.reference!);
+    g3.importState(loaded.trainerState!);
+    for (let s = 3; s < 6; s++) lossesResumed.push(g3.step(grpoBatch(s)).loss);
+    expect(lossesResumed).toEqual(lossesStraight);
+    // The KL term took part: the policy moved away from the reference.
+    expect(Array.from(logitsOf(loaded.reference!))).not.toEqual(Array.from(logitsOf(loaded.model)));
     [g1, g3].forEach((t) => t.dispose());
     [straight, loaded.model, loaded.reference!].forEach((m) => m.dispose());
   });

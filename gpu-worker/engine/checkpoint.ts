@@ -10,6 +10,10 @@
  * the adapters (and a value head) alone, and loads on top of that base (`loadBase`); fully
  * fine-tuned, it holds every weight, in the engine's layout under their Hugging Face names. Its
  * tokenizer is the base's.
+ *
+ * A training checkpoint of a trainer with a KL penalty keeps its frozen reference: every weight,
+ * or under LoRA only the reference's adapters (`whetstone.reference`), put back on the policy's
+ * base when loaded (reference.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from './config';
@@ -19,6 +23,7 @@ import { GPT, type LanguageModel, mergedTensors } from './model';
 import { type BaseModelRef, PretrainedDecoder } from './pretrained/decoder';
 import { type DecoderConfig } from './pretrained/hf-config';
 import { prefetch } from './reads';
+import { referenceLora, referenceOnBase } from './reference';
 import { type NamedTensor, readSafetensors, writeSafetensors } from './safetensors';
 import { type Tokenizer, type TokenizerJSON, tokenizerFromJSON } from './tokenizer';
 import { type TrainerCore, type TrainerState } from './trainer-core';
@@ -35,6 +40,11 @@ export interface SaveOptions {
 
 /** Loads the imported model a pretrained checkpoint names, with its tokenizer (the worker's model cache). */
 export type BaseModelLoader = (ref: BaseModelRef, opts: { valueHead: boolean }) => Promise<{ model: PretrainedDecoder; tokenizer: Tokenizer }>;
+
+/** A KL reference saved as adapters on the policy's base (reference.ts): their config; the tensors are "reference.lora.*". */
+interface ReferenceMetadata {
+  lora: LoraConfig;
+}
 
 interface PretrainedMetadata {
   base: BaseModelRef | null;
@@ -55,13 +65,25 @@ export interface LoadedCheckpoint {
 }
 
 /**
+ * Pretrained decoders loaded from a fully fine-tuned checkpoint: their weights are not the imported
+ * model's, so their checkpoints hold every weight even once adapters are put on top (a run from
+ * such a checkpoint with `training.lora`); naming the base alone would lose the fine-tuning.
+ */
+const tunedWeights = new WeakSet<LanguageModel>();
+
+/** Whether a pretrained decoder's weights under its adapters are a fine-tune's, not the imported model's (a PEFT export would lose them). */
+export function hasTunedWeights(model: LanguageModel): boolean {
+  return tunedWeights.has(model);
+}
+
+/**
  * The model's weights (merged with its adapters, or as they are) read to the CPU; of a pretrained
- * model with adapters, only its value head (the base is named, not copied).
+ * model with adapters on the imported weights, only its value head (the base is named, not copied).
  */
 async function modelTensors(model: LanguageModel, merge: boolean): Promise<Map<string, NamedTensor>> {
   const out = new Map<string, NamedTensor>();
   const weights = merge ? mergedTensors(model) : model.params;
-  if (model instanceof PretrainedDecoder && model.adapters.size > 0 && !merge) {
+  if (model instanceof PretrainedDecoder && model.adapters.size > 0 && !merge && !tunedWeights.has(model)) {
     const kept = new Map([...model.params].filter(([name]) => name.startsWith('value.')));
     await prefetch(kept.values());
     for (const [name, t] of kept) out.set(`model.${name}`, { shape: t.shape, data: t.dataSync() as Float32Array });
@@ -123,7 +145,8 @@ export async function saveTrainingCheckpoint(
   opts: SaveOptions = {},
 ): Promise<number> {
   await prefetch(trainer.core.momentTensors());
-  if (trainer.reference) await prefetch(trainer.reference.params.values());
+  const referenceAdapters = trainer.reference ? referenceLora(trainer.reference) : null;
+  if (trainer.reference && !referenceAdapters) await prefetch(trainer.reference.params.values());
   const state = trainer.exportState();
   const tensors = await modelTensors(model, false);
   for (const [k, t] of await adapterTensors(model)) tensors.set(k, t);
@@ -134,11 +157,15 @@ export async function saveTrainingCheckpoint(
   ] as const) {
     for (const [name, data] of moments) tensors.set(`optim.${kind}.${name}`, { shape: shapes.get(name)!.shape, data });
   }
-  // The KL reference is the policy at the start of training, not at the resume: keep it.
-  if (trainer.reference) {
+  // The KL reference is the policy at the start of training, not at the resume: keep it. Under
+  // LoRA it is the policy's own (frozen) base with the adapters it started with: those alone.
+  if (trainer.reference && referenceAdapters) {
+    for (const [k, t] of await adapterTensors(trainer.reference)) tensors.set(`reference.${k}`, t);
+  } else if (trainer.reference) {
     for (const [name, v] of trainer.reference.params) tensors.set(`reference.${name}`, { shape: v.shape, data: v.dataSync() as Float32Array });
   }
   const meta = baseMetadata('training', model, tokenizer, lora ?? loraConfigOf(model), opts.note);
+  if (referenceAdapters) meta['whetstone.reference'] = JSON.stringify({ lora: referenceAdapters } satisfies ReferenceMetadata);
   meta['whetstone.trainer'] = JSON.stringify({
     algorithm: state.algorithm,
     step: state.step,
@@ -201,6 +228,7 @@ export async function loadCheckpoint(file: string, opts: { loadBase?: BaseModelL
         }
         v.assign(w);
       }
+      if ([...weights.keys()].some((name) => !name.startsWith('value.'))) tunedWeights.add(model);
       newReference = (refWeights) => new PretrainedDecoder(meta.config, refWeights, { valueHead: meta.valueHead, base: meta.base });
     } else {
       const config = parseJSON<ModelConfig>(file, metadata, 'whetstone.model');
@@ -245,7 +273,18 @@ export async function loadCheckpoint(file: string, opts: { loadBase?: BaseModelL
   }
   let reference: LanguageModel | null = null;
   const refWeights = new Map<string, tf.Tensor>();
-  for (const [name, t] of tensors) if (name.startsWith('reference.')) refWeights.set(name.slice(10), tf.tensor(t.data, t.shape));
+  if (metadata['whetstone.reference']) {
+    // Adapters on the policy's own base, which is exactly the base they were trained on.
+    const { lora: refLora } = parseJSON<ReferenceMetadata>(file, metadata, 'whetstone.reference');
+    const ad = new Map<string, Float32Array>();
+    for (const [name, t] of tensors) if (name.startsWith('reference.lora.')) ad.set(name.slice(10), t.data);
+    try {
+      reference = referenceOnBase(model, refLora, ad);
+    } catch (err) {
+      model.dispose();
+      throw new CheckpointError(file, `reference policy: ${(err as Error).message}`);
+    }
+  } else for (const [name, t] of tensors) if (name.startsWith('reference.')) refWeights.set(name.slice(10), tf.tensor(t.data, t.shape));
   if (refWeights.size > 0) {
     try {
       reference = newReference(refWeights);

@@ -12,6 +12,7 @@ import { parseEngineConfig } from './errors';
 import { type GRPOOptions, grpoOptionsSchema } from '../../sdk/training-config';
 import { aggregate, clippedPolicyLoss, groupAdvantages, klPenalty } from './losses';
 import { type LanguageModel } from './model';
+import { frozenReference } from './reference';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { type StepMetrics, TrainerCore, type TrainerState, minibatches, rewardStats } from './trainer-core';
@@ -30,11 +31,11 @@ const LOGPROB_CHUNK_TOKENS = 16_384;
 export class GRPOTrainer {
   readonly config: GRPOConfig;
   readonly core: TrainerCore;
-  /** Frozen reference policy for the KL penalty (a copy of the starting weights), if klCoef > 0. */
+  /** Frozen reference policy for the KL penalty (the starting weights: reference.ts), if klCoef > 0. */
   readonly reference: LanguageModel | null;
   private readonly ownsReference: boolean;
 
-  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
+  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default `model` as it is now (frozenReference). */
   constructor(
     readonly model: LanguageModel,
     config: Partial<GRPOConfig> = {},
@@ -43,7 +44,7 @@ export class GRPOTrainer {
     this.config = resolveGRPOConfig(config);
     this.core = new TrainerCore(model, this.config, this.config.seed);
     this.ownsReference = this.config.klCoef > 0 && !reference;
-    this.reference = this.config.klCoef > 0 ? (reference ?? model.frozenCopy()) : null;
+    this.reference = this.config.klCoef > 0 ? (reference ?? frozenReference(model)) : null;
   }
 
   /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */

@@ -7,7 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
-import { type LanguageModel, mergedTensors } from './model';
+import { type Adapter, type LanguageModel, mergedTensors } from './model';
 import { Rng } from './rng';
 
 export interface LoraConfig {
@@ -78,6 +78,16 @@ export function attachLora(model: LanguageModel, partial: Partial<LoraConfig> = 
   }
   attached.set(model, c);
   return c;
+}
+
+/**
+ * Attaches frozen copies of another model's `adapters` (on the same linear layers) to `model`,
+ * recorded with `lora` as their config. A copy shares its source's data until either is assigned.
+ */
+export function attachAdapterCopies(model: LanguageModel, lora: LoraConfig, adapters: ReadonlyMap<string, Adapter>): void {
+  if (model.adapters.size > 0) throw new ConfigError('lora', 'the model already has adapters');
+  for (const [name, ad] of adapters) model.adapters.set(name, { a: tf.variable(ad.a, false), b: tf.variable(ad.b, false), scale: ad.scale, weight: ad.weight });
+  attached.set(model, lora);
 }
 
 /** Adapter tensors keyed "lora.<linear>.a|b". */

@@ -11,6 +11,7 @@ import { type Sequence, prepareBatch, selectRows, sequenceReturn, tokenRewards, 
 import { ConfigError, parseEngineConfig } from './errors';
 import { aggregate, clippedPolicyLoss, clippedValueLoss, gae, klPenalty, whiten } from './losses';
 import { type LanguageModel } from './model';
+import { frozenReference } from './reference';
 import { rowEntropy, targetLogProbs } from './ops';
 import { type Reads, readAsync, readSync } from './reads';
 import { type PPOOptions, ppoOptionsSchema } from '../../sdk/training-config';
@@ -52,7 +53,7 @@ export class PPOTrainer {
   readonly reference: LanguageModel | null;
   private readonly ownsReference: boolean;
 
-  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default a copy of `model` now. */
+  /** `reference`: the frozen KL reference (e.g. restored from a checkpoint); default `model` as it is now (frozenReference). */
   constructor(
     readonly model: LanguageModel,
     config: Partial<PPOConfig> = {},
@@ -62,7 +63,7 @@ export class PPOTrainer {
     if (!model.hasValueHead) throw new ConfigError('model.valueHead', 'PPO needs a model created with valueHead: true');
     this.core = new TrainerCore(model, this.config, this.config.seed);
     this.ownsReference = this.config.klCoef > 0 && !reference;
-    this.reference = this.config.klCoef > 0 ? (reference ?? model.frozenCopy()) : null;
+    this.reference = this.config.klCoef > 0 ? (reference ?? frozenReference(model)) : null;
   }
 
   /** One trainer step on `batch` (wasm and cpu; `stepAsync` on every backend). */

@@ -62,9 +62,10 @@ export async function runEval(assignment: Assignment, sink: JobSink, control: Jo
       } else if (typeof config.against === 'object') {
         const other = await load(config.against.checkpointId);
         if (other.tokenizer.vocabSize !== tok.vocabSize) throw new JobFailure('the opponent checkpoint uses a different tokenizer');
-        policies.opponent = modelPolicy(other.model, other.tokenizer);
-        opponent = { kind: 'policy', policy: 'opponent', learn: false };
         opponentName = `checkpoint:${config.against.checkpointId}`;
+        // Its slot is named as a TRAIN job's checkpoint opponent is, so the recorded matches say which checkpoint played.
+        policies[opponentName] = modelPolicy(other.model, other.tokenizer);
+        opponent = { kind: 'policy', policy: opponentName, learn: false };
       } else {
         const bots = env.description.bots;
         const bot = config.against === 'random' ? bots.find((b) => b === 'random') : (bots.find((b) => b !== 'random') ?? bots[0]);

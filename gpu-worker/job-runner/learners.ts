@@ -40,12 +40,15 @@ export interface Learner {
 }
 
 /**
- * A learner over `model`: its trainer (with a resumed run's state), and a slot whose frozen copies
- * it frees. `ownsModel`: the learner made the model (a copy) and disposes of it.
+ * A learner over `model`: its trainer (with a resumed run's state and the KL reference its
+ * checkpoint kept: the policy as training began, not as it is at the resume), and a slot whose
+ * frozen copies it frees. `ownsModel`: the learner made (or loaded) the model and disposes of it,
+ * and of its reference.
  */
-function learner(id: string, agent: string | undefined, model: LanguageModel, ownsModel: boolean, tok: Tokenizer, training: RLConfig, state: TrainerState | null): Learner {
+function learner(id: string, agent: string | undefined, model: LanguageModel, ownsModel: boolean, tok: Tokenizer, training: RLConfig, state: TrainerState | null, reference: LanguageModel | null = null): Learner {
   // The engine's configs are the resolved options themselves (the same names): only selected.
-  const trainer = training.algorithm === 'ppo' ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training)) : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training));
+  const trainer =
+    training.algorithm === 'ppo' ? new PPOTrainer(model, pickOptions(ppoOptionsSchema, training), reference ?? undefined) : new GRPOTrainer(model, pickOptions(grpoOptionsSchema, training), reference ?? undefined);
   if (state) {
     if (state.algorithm !== training.algorithm) {
       trainer.dispose();
@@ -73,7 +76,10 @@ function learner(id: string, agent: string | undefined, model: LanguageModel, ow
     dispose: () => {
       frozen.forEach((m) => m.dispose());
       trainer.dispose();
-      if (ownsModel) model.dispose();
+      if (ownsModel) {
+        model.dispose();
+        reference?.dispose();
+      }
     },
   };
 }
@@ -89,12 +95,12 @@ export interface LearnersRequest {
   model: LanguageModel;
   tokenizer: Tokenizer;
   /** The trainer state to continue: a resumed checkpoint's, unless its warm start ran (then none). */
-  resumed: { trainerState: TrainerState | null; step: number } | null;
+  resumed: { trainerState: TrainerState | null; reference: LanguageModel | null; step: number } | null;
 }
 
 /** The run's learners, in `agents`' order (the first is the run's: evaluated, and its checkpoint newest). */
 export async function makeLearners(r: LearnersRequest): Promise<Learner[]> {
-  if (!r.training.independentLearners) return [learner(SHARED_POLICY, undefined, r.model, false, r.tokenizer, r.training, r.resumed?.trainerState ?? null)];
+  if (!r.training.independentLearners) return [learner(SHARED_POLICY, undefined, r.model, false, r.tokenizer, r.training, r.resumed?.trainerState ?? null, r.resumed?.reference)];
   const made: Learner[] = [];
   try {
     for (const agent of r.agents) {
@@ -104,7 +110,7 @@ export async function makeLearners(r: LearnersRequest): Promise<Learner[]> {
         continue;
       }
       const own = await resumedLearner(r, agent, r.resumed.step);
-      made.push(learner(agent, agent, own.model, true, r.tokenizer, r.training, own.trainerState));
+      made.push(learner(agent, agent, own.model, true, r.tokenizer, r.training, own.trainerState, own.reference));
     }
     r.emit.log('info', `independent learners: ${r.agents.join(', ')}, each with a policy and an optimiser of its own`);
     return made;
@@ -115,7 +121,7 @@ export async function makeLearners(r: LearnersRequest): Promise<Learner[]> {
 }
 
 /** A learner's own checkpoint at the step resumed from (the assignment's `resumeFrom.agents`). */
-async function resumedLearner(r: LearnersRequest, agent: string, step: number): Promise<{ model: LanguageModel; trainerState: TrainerState }> {
+async function resumedLearner(r: LearnersRequest, agent: string, step: number): Promise<{ model: LanguageModel; trainerState: TrainerState; reference: LanguageModel | null }> {
   const own = r.assignment.resumeFrom?.agents?.[agent];
   if (!own) {
     throw new JobFailure(
@@ -126,8 +132,9 @@ async function resumedLearner(r: LearnersRequest, agent: string, step: number): 
   const at = ckpt.note?.step;
   if (ckpt.kind !== 'training' || !ckpt.trainerState || at !== step || ckpt.note?.agent !== agent) {
     ckpt.model.dispose();
+    ckpt.reference?.dispose();
     throw new JobFailure(`checkpoint ${own.checkpointId} is not learner "${agent}"'s training checkpoint after step ${step}`);
   }
   r.emit.log('info', `learner ${agent} resumed from checkpoint ${own.checkpointId} after step ${step}`);
-  return { model: ckpt.model, trainerState: ckpt.trainerState };
+  return { model: ckpt.model, trainerState: ckpt.trainerState, reference: ckpt.reference };
 }

@@ -26,6 +26,8 @@ export interface LoadedPolicy {
   tokenizer: Tokenizer;
   /** The trainer's state to import, when resumed. */
   trainerState: TrainerState | null;
+  /** The KL reference the resumed checkpoint kept (the policy as its training began); the caller disposes it. */
+  reference: LanguageModel | null;
   /** The first step to run: the resumed checkpoint's count of completed steps, else 0. */
   startStep: number;
   /** How it was loaded, for the log and the run page. */
@@ -86,12 +88,14 @@ async function loadWeights(assignment: Assignment, store: CheckpointStore, emit:
     const startStep = ckpt.note?.step ?? assignment.resumeFrom.step;
     const at = ckpt.note?.warmStartStep !== undefined ? `warm-start step ${ckpt.note.warmStartStep}` : `after step ${startStep}`;
     emit.log('info', `resumed from checkpoint ${assignment.resumeFrom.checkpointId} ${at}`);
-    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, startStep, source: 'resume', note: ckpt.note };
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: ckpt.trainerState, reference: ckpt.reference, startStep, source: 'resume', note: ckpt.note };
   }
   if (request.baseCheckpointId) {
     const ckpt = await store.load(blobKey(assignment, request.baseCheckpointId, 'checkpoint'));
+    // A new run's KL reference is the policy it starts from, not the one the checkpoint's run started from.
+    ckpt.reference?.dispose();
     emit.log('info', `starting from checkpoint ${request.baseCheckpointId} (${ckpt.model.numParameters} parameters)`);
-    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: null, startStep: 0, source: 'base', note: null };
+    return { model: ckpt.model, tokenizer: ckpt.tokenizer, trainerState: null, reference: null, startStep: 0, source: 'base', note: null };
   }
   const named = (assignment.config as { baseModelId?: unknown }).baseModelId;
   if (typeof named === 'string' && !assignment.baseModel) throw new JobFailure(`imported model ${named} is not in the assignment (removed from the team?)`);
@@ -102,12 +106,12 @@ async function loadWeights(assignment: Assignment, store: CheckpointStore, emit:
     const model = await PretrainedDecoder.fromFolder(folder, { valueHead: request.valueHead ?? false, base: ref, contextLength: runContextLength(assignment) });
     const tokenizer = HfTokenizer.fromFolder(folder, base.modelId);
     emit.log('info', `starting from imported model ${base.modelId} (${model.config.family}, ${model.numParameters} parameters, ${fetched ? 'fetched to this worker' : "from this worker's cache"})`);
-    return { model, tokenizer, trainerState: null, startStep: 0, source: 'pretrained', note: null };
+    return { model, tokenizer, trainerState: null, reference: null, startStep: 0, source: 'pretrained', note: null };
   }
   const m = request.model;
   if (!m) throw new JobFailure('no checkpoint to load: this job needs one');
   const tokenizer = new CharTokenizer();
   const model = new GPT({ ...m, vocabSize: tokenizer.vocabSize, valueHead: request.valueHead ?? false, seed: request.seed ?? 0 });
   emit.log('info', `new policy: ${m.layers} layers, width ${m.width}, ${m.heads} heads, context ${m.contextLength} (${model.numParameters} parameters)`);
-  return { model, tokenizer, trainerState: null, startStep: 0, source: 'scratch', note: null };
+  return { model, tokenizer, trainerState: null, reference: null, startStep: 0, source: 'scratch', note: null };
 }

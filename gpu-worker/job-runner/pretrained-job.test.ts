@@ -2,8 +2,10 @@
  * A TRAIN job from an imported pretrained model (the qwen2-chat fixture, as the server hands its
  * files to a worker): fetched once into the worker's model cache, GRPO with LoRA through its chat
  * template raises the reward of a verifiable task (answer with a number), checkpoints hold the adapters and name the
- * base instead of copying it, a resumed attempt continues exactly as the uninterrupted run, and
- * the playground's session serves the trained checkpoint through the model's chat template.
+ * base instead of copying it (with a KL penalty, the reference too), a resumed attempt continues
+ * exactly as the uninterrupted run, a
+ * checkpoint of the same model plays a seat as a frozen opponent, and the playground's session
+ * serves the trained checkpoint through the model's chat template.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -59,6 +61,37 @@ export default defineSingleTurn<{ q: string }>({
   manifest: {
     name: 'numbers', version: '1.0.0', description: 'Answer with a number.', kind: 'single-turn', entry: 'env.ts', agents: ['agent'],
     limits: { maxTurns: 1, maxTokensPerTurn: 2, maxResponseTokens: 2 },
+    training: { algorithm: 'grpo' },
+  },
+};
+
+/** Two seats that each name a number in turn: a seat scores when its reply has a digit in it. */
+const duel: NonNullable<Assignment['environment']> = {
+  versionId: 'duel-v1',
+  entry: 'env.ts',
+  files: {
+    'env.ts': `import { defineMultiAgentEnvironment } from 'whetstone';
+export default defineMultiAgentEnvironment<undefined, number, 'first' | 'second'>({
+  name: 'duel',
+  description: 'Each seat names a number.',
+  agents: ['first', 'second'],
+  systemPrompt: '',
+  sample: () => undefined,
+  reset: (ctx) => {
+    ctx.state = 0;
+    return { agent: 'first', observation: 'Pick a number.' };
+  },
+  step: (action, ctx) => {
+    const reward = /\\d/.test(action) ? 1 : 0;
+    if (ctx.state++ === 0) return { rewards: { first: reward }, terminated: false, next: { agent: 'second', observation: 'Pick another number.' } };
+    return { rewards: { second: reward }, terminated: true };
+  },
+});
+`,
+  },
+  manifest: {
+    name: 'duel', version: '1.0.0', description: 'Each seat names a number.', kind: 'multi-agent', entry: 'env.ts', agents: ['first', 'second'],
+    limits: { maxTurns: 2, maxTokensPerTurn: 2, maxResponseTokens: 4 },
     training: { algorithm: 'grpo' },
   },
 };
@@ -133,6 +166,71 @@ describe('a run from an imported pretrained model', () => {
     expect(result).toEqual({ outcome: 'succeeded', reason: '' });
     const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 5 && ['reward/mean', 'loss/total', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
     expect(series(resumed)).toEqual(series(full));
+  });
+
+  test('with LoRA and a KL penalty, checkpoints keep the reference as its adapters, and a resumed attempt continues exactly', async () => {
+    const kl = { ...config, training: { ...config.training, steps: 4, checkpointEvery: 2, klCoef: 0.5 } };
+    const straight = new MemorySink();
+    expect(await runJob(assignment({ config: kl, environment: numbers, baseModel: withModel(straight) }), straight, new JobControl())).toEqual({ outcome: 'succeeded', reason: '' });
+    const at2 = straight.checkpoints.find((c) => c.kind === 'TRAINING' && c.step === 2)!;
+    const buf = Buffer.from(at2.bytes);
+    const header = JSON.parse(buf.subarray(8, 8 + Number(buf.readBigUInt64LE(0))).toString()) as Record<string, unknown> & { __metadata__: Record<string, string> };
+    const tensors = Object.keys(header).filter((k) => k !== '__metadata__');
+    // The policy's adapters, their moments, and the reference's adapters: no weight of the base, twice or once.
+    expect(tensors.filter((k) => !/^(lora|optim|reference\.lora)\./.test(k))).toEqual([]);
+    expect(tensors.filter((k) => k.startsWith('reference.lora.'))).toHaveLength(tensors.filter((k) => k.startsWith('lora.')).length);
+    expect(JSON.parse(header.__metadata__['whetstone.reference'])).toMatchObject({ lora: { rank: 8, alpha: 16 } });
+
+    const resumed = new MemorySink();
+    const baseModel = withModel(resumed);
+    resumed.blobs.set(at2.storageKey, at2.bytes);
+    const result = await runJob(assignment({ config: kl, environment: numbers, baseModel, attempt: 2, resumeFrom: { checkpointId: 'ckpt-2', storageKey: at2.storageKey, step: 2 } }), resumed, new JobControl());
+    expect(result).toEqual({ outcome: 'succeeded', reason: '' });
+    const series = (sink: MemorySink) => sink.items('metrics').filter((m) => m.step > 2 && ['reward/mean', 'loss/total', 'policy/kl', 'optim/grad_norm'].includes(m.key)).map((m) => `${m.step}:${m.key}:${m.value}`);
+    // The KL term is in play (the policy has moved from its reference by step 3), and continues as uninterrupted.
+    expect(straight.items('metrics').some((m) => m.key === 'policy/kl' && m.step > 2 && m.value !== 0)).toBe(true);
+    expect(series(resumed)).toEqual(series(straight));
+  });
+
+  test('a checkpoint of the same model is a frozen opponent: it plays its seat in training and in an evaluation', async () => {
+    const sampler = full.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+    const sink = new MemorySink();
+    const baseModel = withModel(sink);
+    sink.blobs.set(sampler.storageKey, sampler.bytes);
+    const training = { steps: 2, batchSize: 2, groupSize: 2, evalEpisodes: 0, warmStart: null, learners: ['first'], switchSeats: false, opponents: { 'checkpoint:c1': 1 }, model: { contextLength: 96 } };
+    const trained = await runJob(
+      assignment({ config: { environmentVersionId: 'duel-v1', baseModelId: 'model-1', training }, environment: duel, baseModel, blobKeys: { c1: sampler.storageKey } }),
+      sink,
+      new JobControl(),
+    );
+    expect(trained).toEqual({ outcome: 'succeeded', reason: '' });
+    expect(sink.items('logs').map((l) => l.message)).toContainEqual(expect.stringMatching(/^opponent checkpoint:c1: \d+ parameters, frozen$/));
+    const matches = sink.items('matches');
+    expect(matches.length).toBeGreaterThan(0);
+    for (const m of matches) {
+      expect(m.agents).toEqual([{ name: 'first', policy: 'policy' }, { name: 'second', policy: 'checkpoint:c1' }]);
+      // The checkpoint wrote its seat's reply itself (not a bot).
+      expect(m.moves.some((move) => move.agent === 'second' && !move.byBot)).toBe(true);
+    }
+
+    // An evaluation of the run's checkpoint against the same opponent, both on the imported model.
+    const own = sink.checkpoints.find((c) => c.kind === 'SAMPLER')!;
+    const evalSink = new MemorySink();
+    const evalModel = withModel(evalSink);
+    evalSink.blobs.set(own.storageKey, own.bytes);
+    evalSink.blobs.set(sampler.storageKey, sampler.bytes);
+    const evaluated = await runJob(
+      assignment({
+        kind: 'EVAL', environment: duel, baseModel: evalModel, blobKeys: { c2: own.storageKey, c1: sampler.storageKey },
+        config: { checkpointId: 'c2', baseModelId: 'model-1', environmentVersionId: 'duel-v1', against: { checkpointId: 'c1' }, games: 4 },
+      }),
+      evalSink,
+      new JobControl(),
+    );
+    expect(evaluated).toEqual({ outcome: 'succeeded', reason: '' });
+    const games = evalSink.items('matches');
+    expect(games).toHaveLength(4);
+    expect(games.every((m) => m.agents.some((a) => a.policy === 'checkpoint:c1'))).toBe(true);
   });
 
   /** One request to an INFERENCE session of this assignment: every event it sent, and its end; the session is then cancelled. */

@@ -73,6 +73,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     });
     const { model, tokenizer: tok, startStep } = policy;
     disposables.push(model);
+    if (policy.reference) disposables.push(policy.reference);
     const note = (step: number) => ({ step, jobId: assignment.jobId, attempt: assignment.attempt, training });
 
     // Evaluations: greedy, on held-out rows, after the warm start and every evalEvery steps; of the
@@ -113,7 +114,7 @@ export async function runTrain(assignment: Assignment, sink: JobSink, control: J
     // The learners' trainers and slots (learners.ts). Made after the warm start: a KL reference is a
     // copy of the policy the RL phase starts from, and independent learners all start from it.
     // (`checkpoint:<id>` opponents are saved checkpoints, loaded below: opponent-checkpoints.ts.)
-    const resumed = policy.source === 'resume' && !warmStarting ? { trainerState: policy.trainerState, step: startStep } : null;
+    const resumed = policy.source === 'resume' && !warmStarting ? { trainerState: policy.trainerState, reference: policy.reference, step: startStep } : null;
     const learners = await makeLearners({ assignment, store, emit, training, agents: learnerAgents, model, tokenizer: tok, resumed });
     disposables.push(...learners);
     evaluated = learners[0].model;

@@ -107,6 +107,7 @@ const policy: Record<string, [ProcedureMeta['access'], (f: Fixture) => unknown]>
   'runs.summary': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],
   'runs.teamCheckpoints': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'runs.bases': ['VIEWER', (f) => ({ teamId: f.teamId })],
+  'runs.checkpointContents': ['VIEWER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint' })],
   'runs.nameCheckpoint': ['MEMBER', (f) => ({ teamId: f.teamId, checkpointId: 'no-such-checkpoint', name: 'matrix' })],
   'runs.teamMatches': ['VIEWER', (f) => ({ teamId: f.teamId })],
   'runs.metricKeys': ['VIEWER', (f) => ({ teamId: f.teamId, jobId: 'no-such-job' })],

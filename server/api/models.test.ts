@@ -1,7 +1,8 @@
 /**
  * Importing pretrained models: `whetstone models import` sends a Hugging Face folder, the server
  * checks it whole in the engine's inspect process and keeps it content-addressed; every refusal
- * names the file and the reason and leaves nothing behind (no row, no blob, no staging folder).
+ * names the file and the reason and leaves nothing behind (no row, no blob, no staging folder); a
+ * removed model takes along the files no other model has.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../sdk/cli/errors';
 import { runCapture } from '../../sdk/test-support/cli/test-io';
 import { CHAT_MODEL, copyChatModel } from '../test-support/model-fixture';
+import { FsBlobStore } from '../blobs/store';
 import { sessionClient } from '../test-support/trpc-client';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
 import { addMember, createUserWithTeam, startTestServer } from '../test-support/test-server';
@@ -171,5 +173,51 @@ describe('importing a pretrained model', () => {
     );
     // Removing a model a queued job starts from is refused until that job is gone.
     await expect(owners.models.remove.mutate({ teamId, modelId: model.id })).rejects.toThrow(/queued or running jobs? starts? from tiny-qwen/);
+  });
+
+  it('says what a checkpoint holds, from its own header: adapters on an imported model, or every weight', async () => {
+    const owners = api(owner.cookie);
+    const teamId = owner.team.id;
+    const model = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen' } });
+    const blobs = new FsBlobStore(server.blobRoot);
+    // A checkpoint file as the engine writes it (gpu-worker/engine/checkpoint.ts): its metadata, then a tensor's bytes.
+    const checkpointWith = async (meta: Record<string, string>, tensor = 'lora.x.a') => {
+      const json = Buffer.from(JSON.stringify({ __metadata__: meta, [tensor]: { dtype: 'F32', shape: [1], data_offsets: [0, 4] } }));
+      const length = Buffer.alloc(8);
+      length.writeBigUInt64LE(BigInt(json.length));
+      const stored = await blobs.put(Buffer.concat([length, json, Buffer.alloc(4)]), 'checkpoints');
+      return (await t.db.checkpoint.create({ data: { teamId, kind: 'SAMPLER', step: 1, storageKey: stored.key, bytes: BigInt(stored.bytes), sha256: stored.sha256 } })).id;
+    };
+    const pretrained = { 'whetstone.architecture': 'pretrained', 'whetstone.model': JSON.stringify({ base: { modelId: model.id, contentHash: model.contentHash }, config: {}, valueHead: false }) };
+    const adapters = await checkpointWith({ ...pretrained, 'whetstone.lora': JSON.stringify({ rank: 4, alpha: 8, targets: ['attn'], seed: 0 }) });
+    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: adapters })).toEqual({
+      architecture: 'pretrained', lora: { rank: 4, alpha: 8, targets: ['attn'] }, model: { id: model.id, name: 'tiny-qwen' }, shape: null, allWeights: false,
+    });
+    const full = await checkpointWith(pretrained, 'model.model.norm.weight');
+    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: full })).toMatchObject({ architecture: 'pretrained', lora: null, allWeights: true });
+    const gpt = await checkpointWith({ 'whetstone.model': JSON.stringify({ vocabSize: 70, contextLength: 256, layers: 2, width: 64, heads: 4, dropout: 0 }) });
+    expect(await owners.runs.checkpointContents.query({ teamId, checkpointId: gpt })).toEqual({ architecture: 'gpt', lora: null, model: null, shape: { layers: 2, width: 64, heads: 4, contextLength: 256 }, allWeights: true });
+    // Another team's checkpoint is not found; a file that is not a checkpoint says so.
+    const other = await createUserWithTeam(server.url, t.db);
+    await expect(api(other.cookie).runs.checkpointContents.query({ teamId: other.team.id, checkpointId: gpt })).rejects.toThrow(/No such checkpoint/);
+    const junk = await blobs.put(Buffer.from('not a checkpoint at all'), 'checkpoints');
+    const broken = await t.db.checkpoint.create({ data: { teamId, kind: 'SAMPLER', step: 2, storageKey: junk.key, bytes: BigInt(junk.bytes), sha256: junk.sha256 } });
+    await expect(owners.runs.checkpointContents.query({ teamId, checkpointId: broken.id })).rejects.toThrow(/cannot be read/);
+  });
+
+  it('removing a model removes those of its files no other model has', async () => {
+    const owners = api(owner.cookie);
+    const teamId = owner.team.id;
+    const first = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen' } });
+    const second = await t.db.pretrainedModel.findFirstOrThrow({ where: { teamId, name: 'tiny-qwen-2' } });
+    const kept = (first.files as { storageKey: string }[]).map((f) => path.join(server.blobRoot, f.storageKey));
+    // The same files as tiny-qwen: removing one of the two keeps every file.
+    await owners.models.remove.mutate({ teamId, modelId: second.id });
+    expect(storedFiles().sort()).toEqual([...kept].sort());
+    // Once the jobs that start from it have ended, the last model with these files takes them along.
+    await t.db.job.updateMany({ where: { teamId, state: { in: ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'] } }, data: { state: 'CANCELLED' } });
+    await owners.models.remove.mutate({ teamId, modelId: first.id });
+    expect(storedFiles()).toEqual([]);
+    expect(await t.db.pretrainedModel.count({ where: { teamId } })).toBe(0);
   });
 });

@@ -20,6 +20,8 @@ export interface BlobStore {
   stream(key: string): Readable;
   stat(key: string): Promise<{ size: number }>;
   has(key: string): Promise<boolean>;
+  /** Deletes a blob (none there is no error). Only the collector calls it: see collect.ts for when a blob may go. */
+  remove(key: string): Promise<void>;
   /** A folder on the same volume for uploads under way, so that `putFile` moves rather than copies. */
   readonly stagingRoot: string;
 }
@@ -87,5 +89,9 @@ export class FsBlobStore implements BlobStore {
 
   async has(key: string): Promise<boolean> {
     return fs.existsSync(this.file(key));
+  }
+
+  async remove(key: string): Promise<void> {
+    await fs.promises.rm(this.file(key), { force: true });
   }
 }

@@ -17,6 +17,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type ModelCard } from '../../sdk/models';
+import { BLOB_WRITE_TRANSACTION_MS, collectBlobs, holdBlobKeys } from '../blobs/collect';
 import { type BlobStore } from '../blobs/store';
 import { type Db } from '../db/client';
 import { inspectModelFolder } from './inspect-model';
@@ -202,35 +203,63 @@ export async function storeStagedModel(db: Db, blobs: BlobStore, dir: string, st
   if (extra.length > 0) throw new ModelImportError(`${extra.map((p) => `"${p}"`).join(', ')} ${extra.length === 1 ? 'is' : 'are'} not part of the model: leave ${extra.length === 1 ? 'it' : 'them'} out`);
   const missing = card.files.filter((p) => !state.files.some((f) => f.path === p));
   if (missing.length > 0) throw new ModelImportError(`the model needs ${missing.map((p) => `"${p}"`).join(', ')}, which ${missing.length === 1 ? 'was' : 'were'} not uploaded`);
-  const files: StoredModelFile[] = [];
-  for (const p of card.files) {
-    const stored = await blobs.putFile(path.join(dir, p), 'model-files');
-    // What is stored is what was checked: the store hashes as it moves the file in.
-    if (stored.sha256 !== state.files.find((f) => f.path === p)!.sha256) throw new ModelImportError(`"${p}" changed while the model was checked: begin again`);
-    files.push({ path: p, storageKey: stored.key, bytes: stored.bytes, sha256: stored.sha256 });
-  }
-  const contentHash = createHash('sha256')
-    .update(files.map((f) => `${f.path}:${f.sha256}`).join('\n'))
-    .digest('hex');
+  const keys = card.files.map((p) => blobKey(state.files.find((f) => f.path === p)!.sha256));
+  // What reached the store, under the key of the bytes found (a file changed since its check has another).
+  const stored: string[] = [];
   try {
-    const row = await db.pretrainedModel.create({
-      data: {
-        teamId: state.teamId,
-        name: state.name,
-        family: card.family,
-        card: card as object,
-        files: files as object[],
-        contentHash,
-        bytes: BigInt(files.reduce((sum, f) => sum + f.bytes, 0)),
-        createdById: state.userId,
+    // The files' keys are held from before they are stored until the row naming them is committed,
+    // so removing another model with the same content cannot take a file this import found there.
+    return await db.$transaction(
+      async (tx) => {
+        await holdBlobKeys(tx, keys);
+        const files: StoredModelFile[] = [];
+        for (const p of card.files) {
+          const put = await blobs.putFile(path.join(dir, p), MODEL_BLOB_PREFIX);
+          stored.push(put.key);
+          // What is stored is what was checked: the store hashes as it moves the file in.
+          if (put.sha256 !== state.files.find((f) => f.path === p)!.sha256) throw new ModelImportError(`"${p}" changed while the model was checked: begin again`);
+          files.push({ path: p, storageKey: put.key, bytes: put.bytes, sha256: put.sha256 });
+        }
+        const contentHash = createHash('sha256')
+          .update(files.map((f) => `${f.path}:${f.sha256}`).join('\n'))
+          .digest('hex');
+        const row = await tx.pretrainedModel.create({
+          data: {
+            teamId: state.teamId,
+            name: state.name,
+            family: card.family,
+            card: card as object,
+            files: files as object[],
+            contentHash,
+            bytes: BigInt(files.reduce((sum, f) => sum + f.bytes, 0)),
+            createdById: state.userId,
+          },
+          select: { id: true },
+        });
+        return { modelId: row.id, card };
       },
-      select: { id: true },
-    });
-    return { modelId: row.id, card };
+      { timeout: BLOB_WRITE_TRANSACTION_MS, maxWait: 60_000 },
+    );
   } catch (err) {
+    // Nothing half-imported is left: files stored before the refusal go unless another model has them.
+    // The refusal is what the caller needs; a failed collection leaves only unnamed bytes.
+    await collectBlobs(db, blobs, stored).catch(() => []);
     if ((err as { code?: string }).code === 'P2002') throw new ModelImportError(`this team already has a model named "${state.name}": import under another name`, 'CONFLICT');
     throw err;
   }
+}
+
+/** Where a model's file lives in the blob store, by its sha256. */
+const MODEL_BLOB_PREFIX = 'model-files';
+const blobKey = (sha256: string) => `${MODEL_BLOB_PREFIX}/${sha256}`;
+
+/**
+ * Removes a model: its row, then those of its files no other model (of any team: files are shared
+ * by content) still has. A crash between the two leaves files unnamed, never a model without files.
+ */
+export async function removeModel(db: Db, blobs: BlobStore, modelId: string): Promise<void> {
+  const removed = await db.pretrainedModel.delete({ where: { id: modelId }, select: { files: true } });
+  await collectBlobs(db, blobs, (removed.files as unknown as StoredModelFile[]).map((f) => f.storageKey));
 }
 
 /** Drops an upload the client gave up on. */

@@ -11,6 +11,7 @@ import { useEnvironmentCheckpoints } from '../environment-checkpoints';
 import { cliCommand, flattenOverrides, nestOverrides, parseField } from './config-text';
 import { formatParameters } from '../models/model-card';
 import { MixEditor } from './mix-editor';
+import { checkpointStartHint } from './start-hint';
 
 const GROUPS = Object.entries(OPTION_GROUP_TITLES).map(([id, title]) => ({ id: id as OptionGroup, title }));
 
@@ -137,6 +138,9 @@ export function Launcher({ teamId }: { teamId: string }) {
   // "Start from" holds a checkpoint id, or an imported model's as `model:<id>`.
   const startModelId = startFrom.startsWith(MODEL_PREFIX) ? startFrom.slice(MODEL_PREFIX.length) : null;
   const start = startModelId ? { baseModelId: startModelId } : startFrom ? { baseCheckpointId: startFrom } : {};
+  // What the chosen checkpoint holds (adapters or every weight, of which model), for the hint below.
+  const startCheckpointId = startFrom && !startModelId ? startFrom : '';
+  const contents = useQuery({ ...trpc.runs.checkpointContents.queryOptions({ teamId, checkpointId: startCheckpointId }), enabled: !!startCheckpointId, retry: false });
   const config =
     kind === 'SFT'
       ? { datasetVersionId: datasetChoice, ...start, ...saved, ...tagged, training: overrides }
@@ -283,7 +287,9 @@ export function Launcher({ teamId }: { teamId: string }) {
                     : startModelId
                       ? 'LoRA adapters (rank 8, every linear layer) on the frozen model, through its own chat template; lora below changes them, false trains every weight.'
                       : startFrom
-                        ? 'Continues from the checkpoint’s weights: a checkpoint with LoRA adapters keeps training them (on its imported model); one without trains every weight unless lora below adds adapters.'
+                        ? contents.data
+                          ? checkpointStartHint(contents.data)
+                          : 'Continues from the checkpoint’s weights: a checkpoint with LoRA adapters keeps training them (on its imported model); one without trains every weight unless lora below adds adapters.'
                         : 'Full-parameter training of a new policy of the size below.'}
                 </span>
               </div>

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { hasTunedWeights } from '../checkpoint';
 import { type LoraConfig, loraConfigOf } from '../lora';
 import { type NamedTensor, writeSafetensors } from '../safetensors';
 import { type PretrainedDecoder } from './decoder';
@@ -43,6 +44,7 @@ export async function exportHfFolder(model: PretrainedDecoder, outFolder: string
   } else {
     const lora = loraConfigOf(model);
     if (!lora) throw new Error('this model has no LoRA adapters to export as a PEFT adapter: export it merged');
+    if (hasTunedWeights(model)) throw new Error('its LoRA adapters sit on fully fine-tuned weights, not on the imported model, which a PEFT adapter is loaded on: export it merged');
     await fs.promises.writeFile(path.join(outFolder, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
     await writeSafetensors(path.join(outFolder, 'adapter_model.safetensors'), await peftTensors(model), { format: 'pt' });
     await fs.promises.writeFile(path.join(outFolder, 'adapter_config.json'), `${JSON.stringify(peftConfig(lora, model, opts.baseName), null, 2)}\n`);

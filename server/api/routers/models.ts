@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { EXPORT_FORMATS, hubRepoSchema, hubRevisionSchema, modelCardSchema, modelNameFromRepo, modelNameSchema } from '../../../sdk/models';
 import { audit } from '../../auth/audit';
 import { importFromHub } from '../../models/hub-import';
-import { MAX_MODEL_BYTES, MODEL_CHUNK_BYTES, MODEL_FILE_NAME, ModelImportError, abandonModelUpload, beginModelUpload, finishModelUpload, writeModelChunk } from '../../models/model-uploads';
+import { MAX_MODEL_BYTES, MODEL_CHUNK_BYTES, MODEL_FILE_NAME, ModelImportError, abandonModelUpload, removeModel, beginModelUpload, finishModelUpload, writeModelChunk } from '../../models/model-uploads';
 import { exportCheckpoint } from '../../models/export-checkpoint';
 import { EXPORT_ROUTE } from '../../models/export-route';
 import { router, teamProcedure } from '../trpc';
@@ -138,7 +138,7 @@ export const modelsRouter = router({
       };
     }),
 
-  /** Removes a model no queued or running job starts from (its files stay while another model shares them). */
+  /** Removes a model no queued or running job starts from, and its files from the blob store unless another model shares them. */
   remove: teamProcedure('ADMIN')
     .input(z.object({ modelId: id }))
     .mutation(async ({ ctx, input }) => {
@@ -147,7 +147,7 @@ export const modelsRouter = router({
       if (!model) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such model in this team' });
       const live = await ctx.db.job.count({ where: { teamId, config: { path: ['baseModelId'], equals: model.id }, state: { in: ['QUEUED', 'ASSIGNED', 'RUNNING', 'PREEMPTED'] } } });
       if (live > 0) throw new TRPCError({ code: 'CONFLICT', message: `${live} queued or running job${live === 1 ? '' : 's'} start${live === 1 ? 's' : ''} from ${model.name}: cancel ${live === 1 ? 'it' : 'them'} first` });
-      await ctx.db.pretrainedModel.delete({ where: { id: model.id } });
+      await removeModel(ctx.db, ctx.deps.blobs, model.id);
       await audit(ctx.db, { teamId, actorUserId: ctx.user.id, action: 'model.removed', targetType: 'model', targetId: model.id, details: { name: model.name }, ipAddress: ctx.ip });
       return { ok: true };
     }),

@@ -9,6 +9,7 @@ import type { Db } from '../../db/client';
 import { deleteRun } from '../../streams/delete-run';
 import { baseNameSchema } from '../../../sdk/job-config';
 import { listBases, nameCheckpoint } from '../../runs/bases';
+import { checkpointContents } from '../../runs/checkpoint-contents';
 import { listRuns } from '../../runs/list-runs';
 import { listTeamCheckpoints } from '../../runs/team-checkpoints';
 import { listTeamMatches } from '../../runs/team-matches';
@@ -152,6 +153,23 @@ export const runsRouter = router({
   bases: teamProcedure('VIEWER')
     .input(z.object({ name: baseNameSchema.optional() }))
     .query(({ ctx, input }) => listBases(ctx.db, ctx.membership.teamId, input)),
+
+  /**
+   * What a checkpoint holds, read from its own header: the engine's own model (its shape) or an
+   * imported model's, and LoRA adapters kept apart or every weight. The launcher says it.
+   */
+  checkpointContents: teamProcedure('VIEWER')
+    .input(z.object({ checkpointId: z.string().min(1).max(64) }))
+    .query(async ({ ctx, input }) => {
+      let contents;
+      try {
+        contents = await checkpointContents(ctx.db, ctx.deps.blobs, ctx.membership.teamId, input.checkpointId);
+      } catch (err) {
+        throw new TRPCError({ code: 'UNPROCESSABLE_CONTENT', message: `checkpoint ${input.checkpointId} cannot be read: ${(err as Error).message}` });
+      }
+      if (!contents) throw new TRPCError({ code: 'NOT_FOUND', message: 'No such checkpoint in this team' });
+      return contents;
+    }),
 
   /** Names one of the team's checkpoints as a base, or clears its name (`name: null`); a name taken by another is a CONFLICT. */
   nameCheckpoint: teamProcedure('MEMBER')

@@ -1,13 +1,13 @@
 'use client';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { MessageSquare } from 'lucide-react';
 import Link from 'next/link';
 import { useParams, useRouter } from 'next/navigation';
-import { ConfirmButton, ErrorNote, Loading, PageTitle } from '../../../../_ui/components';
-import { EmptyState, NotFound } from '../../../../_ui/empty-state';
-import { isNotFound } from '../../../../_ui/errors';
+import { ConfirmButton, ErrorNote, PageTitle } from '../../../../_ui/components';
+import { EmptyState } from '../../../../_ui/empty-state';
 import { formatDateTime } from '../../../../_ui/format';
 import { ModelFacts } from '../../../../_ui/models/model-card';
+import { ModelNotLoaded, useTeamModel } from '../../../../_ui/models/team-model';
 import { refetchAfterChange } from '../../../../_ui/refresh';
 import { atLeast } from '../../../../_ui/roles';
 import { RunStateBadge } from '../../../../_ui/runs/run-parts';
@@ -26,7 +26,7 @@ export default function ModelPage() {
   const router = useRouter();
   const queryClient = useQueryClient();
   const base = `/teams/${team.id}`;
-  const model = useQuery({ ...trpc.models.get.queryOptions({ teamId: team.id, modelId }), retry: (n, e) => !isNotFound(e) && n < 2 });
+  const model = useTeamModel(modelId);
   const remove = useMutation(
     trpc.models.remove.mutationOptions({
       onSuccess: async () => {
@@ -36,11 +36,7 @@ export default function ModelPage() {
     }),
   );
 
-  if (model.isLoadingError && isNotFound(model.error)) {
-    return <NotFound kind="model" id={modelId} teamName={team.name} back={{ href: `${base}/models`, label: 'See the team’s models' }} />;
-  }
-  if (model.isLoadingError) return <ErrorNote error={model.error} />;
-  if (model.isPending) return <Loading label="Loading the model…" />;
+  if (model.data === undefined) return <ModelNotLoaded model={model} modelId={modelId} />;
   const m = model.data;
 
   return (

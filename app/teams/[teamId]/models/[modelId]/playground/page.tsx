@@ -1,17 +1,13 @@
 'use client';
-import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { useParams } from 'next/navigation';
 import { useCallback, useState } from 'react';
-import { ErrorNote, Loading } from '../../../../../_ui/components';
-import { NotFound } from '../../../../../_ui/empty-state';
-import { isNotFound } from '../../../../../_ui/errors';
 import { formatParameters } from '../../../../../_ui/models/model-card';
+import { ModelNotLoaded, useTeamModel } from '../../../../../_ui/models/team-model';
 import type { SessionPhase } from '../../../../../_ui/playground/inference-session';
 import { PromptForm } from '../../../../../_ui/playground/prompt-form';
 import { type PlaygroundRequest, SessionColumn } from '../../../../../_ui/playground/session-column';
 import { useTeam } from '../../../../../_ui/team-context';
-import { useTRPC } from '../../../../../trpc';
 
 /**
  * An imported model in the playground, as it was imported (no fine-tuning): what it answers
@@ -21,19 +17,14 @@ import { useTRPC } from '../../../../../trpc';
 export default function ModelPlaygroundPage() {
   const { modelId } = useParams<{ modelId: string }>();
   const team = useTeam();
-  const trpc = useTRPC();
   const base = `/teams/${team.id}`;
-  const model = useQuery({ ...trpc.models.get.queryOptions({ teamId: team.id, modelId }), retry: (n, e) => !isNotFound(e) && n < 2 });
+  const model = useTeamModel(modelId);
   const [colour, setColour] = useState(false);
   const [request, setRequest] = useState<PlaygroundRequest | null>(null);
   const [phase, setPhase] = useState<SessionPhase>('opening');
   const onPhase = useCallback((_key: string, p: SessionPhase) => setPhase(p), []);
 
-  if (model.isLoadingError && isNotFound(model.error)) {
-    return <NotFound kind="model" id={modelId} teamName={team.name} back={{ href: `${base}/models`, label: 'See the team’s models' }} />;
-  }
-  if (model.isLoadingError) return <ErrorNote error={model.error} />;
-  if (model.isPending) return <Loading label="Loading the model…" />;
+  if (model.data === undefined) return <ModelNotLoaded model={model} modelId={modelId} />;
   const m = model.data;
 
   return (
