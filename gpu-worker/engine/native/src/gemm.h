@@ -17,8 +17,8 @@ struct GemmArgs {
   bool relu;
 };
 
-// The microkernel chosen for this CPU: "avx512", "avx2" or "portable" (WHETSTONE_KERNELS may name a
-// lower one, for tests and comparisons).
+// The microkernel chosen for this CPU: "avx512", "avx2" or "portable"; select_gemm_kernel picks one
+// the CPU can run (tests and comparisons run the lower ones too).
 const char* gemm_kernel_name();
 bool select_gemm_kernel(const char* name);
 void gemm(const GemmArgs& args, int threads);
