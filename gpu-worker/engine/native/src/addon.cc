@@ -220,7 +220,13 @@ napi_value SetKernel(napi_env env, napi_callback_info info) {
 }
 
 napi_value Init(napi_env env, napi_value exports) {
-  pool().resize(default_threads());
+  try {
+    pool().resize(default_threads());
+  } catch (const std::exception&) {
+    // No threads could start (a container's limit): the kernels run on the caller alone, and
+    // info().threads says 1.
+    pool().resize(1);
+  }
   const napi_property_descriptor props[] = {
       {"gemm", nullptr, Gemm, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},

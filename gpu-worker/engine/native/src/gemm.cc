@@ -243,6 +243,29 @@ struct Workspace {
 };
 Workspace workspace;
 
+// A one-row product, c = a·op(B) (+ bias): the column sums of the backward passes ([1, n] ones
+// times a gradient). Packing would copy all of B for one row of work, so B is streamed as it lies.
+void gemv_row(const float* a, const float* b, float* c, const GemmArgs& g) {
+  const int64_t N = g.n, K = g.k;
+  if (!g.trans_b) {
+    for (int64_t j = 0; j < N; j++) c[j] = g.bias ? g.bias[j] : 0.f;
+    for (int64_t p = 0; p < K; p++) {
+      const float ap = a[p];
+      const float* row = b + p * N;
+      for (int64_t j = 0; j < N; j++) c[j] += ap * row[j];
+    }
+  } else {
+    for (int64_t j = 0; j < N; j++) {
+      const float* row = b + j * K;
+      float sum = 0.f;
+      for (int64_t p = 0; p < K; p++) sum += a[p] * row[p];
+      c[j] = sum + (g.bias ? g.bias[j] : 0.f);
+    }
+  }
+  if (g.relu)
+    for (int64_t j = 0; j < N; j++) c[j] = c[j] > 0.f ? c[j] : 0.f;
+}
+
 // One product on `threads` threads (thread t uses workspace.a[t]; B is packed into workspace.b[b_slot]).
 void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const GemmArgs& g, int threads, int t_base,
               int b_slot) {
@@ -333,6 +356,12 @@ void gemm(const GemmArgs& g, int threads) {
   const Kernel& K = *chosen;
   threads = std::max(1, std::min(threads, pool().size()));
   if (g.batch * g.m * g.n * g.k < kParallelMin) threads = 1;
+  // One row: op(A) is k contiguous floats whether or not A is transposed ([1, k] or [k, 1]).
+  if (g.m == 1) {
+    const int64_t c_size = g.n;
+    for (int64_t i = 0; i < g.batch; i++) gemv_row(g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g);
+    return;
+  }
   const int64_t c_size = g.m * g.n;
   // Many small products (attention's per-head matrices): whole items per thread, each packed and
   // multiplied by one thread, instead of splitting each small product.
