@@ -9,6 +9,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
+import { nativeKernels } from './native';
 import { EMBED_WASM } from './wasm/embed.wasm';
 import { GELU_WASM } from './wasm/gelu.wasm';
 import { LAYER_NORM_WASM } from './wasm/layer-norm.wasm';
@@ -140,6 +141,40 @@ const GELU_BACKWARD = defineJsKernel({
     requireSimdModule<GeluWasm>(GELU_WASM, heap, 'WhetstoneGeluBackward').backward(dy.byteOffset, x.byteOffset, s.byteOffset, dx.byteOffset, x.length);
   },
 });
+
+/** Native (native/src/elementwise.cc): x → GELU(x) and s = σ(2u), one pass on the pool's threads. */
+const NATIVE_GELU = defineJsKernel({
+  name: 'WhetstoneNativeGelu',
+  outputShapes: ([x]) => [x, x],
+  compute([x], [y, s]) {
+    nativeKernels()!.geluForward(x as Float32Array, y, s);
+  },
+});
+
+/** Native: dy, x, s → dx. */
+const NATIVE_GELU_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeGeluBackward',
+  outputShapes: ([dy]) => [dy],
+  compute([dy, x, s], [dx]) {
+    nativeKernels()!.geluBackward(dy as Float32Array, x as Float32Array, s as Float32Array, dx);
+  },
+});
+
+/** True where the native GELU runs (the native kernels are active). */
+export function nativeGeluAvailable(): boolean {
+  return nativeKernels() !== null;
+}
+
+/** GELU(x) and s = σ(2u) (for `nativeGeluBackward`) in one native pass. */
+export function nativeGelu(x: tf.Tensor): [tf.Tensor, tf.Tensor] {
+  const [y, s] = runJsKernel(NATIVE_GELU, [x]);
+  return [y, s];
+}
+
+/** dy · GELU'(x) given s from `nativeGelu`. */
+export function nativeGeluBackward(dy: tf.Tensor, x: tf.Tensor, s: tf.Tensor): tf.Tensor {
+  return runJsKernel(NATIVE_GELU_BACKWARD, [dy, x, s])[0];
+}
 
 /**
  * GELU's elementwise parts as SIMD passes (wasm/gelu.wat) for ops.ts's GELU, where

@@ -18,7 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
-import { wasmHeap } from './kernels';
+import { setJsKernelsEnabled, wasmHeap } from './kernels';
+import { gelu } from './ops';
 import { GPT } from './model';
 import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
 import { Rng } from './rng';
@@ -161,6 +162,26 @@ describe.runIf(run)('native products', () => {
     expectClose(native[0], wasm[0], 19 * 23, 'dA');
     expectClose(native[1], wasm[1], 3 * 37 * 23, 'dB');
     tf.dispose([a, b]);
+  });
+
+  it('GELU and its gradient equal the plain ops from far negative to far positive inputs', () => {
+    const x = tf.linspace(-100, 100, 4001).concat(tf.linspace(-4, 4, 999)).reshape([100, 50]) as tf.Tensor2D;
+    const run = (native: boolean) => {
+      setJsKernelsEnabled(native); // off: the plain tensor ops
+      try {
+        return tf.tidy(() => {
+          const [y, dx] = [gelu(x), tf.grad((v: tf.Tensor) => gelu(v as tf.Tensor2D).mul(v.sin()).sum())(x)];
+          return [y.dataSync() as Float32Array, dx.dataSync() as Float32Array];
+        });
+      } finally {
+        setJsKernelsEnabled(true);
+      }
+    };
+    const [y, dx] = run(true);
+    const [yPlain, dxPlain] = run(false);
+    expectClose(y, yPlain, 1, 'GELU');
+    expectClose(dx, dxPlain, 1, 'GELU gradient');
+    x.dispose();
   });
 
   it('leave what they do not handle to the wasm kernels, with the same results', () => {

@@ -33,6 +33,8 @@ interface NativeAddon {
   ): void;
   attentionForward(qkv: Float32Array, P: Float32Array, y: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
   attentionBackward(qkv: Float32Array, P: Float32Array, dy: Float32Array, dqkv: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
+  geluForward(x: Float32Array, y: Float32Array, s: Float32Array): void;
+  geluBackward(dy: Float32Array, x: Float32Array, s: Float32Array, dx: Float32Array): void;
   info(): { kernel: string; threads: number; features: string[] };
   setThreads(n: number): void;
   setKernel(name: string): boolean;
@@ -198,7 +200,7 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention), when they are active; else null. */
-export function nativeKernels(): Pick<NativeAddon, 'attentionForward' | 'attentionBackward'> | null {
+/** The native kernels beyond the products (attention, GELU), when they are active; else null. */
+export function nativeKernels(): Pick<NativeAddon, 'attentionForward' | 'attentionBackward' | 'geluForward' | 'geluBackward'> | null {
   return nativeProductsActive() ? addon : null;
 }

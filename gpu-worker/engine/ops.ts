@@ -4,7 +4,18 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { useFastMatmulPath } from './backend';
-import { LN_EPS, fusedLayerNorm, fusedTargetLogProbs, layerNormForward, simdGeluArgument, simdGeluAvailable, simdGeluBackward } from './fused';
+import {
+  LN_EPS,
+  fusedLayerNorm,
+  fusedTargetLogProbs,
+  layerNormForward,
+  nativeGelu,
+  nativeGeluAvailable,
+  nativeGeluBackward,
+  simdGeluArgument,
+  simdGeluAvailable,
+  simdGeluBackward,
+} from './fused';
 import { recordingGradients, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
 import { nativeProductsActive } from './native';
@@ -240,8 +251,23 @@ function geluSigmoid(x: tf.Tensor, simd: boolean): tf.Tensor {
 
 /** GELU (see `geluOp`); without a gradient tape its forward runs alone (no customGrad wrapper). */
 export function gelu(x: tf.Tensor2D): tf.Tensor2D {
+  if (useFusedKernels() && nativeGeluAvailable()) {
+    if (!recordingGradients()) {
+      const [y, s] = nativeGelu(x);
+      s.dispose();
+      return y as tf.Tensor2D;
+    }
+    return nativeGeluOp(x);
+  }
   return recordingGradients() ? geluOp(x) : (x.mul(geluSigmoid(x, simdGelu(x))) as tf.Tensor2D);
 }
+
+/** GELU on the native kernels: one pass forward (value and σ(2u)), one backward. */
+const nativeGeluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  const [y, s] = nativeGelu(x);
+  save([x, s]);
+  return { value: y, gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [nativeGeluBackward(dy, saved[0], saved[1])] };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
 
 /**
  * GELU, tanh approximation (GPT-2), computed as x·σ(2u) with u = c(x + a x³): identical to

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "elementwise.h"
 #include "gemm.h"
 #include "pool.h"
 
@@ -164,6 +165,38 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   });
 }
 
+// geluForward(x, y, s): y = GELU(x), s = σ(2u) for the backward
+napi_value GeluForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 3);
+    size_t n, y_len, s_len;
+    const float* x = f32(env, argv[0], "x", &n);
+    float* y = f32(env, argv[1], "y", &y_len);
+    float* s = f32(env, argv[2], "s", &s_len);
+    need(y_len, static_cast<int64_t>(n), "y");
+    need(s_len, static_cast<int64_t>(n), "s");
+    gelu_forward(x, y, s, static_cast<int64_t>(n), pool().size());
+    return nullptr;
+  });
+}
+
+// geluBackward(dy, x, s, dx)
+napi_value GeluBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 4);
+    size_t n, dy_len, s_len, dx_len;
+    const float* dy = f32(env, argv[0], "dy", &dy_len);
+    const float* x = f32(env, argv[1], "x", &n);
+    const float* s = f32(env, argv[2], "s", &s_len);
+    float* dx = f32(env, argv[3], "dx", &dx_len);
+    need(dy_len, static_cast<int64_t>(n), "dy");
+    need(s_len, static_cast<int64_t>(n), "s");
+    need(dx_len, static_cast<int64_t>(n), "dx");
+    gelu_backward(dy, x, s, dx, static_cast<int64_t>(n), pool().size());
+    return nullptr;
+  });
+}
+
 // info() → { kernel, threads, features }
 napi_value Info(napi_env env, napi_callback_info) {
   return guarded(env, [&]() -> napi_value {
@@ -234,6 +267,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"setKernel", nullptr, SetKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionForward", nullptr, AttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"geluForward", nullptr, GeluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"geluBackward", nullptr, GeluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

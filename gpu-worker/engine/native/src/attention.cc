@@ -13,40 +13,12 @@
 #include <vector>
 
 #include "pool.h"
+#include "vmath.h"
 
-#if defined(__x86_64__)
-#define WHETSTONE_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
-#else
-#define WHETSTONE_CLONES
-#endif
 
 namespace whetstone {
 
 namespace {
-
-// e^x in place, vectorisable (no calls, no branches): Cephes' single-precision polynomial on
-// x − n·ln 2 (|·| ≤ ln 2 / 2), times 2^n built in the exponent bits; within 2 ulp for x ≥ −87.
-// libm's expf, called per element, was most of the forward's time.
-inline void exp_in_place(float* x, int64_t n) {
-  for (int64_t j = 0; j < n; j++) {
-    float v = std::min(std::max(x[j], -87.3f), 88.7f);
-    // Round to the nearest integer by the 1.5·2²³ trick (no rounding call, so it vectorises).
-    const float k = (v * 1.44269504088896341f + 12582912.f) - 12582912.f;
-    v = v - k * 0.693359375f;
-    v = v - k * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * v + 1.3981999507e-3f;
-    p = p * v + 8.3334519073e-3f;
-    p = p * v + 4.1665795894e-2f;
-    p = p * v + 1.6666665459e-1f;
-    p = p * v + 5.0000001201e-1f;
-    p = p * v * v + v + 1.f;
-    const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    x[j] = p * scale;
-  }
-}
 
 // Sixteen floats: one AVX-512 register, two AVX2 ones, four SSE ones (GCC lowers the type to
 // whatever the clone's target has). Unaligned loads and stores through `load`/`store`.
