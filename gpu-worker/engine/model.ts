@@ -12,6 +12,7 @@ import { fusedEmbed } from './fused';
 import { useFusedKernels } from './kernels';
 import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
 import { ConfigError } from './errors';
+import { decodeNatively } from './native-decode';
 import { Rng } from './rng';
 
 /** A low-rank adapter on one linear layer: y += scale · (x A) B. */
@@ -223,6 +224,9 @@ export class GPT implements LanguageModel {
 
   /** Forward `tokens` [B, Tn]. Must be called inside tf.tidy (or dispose the results). */
   forward(tokens: number[][] | tf.Tensor2D, opts: ForwardOptions = {}): ForwardResult {
+    // A sampler's decoding step, as one native call where the native kernels are active.
+    const native = Array.isArray(tokens) ? decodeNatively(this, tokens, opts) : null;
+    if (native) return native;
     const c = this.config;
     const tok = Array.isArray(tokens) ? tf.tensor2d(tokens, undefined, 'int32') : tokens;
     const [B, Tn] = tok.shape;

@@ -184,6 +184,44 @@ describe.runIf(run)('native products', () => {
     x.dispose();
   });
 
+  it.each([
+    ['tied head, head size 16', { width: 32, heads: 2, tiedHead: true }],
+    ['untied head, head size 3 (no whole vectors)', { width: 18, heads: 6, tiedHead: false }],
+  ])("decode a step natively with the tfjs path's logits and cache (%s, left-padded prompts)", async (_name, shape) => {
+    const model = new GPT({ vocabSize: 23, contextLength: 16, layers: 2, seed: 6, ...shape });
+    const prompts = [[1, 4, 7, 2, 9], [3, 3], [5, 8, 1]];
+    const decode = (native: boolean) => {
+      setNativeKernelsEnabled(native);
+      try {
+        return tf.tidy(() => {
+          // Prefill (the tfjs path either way) with room for two more positions, then two steps.
+          const L = 5;
+          const seqs = prompts.map((p) => [...new Array<number>(L - p.length).fill(0), ...p]);
+          const keyMask = seqs.map((row, b) => row.map((_, j) => (j < L - prompts[b].length ? 0 : 1)));
+          const pos = (b: number, j: number) => Math.max(0, j - (L - prompts[b].length));
+          let r = model.forward(seqs, { positions: seqs.map((row, b) => row.map((_, j) => pos(b, j))), keyMask, returnCache: true, cacheCapacity: L + 2, lastOnly: true });
+          const out: Float32Array[] = [];
+          for (const next of [[2, 6, 11], [9, 9, 4]]) {
+            seqs.forEach((row, b) => (row.push(next[b]), keyMask[b].push(1)));
+            const length = seqs[0].length;
+            r = model.forward(next.map((t) => [t]), { positions: next.map((_, b) => [pos(b, length - 1)]), keyMask, cache: r.cache, returnCache: true, cacheCapacity: L + 2, lastOnly: true });
+            out.push(r.logits.dataSync() as Float32Array);
+          }
+          out.push(r.cache!.keys[1].dataSync() as Float32Array, r.cache!.values[1].dataSync() as Float32Array);
+          return out;
+        });
+      } finally {
+        setNativeKernelsEnabled(true);
+      }
+    };
+    let native: Float32Array[] = [];
+    const profile = await tf.profile(() => void (native = decode(true)));
+    expect(profile.kernels.filter((k) => k.name === 'WhetstoneNativeDecodeStep')).toHaveLength(2);
+    const plain = decode(false);
+    native.forEach((t, i) => expectClose(t, plain[i], 64, ['logits, step 1', 'logits, step 2', 'keys', 'values'][i]));
+    model.dispose();
+  });
+
   it('leave what they do not handle to the wasm kernels, with the same results', () => {
     const rng = new Rng(5);
     const t = (shape: number[]) => tf.tensor(Float32Array.from({ length: shape.reduce((x, y) => x * y, 1) }, () => rng.normal()), shape);
@@ -256,6 +294,7 @@ describe.runIf(run)('native products', () => {
   it('check their arguments instead of writing outside the arrays', async () => {
     const addon = createRequire(import.meta.url)(NATIVE_ADDON_PATH) as {
       gemm: (...args: unknown[]) => void;
+      decodeStep: (...args: unknown[]) => void;
     };
     const a = new Float32Array(6), b = new Float32Array(6), c = new Float32Array(4);
     expect(() => addon.gemm(a, b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).not.toThrow();
@@ -265,6 +304,12 @@ describe.runIf(run)('native products', () => {
     expect(() => addon.gemm(a, b, c, new Float32Array(1), 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/bias is shorter/);
     expect(() => addon.gemm(new Int32Array(6), b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/Float32Array/);
     expect(() => addon.gemm(a, b, c, null, 1, -2, 2, 3, false, false, 6, 6, false)).toThrow(/non-negative/);
+    const i32 = new Int32Array(1);
+    // The decoding step: shapes that do not fit, a cache without room, an array of the wrong length.
+    expect(() => addon.decodeStep(i32, i32, a, [], [], c, [1, 6, 4, 2, 8, 0, 4, 2, 1], 1e-5)).toThrow(/multiple of H/);
+    expect(() => addon.decodeStep(i32, i32, a, [], [], c, [1, 4, 2, 2, 8, 2, 4, 2, 1], 1e-5)).toThrow(/no room/);
+    expect(() => addon.decodeStep(i32, i32, a, [], [], c, [1, 4, 2, 2, 8, 0, 4, 2, 1], 1e-5)).toThrow(/weights must be an array of 17/);
+    expect(() => addon.decodeStep(new Int32Array([5]), i32, a, [], [], c, [1, 4, 2, 2, 8, 0, 4, 2, 1], 1e-5)).toThrow(/outside the vocabulary/);
   });
 });
 

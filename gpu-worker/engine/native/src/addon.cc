@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "decode.h"
 #include "elementwise.h"
 #include "gemm.h"
 #include "pool.h"
@@ -197,6 +198,95 @@ napi_value GeluBackward(napi_env env, napi_callback_info info) {
   });
 }
 
+// The Float32Array elements of a JavaScript array, each checked to hold at least sizes[i] floats.
+std::vector<float*> f32_list(napi_env env, napi_value list, const char* name, const std::vector<int64_t>& sizes) {
+  uint32_t n = 0;
+  if (napi_get_array_length(env, list, &n) != napi_ok || n != sizes.size()) {
+    throw Failure{std::string(name) + " must be an array of " + std::to_string(sizes.size()) + " Float32Arrays"};
+  }
+  std::vector<float*> out(n);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value item;
+    check(env, napi_get_element(env, list, i, &item), "element");
+    size_t len;
+    out[i] = f32(env, item, name, &len);
+    need(len, sizes[i], (std::string(name) + "[" + std::to_string(i) + "]").c_str());
+  }
+  return out;
+}
+
+const int32_t* i32(napi_env env, napi_value v, const char* name, size_t* length) {
+  napi_typedarray_type kind;
+  void* data;
+  bool is_typed = false;
+  check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
+  if (!is_typed) throw Failure{std::string(name) + " must be an Int32Array"};
+  check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
+  if (kind != napi_int32_array) throw Failure{std::string(name) + " must be an Int32Array"};
+  return static_cast<const int32_t*>(data);
+}
+
+// decodeStep(tokens, positions, keyMask, weights, caches, logits, [B, d, H, V, hid, past, ctx, capacity, layers], eps)
+//   weights: wte, wpe, lnf.g, lnf.b, head [d, V], then per layer ln1.g, ln1.b, qkv.w, qkv.b,
+//   proj.w, proj.b, ln2.g, ln2.b, fc.w, fc.b, out.w, out.b; caches: keys, values per layer.
+napi_value DecodeStep(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 8);
+    int64_t dims[9];
+    {
+      uint32_t n = 0;
+      if (napi_get_array_length(env, argv[6], &n) != napi_ok || n != 9) throw Failure{"dims must be [B, d, H, V, hid, past, ctx, capacity, layers]"};
+      for (uint32_t i = 0; i < 9; i++) {
+        napi_value item;
+        check(env, napi_get_element(env, argv[6], i, &item), "element");
+        dims[i] = integer(env, item, "dims");
+      }
+    }
+    DecodeArgs a{};
+    a.B = dims[0];
+    a.d = dims[1];
+    a.H = dims[2];
+    a.V = dims[3];
+    a.hid = dims[4];
+    a.past = dims[5];
+    const int64_t ctx = dims[6], capacity = dims[7], layers = dims[8];
+    if (a.H < 1 || a.d % a.H != 0) throw Failure{"d must be a multiple of H"};
+    if (a.past >= capacity) throw Failure{"the cache has no room for another position"};
+    a.eps = number(env, argv[7], "eps");
+    size_t n_tokens, n_positions, n_mask, n_logits;
+    a.tokens = i32(env, argv[0], "tokens", &n_tokens);
+    a.positions = i32(env, argv[1], "positions", &n_positions);
+    a.key_mask = f32(env, argv[2], "keyMask", &n_mask);
+    need(n_tokens, a.B, "tokens");
+    need(n_positions, a.B, "positions");
+    need(n_mask, a.B * (a.past + 1), "keyMask");
+    for (int64_t b = 0; b < a.B; b++) {
+      if (a.tokens[b] < 0 || a.tokens[b] >= a.V) throw Failure{"a token is outside the vocabulary"};
+      if (a.positions[b] < 0 || a.positions[b] >= ctx) throw Failure{"a position is outside the context"};
+    }
+    const int64_t d = a.d, hid = a.hid;
+    std::vector<int64_t> sizes = {a.V * d, ctx * d, d, d, d * a.V};
+    for (int64_t l = 0; l < layers; l++) {
+      for (int64_t s : {d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * hid, hid, hid * d, d}) sizes.push_back(s);
+    }
+    const auto w = f32_list(env, argv[3], "weights", sizes);
+    const auto caches = f32_list(env, argv[4], "caches", std::vector<int64_t>(2 * layers, capacity * a.B * d));
+    a.logits = f32(env, argv[5], "logits", &n_logits);
+    need(n_logits, a.B * a.V, "logits");
+    a.wte = w[0];
+    a.wpe = w[1];
+    a.lnf_g = w[2];
+    a.lnf_b = w[3];
+    a.head = w[4];
+    for (int64_t l = 0; l < layers; l++) {
+      float* const* p = w.data() + 5 + 12 * l;
+      a.layers.push_back({p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], caches[2 * l], caches[2 * l + 1]});
+    }
+    decode_step(a);
+    return nullptr;
+  });
+}
+
 // info() → { kernel, threads, features }
 napi_value Info(napi_env env, napi_callback_info) {
   return guarded(env, [&]() -> napi_value {
@@ -267,6 +357,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"setKernel", nullptr, SetKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionForward", nullptr, AttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"decodeStep", nullptr, DecodeStep, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluForward", nullptr, GeluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluBackward", nullptr, GeluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
