@@ -83,10 +83,12 @@ export function decodeNatively(model: DecodableModel, tokens: number[][], opts: 
     const weights: tf.Tensor[] = [model.p('wte'), model.p('wpe'), model.p('lnf.g'), model.p('lnf.b'), head];
     for (let l = 0; l < c.layers; l++) for (const name of PER_LAYER) weights.push(model.p(`h.${l}.${name}`));
     const caches = cache.keys.flatMap((k, l) => [k, cache.values[l]]);
-    const mask = opts.keyMask ? opts.keyMask.map((row) => row.slice(0, Tk)) : tokens.map(() => new Array<number>(Tk).fill(1));
+    // Filled flat: nested arrays would be flattened by tfjs again, every step.
+    const mask = new Float32Array(B * Tk).fill(1);
+    if (opts.keyMask) opts.keyMask.forEach((row, b) => { for (let j = 0; j < Tk; j++) mask[b * Tk + j] = row[j]; });
     const inputs = [
-      tf.tensor1d(tokens.map((row) => row[0]), 'int32'),
-      tf.tensor1d(opts.positions ? opts.positions.map((row) => row[0]) : tokens.map(() => past), 'int32'),
+      tf.tensor1d(Int32Array.from(tokens, (row) => row[0]), 'int32'),
+      tf.tensor1d(Int32Array.from(tokens, (_, b) => opts.positions?.[b][0] ?? past), 'int32'),
       tf.tensor2d(mask, [B, Tk]),
       ...weights,
       ...caches,
