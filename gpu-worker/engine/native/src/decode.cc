@@ -35,7 +35,9 @@ Buffers& buffers() {
   return b;
 }
 
-// y = x (n × k) · w (k × m) + b, on the calling thread.
+// y = x (n × k) · w (k × m) + b, on the calling thread: the whole step runs on one thread (with the
+// pool's threads for its products and attention rows, sampling 64 rows was slower: waking them once
+// per step, and handing out a dozen small jobs, cost more than they saved).
 void affine(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t k, int64_t m) {
   GemmArgs g{};
   g.a = x;
@@ -75,24 +77,13 @@ WHETSTONE_CLONES void gelu_in_place(float* x, float* s, int64_t n) {
   for (int64_t i = 0; i < n; i++) x[i] = x[i] / (1.f + s[i]);
 }
 
-// Append every row's key and value at `past`, then y_b,h = softmax(scale·q kᵀ, masked) v per row
-// and head. The cache is time-major ([t][B·d]), so the loops run over positions outermost: one
-// position's keys (or values) for every row and head are one contiguous block. Walking one head's
-// keys instead strides B·d floats, which maps every key to the same L1 set.
-WHETSTONE_CLONES void attend(const DecodeArgs& a, const DecodeLayer& L, const float* qkv, float* y, float* S) {
-  const int64_t B = a.B, d = a.d, H = a.H, hd = d / H, Tk = a.past + 1, row = B * d;
+// The step's attention for every row: scores into S [B·H][Tk], softmax, then y.
+WHETSTONE_CLONES void attend_rows(const DecodeArgs& a, const DecodeLayer& L, const float* qkv, float* y, float* S) {
+  const int64_t d = a.d, H = a.H, hd = d / H, Tk = a.past + 1, row = a.B * d, b0 = 0, b1 = a.B;
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
-  for (int64_t b = 0; b < B; b++) {
-    const float* q = qkv + b * 3 * d;
-    for (int64_t c = 0; c < d; c++) {
-      L.keys[a.past * row + b * d + c] = q[d + c];
-      L.values[a.past * row + b * d + c] = q[2 * d + c];
-    }
-  }
-  // S [B·H][Tk]: scores, then weights.
   for (int64_t t = 0; t < Tk; t++) {
     const float* kt = L.keys + t * row;
-    for (int64_t b = 0; b < B; b++) {
+    for (int64_t b = b0; b < b1; b++) {
       // Masked keys as the tfjs path masks them: −1e9 added to the score.
       const float bias = a.key_mask[b * Tk + t] == 0.f ? -1e9f : 0.f;
       for (int64_t h = 0; h < H; h++) {
@@ -107,7 +98,7 @@ WHETSTONE_CLONES void attend(const DecodeArgs& a, const DecodeLayer& L, const fl
       }
     }
   }
-  for (int64_t bh = 0; bh < B * H; bh++) {
+  for (int64_t bh = b0 * H; bh < b1 * H; bh++) {
     float* s = S + bh * Tk;
     // Maximum and sum four ways: one running value would be a chain of dependent operations.
     float m4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
@@ -125,16 +116,32 @@ WHETSTONE_CLONES void attend(const DecodeArgs& a, const DecodeLayer& L, const fl
     const float inv = 1.f / ((s4[0] + s4[1]) + (s4[2] + s4[3]));
     for (t = 0; t < Tk; t++) s[t] *= inv;
   }
-  for (int64_t i = 0; i < B * d; i++) y[i] = 0.f;
+  for (int64_t i = b0 * d; i < b1 * d; i++) y[i] = 0.f;
   for (int64_t t = 0; t < Tk; t++) {
     const float* vt = L.values + t * row;
-    for (int64_t bh = 0; bh < B * H; bh++) {
+    for (int64_t bh = b0 * H; bh < b1 * H; bh++) {
       const float w = S[bh * Tk + t];
       float* out = y + bh * hd;  // row b, head h: b·d + h·hd = bh·hd
       const float* v = vt + bh * hd;
       for (int64_t c = 0; c < hd; c++) out[c] += w * v[c];
     }
   }
+}
+
+// Append every row's key and value at `past`, then y_b,h = softmax(scale·q kᵀ, masked) v per row
+// and head. The cache is time-major ([t][B·d]), so the loops run over positions outermost: one
+// position's keys (or values) for every row and head are one contiguous block. Walking one head's
+// keys instead strides B·d floats, which maps every key to the same L1 set.
+void attend(const DecodeArgs& a, const DecodeLayer& L, const float* qkv, float* y, float* S) {
+  const int64_t B = a.B, d = a.d, row = B * d;
+  for (int64_t b = 0; b < B; b++) {
+    const float* q = qkv + b * 3 * d;
+    for (int64_t c = 0; c < d; c++) {
+      L.keys[a.past * row + b * d + c] = q[d + c];
+      L.values[a.past * row + b * d + c] = q[2 * d + c];
+    }
+  }
+  attend_rows(a, L, qkv, y, S);
 }
 
 }  // namespace

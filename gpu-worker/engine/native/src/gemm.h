@@ -21,6 +21,7 @@ struct GemmArgs {
 // the CPU can run (tests and comparisons run the lower ones too).
 const char* gemm_kernel_name();
 bool select_gemm_kernel(const char* name);
+// On up to `threads` threads, fewer for small products (waking threads would cost more).
 void gemm(const GemmArgs& args, int threads);
 
 }  // namespace whetstone
