@@ -126,6 +126,30 @@ __attribute__((target("avx512f"))) void ukr_avx512(int64_t kc, const float* ap, 
     ap += MR;
     bp += NR;
   }
+  if (mr_eff == MR && nr_eff == NR) {
+    // A whole tile (the common case): straight from the registers into C.
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512 bias0 = e.bias ? _mm512_loadu_ps(e.bias) : zero, bias1 = e.bias ? _mm512_loadu_ps(e.bias + 16) : zero;
+    for (int i = 0; i < MR; i++) {
+      float* row = c + i * ldc;
+      __m512 v0 = acc0[i], v1 = acc1[i];
+      if (e.accumulate) {
+        v0 = _mm512_add_ps(v0, _mm512_loadu_ps(row));
+        v1 = _mm512_add_ps(v1, _mm512_loadu_ps(row + 16));
+      }
+      if (e.bias) {
+        v0 = _mm512_add_ps(v0, bias0);
+        v1 = _mm512_add_ps(v1, bias1);
+      }
+      if (e.relu) {
+        v0 = _mm512_max_ps(v0, zero);
+        v1 = _mm512_max_ps(v1, zero);
+      }
+      _mm512_storeu_ps(row, v0);
+      _mm512_storeu_ps(row + 16, v1);
+    }
+    return;
+  }
   alignas(64) float tile[MR * NR];
   for (int i = 0; i < MR; i++) {
     _mm512_store_ps(tile + i * NR, acc0[i]);
