@@ -27,7 +27,13 @@ const LAYER_NORM = defineJsKernel({
   name: 'WhetstoneLayerNorm',
   outputShapes: ([x]) => [x, [x[0], 2]],
   compute([x, g, b], [y, stats], [[n, d]], _a, heap) {
-    // On wasm a SIMD loop (wasm/layer-norm.wat, ~10× faster than the JavaScript below).
+    // The native kernels (on the pool's threads) where they are active; else on wasm a SIMD loop
+    // (wasm/layer-norm.wat, ~10× faster than the JavaScript below).
+    const native = nativeKernels();
+    if (native) {
+      native.layerNormForward(x as Float32Array, g as Float32Array, b as Float32Array, y, stats, n, d, LN_EPS);
+      return;
+    }
     const simd = d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
     if (simd) {
       simd.forward(x.byteOffset, g.byteOffset, b.byteOffset, y.byteOffset, stats.byteOffset, n, d, LN_EPS);
@@ -62,6 +68,11 @@ const LAYER_NORM_BACKWARD = defineJsKernel({
   name: 'WhetstoneLayerNormBackward',
   outputShapes: ([dy]) => [dy, [dy[1]], [dy[1]]],
   compute([dy, x, stats, gain], [dx, dgain, dbias], [[n, d]], _a, heap) {
+    const native = nativeKernels();
+    if (native) {
+      native.layerNormBackward(dy as Float32Array, x as Float32Array, stats as Float32Array, gain as Float32Array, dx, dgain, dbias, n, d);
+      return;
+    }
     const simd = d % 4 === 0 ? simdModule<LayerNormWasm>(LAYER_NORM_WASM, heap) : null;
     if (simd) {
       simd.backward(dy.byteOffset, x.byteOffset, stats.byteOffset, gain.byteOffset, dx.byteOffset, dgain.byteOffset, dbias.byteOffset, n, d);

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
-import { gelu } from './ops';
+import { gelu, layerNorm } from './ops';
 import { GPT } from './model';
 import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
 import { Rng } from './rng';
@@ -147,6 +147,21 @@ describe.runIf(run)('native products', () => {
     configureNative({ threads: status.loaded ? status.threads : 1 });
     expect(Buffer.from(three[0].buffer).equals(Buffer.from(one[0].buffer))).toBe(true);
     expect(Buffer.from(three[1].buffer).equals(Buffer.from(one[1].buffer))).toBe(true);
+  });
+
+  it("give layer norm's gradients (column sums over rows) the same bits on one thread and on several", () => {
+    const rng = new Rng(12);
+    const x = tf.tensor(Float32Array.from({ length: 1000 * 48 }, () => rng.normal() + 3), [1000, 48]) as tf.Tensor2D;
+    const g = tf.tensor(Float32Array.from({ length: 48 }, () => rng.normal()), [48]) as tf.Tensor1D;
+    const b = tf.zeros([48]) as tf.Tensor1D;
+    const grads = () => tf.grads((xx: tf.Tensor, gg: tf.Tensor, bb: tf.Tensor) => layerNorm(xx as tf.Tensor2D, gg as tf.Tensor1D, bb as tf.Tensor1D).mul(xx).sum())([x, g, b]).map((t) => t.dataSync() as Float32Array);
+    configureNative({ threads: 1 });
+    const one = grads();
+    configureNative({ threads: 3 });
+    const three = grads();
+    configureNative({ threads: status.loaded ? status.threads : 1 });
+    one.forEach((t, i) => expect(Buffer.from(three[i].buffer).equals(Buffer.from(t.buffer)), `gradient ${i}`).toBe(true));
+    tf.dispose([x, g, b]);
   });
 
   it('give matmul gradients equal to the wasm kernels', () => {

@@ -34,6 +34,8 @@ interface NativeAddon {
   attentionForward(qkv: Float32Array, P: Float32Array, y: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
   attentionBackward(qkv: Float32Array, P: Float32Array, dy: Float32Array, dqkv: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
   geluForward(x: Float32Array, y: Float32Array, s: Float32Array): void;
+  layerNormForward(x: Float32Array, gain: Float32Array, bias: Float32Array, y: Float32Array, stats: Float32Array, n: number, d: number, eps: number): void;
+  layerNormBackward(dy: Float32Array, x: Float32Array, stats: Float32Array, gain: Float32Array, dx: Float32Array, dgain: Float32Array, dbias: Float32Array, n: number, d: number): void;
   decodeStep(tokens: Int32Array, positions: Int32Array, keyMask: Float32Array, weights: Float32Array[], caches: Float32Array[], logits: Float32Array, dims: number[], eps: number): void;
   geluBackward(dy: Float32Array, x: Float32Array, s: Float32Array, dx: Float32Array): void;
   info(): { kernel: string; threads: number; features: string[] };
@@ -201,7 +203,10 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention, GELU, the decoding step), when they are active; else null. */
-export function nativeKernels(): Pick<NativeAddon, 'attentionForward' | 'attentionBackward' | 'geluForward' | 'geluBackward' | 'decodeStep'> | null {
+/** The native kernels beyond the products (attention, GELU, layer norm, the decoding step), when they are active; else null. */
+export function nativeKernels(): Pick<
+  NativeAddon,
+  'attentionForward' | 'attentionBackward' | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward'
+> | null {
   return nativeProductsActive() ? addon : null;
 }

@@ -287,6 +287,53 @@ napi_value DecodeStep(napi_env env, napi_callback_info info) {
   });
 }
 
+// layerNormForward(x, gain, bias, y, stats, n, d, eps)
+napi_value LayerNormForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 8);
+    size_t xl, gl, bl, yl, sl;
+    const float* x = f32(env, argv[0], "x", &xl);
+    const float* g = f32(env, argv[1], "gain", &gl);
+    const float* b = f32(env, argv[2], "bias", &bl);
+    float* y = f32(env, argv[3], "y", &yl);
+    float* stats = f32(env, argv[4], "stats", &sl);
+    const int64_t n = integer(env, argv[5], "n"), d = integer(env, argv[6], "d");
+    const float eps = number(env, argv[7], "eps");
+    need(xl, n * d, "x");
+    need(yl, n * d, "y");
+    need(gl, d, "gain");
+    need(bl, d, "bias");
+    need(sl, 2 * n, "stats");
+    if (d > 0) layer_norm_forward(x, g, b, y, stats, n, d, eps, pool().size());
+    return nullptr;
+  });
+}
+
+// layerNormBackward(dy, x, stats, gain, dx, dgain, dbias, n, d)
+napi_value LayerNormBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 9);
+    size_t dyl, xl, sl, gl, dxl, dgl, dbl;
+    const float* dy = f32(env, argv[0], "dy", &dyl);
+    const float* x = f32(env, argv[1], "x", &xl);
+    const float* stats = f32(env, argv[2], "stats", &sl);
+    const float* g = f32(env, argv[3], "gain", &gl);
+    float* dx = f32(env, argv[4], "dx", &dxl);
+    float* dg = f32(env, argv[5], "dgain", &dgl);
+    float* db = f32(env, argv[6], "dbias", &dbl);
+    const int64_t n = integer(env, argv[7], "n"), d = integer(env, argv[8], "d");
+    need(dyl, n * d, "dy");
+    need(xl, n * d, "x");
+    need(dxl, n * d, "dx");
+    need(sl, 2 * n, "stats");
+    need(gl, d, "gain");
+    need(dgl, d, "dgain");
+    need(dbl, d, "dbias");
+    layer_norm_backward(dy, x, stats, g, dx, dg, db, n, d, pool().size());
+    return nullptr;
+  });
+}
+
 // info() → { kernel, threads, features }
 napi_value Info(napi_env env, napi_callback_info) {
   return guarded(env, [&]() -> napi_value {
@@ -358,6 +405,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"attentionForward", nullptr, AttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"decodeStep", nullptr, DecodeStep, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"layerNormForward", nullptr, LayerNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"layerNormBackward", nullptr, LayerNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluForward", nullptr, GeluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluBackward", nullptr, GeluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

@@ -3,6 +3,8 @@
 #include "elementwise.h"
 
 #include <atomic>
+#include <cmath>
+#include <vector>
 
 #include "pool.h"
 #include "vmath.h"
@@ -43,7 +45,87 @@ void blocks(int64_t n, int threads, F f) {
   });
 }
 
+// Rows per work item of the layer norms (and the unit of the backward's partial column sums).
+constexpr int64_t kRowBlock = 32;
+
+WHETSTONE_CLONES void layer_norm_rows(const float* x, const float* g, const float* b, float* y, float* stats,
+                                      int64_t r0, int64_t r1, int64_t d, float eps) {
+  for (int64_t r = r0; r < r1; r++) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    // Two passes (mean, then the spread about it): as accurate as the one-pass double sum of the
+    // JavaScript kernel without its cost.
+    float sum = 0.f;
+    for (int64_t j = 0; j < d; j++) sum += xr[j];
+    const float mean = sum / static_cast<float>(d);
+    float sq = 0.f;
+    for (int64_t j = 0; j < d; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+    const float rstd = 1.f / std::sqrt(sq / static_cast<float>(d) + eps);
+    for (int64_t j = 0; j < d; j++) yr[j] = (xr[j] - mean) * rstd * g[j] + b[j];
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = rstd;
+  }
+}
+
+// Rows [r0, r1): dx, and this block's column sums into partial [2][d] (d gain, then d bias).
+WHETSTONE_CLONES void layer_norm_backward_rows(const float* dy, const float* x, const float* stats, const float* g,
+                                               float* dx, float* partial, int64_t r0, int64_t r1, int64_t d) {
+  float* pg = partial;
+  float* pb = partial + d;
+  for (int64_t j = 0; j < d; j++) pg[j] = pb[j] = 0.f;
+  for (int64_t r = r0; r < r1; r++) {
+    const float* dyr = dy + r * d;
+    const float* xr = x + r * d;
+    const float mean = stats[2 * r], rstd = stats[2 * r + 1];
+    float sg = 0.f, sgx = 0.f;
+    for (int64_t j = 0; j < d; j++) {
+      const float xhat = (xr[j] - mean) * rstd;
+      const float gj = dyr[j] * g[j];
+      sg += gj;
+      sgx += gj * xhat;
+      pg[j] += dyr[j] * xhat;
+      pb[j] += dyr[j];
+    }
+    const float shift = -sg / static_cast<float>(d) * rstd;
+    const float slope = sgx / static_cast<float>(d) * rstd;
+    float* dxr = dx + r * d;
+    for (int64_t j = 0; j < d; j++) dxr[j] = dyr[j] * g[j] * rstd + shift - (xr[j] - mean) * rstd * slope;
+  }
+}
+
+template <typename F>
+void row_blocks(int64_t n, int64_t d, int threads, F f) {
+  if (n * d < 2 * kBlock) threads = 1;
+  const int64_t count = (n + kRowBlock - 1) / kRowBlock;
+  std::atomic<int64_t> next{0};
+  pool().run(threads, [&](int) {
+    for (int64_t b; (b = next.fetch_add(1)) < count;) f(b, b * kRowBlock, std::min(n, (b + 1) * kRowBlock));
+  });
+}
+
 }  // namespace
+
+void layer_norm_forward(const float* x, const float* gain, const float* bias, float* y, float* stats, int64_t n,
+                        int64_t d, float eps, int threads) {
+  row_blocks(n, d, threads, [&](int64_t, int64_t r0, int64_t r1) { layer_norm_rows(x, gain, bias, y, stats, r0, r1, d, eps); });
+}
+
+void layer_norm_backward(const float* dy, const float* x, const float* stats, const float* gain, float* dx,
+                         float* dgain, float* dbias, int64_t n, int64_t d, int threads) {
+  const int64_t blocks = (n + kRowBlock - 1) / kRowBlock;
+  std::vector<float> partial(blocks * 2 * d);
+  row_blocks(n, d, threads, [&](int64_t b, int64_t r0, int64_t r1) {
+    layer_norm_backward_rows(dy, x, stats, gain, dx, partial.data() + b * 2 * d, r0, r1, d);
+  });
+  for (int64_t j = 0; j < d; j++) dgain[j] = dbias[j] = 0.f;
+  for (int64_t b = 0; b < blocks; b++) {
+    const float* p = partial.data() + b * 2 * d;
+    for (int64_t j = 0; j < d; j++) {
+      dgain[j] += p[j];
+      dbias[j] += p[d + j];
+    }
+  }
+}
 
 void gelu_forward(const float* x, float* y, float* s, int64_t n, int threads) {
   blocks(n, threads, [&](int64_t at, int64_t len) { gelu_forward_block(x + at, y + at, s + at, len); });
