@@ -5,6 +5,7 @@
 #include <node_api.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,14 @@ std::vector<napi_value> args(napi_env env, napi_callback_info info, size_t expec
   return argv;
 }
 
+// The kernels share one thread pool and one set of packing buffers per process; a process whose
+// JavaScript runs on several threads (worker_threads) takes turns here.
+std::mutex calls;
+
 template <typename F>
 napi_value guarded(napi_env env, F f) {
   try {
+    std::lock_guard<std::mutex> lock(calls);
     return f();
   } catch (const Failure& failure) {
     napi_throw_error(env, nullptr, failure.message.c_str());
