@@ -14,7 +14,6 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from './errors';
-import { shareIdentityOnWasm } from './wasm-identity';
 import { describeNative, installNativeKernels } from './native';
 import { type AdapterInfo, adapterName, tryWebgpu } from './webgpu';
 
@@ -142,7 +141,6 @@ async function tryWasm(): Promise<string | null> {
     tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
     if (!(await tf.setBackend('wasm'))) return 'wasm: setBackend failed';
     await tf.ready();
-    shareIdentityOnWasm();
     return null;
   } catch (err) {
     return `wasm: ${(err as Error).message.split('\n')[0]}`;

@@ -273,19 +273,3 @@ describe('decoding steps on the fused path', () => {
     });
   }
 });
-
-describe('clone on wasm', () => {
-  it('shares the memory (no copy), and disposing either tensor leaves the other intact', ({ skip }) => {
-    if (tf.getBackend() !== 'wasm') skip();
-    const a = tf.tensor1d([1, 2, 3]);
-    const b = a.clone();
-    const backend = tf.backend() as unknown as { refCount(dataId: object): number };
-    expect(b.dataId).toBe(a.dataId);
-    expect(backend.refCount(a.dataId)).toBe(2);
-    a.dispose();
-    expect(Array.from(b.dataSync())).toEqual([1, 2, 3]);
-    const before = tf.memory().numTensors;
-    b.dispose();
-    expect(tf.memory().numTensors).toBe(before - 1);
-  });
-});
