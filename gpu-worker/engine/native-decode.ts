@@ -30,6 +30,7 @@ interface StepOptions {
   keyMask?: number[][];
   cache?: Cache;
   returnCache?: boolean;
+  cacheCapacity?: number;
   head?: tf.Tensor2D;
   training?: boolean;
 }
@@ -70,7 +71,8 @@ const NATIVE_DECODE = defineJsKernel({
 export function decodeNatively(model: DecodableModel, tokens: number[][], opts: StepOptions): { logits: tf.Tensor2D; cache: Cache } | null {
   const c = model.config;
   const cache = opts.cache;
-  if (!cache || !opts.returnCache || opts.training || c.valueHead || model.adapters.size > 0) return null;
+  // In place only where the caller allows it (cacheCapacity), as the tfjs path.
+  if (!cache || !opts.returnCache || opts.cacheCapacity === undefined || opts.training || c.valueHead || model.adapters.size > 0) return null;
   if (!useFusedKernels() || nativeKernels() === null) return null;
   const B = tokens.length;
   const past = cache.length;

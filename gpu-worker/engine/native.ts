@@ -51,6 +51,9 @@ export type NativeStatus =
 export const NATIVE_ADDON_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), 'native/build/Release/whetstone_native.node');
 
 let addon: NativeAddon | null = null;
+
+/** Every function this code calls on the addon. */
+const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'info', 'setThreads', 'setKernel'] as const;
 let status: NativeStatus | null = null;
 
 function load(): NativeStatus {
@@ -62,6 +65,12 @@ function load(): NativeStatus {
   }
   try {
     addon = createRequire(import.meta.url)(file) as NativeAddon;
+    // An addon built from older sources (pulled without npm ci) lacks kernels this code calls.
+    const missing = REQUIRED.filter((name) => typeof (addon as unknown as Record<string, unknown>)[name] !== 'function');
+    if (missing.length > 0) {
+      addon = null;
+      return { loaded: false, reason: `built from older sources (no ${missing.join(', ')}): run npm run native:build` };
+    }
     const threads = Number(process.env.WHETSTONE_THREADS);
     if (Number.isInteger(threads) && threads >= 1) addon.setThreads(threads);
     return { loaded: true, ...addon.info() };

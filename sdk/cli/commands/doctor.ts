@@ -26,7 +26,7 @@ interface Check {
 
 function runCheck(env: Record<string, string | undefined>, signal?: AbortSignal): Promise<Check> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', DAEMON, '--check'], { env: env as NodeJS.ProcessEnv, signal, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', DAEMON, '--check'], { cwd: path.dirname(path.dirname(DAEMON)), env: env as NodeJS.ProcessEnv, signal, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));

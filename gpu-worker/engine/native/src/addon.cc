@@ -396,6 +396,7 @@ napi_value SetKernel(napi_env env, napi_callback_info info) {
 }
 
 napi_value Init(napi_env env, napi_value exports) {
+  std::lock_guard<std::mutex> lock(calls);  // another JavaScript thread may be in a kernel
   try {
     pool().resize(default_threads());
   } catch (const std::exception&) {

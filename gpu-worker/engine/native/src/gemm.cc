@@ -53,14 +53,14 @@ inline void store_tile(const float* tile, float* c, int64_t ldc, int mr_eff, int
       if (e.bias)
         for (int j = 0; j < NR; j++) v[j] += e.bias[j];
       if (e.relu)
-        for (int j = 0; j < NR; j++) v[j] = v[j] > 0.f ? v[j] : 0.f;
+        for (int j = 0; j < NR; j++) v[j] = v[j] < 0.f ? 0.f : v[j];  // NaN stays NaN
       for (int j = 0; j < NR; j++) row[j] = v[j];
     } else {
       for (int j = 0; j < nr_eff; j++) {
         float v = t[j];
         if (e.accumulate) v += row[j];
         if (e.bias) v += e.bias[j];
-        if (e.relu) v = v > 0.f ? v : 0.f;
+        if (e.relu) v = v < 0.f ? 0.f : v;
         row[j] = v;
       }
     }
@@ -142,8 +142,8 @@ __attribute__((target("avx512f"))) void ukr_avx512(int64_t kc, const float* ap, 
         v1 = _mm512_add_ps(v1, bias1);
       }
       if (e.relu) {
-        v0 = _mm512_max_ps(v0, zero);
-        v1 = _mm512_max_ps(v1, zero);
+        v0 = _mm512_max_ps(zero, v0);  // the second operand wins on NaN: NaN stays NaN
+        v1 = _mm512_max_ps(zero, v1);
       }
       _mm512_storeu_ps(row, v0);
       _mm512_storeu_ps(row + 16, v1);
@@ -287,7 +287,7 @@ void gemv_row(const float* a, const float* b, float* c, const GemmArgs& g) {
     }
   }
   if (g.relu)
-    for (int64_t j = 0; j < N; j++) c[j] = c[j] > 0.f ? c[j] : 0.f;
+    for (int64_t j = 0; j < N; j++) c[j] = c[j] < 0.f ? 0.f : c[j];
 }
 
 // One product on `threads` threads (thread t uses workspace.a[t]; B is packed into workspace.b[b_slot]).

@@ -15,12 +15,12 @@
 namespace whetstone {
 
 // e^x in place, vectorisable (no calls, no branches): Cephes' single-precision polynomial on
-// x − n·ln 2 (|·| ≤ ln 2 / 2), times 2^n built in the exponent bits; within 2 ulp for x ≥ −87, 0 below.
+// x − n·ln 2 (|·| ≤ ln 2 / 2), times 2^n built in the exponent bits; within 2 ulp for −87 ≤ x ≤ 88.37 (the upper clamp keeps 2^n finite), 0 below.
 // libm's expf, called per element, was most of the forward's time.
 inline void exp_in_place(float* x, int64_t n) {
   for (int64_t j = 0; j < n; j++) {
     const float in = x[j];
-    float v = std::min(std::max(in, -87.3f), 88.7f);
+    float v = std::min(std::max(in, -87.3f), 88.37f);
     // Round to the nearest integer by the 1.5·2²³ trick (no rounding call, so it vectorises).
     const float k = (v * 1.44269504088896341f + 12582912.f) - 12582912.f;
     v = v - k * 0.693359375f;
