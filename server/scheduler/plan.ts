@@ -517,6 +517,10 @@ interface Shape {
   version: number;
   /** Where it would reserve now (rule 5's choice), for the version. */
   reservation: ReservationChoice;
+  /** Bumped when its victims (rule 6) may have changed: victims entries of older versions are stale. */
+  victimsVersion: number;
+  /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), as of victimsVersion. */
+  devicePlans: Map<number, PreemptionPlan | null>;
 }
 
 type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
@@ -532,6 +536,8 @@ interface ShapeIndex {
   /** By free count: heaps of { shape, free } in kind order then worker id; entries whose free is no longer the shape's are stale. */
   byFree: Heap<{ shape: Shape; free: number }>[];
   reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }>;
+  /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt). */
+  victims: Map<number, Heap<VictimsEntry>>;
 }
 
 /** Shape order: worker id, then kind order. */
@@ -574,7 +580,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     if (worker.state !== 'ONLINE' || worker.teamId !== pool) continue;
     for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
       const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
-      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, reservation: null as unknown as ReservationChoice });
+      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), reservation: null as unknown as ReservationChoice });
     }
   }
   index = {
@@ -582,6 +588,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     shapes,
     byFree: [],
     reservations: new Heap((a, b) => betterReservation(a.choice, b.choice)),
+    victims: new Map(),
   };
   for (const shape of shapes) {
     shape.worker.entries.push({ index, shape });
@@ -611,6 +618,7 @@ function touch(s: State, worker: WorkerSlots): void {
       if (free >= index.deviceCount) byFreeOf(index, free).push({ shape, free });
     }
   }
+  refreshVictims(s, worker);
 }
 
 /** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
@@ -847,12 +855,15 @@ function tryPlace(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: numbe
   }
 
   const { shape, chosen } = best;
+  const borrowed = isBorrowing(s, job.teamId) !== null;
   const holding = hold(s, job, shape.worker.id, 'placed', chosen.length, end);
   for (const slot of chosen) {
     slot.holder = holding;
     countUse(s, shape.worker, slot.kind, holding, 1);
   }
   touch(s, shape.worker);
+  // Its team starting to borrow reorders victims (rule 6) wherever the team holds devices.
+  if ((isBorrowing(s, job.teamId) !== null) !== borrowed) refreshTeamVictims(s, job.teamId);
   const deviceIndexes = chosen.map((slot) => slot.index);
   const ahead = best.backfill?.job ?? quotaReservationOf(s, job);
   const backfill = ahead !== null;
@@ -938,6 +949,12 @@ interface PreemptionPlan {
   cost: number[];
 }
 
+/** A shape's victims for a preemptor of one priority that needs no quota freed, as of the shape's victimsVersion. */
+interface VictimsEntry {
+  plan: PreemptionPlan;
+  version: number;
+}
+
 /** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
 function victimOrder(s: State): (a: Holding, b: Holding) => number {
   const borrowing = new Map<string, boolean>();
@@ -952,33 +969,294 @@ function victimOrder(s: State): (a: Holding, b: Holding) => number {
     cmp(a.jobId, b.jobId);
 }
 
-/** Rule 6: the cheapest way to free room for the job on one worker, or null. */
+function preemptibleBelow(h: Holding | null, priority: number): h is Holding {
+  return h !== null && h.source === 'running' && !h.stopping && h.priority < priority;
+}
+
+/**
+ * Rule 6: the cheapest admissible way to free room for the job on one worker, or null.
+ *
+ * A shape's victims for devices alone, and their cost, depend only on the shape's holders, the
+ * preemptor's priority and which teams borrow, not on the job: so each index keeps them per
+ * preemptor priority (`devicePlans`), with a heap of its shapes by cost (rule 6's order of plans),
+ * computed again for a worker when its holders change (`touch`) or when a team with jobs on it
+ * starts borrowing (`tryPlace`). When the team's quota has room for the job, the search takes the
+ * heap's best plans until one delays no reservation, instead of evaluating every worker the job
+ * could use. When quota must be freed too, the team's own lower-priority jobs anywhere are
+ * candidates on every shape; on a shape none of them holds devices of, the plan is the team's
+ * victims for quota (the same for every such shape) beside the shape's victims for devices, so
+ * each such shape costs a few additions; the others are evaluated in full, as the reference does.
+ */
 function tryPreempt(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: number, quotaOk: boolean): PreemptionPlan | null {
-  const preemptible = (h: Holding | null): h is Holding =>
-    h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority;
   // Nothing to preempt and nothing stopping: skip the search (most waiting jobs, on a busy day).
   if (!anythingToFree(s, job.priority)) return null;
   const quotaDeficit = heldOf(s, job.teamId).notStopping + job.deviceCount - quotaOf(s, job.teamId);
-  const order = victimOrder(s);
-  const teamCandidates = quotaDeficit > 0 ? ledgerOf(s, job.teamId).filter(preemptible) : [];
+  if (quotaDeficit <= 0) return bestIndexed(s, job, shapes, end, quotaOk);
 
+  const team: Holding[] = [];
+  let freeable = 0;
+  for (const h of ledgerOf(s, job.teamId)) {
+    if (!preemptibleBelow(h, job.priority)) continue;
+    team.push(h);
+    freeable += h.devices;
+  }
+  if (freeable < quotaDeficit) return null;
+  const order = victimOrder(s);
+  team.sort(order);
+  const quota: QuotaToFree = { teamId: job.teamId, deficit: quotaDeficit, candidates: team };
+  const forQuota = quotaVictims(s, quota);
+  const teamWorkers = new Set<string | null>(team.map((h) => h.workerId));
+  const quotaBlocked = quotaBlocks(s, job, end);
   let best: PreemptionPlan | null = null;
   for (const index of shapes) {
+    if (index.shapes.length === 0) continue;
+    devicePlansOf(s, index, job.priority);
     for (const shape of index.shapes) {
-      // Enough devices free, stopping or preemptible on this worker at all? (Most busy workers are not.)
-      let available = 0;
-      let reachable = 0;
-      for (const slot of shape.matching) {
-        const h = slot.holder;
-        if (h === null || (h.source === 'running' && h.stopping)) available += 1;
-        else if (preemptible(h)) reachable += 1;
+      let candidate: PreemptionPlan | null;
+      if (teamWorkers.has(shape.worker.id) && holdsAny(shape, team)) candidate = victimsOn(s, job.priority, job.deviceCount, shape, order, quota);
+      else {
+        const forDevices = shape.devicePlans.get(job.priority) ?? null;
+        if (!forDevices || (best && compareCosts(combinedCost(forQuota, forDevices), shape, best) >= 0)) continue;
+        candidate = combined(forQuota, forDevices, order);
       }
-      if (available + reachable < job.deviceCount) continue;
-      const candidate = preemptOn(s, job, shape, end, quotaOk, quotaDeficit, available, order, teamCandidates);
-      if (candidate && (!best || comparePreemptions(candidate, best) < 0)) best = candidate;
+      if (candidate && (!best || comparePreemptions(candidate, best) < 0) && admissible(s, job, candidate, end, quotaOk, quotaBlocked)) best = candidate;
     }
   }
   return best;
+}
+
+/** Whether any of `holdings` holds a device of the shape. */
+function holdsAny(shape: Shape, holdings: Holding[]): boolean {
+  for (const slot of shape.matching) if (slot.holder !== null && holdings.includes(slot.holder)) return true;
+  return false;
+}
+
+/** The team's victims for quota alone: Kueue's order until the deficit is covered, then dropped back as `victimsOn` does. */
+function quotaVictims(s: State, quota: QuotaToFree): { victims: Holding[]; cost: number[] } {
+  const victims: Holding[] = [];
+  let got = 0;
+  for (const h of quota.candidates) {
+    if (got >= quota.deficit) break;
+    victims.push(h);
+    got += h.devices;
+  }
+  for (let k = victims.length - 1; k >= 0; k -= 1) {
+    if (got - victims[k].devices >= quota.deficit) {
+      got -= victims[k].devices;
+      victims.splice(k, 1);
+    }
+  }
+  return { victims, cost: victimsCost(s, victims, 0) };
+}
+
+/** The victims' part of a plan's cost: non-borrowing victims, the highest priority, how many, their devices; then free devices taken. */
+function victimsCost(s: State, victims: Holding[], freeTaken: number): number[] {
+  let nonBorrowing = 0;
+  let highest = Number.NEGATIVE_INFINITY;
+  let devices = 0;
+  for (const v of victims) {
+    if (isBorrowing(s, v.teamId) === null) nonBorrowing += 1;
+    highest = Math.max(highest, v.priority);
+    devices += v.devices;
+  }
+  return [nonBorrowing, highest, victims.length, devices, freeTaken];
+}
+
+function combinedCost(forQuota: { cost: number[] }, forDevices: PreemptionPlan): number[] {
+  const [a, b] = [forQuota.cost, forDevices.cost];
+  return [a[0] + b[0], Math.max(a[1], b[1]), a[2] + b[2], a[3] + b[3], b[4]];
+}
+
+/** The plan of both victims, in Kueue's order (as `victimsOn` adds them). */
+function combined(forQuota: { victims: Holding[]; cost: number[] }, forDevices: PreemptionPlan, order: (a: Holding, b: Holding) => number): PreemptionPlan {
+  const victims: Holding[] = [];
+  let i = 0;
+  let j = 0;
+  const [a, b] = [forQuota.victims, forDevices.victims];
+  while (i < a.length || j < b.length) victims.push(j >= b.length || (i < a.length && order(a[i], b[j]) < 0) ? a[i++] : b[j++]);
+  return { shape: forDevices.shape, victims, chosen: forDevices.chosen, cost: combinedCost(forQuota, forDevices) };
+}
+
+function compareCosts(cost: number[], shape: Shape, best: PreemptionPlan): number {
+  for (let i = 0; i < cost.length; i += 1) if (cost[i] !== best.cost[i]) return cost[i] - best.cost[i];
+  return comparePlaces({ shape, left: 0 }, { shape: best.shape, left: 0 });
+}
+
+/**
+ * The best admissible plan of the indexes' victims heaps (stale entries dropped, inadmissible
+ * ones kept). When taking the devices would delay the team's quota reservation unless some of
+ * the team's own jobs are preempted, only plans with such victims can be admissible: those are
+ * on the workers where the team has preemptible jobs, looked at there instead of the heaps.
+ */
+function bestIndexed(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: number, quotaOk: boolean): PreemptionPlan | null {
+  const quotaBlocked = quotaBlocks(s, job, end);
+  let best: PreemptionPlan | null = null;
+  if (quotaBlocked) {
+    const workers = new Set<WorkerSlots>();
+    for (const h of ledgerOf(s, job.teamId)) if (preemptibleBelow(h, job.priority) && h.workerId !== null) workers.add(workerOf(s, h.workerId));
+    for (const index of shapes) {
+      if (index.shapes.length === 0) continue;
+      devicePlansOf(s, index, job.priority);
+      for (const worker of workers) {
+        for (const entry of worker.entries) {
+          if (entry.index !== index) continue;
+          const p = entry.shape.devicePlans.get(job.priority) ?? null;
+          if (p && (!best || comparePreemptions(p, best) < 0) && admissible(s, job, p, end, quotaOk, quotaBlocked)) best = p;
+        }
+      }
+    }
+    return best;
+  }
+  for (const index of shapes) {
+    if (index.shapes.length === 0) continue;
+    const heap = devicePlansOf(s, index, job.priority);
+    const passed: VictimsEntry[] = [];
+    for (let top = heap.peek(); top; top = heap.peek()) {
+      if (top.version !== top.plan.shape.victimsVersion) heap.pop();
+      else if (best && comparePreemptions(top.plan, best) >= 0) break;
+      else if (admissible(s, job, top.plan, end, quotaOk, quotaBlocked)) {
+        best = top.plan;
+        break;
+      } else passed.push(heap.pop() as VictimsEntry);
+    }
+    for (const entry of passed) heap.push(entry);
+  }
+  return best;
+}
+
+/** The index's shapes' plans for devices alone, for preemptors of `priority` (kept on each shape), and their heap by cost. */
+function devicePlansOf(s: State, index: ShapeIndex, priority: number): Heap<VictimsEntry> {
+  let heap = index.victims.get(priority);
+  if (heap) return heap;
+  heap = new Heap<VictimsEntry>((a, b) => comparePreemptions(a.plan, b.plan) < 0);
+  const order = victimOrder(s);
+  for (const shape of index.shapes) pushVictims(s, heap, shape, priority, index.deviceCount, order);
+  index.victims.set(priority, heap);
+  return heap;
+}
+
+function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority: number, deviceCount: number, order: (a: Holding, b: Holding) => number): void {
+  const plan = victimsOn(s, priority, deviceCount, shape, order, null);
+  shape.devicePlans.set(priority, plan);
+  if (plan) heap.push({ plan, version: shape.victimsVersion });
+}
+
+/** The worker's holders, or whether their teams borrow, changed: its shapes' victims are computed again. */
+function refreshVictims(s: State, worker: WorkerSlots): void {
+  let order: ((a: Holding, b: Holding) => number) | null = null;
+  for (const { index, shape } of worker.entries) {
+    shape.victimsVersion += 1;
+    for (const [priority, heap] of index.victims) pushVictims(s, heap, shape, priority, index.deviceCount, (order ??= victimOrder(s)));
+  }
+}
+
+/** A team whose placement made it start borrowing: the victims' order changes wherever it holds devices. */
+function refreshTeamVictims(s: State, teamId: string): void {
+  const workers = new Set<WorkerSlots>();
+  for (const h of ledgerOf(s, teamId)) {
+    const worker = h.workerId === null ? undefined : s.workerById.get(h.workerId);
+    if (worker) workers.add(worker);
+  }
+  for (const worker of workers) refreshVictims(s, worker);
+}
+
+/** The quota a preemptor must free besides devices: its team's deficit and its team's preemptible jobs, in Kueue's order. */
+interface QuotaToFree {
+  teamId: string;
+  deficit: number;
+  candidates: Holding[];
+}
+
+const NO_HOLDINGS: Holding[] = [];
+
+/**
+ * Rule 6 on one shape: Kueue's victims there and the plan's cost, or null when they cannot make
+ * room; whether the plan delays a reservation is `admissible`'s question. Written with plain
+ * loops over the worker's few devices: it runs for every shape a preemptor could use.
+ */
+function victimsOn(
+  s: State,
+  priority: number,
+  deviceCount: number,
+  shape: Shape,
+  order: (a: Holding, b: Holding) => number,
+  quota: QuotaToFree | null,
+): PreemptionPlan | null {
+  // Enough devices free, stopping or preemptible on this worker at all? (Most busy workers are not.)
+  let available = 0;
+  let reachable = 0;
+  for (const slot of shape.matching) {
+    const h = slot.holder;
+    if (h === null || (h.source === 'running' && h.stopping)) available += 1;
+    else if (preemptibleBelow(h, priority)) reachable += 1;
+  }
+  if (available + reachable < deviceCount) return null;
+
+  const deviceDeficit = deviceCount - available;
+  const quotaDeficit = quota?.deficit ?? 0;
+  const local: Holding[] = [];
+  if (deviceDeficit > 0) {
+    for (const slot of shape.matching) {
+      const h = slot.holder;
+      if (preemptibleBelow(h, priority) && !local.includes(h)) local.push(h);
+    }
+    if (local.length > 1) local.sort(order);
+  }
+  const team = quota?.candidates ?? NO_HOLDINGS;
+
+  // Add in Kueue's order (the worker's candidates and the team's, merged), skipping candidates
+  // that help with nothing still missing.
+  const victims: Holding[] = [];
+  const onWorker: number[] = [];
+  const ofTeam: number[] = [];
+  let gotDevices = 0;
+  let gotQuota = 0;
+  let i = 0;
+  let j = 0;
+  while (gotDevices < deviceDeficit || gotQuota < quotaDeficit) {
+    if (j < team.length && local.includes(team[j])) {
+      j += 1;
+      continue;
+    }
+    let h: Holding;
+    if (i < local.length && (j >= team.length || order(local[i], team[j]) < 0)) h = local[i++];
+    else if (j < team.length) h = team[j++];
+    else break;
+    const on = h.workerId === shape.worker.id ? heldOn(shape.matching, h) : 0;
+    const of = quota !== null && h.teamId === quota.teamId ? h.devices : 0;
+    if ((deviceDeficit - gotDevices > 0 && on > 0) || (quotaDeficit - gotQuota > 0 && of > 0)) {
+      victims.push(h);
+      onWorker.push(on);
+      ofTeam.push(of);
+      gotDevices += on;
+      gotQuota += of;
+    }
+  }
+  if (gotDevices < deviceDeficit || gotQuota < quotaDeficit) return null;
+  // Then drop, last added first, every victim the job fits without.
+  for (let k = victims.length - 1; k >= 0; k -= 1) {
+    if (gotDevices - onWorker[k] >= deviceDeficit && gotQuota - ofTeam[k] >= quotaDeficit) {
+      gotDevices -= onWorker[k];
+      gotQuota -= ofTeam[k];
+      victims.splice(k, 1);
+      onWorker.splice(k, 1);
+      ofTeam.splice(k, 1);
+    }
+  }
+
+  const chosen = shape.matching
+    .filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping) || victims.includes(slot.holder))
+    .sort((a, b) => slotRank(a) - slotRank(b) || a.index - b.index)
+    .slice(0, deviceCount);
+  let freeTaken = 0;
+  for (const slot of chosen) if (slot.holder === null) freeTaken += 1;
+  // Free devices stay free for others when the victims' own devices suffice.
+  return { shape, victims, chosen, cost: victimsCost(s, victims, freeTaken) };
+}
+
+/** Free devices first, then those of jobs stopping, then the victims'. */
+function slotRank(slot: Slot): number {
+  return slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2;
 }
 
 /** How many of `slots` `h` holds. */
@@ -989,80 +1267,23 @@ function heldOn(slots: Slot[], h: Holding): number {
 }
 
 /**
- * Rule 6 on one shape: Kueue's victims there, or null when they cannot make room. Written with
- * plain loops over the worker's few devices: it runs for every worker a preemptor could use.
+ * Whether the plan may be carried out for this job: it delays no reservation, and is not a
+ * placement in disguise. `quotaBlocked`: whether taking the devices delays a quota reservation of
+ * the team when none of its jobs is preempted (the same for every plan without the team's jobs).
  */
-function preemptOn(
-  s: State,
-  job: PlanQueuedJob,
-  shape: Shape,
-  end: number,
-  quotaOk: boolean,
-  quotaDeficit: number,
-  availableCount: number,
-  order: (a: Holding, b: Holding) => number,
-  teamCandidates: Holding[],
-): PreemptionPlan | null {
-  const deviceDeficit = job.deviceCount - availableCount;
-  const candidates: Holding[] = [];
-  if (deviceDeficit > 0) {
-    for (const slot of shape.matching) {
-      const h = slot.holder;
-      if (h !== null && h.source === 'running' && !h.stopping && h.priority < job.priority && !candidates.includes(h)) candidates.push(h);
-    }
-  }
-  if (quotaDeficit > 0) for (const h of teamCandidates) if (!candidates.includes(h)) candidates.push(h);
-  const onWorker = candidates.map((h) => heldOn(shape.matching, h));
-  const ofTeam = candidates.map((h) => (h.teamId === job.teamId ? h.devices : 0));
-  const ranked = candidates.map((_, i) => i).sort((a, b) => order(candidates[a], candidates[b]));
-
-  // Add in Kueue's order, skipping candidates that help with nothing still missing.
-  const victims: number[] = [];
-  let gotDevices = 0;
-  let gotQuota = 0;
-  for (const i of ranked) {
-    if (gotDevices >= deviceDeficit && gotQuota >= quotaDeficit) break;
-    if ((deviceDeficit - gotDevices > 0 && onWorker[i] > 0) || (quotaDeficit - gotQuota > 0 && ofTeam[i] > 0)) {
-      victims.push(i);
-      gotDevices += onWorker[i];
-      gotQuota += ofTeam[i];
-    }
-  }
-  if (gotDevices < deviceDeficit || gotQuota < quotaDeficit) return null;
-  // Then drop, last added first, every victim the job fits without.
-  for (let k = victims.length - 1; k >= 0; k -= 1) {
-    const i = victims[k];
-    if (gotDevices - onWorker[i] >= deviceDeficit && gotQuota - ofTeam[i] >= quotaDeficit) {
-      victims.splice(k, 1);
-      gotDevices -= onWorker[i];
-      gotQuota -= ofTeam[i];
-    }
-  }
-  const chosenVictims = victims.map((i) => candidates[i]);
-
-  const rank = (slot: Slot) => (slot.holder === null ? 0 : slot.holder.stopping ? 1 : 2);
-  const chosen = shape.matching
-    .filter((slot) => slot.holder === null || (slot.holder.source === 'running' && slot.holder.stopping) || chosenVictims.includes(slot.holder))
-    .sort((a, b) => rank(a) - rank(b) || a.index - b.index)
-    .slice(0, job.deviceCount);
+function admissible(s: State, job: PlanQueuedJob, p: PreemptionPlan, end: number, quotaOk: boolean, quotaBlocked: boolean): boolean {
   // All free, no victims and room in the quota: that was a placement, refused for a reservation.
-  if (chosenVictims.length === 0 && quotaOk && chosen.every((slot) => slot.holder === null)) return null;
-  if (deviceConflict(s, shape.worker, chosen, end, new Set(chosenVictims))) return null;
-  const released = new Set(chosenVictims.filter((v) => v.teamId === job.teamId).map((v) => v.jobId));
-  if (quotaConflict(s, job.teamId, job.deviceCount, end, released)) return null;
+  if (p.victims.length === 0 && quotaOk && p.chosen.every((slot) => slot.holder === null)) return false;
+  if (s.deviceReservations.has(p.shape.worker.id) && deviceConflict(s, p.shape.worker, p.chosen, end, new Set(p.victims))) return false;
+  const released = new Set<string>();
+  for (const v of p.victims) if (v.teamId === job.teamId) released.add(v.jobId);
+  if (released.size === 0) return !quotaBlocked;
+  return quotaConflict(s, job.teamId, job.deviceCount, end, released) === null;
+}
 
-  let nonBorrowing = 0;
-  let highest = Number.NEGATIVE_INFINITY;
-  let devices = 0;
-  for (const v of chosenVictims) {
-    if (isBorrowing(s, v.teamId) === null) nonBorrowing += 1;
-    highest = Math.max(highest, v.priority);
-    devices += v.devices;
-  }
-  let freeTaken = 0;
-  for (const slot of chosen) if (slot.holder === null) freeTaken += 1;
-  // Free devices stay free for others when the victims' own devices suffice.
-  return { shape, victims: chosenVictims, chosen, cost: [nonBorrowing, highest, chosenVictims.length, devices, freeTaken] };
+/** Whether taking the job's devices until `end` delays a quota reservation of its team, no job of it preempted. */
+function quotaBlocks(s: State, job: PlanQueuedJob, end: number): boolean {
+  return s.quotaReservations.has(job.teamId) && quotaConflict(s, job.teamId, job.deviceCount, end) !== null;
 }
 
 /** Whether any holding is stopping or running below `priority` (holdings only ever start stopping within a plan). */
