@@ -229,6 +229,8 @@ interface State {
   now: number;
   workers: WorkerSlots[];
   workerById: Map<string, WorkerSlots>;
+  /** The ONLINE workers of each pool (a team's id, or null for the shared pool), in id order: the shapes an index is built from. */
+  onlineByPool: Map<string | null, WorkerSlots[]>;
   quotas: Map<string, number>;
   /** Per team: everything counted against its quota. */
   ledger: Map<string, Holding[]>;
@@ -244,6 +246,8 @@ interface State {
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
+  /** Per team: quotaConflict's answers without released jobs, by units and end; dropped when the team's quota pool or reservations change. */
+  quotaAnswers: Map<string, Map<string, QuotaReservation | null>>;
   /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
   waitedKinds: Map<string, Waiting>;
   /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request. */
@@ -296,6 +300,7 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): 
     now,
     workers,
     workerById,
+    onlineByPool: new Map(),
     quotas: new Map(input.quotas.map((q) => [q.teamId, q.maxConcurrentDevices])),
     ledger: new Map(),
     held: new Map(),
@@ -308,12 +313,19 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): 
     activeTeams: teams.size,
     deviceReservations: new Map(),
     quotaReservations: new Map(),
+    quotaAnswers: new Map(),
     waitedKinds: new Map(),
     indexes: new Map(),
     stoppingCount: 0,
     lowestRunning: Number.POSITIVE_INFINITY,
   };
 
+  for (const w of workers) {
+    if (w.state !== 'ONLINE') continue;
+    const pool = s.onlineByPool.get(w.teamId);
+    if (pool) pool.push(w);
+    else s.onlineByPool.set(w.teamId, [w]);
+  }
   // Capacity for shares: workers that exist and hold or take work.
   for (const w of workers) {
     if (w.state !== 'ONLINE' && w.state !== 'DRAINING') continue;
@@ -366,6 +378,7 @@ function heldOf(s: State, teamId: string): { all: number; notHeld: number; notSt
 
 function addToLedger(s: State, h: Holding): void {
   ledgerOf(s, h.teamId).push(h);
+  s.quotaAnswers.delete(h.teamId);
   const held = heldOf(s, h.teamId);
   held.all += h.devices;
   if (h.source !== 'held') held.notHeld += h.devices;
@@ -515,8 +528,6 @@ interface Shape {
   free: number;
   /** Bumped when its worker's slots change: index entries of older versions are stale. */
   version: number;
-  /** Where it would reserve now (rule 5's choice), for the version. */
-  reservation: ReservationChoice;
   /** Bumped when its victims (rule 6) may have changed: victims entries of older versions are stale. */
   victimsVersion: number;
   /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), as of victimsVersion. */
@@ -535,7 +546,8 @@ interface ShapeIndex {
   shapes: Shape[];
   /** By free count: heaps of { shape, free } in kind order then worker id; entries whose free is no longer the shape's are stale. */
   byFree: Heap<{ shape: Shape; free: number }>[];
-  reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }>;
+  /** Built when a job of the request first reserves (most indexes only place). */
+  reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }> | null;
   /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt). */
   victims: Map<number, Heap<VictimsEntry>>;
 }
@@ -576,25 +588,22 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
   let index = s.indexes.get(key);
   if (index) return index;
   const shapes: Shape[] = [];
-  for (const worker of s.workers) {
-    if (worker.state !== 'ONLINE' || worker.teamId !== pool) continue;
+  for (const worker of s.onlineByPool.get(pool) ?? []) {
     for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
       const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
-      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), reservation: null as unknown as ReservationChoice });
+      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map() });
     }
   }
   index = {
     deviceCount: job.deviceCount,
     shapes,
     byFree: [],
-    reservations: new Heap((a, b) => betterReservation(a.choice, b.choice)),
+    reservations: null,
     victims: new Map(),
   };
   for (const shape of shapes) {
     shape.worker.entries.push({ index, shape });
     shape.free = freeOf(shape);
-    shape.reservation = reservationOn(s, shape, job.deviceCount);
-    index.reservations.push({ shape, version: 0, choice: shape.reservation });
     if (shape.free >= job.deviceCount) byFreeOf(index, shape.free).push({ shape, free: shape.free });
   }
   s.indexes.set(key, index);
@@ -610,8 +619,7 @@ function byFreeOf(index: ShapeIndex, free: number): Heap<{ shape: Shape; free: n
 function touch(s: State, worker: WorkerSlots): void {
   for (const { index, shape } of worker.entries) {
     shape.version += 1;
-    shape.reservation = reservationOn(s, shape, index.deviceCount);
-    index.reservations.push({ shape, version: shape.version, choice: shape.reservation });
+    index.reservations?.push({ shape, version: shape.version, choice: reservationOn(s, shape, index.deviceCount) });
     const free = freeOf(shape);
     if (free !== shape.free) {
       shape.free = free;
@@ -669,15 +677,31 @@ function quotaPool(s: State, teamId: string, released: ReadonlySet<string> = NON
   return { capacity: quotaOf(s, teamId), held };
 }
 
-/** The first quota reservation of the team that taking `units` until `end` would delay. */
+/**
+ * The first quota reservation of the team that taking `units` until `end` would delay. Without
+ * `released` jobs, the answer is kept until the team's ledger, a holding's stopping or its quota
+ * reservations change: a team's jobs of one kind ask the same question many times in a plan.
+ */
 function quotaConflict(s: State, teamId: string, units: number, end: number, released?: ReadonlySet<string>): QuotaReservation | null {
   const reservations = s.quotaReservations.get(teamId);
   if (!reservations) return null;
+  const remembered = released === undefined || released.size === 0;
+  const key = `${units}\u0000${end}`;
+  let answers = s.quotaAnswers.get(teamId);
+  if (remembered && answers?.has(key)) return answers.get(key) as QuotaReservation | null;
   const pool = quotaPool(s, teamId, released);
+  let answer: QuotaReservation | null = null;
   for (const r of reservations) {
-    if (delays(s.now, pool, r.job.deviceCount, { units, release: end })) return r;
+    if (delays(s.now, pool, r.job.deviceCount, { units, release: end })) {
+      answer = r;
+      break;
+    }
   }
-  return null;
+  if (remembered) {
+    if (!answers) s.quotaAnswers.set(teamId, (answers = new Map()));
+    answers.set(key, answer);
+  }
+  return answer;
 }
 
 /** The wait behind reservation `r`, with the earliest its job could start (the reason's hint). */
@@ -912,11 +936,12 @@ function reserveQuota(s: State, job: PlanQueuedJob): number {
   const list = s.quotaReservations.get(job.teamId) ?? [];
   list.push({ job, startAt });
   s.quotaReservations.set(job.teamId, list);
+  s.quotaAnswers.delete(job.teamId);
   return startAt;
 }
 
 function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): DeviceReservation & { deviceIndexes: number[] } {
-  const { shape, startAt, slots } = bestReservation(shapes);
+  const { shape, startAt, slots } = bestReservation(s, shapes);
   const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
   const list = s.deviceReservations.get(shape.worker.id) ?? [];
   list.push(reservation);
@@ -925,10 +950,10 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): Dev
 }
 
 /** The best of the indexes' tops (stale entries, of older versions of their shape, dropped). */
-function bestReservation(shapes: ShapeIndex[]): ReservationChoice {
+function bestReservation(s: State, shapes: ShapeIndex[]): ReservationChoice {
   let best: ReservationChoice | null = null;
   for (const index of shapes) {
-    const heap = index.reservations;
+    const heap = reservationsOf(s, index);
     let top = heap.peek();
     while (top && top.version !== top.shape.version) {
       heap.pop();
@@ -938,6 +963,14 @@ function bestReservation(shapes: ShapeIndex[]): ReservationChoice {
   }
   // shapesFor found at least one shape, so best is set.
   return best as ReservationChoice;
+}
+
+/** The index's shapes by reservation order, built when a job of its request first reserves. */
+function reservationsOf(s: State, index: ShapeIndex): Heap<{ shape: Shape; version: number; choice: ReservationChoice }> {
+  if (index.reservations) return index.reservations;
+  const heap = new Heap<{ shape: Shape; version: number; choice: ReservationChoice }>((a, b) => betterReservation(a.choice, b.choice));
+  for (const shape of index.shapes) heap.push({ shape, version: shape.version, choice: reservationOn(s, shape, index.deviceCount) });
+  return (index.reservations = heap);
 }
 
 // ── preempting ──
@@ -1302,6 +1335,7 @@ function applyPreemption(s: State, job: PlanQueuedJob, p: PreemptionPlan, out: P
   ];
   for (const victim of p.victims) {
     victim.stopping = true;
+    s.quotaAnswers.delete(victim.teamId);
     s.stoppingCount += 1;
     heldOf(s, victim.teamId).notStopping -= victim.devices;
     const team = { id: victim.teamId, borrowing: isBorrowing(s, victim.teamId) };

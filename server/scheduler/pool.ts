@@ -37,21 +37,49 @@ export function earliestStart(now: number, pool: Pool, need: number): number {
   return startOf(now, { capacity: pool.capacity, held }, need);
 }
 
-/** The first time `need` units of the pool are free, by the holders' releases. */
+/**
+ * The first time `need` units of the pool are free, by the holders' releases: now, or the
+ * earliest release after which the holders still holding fit beside the need. One sort and one
+ * sweep (a team's quota pool has hundreds of holders, and every placement asks).
+ */
 export function startOf(now: number, pool: Pool, need: number): number {
-  const times = [now, ...pool.held.map((h) => h.release).filter((t) => t > now && t < NEVER)].sort((a, b) => a - b);
-  for (const t of times) {
-    const held = pool.held.reduce((n, h) => (h.release > t ? n + h.units : n), 0);
-    if (held + need <= pool.capacity) return t;
+  let holding = 0;
+  const later: { units: number; release: number }[] = [];
+  for (const h of pool.held) {
+    if (h.release <= now) continue;
+    holding += h.units;
+    if (h.release < NEVER) later.push(h);
+  }
+  if (holding + need <= pool.capacity) return now;
+  later.sort((a, b) => a.release - b.release);
+  for (let k = 0; k < later.length; ) {
+    const t = later[k].release;
+    for (; k < later.length && later[k].release === t; k += 1) holding -= later[k].units;
+    if (holding + need <= pool.capacity) return t;
   }
   return NEVER;
 }
 
-function largestSubsetSum(items: number[], limit: number): number {
+/** The largest sum of some of `items` (small whole numbers: device counts) that is at most `limit`. */
+export function largestSubsetSum(items: number[], limit: number): number {
   if (limit <= 0) return 0;
+  let total = 0;
+  for (const item of items) total += item;
+  if (total <= limit) return total;
+  // Subset sums over a bitset, with equal items taken in binary bundles (1, 2, 4, … of them):
+  // a few distinct gang sizes repeated hundreds of times cost a few passes each, not hundreds.
+  const counts = new Map<number, number>();
+  for (const item of items) if (item > 0 && item <= limit) counts.set(item, (counts.get(item) ?? 0) + 1);
   const reachable = new Uint8Array(limit + 1);
   reachable[0] = 1;
-  for (const item of items) for (let v = limit; v >= item; v -= 1) if (reachable[v - item]) reachable[v] = 1;
+  for (const [item, count] of counts) {
+    for (let left = count, bundle = 1; left > 0; bundle *= 2) {
+      const take = Math.min(bundle, left);
+      left -= take;
+      const size = item * take;
+      for (let v = limit; v >= size; v -= 1) if (reachable[v - size]) reachable[v] = 1;
+    }
+  }
   let best = limit;
   while (best > 0 && !reachable[best]) best -= 1;
   return best;
