@@ -530,8 +530,8 @@ interface Shape {
   version: number;
   /** Bumped when its victims (rule 6) may have changed: victims entries of older versions are stale. */
   victimsVersion: number;
-  /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), as of victimsVersion. */
-  devicePlans: Map<number, PreemptionPlan | null>;
+  /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), and the victimsVersion they are of. */
+  devicePlans: Map<number, { version: number; plan: PreemptionPlan | null }>;
 }
 
 type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
@@ -548,8 +548,10 @@ interface ShapeIndex {
   byFree: Heap<{ shape: Shape; free: number }>[];
   /** Built when a job of the request first reserves (most indexes only place). */
   reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }> | null;
-  /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt). */
-  victims: Map<number, Heap<VictimsEntry>>;
+  /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt), and how much of `changed` it has taken in. */
+  victims: Map<number, { heap: Heap<VictimsEntry>; seen: number }>;
+  /** The shapes whose victims may have changed, in order (a shape may appear again): what the victims heaps take in before they answer. */
+  changed: Shape[];
 }
 
 /** Shape order: worker id, then kind order. */
@@ -600,6 +602,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     byFree: [],
     reservations: null,
     victims: new Map(),
+    changed: [],
   };
   for (const shape of shapes) {
     shape.worker.entries.push({ index, shape });
@@ -626,7 +629,7 @@ function touch(s: State, worker: WorkerSlots): void {
       if (free >= index.deviceCount) byFreeOf(index, free).push({ shape, free });
     }
   }
-  refreshVictims(s, worker);
+  refreshVictims(worker);
 }
 
 /** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
@@ -1011,9 +1014,10 @@ function preemptibleBelow(h: Holding | null, priority: number): h is Holding {
  *
  * A shape's victims for devices alone, and their cost, depend only on the shape's holders, the
  * preemptor's priority and which teams borrow, not on the job: so each index keeps them per
- * preemptor priority (`devicePlans`), with a heap of its shapes by cost (rule 6's order of plans),
- * computed again for a worker when its holders change (`touch`) or when a team with jobs on it
- * starts borrowing (`tryPlace`). When the team's quota has room for the job, the search takes the
+ * preemptor priority (`devicePlansOf`), with a heap of its shapes by cost (rule 6's order of
+ * plans); a worker whose holders change (`touch`), or on which a team that starts borrowing holds
+ * devices (`tryPlace`), is marked, and its shapes are computed again when a preemptor of that
+ * priority next asks. When the team's quota has room for the job, the search takes the
  * heap's best plans until one delays no reservation, instead of evaluating every worker the job
  * could use. When quota must be freed too, the team's own lower-priority jobs anywhere are
  * candidates on every shape; on a shape none of them holds devices of, the plan is the team's
@@ -1048,7 +1052,7 @@ function tryPreempt(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: num
       let candidate: PreemptionPlan | null;
       if (teamWorkers.has(shape.worker.id) && holdsAny(shape, team)) candidate = victimsOn(s, job.priority, job.deviceCount, shape, order, quota);
       else {
-        const forDevices = shape.devicePlans.get(job.priority) ?? null;
+        const forDevices = shape.devicePlans.get(job.priority)?.plan ?? null;
         if (!forDevices || (best && compareCosts(combinedCost(forQuota, forDevices), shape, best) >= 0)) continue;
         candidate = combined(forQuota, forDevices, order);
       }
@@ -1133,7 +1137,7 @@ function bestIndexed(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: nu
       for (const worker of workers) {
         for (const entry of worker.entries) {
           if (entry.index !== index) continue;
-          const p = entry.shape.devicePlans.get(job.priority) ?? null;
+          const p = entry.shape.devicePlans.get(job.priority)?.plan ?? null;
           if (p && (!best || comparePreemptions(p, best) < 0) && admissible(s, job, p, end, quotaOk, quotaBlocked)) best = p;
         }
       }
@@ -1157,29 +1161,40 @@ function bestIndexed(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: nu
   return best;
 }
 
-/** The index's shapes' plans for devices alone, for preemptors of `priority` (kept on each shape), and their heap by cost. */
+/**
+ * The index's shapes' plans for devices alone, for preemptors of `priority` (kept on each shape),
+ * and their heap by cost; shapes changed since the last question are computed again first (a
+ * shape changed many times in between is computed once).
+ */
 function devicePlansOf(s: State, index: ShapeIndex, priority: number): Heap<VictimsEntry> {
-  let heap = index.victims.get(priority);
-  if (heap) return heap;
-  heap = new Heap<VictimsEntry>((a, b) => comparePreemptions(a.plan, b.plan) < 0);
-  const order = victimOrder(s);
-  for (const shape of index.shapes) pushVictims(s, heap, shape, priority, index.deviceCount, order);
-  index.victims.set(priority, heap);
-  return heap;
+  let entry = index.victims.get(priority);
+  if (!entry) {
+    const heap = new Heap<VictimsEntry>((a, b) => comparePreemptions(a.plan, b.plan) < 0);
+    const order = victimOrder(s);
+    for (const shape of index.shapes) pushVictims(s, heap, shape, priority, index.deviceCount, order);
+    index.victims.set(priority, (entry = { heap, seen: index.changed.length }));
+  } else if (entry.seen < index.changed.length) {
+    const order = victimOrder(s);
+    for (let k = entry.seen; k < index.changed.length; k += 1) {
+      const shape = index.changed[k];
+      if (shape.devicePlans.get(priority)?.version !== shape.victimsVersion) pushVictims(s, entry.heap, shape, priority, index.deviceCount, order);
+    }
+    entry.seen = index.changed.length;
+  }
+  return entry.heap;
 }
 
 function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority: number, deviceCount: number, order: (a: Holding, b: Holding) => number): void {
   const plan = victimsOn(s, priority, deviceCount, shape, order, null);
-  shape.devicePlans.set(priority, plan);
+  shape.devicePlans.set(priority, { version: shape.victimsVersion, plan });
   if (plan) heap.push({ plan, version: shape.victimsVersion });
 }
 
-/** The worker's holders, or whether their teams borrow, changed: its shapes' victims are computed again. */
-function refreshVictims(s: State, worker: WorkerSlots): void {
-  let order: ((a: Holding, b: Holding) => number) | null = null;
+/** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
+function refreshVictims(worker: WorkerSlots): void {
   for (const { index, shape } of worker.entries) {
     shape.victimsVersion += 1;
-    for (const [priority, heap] of index.victims) pushVictims(s, heap, shape, priority, index.deviceCount, (order ??= victimOrder(s)));
+    if (index.victims.size > 0) index.changed.push(shape);
   }
 }
 
@@ -1190,7 +1205,7 @@ function refreshTeamVictims(s: State, teamId: string): void {
     const worker = h.workerId === null ? undefined : s.workerById.get(h.workerId);
     if (worker) workers.add(worker);
   }
-  for (const worker of workers) refreshVictims(s, worker);
+  for (const worker of workers) refreshVictims(worker);
 }
 
 /** The quota a preemptor must free besides devices: its team's deficit and its team's preemptible jobs, in Kueue's order. */
