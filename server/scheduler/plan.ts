@@ -1053,7 +1053,7 @@ function tryPreempt(s: State, job: PlanQueuedJob, shapes: ShapeIndex[], end: num
       if (teamWorkers.has(shape.worker.id) && holdsAny(shape, team)) candidate = victimsOn(s, job.priority, job.deviceCount, shape, order, quota);
       else {
         const forDevices = shape.devicePlans.get(job.priority)?.plan ?? null;
-        if (!forDevices || (best && compareCosts(combinedCost(forQuota, forDevices), shape, best) >= 0)) continue;
+        if (!forDevices || (best && !combinedBeats(forQuota.cost, forDevices, best))) continue;
         candidate = combined(forQuota, forDevices, order);
       }
       if (candidate && (!best || comparePreemptions(candidate, best) < 0) && admissible(s, job, candidate, end, quotaOk, quotaBlocked)) best = candidate;
@@ -1114,9 +1114,19 @@ function combined(forQuota: { victims: Holding[]; cost: number[] }, forDevices: 
   return { shape: forDevices.shape, victims, chosen: forDevices.chosen, cost: combinedCost(forQuota, forDevices) };
 }
 
-function compareCosts(cost: number[], shape: Shape, best: PreemptionPlan): number {
-  for (let i = 0; i < cost.length; i += 1) if (cost[i] !== best.cost[i]) return cost[i] - best.cost[i];
-  return comparePlaces({ shape, left: 0 }, { shape: best.shape, left: 0 });
+/** Whether the plan of both victims would cost less than `best` (rule 6's order), without building it: most shapes lose on the first figures. */
+function combinedBeats(forQuota: number[], forDevices: PreemptionPlan, best: PreemptionPlan): boolean {
+  const [b, c] = [forDevices.cost, best.cost];
+  const nonBorrowing = forQuota[0] + b[0];
+  if (nonBorrowing !== c[0]) return nonBorrowing < c[0];
+  const highest = Math.max(forQuota[1], b[1]);
+  if (highest !== c[1]) return highest < c[1];
+  const count = forQuota[2] + b[2];
+  if (count !== c[2]) return count < c[2];
+  const devices = forQuota[3] + b[3];
+  if (devices !== c[3]) return devices < c[3];
+  if (b[4] !== c[4]) return b[4] < c[4];
+  return comparePlaces({ shape: forDevices.shape, left: 0 }, { shape: best.shape, left: 0 }) < 0;
 }
 
 /**
