@@ -15,6 +15,20 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
+describe('Slurm wrapper: requests it refuses before running anything', () => {
+  const base = { script: '#!/bin/bash\ntrue\n', partition: 'whetstone' };
+  it('refuses what sbatch would misread or what would leak', async () => {
+    await expect(sbatch({ ...base, script: 'echo no shebang\n' })).rejects.toThrow(/must start with #!/);
+    await expect(sbatch({ ...base, env: { 'BAD-NAME': 'x' } })).rejects.toThrow(/not an environment variable name/);
+    await expect(sbatch({ ...base, env: { SBATCH_PARTITION: 'x' } })).rejects.toThrow(/Slurm's own variables/);
+    await expect(sbatch({ ...base, extraDirectives: ['--comment=a\n#SBATCH --partition=b'] })).rejects.toThrow(/one line/);
+    await expect(sbatch({ ...base, timeLimit: '1h' })).rejects.toThrow(/not one of Slurm's forms/);
+    await expect(sbatch({ ...base, cpus: 0 })).rejects.toThrow(/positive integer/);
+    await expect(squeue(['12; rm -rf /'])).rejects.toThrow(/not a Slurm job id/);
+    await expect(scancel('1', { signal: 'USR1 2' })).rejects.toThrow(/not a signal/);
+  });
+});
+
 // describe.skipIf would still run the body, which needs the cluster.
 if (cluster) describeSlurm(cluster);
 
@@ -126,6 +140,15 @@ function describeSlurm(c: LocalSlurm): void {
       expect(await untilState(id, ['COMPLETED'])).toMatchObject({ state: 'COMPLETED' });
     });
 
+    it('extra directives become #SBATCH lines of the script', async () => {
+      const id = await sbatch({ script: '#!/bin/bash\nsleep 600\n', partition: 'whetstone', output: '/dev/null', extraDirectives: ['--job-name=from-directive', '#SBATCH --comment=whetstone-extra'] }, opts);
+      const shown = await slurmCli('scontrol', ['show', 'job', id]);
+      expect(shown).toContain('JobName=from-directive');
+      expect(shown).toContain('Comment=whetstone-extra');
+      await scancel(id, opts);
+      await untilState(id, ['CANCELLED']);
+    });
+
     it("a bad partition: sbatch fails with Slurm's own message", async () => {
       const error = await sbatch({ script: '#!/bin/bash\ntrue\n', partition: 'no-such-partition' }, opts).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(SlurmError);
@@ -181,6 +204,10 @@ function describeSlurm(c: LocalSlurm): void {
     it('squeue leaves out jobs Slurm does not know; scancel of one is no error', async () => {
       expect((await squeue(['999999'], opts)).size).toBe(0);
       await scancel('999999', opts);
+    });
+
+    it('a command past its timeout is killed and says so', async () => {
+      await expect(squeue(['1'], { ...opts, timeoutMs: 1 })).rejects.toThrow(/squeue did not answer within 1 ms/);
     });
   });
 }
