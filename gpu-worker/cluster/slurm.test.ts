@@ -150,14 +150,14 @@ function describeSlurm(c: LocalSlurm): void {
     });
 
     it("a bad partition: sbatch fails with Slurm's own message", async () => {
-      const error = await sbatch({ script: '#!/bin/bash\ntrue\n', partition: 'no-such-partition' }, opts).catch((e: unknown) => e);
+      const error = await sbatch({ script: '#!/bin/bash\ntrue\n', partition: 'no-such-partition', output: '/dev/null' }, opts).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(SlurmError);
       const e = error as SlurmError;
       expect(e.message).toBe('sbatch: error: invalid partition specified: no-such-partition\nsbatch: error: Batch job submission failed: Invalid partition name specified');
       expect(e.reason).toBe('Batch job submission failed: Invalid partition name specified');
       expect(e.exitCode).toBe(1);
 
-      const gres = await sbatch({ script: '#!/bin/bash\ntrue\n', partition: 'whetstone', gres: 'gpu:3' }, opts).catch((x: unknown) => x);
+      const gres = await sbatch({ script: '#!/bin/bash\ntrue\n', partition: 'whetstone', gres: 'gpu:3', output: '/dev/null' }, opts).catch((x: unknown) => x);
       expect((gres as SlurmError).reason).toBe('Batch job submission failed: Requested node configuration is not available');
     });
 
