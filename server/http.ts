@@ -4,6 +4,7 @@ import { toNodeHandler } from 'better-auth/node';
 import { createContext, type ServerDeps } from './api/context';
 import { appRouter } from './api/root';
 import { handleWorkerApi } from './workers/api';
+import { handleProviderApi } from './providers/agent-api';
 import { EXPORT_ROUTE, handleExportDownload } from './models/export-route';
 import { MAX_REQUEST_BYTES } from '../sdk/limits';
 import { applySecurityHeaders, type SecurityOptions } from './security-headers';
@@ -85,6 +86,7 @@ export function createRequestListener(deps: ServerDeps, getNext: () => NextHandl
         return trpc(req, res);
       }
       if (url.pathname.startsWith('/api/workers/')) return await handleWorkerApi(workerApi, req, res, url);
+      if (url.pathname.startsWith('/api/providers/')) return await handleProviderApi(deps, req, res, url);
       if (url.pathname.startsWith(EXPORT_ROUTE)) return await handleExportDownload(deps, req, res, url);
       if (url.pathname.startsWith('/api/')) return sendJson(res, 404, { error: `No route ${url.pathname}` });
       if (url.pathname === '/sw.js') return sendServiceWorker(res);

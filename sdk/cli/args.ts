@@ -53,6 +53,7 @@ export type Command =
   | { name: 'tournament'; players: string[]; games: number; env?: string; watch: boolean }
   | { name: 'workers' }
   | { name: 'doctor' }
+  | { name: 'provider'; kind: 'slurm'; tokenFile?: string }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
   | { name: 'secrets-list' }
@@ -121,6 +122,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
   doctor: {},
+  provider: { 'token-file': { type: 'string' } },
   datasets: { name: { type: 'string' } },
   secrets: { 'value-file': { type: 'string' } },
   models: { name: { type: 'string' }, format: { type: 'string' } },
@@ -194,6 +196,7 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   doctor: 'whetstone doctor',
+  provider: 'whetstone provider slurm [--token-file FILE]',
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   models: [
     'whetstone models list | whetstone models import <Hugging Face model folder | hf:owner/name[@revision]> [--name NAME]',
@@ -288,6 +291,9 @@ export function parseCommandLine(argv: string[]): CommandLine {
     case 'doctor':
       if (rest.length > 0) throw new UsageError(`doctor takes no arguments, got: ${rest.join(' ')}`);
       return { globals, command: { name: 'doctor' } };
+    case 'provider':
+      if (rest.length !== 1 || rest[0] !== 'slurm') throw new UsageError(`provider takes the cluster's kind: slurm${rest.length ? `, got: ${rest.join(' ')}` : ''}`, [`usage: ${USAGE.provider}`]);
+      return { globals, command: { name: 'provider', kind: 'slurm', tokenFile: str('token-file') } };
     case 'datasets': {
       if (rest.length === 0) {
         if (str('name') !== undefined) throw new UsageError('--name goes with datasets upload', [`usage: ${USAGE.datasets}`]);
@@ -444,6 +450,11 @@ commands:
       What a worker on this machine would compute with, without a server: the backend (the
       GPU adapter, or on the CPU the kernel path, its threads and the CPU features it uses),
       why faster backends were skipped, and a measured 1024³ matmul rate.
+  ${USAGE.provider}
+      Runs a cluster provider agent here (a Slurm login node): it starts workers with sbatch
+      when the provider's pool has jobs waiting for capacity, watches them with squeue, and
+      cancels those that never register. The credential (wsp_…, shown once when an admin
+      creates the provider) comes from WHETSTONE_PROVIDER_TOKEN or --token-file (mode 600).
   ${USAGE.datasets}
       The team's datasets with their latest version; upload stores a JSONL file as the next
       version of the dataset --name (default: the file's name), or finds the identical one.

@@ -16,6 +16,7 @@ import { sampleCommand } from './commands/sample';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { doctorCommand } from './commands/doctor';
+import { providerCommand } from './commands/provider';
 import { CliError, EXIT, toCliError } from './errors';
 import { printer, toJson, type CliIO } from './io';
 
@@ -42,6 +43,8 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return workersCommand(ctx);
     case 'doctor':
       return doctorCommand(ctx);
+    case 'provider':
+      return providerCommand(ctx, { tokenFile: command.tokenFile });
     case 'datasets':
       return datasetsCommand(ctx);
     case 'datasets-upload':

@@ -18,6 +18,7 @@ import { systemRouter } from './routers/system';
 import { teamsRouter } from './routers/teams';
 import { tournamentsRouter } from './routers/tournaments';
 import { workerTokensRouter } from './routers/worker-tokens';
+import { providersRouter } from './routers/providers';
 import { workersRouter } from './routers/workers';
 import { router } from './trpc';
 
@@ -31,6 +32,7 @@ export const appRouter = router({
   invitations: invitationsRouter,
   apiKeys: apiKeysRouter,
   workerTokens: workerTokensRouter,
+  providers: providersRouter,
   workers: workersRouter,
   quotas: quotasRouter,
   secrets: secretsRouter,

@@ -7,6 +7,7 @@ import { rebuildRollups } from '../streams/rollup';
 import { migrationsDir } from '../paths';
 import { migrate } from './migrate';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { insertJob } from '../test-support/old-schema';
 
 // Stored runs from before metric keys were `group/name` (sdk/live.ts) are renamed by the
 // migration metric_key_groups: points, rollups and checkpoints' metrics.
@@ -44,7 +45,7 @@ describe('migration metric_key_groups', () => {
     const user = await t.db.user.create({ data: { email: 'm@example.test', name: 'M' } });
     const team = await t.db.team.create({ data: { name: 'M', slug: 'm-metric-keys' } });
     for (const kind of ['TRAIN', 'SFT', 'EVAL'] as const) {
-      jobs[kind] = (await t.db.job.create({ data: { teamId: team.id, ownerId: user.id, kind, config: {} } })).id;
+      jobs[kind] = await insertJob(t as TestDatabase, team.id, user.id, kind);
     }
     const points = (jobId: string, keys: string[], steps: number) =>
       keys.flatMap((key, k) => Array.from({ length: steps }, (_, step) => ({ jobId, key, step, value: k * 1000 + step, attempt: 1 })));

@@ -7,6 +7,7 @@ import { streamBytes } from '../streams/stream-quota';
 import { migrationsDir } from '../paths';
 import { migrate } from './migrate';
 import { createTestDatabase, type TestDatabase } from '../test-support/test-database';
+import { insertJob } from '../test-support/old-schema';
 
 // Runs stored before the stream quota are counted by the migration that brought it, as ingest
 // counts a batch (server/streams/stream-quota.ts), so a team starts from what it already keeps.
@@ -36,8 +37,8 @@ describe('migration stream_storage_quota', () => {
     fs.rmSync(dir, { recursive: true, force: true });
     const user = await t.db.user.create({ data: { email: 'q@example.test', name: 'Q' } });
     const team = await t.db.team.create({ data: { name: 'Q', slug: 'q-stream-quota' } });
-    const job = (await t.db.job.create({ data: { teamId: team.id, ownerId: user.id, kind: 'TRAIN', config: {} } })).id;
-    const idle = (await t.db.job.create({ data: { teamId: team.id, ownerId: user.id, kind: 'TRAIN', config: {} } })).id;
+    const job = await insertJob(t as TestDatabase, team.id, user.id, 'TRAIN');
+    const idle = await insertJob(t as TestDatabase, team.id, user.id, 'TRAIN');
 
     const logs = [{ line: 0, level: 'info' as const, message: 'step 1 of 3: reward 0.500 — ünïcode' }, { line: 1, level: 'warn' as const, message: 'x'.repeat(300) }];
     const metrics = [{ step: 1, key: 'reward/mean', value: 0.5 }, { step: 1, key: 'env/my_score', value: 2 }];

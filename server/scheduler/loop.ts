@@ -10,6 +10,7 @@ import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_
 import type { JobState } from '../db/generated/prisma/enums';
 import { endAttemptAndRequeue, recordEvent, TIME_LIMIT_REASON } from './transitions';
 import { SCHEDULER_CHANNEL } from './notify';
+import { providerNotes } from '../providers/notes';
 
 // The loop around the pure planner: one leader among server replicas (a PostgreSQL advisory
 // lock held on a dedicated connection, released by PostgreSQL if this process dies), woken by
@@ -32,6 +33,8 @@ export interface SchedulerEvents {
 export interface RoundInput {
   input: PlanInput;
   waitingReasons: Map<string, string | null>;
+  /** And the codes (WaitCode) stored beside them: what a cluster provider counts (providers/agent-api.ts). */
+  waitingCodes?: Map<string, string | null>;
   /** Some kind of job has more queued than the window holds: the rest wait behind it. */
   beyondWindow: boolean;
 }
@@ -61,12 +64,12 @@ const MAX_ROUND_QUEUED = 200_000;
 
 export async function loadRound(db: Db, now: Date, maxQueued = MAX_ROUND_QUEUED): Promise<RoundInput> {
   const [queued, running, workers, quotas] = await Promise.all([
-    rawQuery<PlanQueuedJob & { waitingReason: string | null; beyond: boolean }>(db, Prisma.sql`
+    rawQuery<PlanQueuedJob & { waitingReason: string | null; waitingCode: string | null; beyond: boolean }>(db, Prisma.sql`
       WITH size AS (SELECT count(*) + 1 AS n FROM "WorkerDevice" d JOIN "Worker" w ON w.id = d."workerId" WHERE w.state IN ('ONLINE', 'DRAINING'))
       SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes",
-             "timeLimitSeconds", "queuedAt", "notBefore", "waitingReason", place > (SELECT n FROM size) AS beyond
+             "timeLimitSeconds", "queuedAt", "notBefore", "waitingReason", "waitingCode", place > (SELECT n FROM size) AS beyond
         FROM (SELECT id, "teamId", "ownerId", priority, "deviceCount", "deviceKind"::text AS "deviceKind", "memoryBytes"::float8 AS "memoryBytes",
-                     "timeLimitSeconds", ${Prisma.raw(ms('"queuedAt"'))} AS "queuedAt", ${Prisma.raw(ms('"notBefore"'))} AS "notBefore", "waitingReason",
+                     "timeLimitSeconds", ${Prisma.raw(ms('"queuedAt"'))} AS "queuedAt", ${Prisma.raw(ms('"notBefore"'))} AS "notBefore", "waitingReason", "waitingCode",
                      row_number() OVER (PARTITION BY "teamId", "ownerId", priority, "deviceCount", "deviceKind", "memoryBytes", "timeLimitSeconds",
                                                      coalesce("notBefore" > ${now}, false)
                                         ORDER BY "queuedAt", id COLLATE "C") AS place
@@ -90,16 +93,18 @@ export async function loadRound(db: Db, now: Date, maxQueued = MAX_ROUND_QUEUED)
     rawQuery<PlanTeamQuota>(db, Prisma.raw(`SELECT "teamId", "maxConcurrentDevices", "maxQueuedJobs", "maxPriority" FROM "TeamQuota"`)),
   ]);
   const waitingReasons = new Map<string, string | null>();
+  const waitingCodes = new Map<string, string | null>();
   const inWindow: PlanQueuedJob[] = [];
   let beyondWindow = false;
-  for (const { waitingReason, beyond, ...job } of queued) {
+  for (const { waitingReason, waitingCode, beyond, ...job } of queued) {
     if (beyond || inWindow.length === maxQueued) beyondWindow = true;
     else {
       waitingReasons.set(job.id, waitingReason);
+      waitingCodes.set(job.id, waitingCode);
       inWindow.push(job);
     }
   }
-  return { input: { now: now.getTime(), queued: inWindow, running, workers, quotas }, waitingReasons, beyondWindow };
+  return { input: { now: now.getTime(), queued: inWindow, running, workers, quotas }, waitingReasons, waitingCodes, beyondWindow };
 }
 
 
@@ -154,7 +159,7 @@ export async function applyPlan(
   decisions: Plan,
   now: Date,
   events: SchedulerEvents,
-  read?: Pick<RoundInput, 'waitingReasons' | 'beyondWindow'>,
+  read?: Pick<RoundInput, 'waitingReasons' | 'waitingCodes' | 'beyondWindow'>,
   log?: (line: string) => void,
 ): Promise<{ placed: number; preempted: number }> {
   const placed = await placeAll(db, decisions.placements, now, log);
@@ -182,19 +187,38 @@ export async function applyPlan(
  * are unknown), in one statement; and, when the round did not read the whole queue, the reason
  * of the jobs past the window, in one statement that writes only those not showing it yet.
  */
-async function writeWaitingReasons(db: Db, decisions: Plan, now: Date, read?: Pick<RoundInput, 'waitingReasons' | 'beyondWindow'>): Promise<void> {
-  const changed = decisions.waiting.filter((w) => !read || read.waitingReasons.get(w.jobId) !== w.reason);
+async function writeWaitingReasons(db: Db, decisions: Plan, now: Date, read?: Pick<RoundInput, 'waitingReasons' | 'waitingCodes' | 'beyondWindow'>): Promise<void> {
+  const changed = decisions.waiting.filter(
+    (w) => !read || read.waitingReasons.get(w.jobId) !== w.reason || (read.waitingCodes !== undefined && read.waitingCodes.get(w.jobId) !== w.code),
+  );
   if (changed.length > 0) {
     await rawQuery(db, Prisma.sql`
-      UPDATE "Job" j SET "waitingReason" = r.reason, "updatedAt" = ${now}
-        FROM unnest(${changed.map((w) => w.jobId)}::text[], ${changed.map((w) => w.reason)}::text[]) AS r(id, reason)
-       WHERE j.id = r.id AND j.state = 'QUEUED' AND j."waitingReason" IS DISTINCT FROM r.reason`);
+      UPDATE "Job" j SET "waitingReason" = r.reason, "waitingCode" = r.code, "updatedAt" = ${now}
+        FROM unnest(${changed.map((w) => w.jobId)}::text[], ${changed.map((w) => w.reason)}::text[], ${changed.map((w) => w.code)}::text[]) AS r(id, reason, code)
+       WHERE j.id = r.id AND j.state = 'QUEUED' AND (j."waitingReason" IS DISTINCT FROM r.reason OR j."waitingCode" IS DISTINCT FROM r.code)`);
   }
   if (read?.beyondWindow) {
     await rawQuery(db, Prisma.sql`
       UPDATE "Job" SET "waitingReason" = ${BEYOND_WINDOW_REASON}, "updatedAt" = ${now}
        WHERE state = 'QUEUED' AND id <> ALL(${[...read.waitingReasons.keys()]}::text[]) AND "waitingReason" IS DISTINCT FROM ${BEYOND_WINDOW_REASON}`);
   }
+}
+
+/**
+ * A job waiting for capacity in a pool with a cluster provider is told the provider's state
+ * (providers/notes.ts): workers pending in Slurm and why, or why Slurm refuses them.
+ */
+async function withProviderNotes(db: Db, decisions: Plan, queued: PlanQueuedJob[]): Promise<Plan> {
+  if (!decisions.waiting.some((w) => w.code === 'NO_CAPACITY' || w.code === 'NO_WORKER')) return decisions;
+  const notes = await providerNotes(db);
+  if (notes.size === 0) return decisions;
+  const teamOf = new Map(queued.map((j) => [j.id, j.teamId]));
+  const waiting = decisions.waiting.map((w) => {
+    if (w.code !== 'NO_CAPACITY' && w.code !== 'NO_WORKER') return w;
+    const said = [notes.get(teamOf.get(w.jobId) ?? ''), notes.get(null)].filter(Boolean);
+    return said.length > 0 ? { ...w, reason: `${w.reason} — ${said.join('; ')}` } : w;
+  });
+  return { ...decisions, waiting };
 }
 
 /** One round: housekeeping (unless the loop ran it within the last second), plan, apply. */
@@ -221,12 +245,14 @@ async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundO
   const read = await loadRound(db, now);
   // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
   // others read are past the window as those the query left out.
-  const { plan: decisions, read: planned } = await (opts.planner ?? planHere)(read.input);
+  const { plan: planFromThread, read: planned } = await (opts.planner ?? planHere)(read.input);
+  const decisions = await withProviderNotes(db, planFromThread, read.input.queued);
   const waitingReasons = new Map(planned.map((id) => [id, read.waitingReasons.get(id) ?? null]));
+  const waitingCodes = new Map(planned.map((id) => [id, read.waitingCodes?.get(id) ?? null]));
   const beyondWindow = read.beyondWindow || planned.length < read.input.queued.length;
   // Jobs past the window are told so with housekeeping (at most once a second): under load every
   // round would otherwise scan the whole queue for the few new ones.
-  const applied = await applyPlan(db, decisions, now, events, { waitingReasons, beyondWindow: beyondWindow && (opts.housekeeping ?? true) }, opts.log);
+  const applied = await applyPlan(db, decisions, now, events, { waitingReasons, waitingCodes, beyondWindow: beyondWindow && (opts.housekeeping ?? true) }, opts.log);
   return { ...applied, waiting: decisions.waiting.length };
 }
 
