@@ -29,9 +29,9 @@
  *   --name NAME              the worker's name in its pool (default the host name)
  *   --label KEY=VALUE        repeated
  *   --idle-exit SECONDS      WHETSTONE_IDLE_EXIT_SECONDS: once no job has run for that long
- *                            (counted from the start or from the last job's end; a job pushed or
- *                            listed by a heartbeat restarts the count), drain and exit 0. Under
- *                            Slurm this hands the node back.
+ *                            (counted from when it has registered and connected, or from the last
+ *                            job's end; a job pushed or listed by a heartbeat restarts the count),
+ *                            drain and exit 0. Under Slurm this hands the node back.
  *   --check                  the backend this machine would give jobs, and its speed
  * Under Slurm (SLURM_JOB_ID set) the worker gets the labels `slurm.jobId` (and `slurm.cluster`
  * from SLURM_CLUSTER_NAME), which win over a --label of the same key, and its default name is
