@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobState, seedTeam, submitTrain, type Team } from '../../server/test-support/reliability/harness';
 import { useTestServer } from '../../server/test-support/test-server';
 import { repoRoot } from '../../server/paths';
@@ -75,7 +75,10 @@ function describeSlurmWorker(c: LocalSlurm): void {
   describe('a worker started by sbatch on a one-node Slurm', () => {
     const s = useTestServer({ withScheduler: true });
     const opts = { slurmConf: c.slurmConf };
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-slurm-worker-'));
+    let home = '';
+    beforeAll(() => {
+      home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-slurm-worker-'));
+    });
     afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
     const read = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
     // Slurm's own CLI (the command as a value, as slurm.test.ts runs them).
