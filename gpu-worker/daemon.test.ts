@@ -2,13 +2,14 @@
  * The worker daemon against a small fake control plane implementing sdk/worker-protocol.ts over
  * real HTTP and socket.io: registration and the saved credential, an assignment pushed over
  * socket.io and one handed out by a heartbeat, start / stream / checkpoint / finish, a 409 that
- * kills the job, and SIGTERM draining a real daemon process.
+ * kills the job, SIGTERM and SIGUSR1 draining a real daemon process, and --idle-exit. Also the
+ * command line: the token from a file, the Slurm labels and name.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server as IoServer, type Socket } from 'socket.io';
@@ -26,7 +27,7 @@ import {
   type StreamBatch,
   streamBatchSchema,
 } from '../sdk/worker-protocol';
-import { WorkerDaemon } from './daemon';
+import { parseArgs, slurmIdentity, WorkerDaemon } from './daemon';
 
 const CREDENTIAL = 'wsw_test_credential';
 const TOKEN = 'wst_test_token';
@@ -431,5 +432,180 @@ describe('worker daemon process', () => {
     // Every batch reached the server before the finish.
     const order = server.events.filter((e) => e.attemptId === 'd1').map((e) => e.type);
     expect(order.at(-1)).toBe('finish');
+  });
+});
+
+describe('daemon command line', () => {
+  const SECRET = 'wst_cmdline_secret_0123456789';
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'whetstone-args-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const tokenFile = (name: string, mode: number, text = `${SECRET}\n`) => {
+    const file = path.join(dir, name);
+    writeFileSync(file, text, { mode });
+    chmodSync(file, mode); // whatever the umask
+    return file;
+  };
+  const refusal = (f: () => unknown): string => {
+    try {
+      f();
+    } catch (e) {
+      return (e as Error).message;
+    }
+    throw new Error('not refused');
+  };
+  const noEnv = {};
+
+  test('flags, and their environment variables', () => {
+    expect(parseArgs(['--server', 'http://s:1', '--token', TOKEN, '--name', 'n', '--label', 'a=b', '--idle-exit', '30'], noEnv)).toEqual({
+      server: 'http://s:1', token: TOKEN, name: 'n', labels: { a: 'b' }, idleExitSeconds: 30,
+    });
+    expect(parseArgs([], { WHETSTONE_URL: 'http://e:2', WHETSTONE_WORKER_TOKEN: TOKEN, WHETSTONE_IDLE_EXIT_SECONDS: '600' })).toEqual({
+      server: 'http://e:2', token: TOKEN, labels: {}, idleExitSeconds: 600,
+    });
+    expect(parseArgs(['--idle-exit=5'], noEnv).idleExitSeconds).toBe(5);
+    expect(parseArgs([], noEnv)).toEqual({ server: 'http://127.0.0.1:3000', labels: {} });
+    expect(refusal(() => parseArgs(['--idle-exit', 'soon'], noEnv))).toMatch(/--idle-exit takes seconds/);
+    expect(refusal(() => parseArgs(['--idle-exit', '0'], noEnv))).toMatch(/--idle-exit: more than 0/);
+    expect(refusal(() => parseArgs(['--idle-exit', '1.5'], noEnv))).toMatch(/--idle-exit: whole seconds/);
+    expect(refusal(() => parseArgs(['--idle-exit'], noEnv))).toMatch(/--idle-exit needs a value/);
+    expect(refusal(() => parseArgs(['--bogus'], noEnv))).toMatch(/unknown argument "--bogus"/);
+  });
+
+  test('the token from a file of its owner only; refused otherwise, and never in a message', () => {
+    const good = tokenFile('token', 0o600);
+    expect(parseArgs(['--token-file', good], noEnv).token).toBe(SECRET);
+    expect(parseArgs([], { WHETSTONE_WORKER_TOKEN_FILE: good }).token).toBe(SECRET);
+    expect(parseArgs(['--token-file', tokenFile('ro', 0o400)], noEnv).token).toBe(SECRET);
+    // A flag wins over the environment.
+    expect(parseArgs(['--token-file', good], { WHETSTONE_WORKER_TOKEN: 'wst_other' }).token).toBe(SECRET);
+    expect(parseArgs(['--token', 'wst_flag'], { WHETSTONE_WORKER_TOKEN_FILE: good }).token).toBe('wst_flag');
+
+    const refusals = [
+      [() => parseArgs(['--token-file', tokenFile('group', 0o640)], noEnv), /may be read or written by group or others \(mode 0640\): chmod 600/],
+      [() => parseArgs(['--token-file', tokenFile('others', 0o604)], noEnv), /group or others \(mode 0604\)/],
+      [() => parseArgs(['--token-file', tokenFile('gw', 0o620)], noEnv), /group or others \(mode 0620\)/],
+      [() => parseArgs(['--token-file', path.join(dir, 'missing')], noEnv), /the token file .*missing does not exist/],
+      [() => parseArgs(['--token-file', dir], noEnv), /is not a regular file/],
+      [() => parseArgs(['--token-file', tokenFile('empty', 0o600, '\n')], noEnv), /is empty/],
+      [() => parseArgs(['--token-file', tokenFile('bad', 0o600, 'not-a-token secret\n')], noEnv), /does not hold a registration token/],
+      [() => parseArgs(['--token', SECRET, '--token-file', good], noEnv), /--token or --token-file, not both/],
+      [() => parseArgs([], { WHETSTONE_WORKER_TOKEN: SECRET, WHETSTONE_WORKER_TOKEN_FILE: good }), /not both/],
+      [() => parseArgs(['--token', 'nope'], noEnv), /a registration token starts with wst_/],
+    ] as const;
+    for (const [f, message] of refusals) {
+      const m = refusal(f);
+      expect(m).toMatch(message);
+      expect(m).not.toContain(SECRET);
+      expect(m).not.toContain('not-a-token');
+    }
+  });
+
+  test('under Slurm: labels slurm.jobId and slurm.cluster, and the name <hostname>-slurm-<jobid>', () => {
+    expect(slurmIdentity(noEnv)).toBeNull();
+    expect(slurmIdentity({ SLURM_JOB_ID: '42' }, 'node7')).toEqual({ labels: { 'slurm.jobId': '42' }, name: 'node7-slurm-42' });
+    expect(() => slurmIdentity({ SLURM_JOB_ID: '42; x' })).toThrow(/not a Slurm job id/);
+
+    const env = { SLURM_JOB_ID: '1234', SLURM_CLUSTER_NAME: 'lab' };
+    expect(parseArgs(['--label', 'zone=a'], env)).toEqual({
+      server: 'http://127.0.0.1:3000',
+      name: `${hostname()}-slurm-1234`,
+      labels: { zone: 'a', 'slurm.jobId': '1234', 'slurm.cluster': 'lab' },
+    });
+    // A name given wins; the job's labels win over a --label of the same key (they tie the worker to its job).
+    expect(parseArgs(['--name', 'mine', '--label', 'slurm.jobId=9'], env)).toMatchObject({ name: 'mine', labels: { 'slurm.jobId': '1234' } });
+  });
+});
+
+describe('worker daemon process: SIGUSR1 and --idle-exit', () => {
+  const server = new FakeControlPlane();
+  let home: string;
+  const children: ChildProcess[] = [];
+  const daemonPath = fileURLToPath(new URL('./daemon.ts', import.meta.url));
+
+  beforeAll(async () => {
+    await server.listen();
+    home = mkdtempSync(path.join(tmpdir(), 'whetstone-daemon-'));
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  function startDaemon(args: string[], env: Record<string, string>) {
+    const child = spawn(process.execPath, ['--import', 'tsx', daemonPath, '--server', server.url, ...args], {
+      env: { ...process.env, WHETSTONE_HOME: home, WHETSTONE_BACKEND: 'wasm', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once('exit', (code) => resolve({ code, at: Date.now() })));
+    return { child, exited, output: () => output };
+  }
+
+  test('SIGUSR1 (Slurm\'s notice) drains: the running job checkpoints, is reported preempted, and the daemon exits 0', async () => {
+    // The token from a 0600 file: in no argv and no log.
+    const file = path.join(home, 'token');
+    writeFileSync(file, `${TOKEN}\n`, { mode: 0o600 });
+    const sockets = server.sockets.length;
+    const d = startDaemon(['--token-file', file, '--name', 'usr1'], {});
+    await until('the daemon to connect', () => server.sockets.length > sockets);
+    expect(server.registrations).toBe(1);
+    server.push(banditAssignment('u1', 500, 1000));
+    await until('the first metrics', () => server.items('u1', 'metrics').length > 0);
+    d.child.kill('SIGUSR1');
+    expect((await d.exited).code).toBe(0);
+
+    expect(server.finishes.filter((f) => f.attemptId === 'u1')).toEqual([expect.objectContaining({ outcome: 'preempted' })]);
+    const training = server.checkpoints.filter((c) => c.attemptId === 'u1' && c.kind === 'TRAINING');
+    expect(training).toHaveLength(1);
+    expect(training[0].step).toBe(Math.max(...server.items('u1', 'metrics').map((m) => m.step as number)));
+    expect(training[0].step).toBeLessThan(500);
+    expect(d.output()).toMatch(/SIGUSR1: draining/);
+    expect(d.output()).not.toContain(TOKEN);
+    expect(d.child.spawnargs.join(' ')).not.toContain(TOKEN);
+  });
+
+  test('--idle-exit: no exit while a job runs; after the idle time since its end, it drains and exits 0', async () => {
+    const IDLE_S = 2;
+    const sockets = server.sockets.length;
+    const d = startDaemon(['--name', 'idler', '--idle-exit', String(IDLE_S)], { WHETSTONE_WORKER_TOKEN: TOKEN });
+    let exitedAt: number | null = null;
+    void d.exited.then((e) => (exitedAt = e.at));
+    await until('the daemon to connect', () => server.sockets.length > sockets);
+    // A job that outlasts the idle time: the daemon keeps running it.
+    server.push(banditAssignment('i1', 500, 1000));
+    await until('the first metrics', () => server.items('i1', 'metrics').length > 0);
+    const firstMetricsAt = Date.now();
+    await until(`${IDLE_S + 1} s of the job`, () => Date.now() - firstMetricsAt > (IDLE_S + 1) * 1000);
+    expect(exitedAt).toBeNull();
+    expect(server.finishes.some((f) => f.attemptId === 'i1')).toBe(false);
+    server.io.of('/workers').emit('signal', { attemptId: 'i1', cancel: true });
+    await until('the finish of i1', () => server.finishes.some((f) => f.attemptId === 'i1'), 10_000);
+    const finishedAt = Date.now();
+    const { code, at } = await d.exited;
+    expect(code).toBe(0);
+    // Counted from the job's end (the finish reaches the server just before the runner is gone).
+    expect(at - finishedAt).toBeGreaterThanOrEqual(IDLE_S * 1000 - 250);
+    expect(d.output()).toMatch(/no job for 2 s \(--idle-exit\): draining and exiting/);
+    expect(d.output()).not.toContain(TOKEN);
+  });
+
+  test('--idle-exit 1 with no job at all: the daemon exits 0 on its own', async () => {
+    const registrations = server.registrations;
+    const startedAt = Date.now();
+    const d = startDaemon(['--name', 'idle-at-once', '--idle-exit', '1'], { WHETSTONE_WORKER_TOKEN: TOKEN });
+    const { code, at } = await d.exited;
+    expect(code).toBe(0);
+    expect(server.registrations).toBe(registrations + 1);
+    expect(at - startedAt).toBeGreaterThanOrEqual(1000);
+    expect(d.output()).toMatch(/registered as worker/);
+    expect(d.output()).toMatch(/no job for 1 s \(--idle-exit\): draining and exiting/);
   });
 });

@@ -15,9 +15,30 @@
  *
  * Losing the server does not stop a job: batches wait in memory, heartbeats back off
  * exponentially, and socket.io reconnects. SIGTERM drains: no new work, every job is asked to
- * checkpoint and stop (preempt), reported "preempted", then the daemon exits.
+ * checkpoint and stop (preempt), reported "preempted", then the daemon exits. SIGUSR1 drains the
+ * same way: it is the notice Slurm's `--signal=B:USR1@N` gives before a time limit or preemption.
+ *
+ * Options (a flag, or its environment variable):
+ *   --server URL             WHETSTONE_URL (default http://127.0.0.1:3000)
+ *   --token wst_…            WHETSTONE_WORKER_TOKEN: the pool's registration token
+ *   --token-file PATH        WHETSTONE_WORKER_TOKEN_FILE: the token read from a file, which must be
+ *                            the owner's alone (mode 0600 or 0400; refused when group or others
+ *                            may read or write it). It keeps the token out of argv (ps). One of
+ *                            the two per source: a flag pair or a variable pair both set is refused;
+ *                            a flag wins over a variable.
+ *   --name NAME              the worker's name in its pool (default the host name)
+ *   --label KEY=VALUE        repeated
+ *   --idle-exit SECONDS      WHETSTONE_IDLE_EXIT_SECONDS: once no job has run for that long
+ *                            (counted from when it has registered and connected, or from the last
+ *                            job's end; a job pushed or listed by a heartbeat restarts the count),
+ *                            drain and exit 0. Under Slurm this hands the node back.
+ *   --check                  the backend this machine would give jobs, and its speed
+ * Under Slurm (SLURM_JOB_ID set) the worker gets the labels `slurm.jobId` (and `slurm.cluster`
+ * from SLURM_CLUSTER_NAME), which win over a --label of the same key, and its default name is
+ * `<hostname>-slurm-<jobid>`: several workers on one node keep separate credential files.
+ * gpu-worker/cluster/worker-script.ts writes the batch script that starts one.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,7 +46,7 @@ import { io } from 'socket.io-client';
 import { z } from 'zod';
 import { backendReport, initBackend } from './engine/backend';
 import { checkBackend } from './engine/doctor';
-import { type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
+import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
 import { Attempts, type AttemptSignal } from './daemon/attempts';
 import { backoff, HttpStatusError, retry, sleep, WorkerTransport } from './daemon/transport';
 
@@ -51,6 +72,13 @@ export interface DaemonOptions {
   runnerEnv?: Record<string, string | undefined>;
   /** Keep a runner forked ahead of the next attempt (default true; daemon/attempts.ts says why). */
   spareRunner?: boolean;
+  /**
+   * Drain and stop once no job has run for this many seconds (counted from the end of start(),
+   * registered and connected, or from the last job's end; a job taken restarts the count). Unset: never.
+   */
+  idleExitSeconds?: number;
+  /** Called once the idle drain is over (the command line exits 0 there). */
+  onIdleExit?: () => void;
   log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -74,6 +102,9 @@ export class WorkerDaemon {
   private heartbeatLoop: Promise<void> | null = null;
   private readonly statePath: string;
   private readonly server: string;
+  /** When the last job ended, or when start() was done if none has run; null before and while one runs. */
+  private idleSince: number | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly o: DaemonOptions) {
     this.server = o.server.replace(/\/+$/, '');
@@ -118,6 +149,9 @@ export class WorkerDaemon {
     if (report.kernels) this.log(report.kernels.startsWith('native kernels:') ? 'info' : 'warn', report.kernels);
     this.connect();
     this.heartbeatLoop = this.runHeartbeats();
+    // Idle from here (registered, taking work) until a job comes.
+    if (this.idleSince === null && this.jobs.size === 0) this.idleSince = Date.now();
+    this.armIdleTimer();
   }
 
   /** SIGTERM: take no new work, preempt every job (each checkpoints), report them, stop. */
@@ -139,11 +173,44 @@ export class WorkerDaemon {
   /** Stops without waiting for jobs (they are killed; their leases will expire). */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     this.attempts.dropSpare();
     for (const job of this.jobs.values()) job.runner?.kill();
     this.transport.socket?.close();
     this.wakeHeartbeat?.();
     await this.heartbeatLoop;
+  }
+
+  // ───────────────────────────── idle exit ─────────────────────────────
+
+  /** Takes an assignment (pushed or listed by a heartbeat): it restarts the idle count, and so does its end. */
+  private take(a: Assignment, ack: ((answer: AssignmentAck) => void) | null = null): void {
+    const known = this.jobs.has(a.attemptId);
+    const over = this.attempts.accept(a, ack);
+    if (known || !this.jobs.has(a.attemptId)) return; // listed again, already run, or not taken
+    this.idleSince = null;
+    void over.finally(() => {
+      if (this.jobs.size === 0) this.idleSince = Date.now();
+      this.armIdleTimer();
+    });
+  }
+
+  /** (Re)schedules the idle check for when the idle time would be up. */
+  private armIdleTimer(): void {
+    const seconds = this.o.idleExitSeconds;
+    if (seconds === undefined || this.stopped || this.draining) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (this.jobs.size > 0 || this.idleSince === null) return; // re-armed when the last job ends
+    const due = this.idleSince + seconds * 1000 - Date.now();
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.stopped || this.draining) return;
+      if (this.jobs.size > 0 || this.idleSince === null || Date.now() - this.idleSince < seconds * 1000) return this.armIdleTimer();
+      this.log('info', `no job for ${seconds} s (--idle-exit): draining and exiting`);
+      void this.drain().then(() => this.o.onIdleExit?.());
+    }, Math.max(0, due));
   }
 
   // ───────────────────────────── registration and state ─────────────────────────────
@@ -159,7 +226,7 @@ export class WorkerDaemon {
   }
 
   private async register(): Promise<void> {
-    if (!this.o.token) throw new Error(`no saved credential in ${this.statePath}: pass --token wst_… to register`);
+    if (!this.o.token) throw new Error(`no saved credential in ${this.statePath}: give a registration token to register (WHETSTONE_WORKER_TOKEN, --token-file, or --token wst_…)`);
     const report = await initBackend(this.o.backend ?? process.env.WHETSTONE_BACKEND);
     const kinds = { cuda: 'CUDA', webgpu: 'WEBGPU', cpu: 'CPU', wasm: 'WASM' } as const;
     const body = {
@@ -197,7 +264,7 @@ export class WorkerDaemon {
     socket.on('connect_error', (e) => this.log('warn', `push channel: ${e.message}`));
     socket.on(ASSIGNMENT_EVENT, (payload: unknown, ack?: unknown) => {
       const parsed = assignmentSchema.safeParse(payload);
-      if (parsed.success) void this.attempts.accept(parsed.data, typeof ack === 'function' ? (ack as (answer: AssignmentAck) => void) : null);
+      if (parsed.success) this.take(parsed.data, typeof ack === 'function' ? (ack as (answer: AssignmentAck) => void) : null);
       else this.log('warn', `ignored an invalid assignment: ${parsed.error.message}`);
     });
     // Inference sessions: a sampling request goes to the runner of the attempt it names.
@@ -264,7 +331,7 @@ export class WorkerDaemon {
       this.log('info', 'the pool resumed this worker: taking work again');
       this.poolDraining = false;
     }
-    for (const a of answer.assignments) void this.attempts.accept(a);
+    for (const a of answer.assignments) this.take(a);
   }
 
   private log(level: 'info' | 'warn' | 'error', message: string): void {
@@ -283,31 +350,98 @@ function packageVersion(): string {
 
 const argsSchema = z.object({
   server: z.string().url(),
-  token: z.string().startsWith('wst_').optional(),
+  token: z.string().startsWith('wst_', 'a registration token starts with wst_').optional(),
   name: z.string().min(1).max(100).optional(),
   labels: z.record(z.string(), z.string()),
+  idleExitSeconds: z.number().int('whole seconds').positive('more than 0').max(365 * 86_400).optional(),
 });
 
-export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): z.infer<typeof argsSchema> {
-  const out: { server?: string; token?: string; name?: string; labels: Record<string, string> } = {
+export type DaemonArgs = z.infer<typeof argsSchema>;
+
+/**
+ * Reads a registration token from a file that only its owner may read or write (mode & 0o077 is
+ * 0): a token readable by others is a token given away. The token is never part of a message.
+ */
+export function readTokenFile(file: string): string {
+  let mode: number;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile()) throw new Error(`the token file ${file} is not a regular file`);
+    mode = stat.mode;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`the token file ${file} does not exist`, { cause: e });
+    if ((e as NodeJS.ErrnoException).code) throw new Error(`the token file ${file} cannot be read: ${(e as NodeJS.ErrnoException).code}`, { cause: e });
+    throw e;
+  }
+  if ((mode & 0o077) !== 0) {
+    throw new Error(`the token file ${file} may be read or written by group or others (mode 0${(mode & 0o777).toString(8)}): chmod 600 ${file}`);
+  }
+  const token = readFileSync(file, 'utf8').trim();
+  if (!token) throw new Error(`the token file ${file} is empty`);
+  if (!token.startsWith('wst_') || /\s/.test(token)) throw new Error(`the token file ${file} does not hold a registration token (one line, wst_…)`);
+  return token;
+}
+
+/** Under Slurm (SLURM_JOB_ID set): the labels tying the worker to its job, and its default name. */
+export function slurmIdentity(env: Record<string, string | undefined>, hostname = os.hostname()): { labels: Record<string, string>; name: string } | null {
+  const jobId = env.SLURM_JOB_ID;
+  if (!jobId) return null;
+  if (!/^\d+$/.test(jobId)) throw new Error(`SLURM_JOB_ID is not a Slurm job id: ${JSON.stringify(jobId.slice(0, 40))}`);
+  const labels: Record<string, string> = { 'slurm.jobId': jobId };
+  if (env.SLURM_CLUSTER_NAME) labels['slurm.cluster'] = env.SLURM_CLUSTER_NAME;
+  return { labels, name: `${hostname}-slurm-${jobId}`.slice(0, 100) };
+}
+
+const USAGE = 'usage: daemon.ts --server URL (--token wst_… | --token-file PATH) [--name N] [--label k=v] [--idle-exit SECONDS], or daemon.ts --check';
+
+export function parseArgs(argv: string[], env: Record<string, string | undefined> = process.env): DaemonArgs {
+  const out: { server?: string; token?: string; tokenFile?: string; name?: string; labels: Record<string, string>; idle?: string } = {
     server: env.WHETSTONE_URL ?? 'http://127.0.0.1:3000',
-    token: env.WHETSTONE_WORKER_TOKEN,
     labels: {},
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    const value = () => inline ?? argv[++i];
+    const value = () => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value (${USAGE})`);
+      return v;
+    };
     if (flag === '--server') out.server = value();
     else if (flag === '--token') out.token = value();
+    else if (flag === '--token-file') out.tokenFile = value();
     else if (flag === '--name') out.name = value();
+    else if (flag === '--idle-exit') out.idle = value();
     else if (flag === '--label') {
-      const [k, v] = (value() ?? '').split('=');
+      const [k, v] = value().split('=');
       if (!k || v === undefined) throw new Error('--label takes key=value');
       out.labels[k] = v;
-    } else throw new Error(`unknown argument "${argv[i]}" (usage: daemon.ts --server URL --token wst_… [--name N] [--label k=v], or daemon.ts --check)`);
+    } else throw new Error(`unknown argument "${flag}" (${USAGE})`);
   }
-  const parsed = argsSchema.safeParse(out);
-  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `--${i.path.join('.')}: ${i.message}`).join('; '));
+  // The token: from the command line if given there, else from the environment; a token and a
+  // token file from the same place are refused (which one was meant?).
+  let token: string | undefined;
+  if (out.token !== undefined && out.tokenFile !== undefined) throw new Error('give --token or --token-file, not both');
+  else if (out.token !== undefined) token = out.token;
+  else if (out.tokenFile !== undefined) token = readTokenFile(out.tokenFile);
+  else if (env.WHETSTONE_WORKER_TOKEN && env.WHETSTONE_WORKER_TOKEN_FILE) throw new Error('set WHETSTONE_WORKER_TOKEN or WHETSTONE_WORKER_TOKEN_FILE, not both');
+  else if (env.WHETSTONE_WORKER_TOKEN_FILE) token = readTokenFile(env.WHETSTONE_WORKER_TOKEN_FILE);
+  else if (env.WHETSTONE_WORKER_TOKEN) token = env.WHETSTONE_WORKER_TOKEN;
+
+  const idle = out.idle ?? env.WHETSTONE_IDLE_EXIT_SECONDS;
+  let idleExitSeconds: number | undefined;
+  if (idle !== undefined && idle !== '') {
+    if (!/^\s*\d+(\.\d+)?\s*$/.test(idle)) throw new Error(`--idle-exit takes seconds, not ${JSON.stringify(idle.slice(0, 40))}`);
+    idleExitSeconds = Number(idle);
+  }
+  const slurm = slurmIdentity(env);
+  const parsed = argsSchema.safeParse({
+    server: out.server,
+    token,
+    name: out.name ?? slurm?.name,
+    labels: { ...out.labels, ...slurm?.labels },
+    idleExitSeconds,
+  });
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `--${i.path.join('.').replace('idleExitSeconds', 'idle-exit')}: ${i.message}`).join('; '));
   return parsed.data;
 }
 
@@ -329,8 +463,15 @@ async function main(): Promise<void> {
     console.error((e as Error).message);
     process.exit(2);
   }
-  const daemon = new WorkerDaemon({ server: args.server, token: args.token, name: args.name, labels: args.labels });
   let draining: Promise<void> | null = null;
+  const daemon = new WorkerDaemon({
+    server: args.server,
+    token: args.token,
+    name: args.name,
+    labels: args.labels,
+    idleExitSeconds: args.idleExitSeconds,
+    onIdleExit: () => process.exit(0),
+  });
   const drain = (signal: string) => {
     if (draining) return;
     console.error(`[worker] ${signal}: draining`);
@@ -344,6 +485,9 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => drain('SIGTERM'));
   process.on('SIGINT', () => drain('SIGINT'));
+  // Slurm's notice before a time limit or preemption (sbatch --signal=B:USR1@N). A listener also
+  // keeps Node from opening its inspector on SIGUSR1, its default.
+  process.on('SIGUSR1', () => drain('SIGUSR1'));
   // Started by `npm start` with an IPC channel (server/local-mode.ts): when that server is gone,
   // however it ended, its local worker goes too rather than retrying a dead address for ever.
   // Nobody is left to hand jobs back to: their leases expire and the next start requeues them.
