@@ -11,8 +11,8 @@ import { Refusal } from '../workers/refusal';
 import { backoffSeconds, launchesWanted } from './launches';
 
 const MAX_JSON_BYTES = 1_000_000;
-/** How often agents poll; a launch order waits at most this long. */
-export const POLL_SECONDS = 5;
+/** How often agents poll (a launch order waits at most this long); WHETSTONE_PROVIDER_POLL_SECONDS for tests. */
+const pollSeconds = () => Number(process.env.WHETSTONE_PROVIDER_POLL_SECONDS ?? 5);
 const FINAL = ['ENDED', 'FAILED', 'CANCELLED'] as const;
 
 function send(res: ServerResponse, status: number, body: unknown) {
@@ -83,7 +83,9 @@ async function poll(db: Db, req: IncomingMessage): Promise<PollResponse> {
     };
 
     // What became of the launches: the cluster's state, its job id and its reason.
-    for (const report of input.reports) {
+    for (const sent of input.reports) {
+      // The cluster's words on one line: reasons are shown in lists and titles.
+      const report = { ...sent, reason: sent.reason?.replace(/\s*\n\s*/g, '; ').trim() };
       const launch = await tx.clusterLaunch.findFirst({ where: { id: report.launchId, providerId: provider.id } });
       if (!launch || (FINAL as readonly string[]).includes(launch.state)) continue;
       const final = (FINAL as readonly string[]).includes(report.state);
@@ -169,7 +171,7 @@ async function poll(db: Db, req: IncomingMessage): Promise<PollResponse> {
     return {
       orders: [...launches, ...cancels],
       watch: watch.map((l) => ({ launchId: l.id, externalId: l.externalId as string })),
-      pollSeconds: POLL_SECONDS,
+      pollSeconds: pollSeconds(),
     };
   });
 }
