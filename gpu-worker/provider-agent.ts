@@ -139,7 +139,7 @@ export class ProviderAgent {
 }
 
 /** The credential: WHETSTONE_PROVIDER_TOKEN, or a file only its owner may read (--token-file). */
-export function readToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv): string {
+export function readToken(tokenFile: string | undefined, env: Record<string, string | undefined>): string {
   if (tokenFile) {
     const mode = statSync(tokenFile).mode;
     if (mode & 0o077) throw new Error(`${tokenFile} may be read or written by others (mode ${(mode & 0o777).toString(8)}): chmod 600 it`);
@@ -150,7 +150,7 @@ export function readToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv)
   return token;
 }
 
-export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): { server: string; tokenFile?: string } {
+export function parseAgentArgs(argv: string[], env: Record<string, string | undefined> = process.env): { server: string; tokenFile?: string } {
   let server = env.WHETSTONE_URL ?? 'http://127.0.0.1:3000';
   let tokenFile = env.WHETSTONE_PROVIDER_TOKEN_FILE;
   for (let i = 0; i < argv.length; i += 1) {
@@ -158,7 +158,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     const value = () => inline ?? argv[++i];
     if (flag === '--server') server = value();
     else if (flag === '--token-file') tokenFile = value();
-    else throw new Error(`unknown argument "${argv[i]}" (usage: provider-agent.ts --server URL [--token-file FILE], the credential in WHETSTONE_PROVIDER_TOKEN otherwise)`);
+    // The flag alone: a mistyped `--tokn=wsp_…` must not print the credential.
+    else throw new Error(`unknown argument "${flag}" (usage: provider-agent.ts --server URL [--token-file FILE], the credential in WHETSTONE_PROVIDER_TOKEN otherwise)`);
   }
   if (!/^https?:\/\/\S+$/.test(server ?? '')) throw new Error(`--server: not a URL: ${server}`);
   return { server, tokenFile };

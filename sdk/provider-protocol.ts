@@ -58,7 +58,7 @@ export const slurmSettingsSchema = z
 export type SlurmSettings = z.infer<typeof slurmSettingsSchema>;
 
 /** Launch states the agent reports, in the cluster's terms. */
-export const reportedLaunchStateSchema = z.enum(['PENDING', 'RUNNING', 'ENDED', 'FAILED', 'CANCELLED']);
+const reportedLaunchStateSchema = z.enum(['PENDING', 'RUNNING', 'ENDED', 'FAILED', 'CANCELLED']);
 
 export const launchReportSchema = z.object({
   launchId: z.string().min(1).max(64),
@@ -77,7 +77,7 @@ export const pollRequestSchema = z.object({
   agent: z.object({ host: z.string().max(255), version: z.string().max(40) }),
   reports: z.array(launchReportSchema).max(1_000),
 });
-export type PollRequest = z.infer<typeof pollRequestSchema>;
+
 
 export const launchOrderSchema = z.object({
   type: z.literal('launch'),
@@ -86,7 +86,7 @@ export const launchOrderSchema = z.object({
   workerToken: z.string().startsWith('wst_'),
   settings: slurmSettingsSchema,
 });
-export const cancelOrderSchema = z.object({
+const cancelOrderSchema = z.object({
   type: z.literal('cancel'),
   launchId: z.string(),
   externalId: z.string(),

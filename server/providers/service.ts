@@ -8,7 +8,7 @@ import { hashSecret, newSecret } from '../auth/tokens';
 import type { Db } from '../db/client';
 import { DISPLAY_PREFIX_LENGTH } from '../workers/credentials';
 
-export const providerNameSchema = z.string().trim().min(1).max(80);
+const providerNameSchema = z.string().trim().min(1).max(80);
 export const createProviderInput = z.object({ name: providerNameSchema, kind: z.literal('SLURM'), settings: slurmSettingsSchema });
 export const updateProviderInput = z.object({ providerId: z.string().min(1).max(64), settings: slurmSettingsSchema });
 export const providerIdInput = z.object({ providerId: z.string().min(1).max(64) });
