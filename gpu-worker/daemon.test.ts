@@ -26,6 +26,7 @@ import {
   startRequestSchema,
   type StreamBatch,
   streamBatchSchema,
+  LEAVE_ROUTE,
 } from '../sdk/worker-protocol';
 import { parseArgs, slurmIdentity, WorkerDaemon } from './daemon';
 
@@ -195,6 +196,9 @@ class FakeControlPlane {
       }
       case '/api/workers/attempts/finish':
         return this.finish(finishRequestSchema.parse(json()), 'http');
+      case LEAVE_ROUTE:
+        this.events.push({ type: 'leave' });
+        return [200, { ok: true, requeued: 0 }];
     }
     return [404, { error: 'not found' }];
   }
@@ -417,7 +421,7 @@ describe('worker daemon process', () => {
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
     await until('the daemon to connect', () => server.sockets.length > 0);
     expect(existsSync(path.join(home, 'worker-drainer.json'))).toBe(true);
-    server.push(banditAssignment('d1', 500, 1000));
+    server.push(banditAssignment('d1', 1_000_000, 1_000_000));
     await until('the first metrics', () => server.items('d1', 'metrics').length > 0);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -432,6 +436,9 @@ describe('worker daemon process', () => {
     // Every batch reached the server before the finish.
     const order = server.events.filter((e) => e.attemptId === 'd1').map((e) => e.type);
     expect(order.at(-1)).toBe('finish');
+    // Then, before exiting, it told the server it leaves (nothing more is placed on it).
+    const last = server.events.map((e) => e.type);
+    expect(last.lastIndexOf('leave')).toBeGreaterThan(last.lastIndexOf('finish'));
   });
 });
 
@@ -557,7 +564,7 @@ describe('worker daemon process: SIGUSR1 and --idle-exit', () => {
     const d = startDaemon(['--token-file', file, '--name', 'usr1'], {});
     await until('the daemon to connect', () => server.sockets.length > sockets);
     expect(server.registrations).toBe(1);
-    server.push(banditAssignment('u1', 500, 1000));
+    server.push(banditAssignment('u1', 1_000_000, 1_000_000));
     await until('the first metrics', () => server.items('u1', 'metrics').length > 0);
     d.child.kill('SIGUSR1');
     expect((await d.exited).code).toBe(0);
@@ -580,7 +587,7 @@ describe('worker daemon process: SIGUSR1 and --idle-exit', () => {
     void d.exited.then((e) => (exitedAt = e.at));
     await until('the daemon to connect', () => server.sockets.length > sockets);
     // A job that outlasts the idle time: the daemon keeps running it.
-    server.push(banditAssignment('i1', 500, 1000));
+    server.push(banditAssignment('i1', 1_000_000, 1_000_000)); // far longer than the test: it is cancelled
     await until('the first metrics', () => server.items('i1', 'metrics').length > 0);
     const firstMetricsAt = Date.now();
     await until(`${IDLE_S + 1} s of the job`, () => Date.now() - firstMetricsAt > (IDLE_S + 1) * 1000);

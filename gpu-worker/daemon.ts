@@ -46,7 +46,7 @@ import { io } from 'socket.io-client';
 import { z } from 'zod';
 import { backendReport, initBackend } from './engine/backend';
 import { checkBackend } from './engine/doctor';
-import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
+import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, LEAVE_ROUTE, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
 import { Attempts, type AttemptSignal } from './daemon/attempts';
 import { backoff, HttpStatusError, retry, sleep, WorkerTransport } from './daemon/transport';
 
@@ -167,7 +167,22 @@ export class WorkerDaemon {
       for (const job of this.jobs.values()) job.runner?.kill();
       await Promise.race([all, sleep(10_000)]);
     }
+    await this.leave();
     await this.stop();
+  }
+
+  /**
+   * Tells the server this worker is going (LEAVE_ROUTE): it is OFFLINE at once, so nothing more is
+   * placed here, and what was placed while it drained goes back to the queue. Best effort: a
+   * server that cannot be told finds out when the heartbeats stop.
+   */
+  private async leave(): Promise<void> {
+    if (!this.transport.credential) return;
+    try {
+      await Promise.race([this.transport.json('POST', LEAVE_ROUTE, {}), sleep(10_000).then(() => Promise.reject(new Error('no answer in 10 s')))]);
+    } catch (e) {
+      this.log('warn', `could not tell the server this worker leaves: ${(e as Error).message}`);
+    }
   }
 
   /** Stops without waiting for jobs (they are killed; their leases will expire). */

@@ -209,6 +209,13 @@ export const checkpointResponseSchema = z.object({ checkpointId: z.string(), sto
  * leaving out names the team has not set. Never kept in the assignment, a job row or a log.
  */
 export const ENVIRONMENT_SECRETS_ROUTE = '/api/workers/attempts/secrets';
+
+/**
+ * A daemon about to exit (drained, or idle with --idle-exit) says so: it is marked OFFLINE at once
+ * and whatever was placed on it meanwhile goes back to the queue, instead of waiting for its
+ * heartbeats to stop and its leases to expire. No body.
+ */
+export const LEAVE_ROUTE = '/api/workers/leave';
 export const environmentSecretsRequestSchema = z.object({ ...fenced });
 export const environmentSecretsResponseSchema = z.object({ secrets: z.record(z.string(), z.string()) });
 

@@ -10,6 +10,7 @@ import {
   streamBatchSchema,
   BLOB_ROUTE,
   ENVIRONMENT_SECRETS_ROUTE,
+  LEAVE_ROUTE,
   environmentSecretsRequestSchema,
   type HeartbeatAnswer,
 } from '../../sdk/worker-protocol';
@@ -19,6 +20,7 @@ import type { BlobStore } from '../blobs/store';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { notifyScheduler } from '../scheduler/notify';
+import { endAttemptAndRequeue } from '../scheduler/transitions';
 import { HEARTBEAT_SECONDS, LEASE_SECONDS } from '../scheduler/timing';
 import { ingestBatch, type Publish } from '../streams/ingest';
 import { type AttemptCalls, fencedAttempt, workerOf, type WorkerRow } from './attempts';
@@ -161,6 +163,21 @@ async function heartbeat(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMe
   return { workerId: worker.id, state: beat.state, leases, assignments, heartbeatSeconds: HEARTBEAT_SECONDS };
 }
 
+/**
+ * The daemon is exiting (sdk/worker-protocol.ts, LEAVE_ROUTE): OFFLINE now, and its attempts still
+ * active (placed while it drained, or not stopped in time) go back to the queue. Their end is no
+ * fault of the job's, so it counts as a preemption, not a lost attempt.
+ */
+async function leave(deps: WorkerApiDeps, worker: WorkerRow) {
+  const { db } = deps;
+  const now = new Date();
+  await db.worker.updateMany({ where: { id: worker.id, state: { in: ['ONLINE', 'DRAINING'] } }, data: { state: 'OFFLINE' } });
+  const active = await db.jobAttempt.findMany({ where: { workerId: worker.id, state: 'ACTIVE' }, select: { id: true, jobId: true, number: true } });
+  for (const a of active) await db.$transaction((tx) => endAttemptAndRequeue(tx, a, 'preempted: its worker left', { type: 'WORKER', id: worker.id }, now));
+  await notifyScheduler(db, `worker ${worker.id} left`);
+  return { ok: true, requeued: active.length };
+}
+
 /** Start and finish check the credential themselves, in the statement that makes the change (attempts.ts). */
 async function start(deps: WorkerApiDeps, req: IncomingMessage) {
   const hash = credentialHash(req.headers.authorization);
@@ -261,6 +278,7 @@ export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage,
     if (path === '/api/workers/heartbeat') return send(res, 200, await heartbeat(deps, worker, req));
     if (path === '/api/workers/stream') return send(res, 200, await stream(deps, worker, req));
     if (path === ENVIRONMENT_SECRETS_ROUTE) return send(res, 200, await attemptSecrets(deps, worker, req));
+    if (path === LEAVE_ROUTE) return send(res, 200, await leave(deps, worker));
     throw new Refusal(404, `No route ${path}`);
   } catch (error) {
     if (error instanceof Refusal) return send(res, error.status, { error: error.message, issues: error.details });
