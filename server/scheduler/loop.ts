@@ -167,19 +167,32 @@ export async function applyPlan(
     events.assigned(p.workerId, p.assignment);
     events.jobChanged(p.teamId, p.jobId);
   }
-  let preempted = 0;
-  for (const p of decisions.preemptions) {
-    const attempt = await db.jobAttempt.findFirst({ where: { jobId: p.jobId, state: 'ACTIVE', preemptRequestedAt: null }, include: { job: true } });
-    if (!attempt) continue;
-    await db.$transaction(async (tx) => {
-      await tx.jobAttempt.update({ where: { id: attempt.id }, data: { preemptRequestedAt: now } });
-      await recordEvent(tx, p.jobId, attempt.job.state, attempt.job.state, { type: 'SCHEDULER' }, p.reason);
-    });
-    preempted++;
-    if (attempt.workerId) events.signal(attempt.workerId, { attemptId: attempt.id, preempt: true });
-  }
+  const preempted = await requestPreemptions(db, decisions.preemptions, now);
+  for (const p of preempted) if (p.workerId) events.signal(p.workerId, { attemptId: p.attemptId, preempt: true });
   await writeWaitingReasons(db, decisions, now, read);
-  return { placed: placed.length, preempted };
+  return { placed: placed.length, preempted: preempted.length };
+}
+
+/**
+ * A round's preemptions in one statement (a first round on a busy cluster has thousands): each
+ * victim's active attempt not yet asked is asked to stop, and its job gets the event with the
+ * planner's reason. Answers the attempts asked, for the signals to their workers.
+ */
+async function requestPreemptions(db: Db, preemptions: Plan['preemptions'], now: Date): Promise<{ attemptId: string; workerId: string | null }[]> {
+  if (preemptions.length === 0) return [];
+  return rawQuery<{ attemptId: string; workerId: string | null }>(db, Prisma.sql`
+    WITH asked AS (
+      UPDATE "JobAttempt" a SET "preemptRequestedAt" = ${now}
+        FROM unnest(${preemptions.map((p) => p.jobId)}::text[]) AS v("jobId")
+       WHERE a."jobId" = v."jobId" AND a.state = 'ACTIVE' AND a."preemptRequestedAt" IS NULL
+      RETURNING a.id, a."jobId", a."workerId"
+    ), noted AS (
+      INSERT INTO "JobEvent" ("jobId", "fromState", "toState", "actorType", reason, at)
+      SELECT asked."jobId", j.state, j.state, 'SCHEDULER', r.reason, ${now}
+        FROM asked JOIN "Job" j ON j.id = asked."jobId"
+        JOIN unnest(${preemptions.map((p) => p.jobId)}::text[], ${preemptions.map((p) => p.reason)}::text[]) AS r("jobId", reason) ON r."jobId" = asked."jobId"
+    )
+    SELECT id AS "attemptId", "workerId" FROM asked`);
 }
 
 /**
