@@ -155,5 +155,15 @@ describe('a Slurm provider and its agent', () => {
     expect(listed.data).toEqual([]);
     const del = await trpc(ctx.server.url, other.cookie, 'providers.delete', { teamId: other.team.id, providerId });
     expect(del.status).toBe(404);
+    expect(await ctx.t.db.clusterProvider.count({ where: { id: providerId } })).toBe(1);
+  });
+
+  it('deleted, its launches cannot register workers any more, and its agent is shut out', async () => {
+    const live = await ctx.t.db.clusterLaunch.findMany({ where: { providerId, state: 'SUBMITTING' }, select: { workerTokenId: true } });
+    expect(live.length).toBeGreaterThan(0);
+    expect((await trpc(ctx.server.url, owner.cookie, 'providers.delete', { teamId, providerId })).data).toEqual({ ok: true });
+    const tokens = await ctx.t.db.workerToken.findMany({ where: { id: { in: live.map((l) => l.workerTokenId) } } });
+    expect(tokens.every((t) => t.revokedAt !== null)).toBe(true);
+    expect((await poll(ctx.server.url, token)).status).toBe(401);
   });
 });

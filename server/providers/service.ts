@@ -39,7 +39,9 @@ export async function updateProvider(db: Db, teamId: string | null, input: z.inf
   return { ok: true };
 }
 
+/** Deleted with its launches; their registration tokens are revoked first, so no worker still starting can join. */
 export async function deleteProvider(db: Db, teamId: string | null, providerId: string, actor: Actor) {
+  await db.workerToken.updateMany({ where: { revokedAt: null, launch: { providerId, provider: { teamId } } }, data: { revokedAt: new Date() } });
   const { count } = await db.clusterProvider.deleteMany({ where: { id: providerId, teamId } });
   if (count === 0) throw new TRPCError({ code: 'NOT_FOUND', message: 'No provider with that id' });
   await audit(db, { teamId, actorUserId: actor.userId, action: 'provider.deleted', targetType: 'provider', targetId: providerId, ipAddress: actor.ip });
