@@ -5,6 +5,7 @@ import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../..
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { SharedClusterProviders, TeamClusterProviders } from '../../../_ui/cluster-providers';
 import { Meter } from '../../../_ui/meter';
 import { refetchAfterChange } from '../../../_ui/refresh';
 import { atLeast } from '../../../_ui/roles';
@@ -97,6 +98,25 @@ export default function ClusterPage() {
         <h2 id="workers-title">Workers</h2>
         <Workers teamId={team.id} base={base} fast={busy} />
       </section>
+
+      {isAdmin ? (
+        <section className="panel" aria-labelledby="providers-title">
+          <h2 id="providers-title">Cluster providers</h2>
+          <p className="muted">
+            A provider starts workers for {team.name}’s pool on a cluster when jobs wait for capacity, within its limits, and
+            stops them when idle. Its agent runs on the cluster’s login node and polls this server.
+          </p>
+          <TeamClusterProviders teamId={team.id} teamName={team.name} />
+        </section>
+      ) : null}
+
+      {team.isInstallationAdmin ? (
+        <section className="panel" aria-labelledby="shared-providers-title">
+          <h2 id="shared-providers-title">Shared pool: cluster providers</h2>
+          <p className="muted">Workers these providers start run jobs of every team. Installation admins manage them.</p>
+          <SharedClusterProviders />
+        </section>
+      ) : null}
 
       <section className="panel" aria-labelledby="queue-title">
         <h2 id="queue-title">Queue</h2>
