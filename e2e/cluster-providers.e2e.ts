@@ -1,6 +1,6 @@
 import type { Locator, Page } from '@playwright/test';
 import { expect, test, watchPage } from './fixtures';
-import { expectAccessible, teamIdOf, trpc } from './helpers';
+import { expectAccessible, shoot, teamIdOf, trpc } from './helpers';
 
 // Issue 22's cluster page: an admin creates a Slurm provider through the form (a bad partition is
 // named at its field first), sees its agent credential once with the agent's command, then the
@@ -137,6 +137,7 @@ test('cluster providers: create through the form, credential once, a pending lau
     await expect(ended.getByRole('row', { name: /failed/ })).toContainText(refused);
     await expectAccessible(page, 'cluster providers with launches');
     await shootSection(page, section, 'providers-launches', testInfo);
+    await shoot(page, testInfo, 'cluster-page-providers');
 
     // Delete, with a confirmation.
     await card.getByRole('button', { name: 'Delete provider e2e-slurm' }).click();

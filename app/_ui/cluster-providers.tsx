@@ -7,7 +7,6 @@ import { slurmSettingsSchema, type SlurmSettings } from '../../sdk/provider-prot
 import type { AppRouter } from '../../server/api/root';
 import { useTRPC } from '../trpc';
 import { ConfirmButton, ErrorNote, Loading, SecretBox } from './components';
-import { EmptyState } from './empty-state';
 import { formatDateTime } from './format';
 import { refetchAfterChange } from './refresh';
 
@@ -229,12 +228,15 @@ function ClusterProviders(props: ProviderOps) {
       ) : (
         <>
           {data && data.length === 0 && !creating ? (
-            <EmptyState title="No cluster provider">
+            <div className="provider-empty">
+              <h3>No cluster provider</h3>
+              <p className="muted">
               Workers start only by hand: a worker daemon with a registration token from the{' '}
               <Link href={props.tokensHref}>{props.tokensPage}</Link> page. Add a Slurm provider (<strong>New provider</strong>{' '}
               below) and Whetstone starts workers in your partition when jobs of {props.poolLabel} wait, up to its limits, and
               hands the nodes back when they are idle.
-            </EmptyState>
+              </p>
+            </div>
           ) : null}
           <ErrorNote error={props.removeError} />
           <div className="providers">
