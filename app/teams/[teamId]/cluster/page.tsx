@@ -5,6 +5,7 @@ import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../..
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
+import { SharedClusterProviders, TeamClusterProviders } from '../../../_ui/cluster-providers';
 import { Meter } from '../../../_ui/meter';
 import { refetchAfterChange } from '../../../_ui/refresh';
 import { atLeast } from '../../../_ui/roles';
@@ -64,7 +65,7 @@ export default function ClusterPage() {
   return (
     <>
       <PageTitle title="Cluster" />
-      <p className="muted lead">The workers this team’s jobs run on, what each device is doing, and the team’s queue with why each job waits.</p>
+      <p className="muted lead">The workers this team’s jobs run on, what each device is doing, and the team’s queue with why each job waits; admins also see the cluster providers that start workers when jobs wait.</p>
 
       <section className="panel" aria-labelledby="usage-title">
         <h2 id="usage-title">Team usage</h2>
@@ -118,6 +119,25 @@ export default function ClusterPage() {
           />
         )}
       </section>
+
+      {isAdmin ? (
+        <section className="panel" aria-labelledby="providers-title">
+          <h2 id="providers-title">Cluster providers</h2>
+          <p className="muted">
+            A provider starts workers for {team.name}’s pool on a cluster when jobs wait for capacity, within its limits, and
+            stops them when idle. Its agent runs on the cluster’s login node and polls this server.
+          </p>
+          <TeamClusterProviders teamId={team.id} teamName={team.name} />
+        </section>
+      ) : null}
+
+      {team.isInstallationAdmin ? (
+        <section className="panel" aria-labelledby="shared-providers-title">
+          <h2 id="shared-providers-title">Shared pool: cluster providers</h2>
+          <p className="muted">Workers these providers start run jobs of every team. Installation admins manage them.</p>
+          <SharedClusterProviders />
+        </section>
+      ) : null}
     </>
   );
 }
