@@ -8,8 +8,17 @@
  * sdk/worker-protocol.ts, in this process; the fan-out's browsers are socket.io clients in a few
  * child processes of their own (bench/fanout-clients.ts).
  *
- * BENCH_ONLY=fanout (comma-separated: submit, drain, fanout, series, scale, round) runs only those
+ * BENCH_ONLY=fanout (comma-separated: submit, drain, fanout, series, scale, round, slurm) runs only those
  * sections, for iterating on one of them; quoted figures come from a full run.
+ *
+ * The slurm section (issue 22) starts a one-node Slurm (scripts/slurm/local-cluster.sh; root,
+ * slurm-wlm and munge) and a provider of a team with no workers, whose agent
+ * (gpu-worker/provider-agent.ts, in this process, polling every WHETSTONE_PROVIDER_POLL_SECONDS,
+ * default 5) sbatch-es real worker daemons: slurm_submit_to_running_s is a job's submit to its
+ * start on a worker Slurm started for it, slurm_idle_to_released_s its end to the end of that
+ * worker's Slurm job (the idle time, 5 s here, included). BENCH_SLURM_RUNS (3) cold starts, one
+ * after the other, each submitted just after a poll (the poll's worst case: launch_ordered_s;
+ * after_order_s is the rest); without Slurm it prints {"name":"slurm","skipped":"…"} and goes on.
  *
  * The scale section (plan_round_ms) plans synthetic clusters from 50 to 10,000 workers in child
  * processes (bench/scheduler-scale.ts), each size within a time budget: BENCH_SCALE=50,500 picks
@@ -17,7 +26,7 @@
  * the rounds of each, BENCH_SCALE_PLANNERS (fast,reference) which planners: the reference is the
  * planner before issue 20, for the before/after figures of one run.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,7 +43,11 @@ import { metricSeries } from '../server/api/routers/runs';
 import { createDb } from '../server/db/client';
 import { startEmbeddedPostgres } from '../server/db/embedded';
 import { migrate } from '../server/db/migrate';
-import { killAll, seedTeam, sleep, startServer, trpc, type Team } from '../server/test-support/reliability/harness';
+import { killAll, seedTeam, sleep, startServer, submitTrain, trpc, type Team } from '../server/test-support/reliability/harness';
+import { scancel, squeue } from '../gpu-worker/cluster/slurm';
+import { ProviderAgent } from '../gpu-worker/provider-agent';
+import { startLocalSlurm } from '../gpu-worker/test-support/local-slurm';
+import { repoRoot } from '../server/paths';
 
 const WORKERS = 50;
 const SUBMITS = 200;
@@ -44,7 +57,7 @@ const FANOUT_EVENTS_PER_S = 1_000;
 const FANOUT_SECONDS = 5;
 const SERIES_POINTS = 1_000_000;
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
-const runs = (section: 'submit' | 'drain' | 'fanout' | 'series' | 'scale' | 'round') => !ONLY || ONLY.includes(section);
+const runs = (section: 'submit' | 'drain' | 'fanout' | 'series' | 'scale' | 'round' | 'slurm') => !ONLY || ONLY.includes(section);
 /** The scale section's clusters: workers of 8 devices, and queued jobs over 50 teams and 500 users. */
 const SCALE_SIZES = [
   { workers: 50, queued: 1_000 },
@@ -539,6 +552,129 @@ function withDatabase(serverUrl: string, database: string): string {
   return url.toString();
 }
 
+/** Polls `probe` every 50 ms until it returns a value; throws after `timeoutMs`. */
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Elastic workers on a one-node Slurm (issue 22): a team with no worker but a Slurm provider; each
+ * run submits a 3-step job, which waits until the provider's agent has sbatch-ed a worker, Slurm
+ * has started it and it has registered; once done, the worker idles for `idleSeconds`, drains and
+ * exits, and its Slurm job ends. Runs one after the other, so each is a cold start.
+ */
+async function slurmElastic(url: string, databaseUrl: string): Promise<void> {
+  const started = await startLocalSlurm();
+  if ('error' in started) {
+    process.stdout.write(`${JSON.stringify({ name: 'slurm', skipped: `Slurm did not start (root, apt-get install slurm-wlm munge): ${started.error.replace(/\s*\n\s*/g, '; ')}` })}\n`);
+    return;
+  }
+  const cluster = started;
+  const slurm = { slurmConf: cluster.slurmConf };
+  const db = createDb(databaseUrl, 2);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'whetstone-bench-slurm-'));
+  const runsWanted = Number(process.env.BENCH_SLURM_RUNS ?? 3);
+  const idleSeconds = 5;
+  let agent: ProviderAgent | null = null;
+  let polling: Promise<void> = Promise.resolve();
+  try {
+    const team = await seedTeam(db);
+    const settings = {
+      partition: 'whetstone', gres: 'gpu:1', devicesPerWorker: 1, deviceKind: 'WASM', cpusPerWorker: 1, memoryMbPerWorker: 2048, timeLimit: '30',
+      installPath: repoRoot, idleSeconds, registerTimeoutSeconds: 300, noticeSeconds: 0, maxWorkers: 1, maxPendingLaunches: 1,
+    };
+    const provider = await trpc<{ id: string; token: string }>(url, team.apiKey, 'providers.create', { teamId: team.teamId, name: 'bench', kind: 'SLURM', settings });
+    agent = new ProviderAgent({
+      server: url, token: provider.token, slurm,
+      workerEnv: { WHETSTONE_HOME: home, WHETSTONE_BACKEND: 'wasm' },
+      logDir: path.join(cluster.dir, 'jobs'),
+      log: () => {},
+    });
+    polling = agent.run();
+    const samples: Record<string, number>[] = [];
+    for (let i = 0; i < runsWanted; i += 1) {
+      const submittedAt = Date.now();
+      const job = await submitTrain(url, team, 3, 1000);
+      // Slurm's view, sampled every 50 ms (the agent reports it only at its next poll): when the
+      // worker's job was queued, started and ended, found by its name (whetstone-worker-<launch>).
+      let slurmJob: string | null = null;
+      let slurmQueuedAt: number | null = null;
+      let slurmRunningAt: number | null = null;
+      const watchSlurm = async () => {
+        if (!slurmJob) {
+          const launches = await db.clusterLaunch.findMany({ where: { providerId: provider.id, createdAt: { gte: new Date(submittedAt - 1_000) } }, select: { id: true } });
+          const names = new Set(launches.map((l) => `whetstone-worker-${l.id}`));
+          const listed = await new Promise<string>((resolve) =>
+            execFile('squeue', ['-h', '-t', 'all', '-o', '%i|%j'], { env: { ...process.env, SLURM_CONF: cluster.slurmConf }, encoding: 'utf8' }, (_e, out) => resolve(out ?? '')));
+          slurmJob = listed.split('\n').map((l) => l.trim().split('|')).find(([, name]) => names.has(name))?.[0] ?? null;
+          if (slurmJob) slurmQueuedAt = Date.now();
+        }
+        if (!slurmJob) return null;
+        const status = (await squeue([slurmJob], slurm)).get(slurmJob);
+        if (status?.state === 'RUNNING' && slurmRunningAt === null) slurmRunningAt = Date.now();
+        return status;
+      };
+      const attempt = await until('the job to start on a Slurm worker', async () => {
+        await watchSlurm();
+        return db.jobAttempt.findFirst({ where: { jobId: job.id }, include: { worker: true } });
+      }, 300_000);
+      const done = await until('the job to finish', async () => {
+        await watchSlurm();
+        const row = await db.job.findUniqueOrThrow({ where: { id: job.id } });
+        if (row.state === 'FAILED' || row.state === 'CANCELLED') throw new Error(`the job ${row.state}: ${row.failureReason ?? ''}`);
+        return row.state === 'SUCCEEDED' ? row : null;
+      }, 300_000);
+      const ended = await until("the worker's Slurm job to end", async () => {
+        const status = await watchSlurm();
+        return status?.finished ? { at: Date.now(), state: status.state } : null;
+      }, 300_000);
+      const launch = await db.clusterLaunch.findFirstOrThrow({ where: { providerId: provider.id, externalId: slurmJob } });
+      const s = (t: Date | number | null | undefined) => (t == null ? NaN : round(((typeof t === 'number' ? t : t.getTime()) - submittedAt) / 1000));
+      samples.push({
+        submit_to_running_s: s(attempt.startedAt),
+        launch_ordered_s: s(launch.createdAt),
+        after_order_s: round((attempt.startedAt.getTime() - launch.createdAt.getTime()) / 1000),
+        slurm_queued_s: s(slurmQueuedAt),
+        slurm_running_s: s(slurmRunningAt),
+        worker_registered_s: s(attempt.worker?.registeredAt),
+        job_seconds: round((done.finishedAt!.getTime() - attempt.startedAt.getTime()) / 1000),
+        idle_to_released_s: round((ended.at - done.finishedAt!.getTime()) / 1000),
+      });
+      if (ended.state !== 'COMPLETED') throw new Error(`the worker's Slurm job ended ${ended.state}, not COMPLETED`);
+      // The next run starts from no worker: the launch is over on the server's side too.
+      await until('the launch to be over', async () => (await db.clusterLaunch.count({ where: { providerId: provider.id, state: { in: ['ORDERED', 'SUBMITTING', 'PENDING', 'RUNNING'] } } })) === 0, 60_000);
+    }
+    const median = (key: string) => quantile(samples.map((x) => x[key]), 0.5);
+    const what = { runs: samples.length, poll_seconds: Number(process.env.WHETSTONE_PROVIDER_POLL_SECONDS ?? 5), backend: 'wasm', slurm: 'one node, scripts/slurm/local-cluster.sh' };
+    emit('slurm_submit_to_running_s', median('submit_to_running_s'), 's', {
+      ...what,
+      what: "median: a job's submit, with no worker in its pool, to its start on a worker the provider's agent sbatch-ed and Slurm started; each submit comes right after a poll, so launch_ordered_s is the poll's worst case",
+      launch_ordered_s: median('launch_ordered_s'), after_order_s: median('after_order_s'), slurm_queued_s: median('slurm_queued_s'), slurm_running_s: median('slurm_running_s'), worker_registered_s: median('worker_registered_s'),
+      samples: samples.map((x) => x.submit_to_running_s),
+    });
+    emit('slurm_idle_to_released_s', median('idle_to_released_s'), 's', {
+      ...what,
+      what: "median: the job's end to the end (COMPLETED) of its worker's Slurm job: the idle time, the drain and the exit",
+      idle_seconds: idleSeconds, beyond_idle_s: round(median('idle_to_released_s') - idleSeconds),
+      samples: samples.map((x) => x.idle_to_released_s),
+    });
+  } finally {
+    if (agent) agent.stopped = true;
+    await polling;
+    // Anything left running in Slurm goes with the cluster.
+    for (const l of await db.clusterLaunch.findMany({ where: { externalId: { not: null }, state: { in: ['PENDING', 'RUNNING'] } } }).catch(() => [])) await scancel(l.externalId!, slurm).catch(() => {});
+    await db.$disconnect();
+    await cluster.stop();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   if (runs('scale')) await scale();
   if (ONLY && ONLY.every((section) => section === 'scale')) return;
@@ -585,6 +721,7 @@ async function main(): Promise<void> {
       emit('fanout_vs_echo_p99', fan / echoP99, 'ratio', { target: '<= 2', fanout_vs_floor_p99: round(fan / floorP99) });
     }
     if (runs('series')) await series(url, databaseUrl, team);
+    if (runs('slurm')) await slurmElastic(url, databaseUrl);
 
     beats.forEach((b) => clearInterval(b));
     workers.forEach((w) => w.socket.close());

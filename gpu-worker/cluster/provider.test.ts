@@ -2,17 +2,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobState, seedTeam, submitTrain, trpc, type Team } from '../../server/test-support/reliability/harness';
+import { jobState, seedTeam, stepNumbers, stepsOf, submitTrain, trpc, type Team } from '../../server/test-support/reliability/harness';
 import { repoRoot } from '../../server/paths';
 import { useTestServer } from '../../server/test-support/test-server';
 import { ProviderAgent } from '../provider-agent';
+import { scancel, squeue } from './slurm';
 import { type LocalSlurm, reportSlurmMissing, startLocalSlurm, waitUntil } from '../test-support/slurm-cluster';
 
 // Issue 22 end to end on a real one-node Slurm (scripts/slurm/local-cluster.sh), a real server
 // with PostgreSQL and its scheduler, the provider agent (gpu-worker/provider-agent.ts) and real
 // worker daemons that Slurm starts: a job waiting with no worker makes the provider launch one,
-// which registers, runs it and, idle, hands its node back; a partition Slurm refuses reaches the
-// waiting job in Slurm's words.
+// which registers, runs it and, idle, hands its node back; three one-GPU jobs on the node's two
+// GPUs: two run, the third waits in Slurm's queue (Resources) and says so, then runs; a worker's
+// Slurm job cancelled mid-run: another worker is launched and the job resumes from its checkpoint;
+// a partition Slurm refuses reaches the waiting job in Slurm's words.
 
 const started = await startLocalSlurm();
 const cluster: LocalSlurm | null = 'error' in started ? null : started;
@@ -84,6 +87,82 @@ function describeProvider(c: LocalSlurm): void {
       const provider = await s.t.db.clusterProvider.findUniqueOrThrow({ where: { id: providerId } });
       expect(provider).toMatchObject({ failures: 0, lastError: null });
       expect(provider.lastSeenAt).not.toBeNull();
+    });
+
+    const FINAL = ['ENDED', 'FAILED', 'CANCELLED'];
+    /** Every launch of the provider over (its workers idle-exited): the next test starts from none. */
+    const allLaunchesOver = () =>
+      waitUntil('every launch to be over', async () => (await s.t.db.clusterLaunch.count({ where: { providerId, state: { notIn: FINAL as never } } })) === 0, 120_000);
+    const succeeded = (ids: string[]) =>
+      waitUntil(`jobs ${ids.join(', ')} to succeed`, async () => {
+        const states = await Promise.all(ids.map((id) => jobState(s.t.db, id)));
+        const bad = states.findIndex((st) => st === 'FAILED' || st === 'CANCELLED');
+        if (bad >= 0) throw new Error(`job ${ids[bad]} ${states[bad]}:\n${logs()}`);
+        return states.every((st) => st === 'SUCCEEDED');
+      }, 240_000);
+
+    it('three jobs needing one GPU each on two GRES GPUs: two run, the third waits in Slurm (Resources) and says so, then runs', async () => {
+      await allLaunchesOver();
+      await trpc(s.server.url, team.apiKey, 'providers.update', { teamId: team.teamId, providerId, settings: { ...settings, maxWorkers: 3, maxPendingLaunches: 3 } });
+      const since = new Date();
+      // 60 steps (about 10 s here): the first two still run while the third's worker waits for a GPU.
+      const jobs = [];
+      for (let i = 0; i < 3; i += 1) jobs.push(await submitTrain(s.server.url, team, 60, 1000));
+      const ids = jobs.map((j) => j.id);
+      // One picture, taken when it holds: two jobs running on Slurm workers, the third queued
+      // with the provider's note, and its launch pending in Slurm's own queue for Resources.
+      const seen = await waitUntil('two jobs running and the third waiting for a Slurm worker pending on Resources', async () => {
+        const rows = await s.t.db.job.findMany({ where: { id: { in: ids } } });
+        const running = rows.filter((r) => r.state === 'RUNNING');
+        const queued = rows.filter((r) => r.state === 'QUEUED');
+        if (running.length !== 2 || queued.length !== 1) return null;
+        if (!queued[0].waitingReason?.includes('waiting for Slurm (local): 1 worker pending (Resources)')) return null;
+        const launches = await s.t.db.clusterLaunch.findMany({ where: { providerId, externalId: { not: null }, state: { notIn: FINAL as never } } });
+        if (launches.length !== 3) return null;
+        const inSlurm = await squeue(launches.map((l) => l.externalId as string), { slurmConf: c.slurmConf });
+        const states = [...inSlurm.values()];
+        const pending = states.filter((st) => st.state === 'PENDING');
+        if (states.filter((st) => st.state === 'RUNNING').length !== 2 || pending.length !== 1 || pending[0].reason !== 'Resources') return null;
+        const pendingLaunch = launches.find((l) => inSlurm.get(l.externalId as string)?.state === 'PENDING');
+        return pendingLaunch?.reason === 'Resources' ? { waiting: queued[0], pendingLaunch } : null;
+      }, 180_000);
+      expect(seen.waiting.waitingCode).toMatch(/^NO_(CAPACITY|WORKER)$/);
+      expect(seen.pendingLaunch).toMatchObject({ state: 'PENDING', reason: 'Resources' });
+      // The two running jobs end; the third runs (on a freed worker, or on the pending one once it starts) and succeeds.
+      await succeeded(ids);
+      // Three launches, no more; every worker, the late one too, hands its node back once idle.
+      await allLaunchesOver();
+      const launches = await s.t.db.clusterLaunch.findMany({ where: { providerId, createdAt: { gte: since } } });
+      expect(launches.map((l) => [l.state, l.reason])).toEqual([['ENDED', 'COMPLETED'], ['ENDED', 'COMPLETED'], ['ENDED', 'COMPLETED']]);
+    });
+
+    it("scancel of a worker's Slurm job mid-run: another worker is launched and the job resumes from its checkpoint, each step once", async () => {
+      await allLaunchesOver();
+      await trpc(s.server.url, team.apiKey, 'providers.update', { teamId: team.teamId, providerId, settings });
+      const steps = 60;
+      const job = await submitTrain(s.server.url, team, steps, 5);
+      const checkpoint = await waitUntil('a training checkpoint', () =>
+        s.t.db.checkpoint.findFirst({ where: { jobId: job.id, kind: 'TRAINING' }, include: { attempt: { include: { worker: true } } } }), 180_000);
+      const first = checkpoint.attempt!;
+      const slurmJob = (first.worker!.labels as Record<string, string>)['slurm.jobId'];
+      expect(slurmJob).toMatch(/^\d+$/);
+      // As an operator or Slurm's preemption would: SIGTERM to the job's processes, SIGKILL KillWait (5 s) later.
+      await scancel(slurmJob, { slurmConf: c.slurmConf });
+      await succeeded([job.id]);
+      const attempts = await s.t.db.jobAttempt.findMany({ where: { jobId: job.id }, orderBy: { number: 'asc' }, include: { worker: true } });
+      expect(attempts.length).toBeGreaterThanOrEqual(2);
+      expect(attempts[0].id).toBe(first.id);
+      const last = attempts[attempts.length - 1];
+      expect(last.state).toBe('ENDED');
+      expect((last.worker!.labels as Record<string, string>)['slurm.jobId']).not.toBe(slurmJob);
+      // Plain scancel signals every process of the job: the runner dies on SIGTERM before it can
+      // checkpoint (the attempt ends "preempted"), so the job resumes from its last periodic checkpoint.
+      expect(attempts[0].exitReason).toMatch(/^preempted: /);
+      expect(last.resumedFromId).not.toBeNull();
+      const cancelled = await s.t.db.clusterLaunch.findFirstOrThrow({ where: { providerId, externalId: slurmJob } });
+      expect(cancelled.state).toBe('CANCELLED');
+      expect(await stepsOf(s.t.db, job.id)).toEqual(stepNumbers(steps));
+      await allLaunchesOver();
     });
 
     it("stops launching when Slurm refuses the partition, and the waiting job says so in Slurm's words", async () => {
