@@ -54,6 +54,10 @@ export type Command =
   | { name: 'workers' }
   | { name: 'doctor' }
   | { name: 'provider'; kind: 'slurm'; tokenFile?: string }
+  | { name: 'provider-list'; shared: boolean }
+  | { name: 'provider-create'; providerName: string; settingsFile: string; shared: boolean }
+  | { name: 'provider-update'; provider: string; settingsFile: string; shared: boolean }
+  | { name: 'provider-delete'; provider: string; shared: boolean }
   | { name: 'datasets' }
   | { name: 'datasets-upload'; file: string; datasetName?: string }
   | { name: 'secrets-list' }
@@ -122,7 +126,7 @@ const COMMAND_OPTIONS: Record<string, Options> = {
   tournament: { games: { type: 'string' }, env: { type: 'string' }, 'no-watch': { type: 'boolean' } },
   workers: {},
   doctor: {},
-  provider: { 'token-file': { type: 'string' } },
+  provider: { 'token-file': { type: 'string' }, settings: { type: 'string' }, shared: { type: 'boolean' } },
   datasets: { name: { type: 'string' } },
   secrets: { 'value-file': { type: 'string' } },
   models: { name: { type: 'string' }, format: { type: 'string' } },
@@ -196,7 +200,10 @@ export const USAGE: Record<string, string> = {
   tournament: 'whetstone tournament <checkpoint id | bot name>… [--games N] [--env <environment version id>] [--no-watch]',
   workers: 'whetstone workers',
   doctor: 'whetstone doctor',
-  provider: 'whetstone provider slurm [--token-file FILE]',
+  provider: [
+    'whetstone provider list | create NAME --settings FILE.json | update NAME --settings FILE.json | delete NAME  [--shared]',
+    'whetstone provider slurm [--token-file FILE]',
+  ].join('\n  '),
   datasets: 'whetstone datasets [upload <file.jsonl> [--name NAME]]',
   models: [
     'whetstone models list | whetstone models import <Hugging Face model folder | hf:owner/name[@revision]> [--name NAME]',
@@ -291,9 +298,23 @@ export function parseCommandLine(argv: string[]): CommandLine {
     case 'doctor':
       if (rest.length > 0) throw new UsageError(`doctor takes no arguments, got: ${rest.join(' ')}`);
       return { globals, command: { name: 'doctor' } };
-    case 'provider':
-      if (rest.length !== 1 || rest[0] !== 'slurm') throw new UsageError(`provider takes the cluster's kind: slurm${rest.length ? `, got: ${rest.join(' ')}` : ''}`, [`usage: ${USAGE.provider}`]);
-      return { globals, command: { name: 'provider', kind: 'slurm', tokenFile: str('token-file') } };
+    case 'provider': {
+      const [action, ...names] = rest;
+      const shared = bool('shared');
+      if (action === 'slurm' && names.length === 0) return { globals, command: { name: 'provider', kind: 'slurm', tokenFile: str('token-file') } };
+      if (str('token-file') !== undefined) throw new UsageError('--token-file goes with provider slurm (the agent)', [`usage: ${USAGE.provider}`]);
+      if (action === 'list' && names.length === 0) return { globals, command: { name: 'provider-list', shared } };
+      if (action === 'delete') return { globals, command: { name: 'provider-delete', provider: one(names, 'a provider name or id', 'provider'), shared } };
+      if (action === 'create' || action === 'update') {
+        const settingsFile = str('settings');
+        if (settingsFile === undefined) throw new UsageError(`provider ${action} needs --settings FILE.json (the Slurm settings: docs/deploying.md)`, [`usage: ${USAGE.provider}`]);
+        const target = one(names, action === 'create' ? 'a name' : 'a provider name or id', 'provider');
+        return action === 'create'
+          ? { globals, command: { name: 'provider-create', providerName: target, settingsFile, shared } }
+          : { globals, command: { name: 'provider-update', provider: target, settingsFile, shared } };
+      }
+      throw new UsageError(`provider takes "list", "create NAME", "update NAME", "delete NAME" or "slurm", got: ${rest.join(' ') || 'nothing'}`, [`usage: ${USAGE.provider}`]);
+    }
     case 'datasets': {
       if (rest.length === 0) {
         if (str('name') !== undefined) throw new UsageError('--name goes with datasets upload', [`usage: ${USAGE.datasets}`]);
@@ -451,7 +472,10 @@ commands:
       GPU adapter, or on the CPU the kernel path, its threads and the CPU features it uses),
       why faster backends were skipped, and a measured 1024³ matmul rate.
   ${USAGE.provider}
-      Runs a cluster provider agent here (a Slurm login node): it starts workers with sbatch
+      A pool's cluster providers (the team's; --shared: the shared pool's, for installation
+      admins): list them with their launches and last error; create one from a JSON file of
+      Slurm settings (checked field by field; the agent's credential is printed once), change
+      its settings (which ends a backoff), or delete it. provider slurm runs a provider agent here (a Slurm login node): it starts workers with sbatch
       when the provider's pool has jobs waiting for capacity, watches them with squeue, and
       cancels those that never register. The credential (wsp_…, shown once when an admin
       creates the provider) comes from WHETSTONE_PROVIDER_TOKEN or --token-file (mode 600).

@@ -304,6 +304,38 @@ describe('whetstone CLI and team secrets', () => {
   });
 });
 
+describe('whetstone provider: a pool\'s cluster providers', () => {
+  it('creates one from a settings file (refusing a bad one, field by field), prints its credential once, lists, updates and deletes it', async () => {
+    const bad = path.join(home, 'bad-slurm.json');
+    fs.writeFileSync(bad, JSON.stringify({ partition: 'gpu; rm -rf /', installPath: 'relative/path', maxWorkers: 0 }));
+    const refused = await cli(['provider', 'create', 'hpc', '--settings', bad]);
+    expect(refused.code).toBe(EXIT.USAGE);
+    expect(refused.stderr).toMatch(/partition: /);
+    expect(refused.stderr).toMatch(/installPath: installPath: an absolute path/);
+    expect(refused.stderr).toMatch(/maxWorkers: /);
+    expect(await t.db.clusterProvider.count()).toBe(0);
+
+    const good = path.join(home, 'slurm.json');
+    fs.writeFileSync(good, JSON.stringify({ partition: 'gpu', gres: 'gpu:1', installPath: '/shared/whetstone', maxWorkers: 2 }));
+    const created = await cli(['provider', 'create', 'hpc', '--settings', good]);
+    expect(created.code).toBe(EXIT.OK);
+    const token = /(wsp_\S+)/.exec(created.stdout)?.[1] ?? '';
+    expect(token).not.toBe('');
+    expect(created.stdout).toContain(`npx whetstone provider slurm --server ${server.url}`);
+    const listed = await cli(['provider', 'list']);
+    expect(listed.stdout).toMatch(/^NAME\s+KIND\s+AGENT\s+LAUNCHES\s+LAST ERROR\nhpc\s+SLURM\s+never polled\s+0 running, 0 pending\s+-/);
+    expect(listed.stdout).not.toContain(token);
+
+    fs.writeFileSync(good, JSON.stringify({ partition: 'gpu', gres: 'gpu:1', installPath: '/shared/whetstone', maxWorkers: 5 }));
+    expect((await cli(['provider', 'update', 'hpc', '--settings', good])).stdout).toBe('provider hpc: settings saved\n');
+    expect((await t.db.clusterProvider.findFirstOrThrow()).settings).toMatchObject({ maxWorkers: 5 });
+    expect((await cli(['provider', 'update', 'nope', '--settings', good])).code).toBe(EXIT.NOT_FOUND);
+    expect((await cli(['provider', 'delete', 'hpc'])).code).toBe(EXIT.OK);
+    expect((await cli(['provider', 'list'])).stdout).toMatch(/^no cluster provider/);
+    expect((await cli(['provider', 'create', 'hpc'])).stderr).toMatch(/needs --settings FILE.json/);
+  });
+});
+
 describe('whetstone CLI and HTTP environments', () => {
   it('run uploads a folder with only a manifest naming its server; the dry run plays the live server', async () => {
     const bandit = await startHttpBandit();

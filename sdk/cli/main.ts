@@ -16,7 +16,7 @@ import { sampleCommand } from './commands/sample';
 import { tournamentCommand } from './commands/tournament';
 import { workersCommand } from './commands/workers';
 import { doctorCommand } from './commands/doctor';
-import { providerCommand } from './commands/provider';
+import { providerCommand, providerCreateCommand, providerDeleteCommand, providerListCommand, providerUpdateCommand } from './commands/provider';
 import { CliError, EXIT, toCliError } from './errors';
 import { printer, toJson, type CliIO } from './io';
 
@@ -45,6 +45,14 @@ function dispatch(ctx: CommandContext, command: Command): Promise<number> {
       return doctorCommand(ctx);
     case 'provider':
       return providerCommand(ctx, { tokenFile: command.tokenFile });
+    case 'provider-list':
+      return providerListCommand(ctx, command.shared);
+    case 'provider-create':
+      return providerCreateCommand(ctx, command.providerName, command.settingsFile, command.shared);
+    case 'provider-update':
+      return providerUpdateCommand(ctx, command.provider, command.settingsFile, command.shared);
+    case 'provider-delete':
+      return providerDeleteCommand(ctx, command.provider, command.shared);
     case 'datasets':
       return datasetsCommand(ctx);
     case 'datasets-upload':
