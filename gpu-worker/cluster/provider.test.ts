@@ -155,8 +155,8 @@ function describeProvider(c: LocalSlurm): void {
       const last = attempts[attempts.length - 1];
       expect(last.state).toBe('ENDED');
       expect((last.worker!.labels as Record<string, string>)['slurm.jobId']).not.toBe(slurmJob);
-      // Plain scancel signals every process of the job: the runner dies on SIGTERM before it can
-      // checkpoint (the attempt ends "preempted"), so the job resumes from its last periodic checkpoint.
+      // Plain scancel signals every process of the job: the runner leaves SIGTERM to the daemon,
+      // whose drain has it checkpoint and stop (the attempt ends "preempted"); the job resumes from there.
       expect(attempts[0].exitReason).toMatch(/^preempted: /);
       expect(last.resumedFromId).not.toBeNull();
       const cancelled = await s.t.db.clusterLaunch.findFirstOrThrow({ where: { providerId, externalId: slurmJob } });

@@ -76,4 +76,10 @@ process.on('message', (msg: ToRunner) => {
 });
 
 process.on('disconnect', () => process.exit(started ? 0 : 1));
+// SIGTERM is the daemon's to act on: a plain `scancel` (and systemd stopping a unit) sends it to
+// every process of the job, and the daemon drains, asking this runner to checkpoint and stop
+// (preempt). Dying on it here would lose the progress since the last periodic checkpoint. The
+// runner still ends when the daemon says so, when the daemon goes (disconnect, above) or by the
+// SIGKILL that follows (the daemon's own kill, or Slurm's after KillWait).
+process.on('SIGTERM', () => {});
 void send({ type: 'ready', pid: process.pid });
