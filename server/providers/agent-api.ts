@@ -7,6 +7,7 @@ import { hashSecret, newSecret } from '../auth/tokens';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { DISPLAY_PREFIX_LENGTH, WORKER_TOKEN_PREFIX } from '../workers/credentials';
+import { readJson, send } from '../workers/api';
 import { Refusal } from '../workers/refusal';
 import { backoffSeconds, launchesWanted } from './launches';
 
@@ -14,26 +15,6 @@ const MAX_JSON_BYTES = 1_000_000;
 /** How often agents poll (a launch order waits at most this long); WHETSTONE_PROVIDER_POLL_SECONDS for tests. */
 const pollSeconds = () => Number(process.env.WHETSTONE_PROVIDER_POLL_SECONDS ?? 5);
 const FINAL = ['ENDED', 'FAILED', 'CANCELLED'] as const;
-
-function send(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_JSON_BYTES) throw new Refusal(413, 'Request body too large');
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null');
-  } catch {
-    throw new Refusal(400, 'Body is not JSON');
-  }
-}
 
 /** The provider a request's `Authorization: Bearer wsp_…` belongs to; 401 otherwise. */
 async function authenticate(db: Db, authorization: string | undefined) {
@@ -67,7 +48,7 @@ async function demandDevices(db: Db, teamId: string | null, settings: SlurmSetti
 
 async function poll(db: Db, req: IncomingMessage): Promise<PollResponse> {
   const provider = await authenticate(db, req.headers.authorization);
-  const parsed = pollRequestSchema.safeParse(await readJson(req));
+  const parsed = pollRequestSchema.safeParse(await readJson(req, MAX_JSON_BYTES));
   if (!parsed.success) throw new Refusal(400, 'Invalid request', parsed.error.issues);
   const input = parsed.data;
   const settingsParsed = slurmSettingsSchema.safeParse(provider.settings);

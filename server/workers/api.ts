@@ -49,7 +49,8 @@ export interface WorkerApiDeps {
   secretsKey: Buffer;
 }
 
-function send(res: ServerResponse, status: number, body: unknown) {
+/** A JSON answer (the worker and provider protocols'). */
+export function send(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
 }
@@ -67,8 +68,9 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const text = (await readBody(req, MAX_JSON_BYTES)).toString('utf8');
+/** A request's JSON body, refused (413, 400) past `limit` bytes or when it is not JSON. */
+export async function readJson(req: IncomingMessage, limit = MAX_JSON_BYTES): Promise<unknown> {
+  const text = (await readBody(req, limit)).toString('utf8');
   try {
     return JSON.parse(text || 'null');
   } catch {
