@@ -138,7 +138,8 @@ describe.skipIf(Boolean(missing))("docs/deploying.md's nginx site", () => {
     const child = spawn(nginx!, ['-e', 'stderr', '-c', conf, '-g', 'daemon off; master_process off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    for (let i = 0; i < 100; i++) {
+    // Until it listens (a condition, polled), within a minute however loaded the machine is.
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
       if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);
       const open = await new Promise<boolean>((resolve) => {
         const s = net.connect(httpsPort, '127.0.0.1', () => (s.destroy(), resolve(true)));
@@ -163,7 +164,7 @@ describe.skipIf(Boolean(missing))("docs/deploying.md's nginx site", () => {
 
   /** A socket.io connection through nginx: which transport it ended on and which replica answered, or the error. */
   async function through(httpsPort: number, transports: Array<'websocket' | 'polling'>): Promise<{ transport: string; answers: unknown[] } | { error: string }> {
-    const socket: Socket = connect(`https://127.0.0.1:${httpsPort}`, { path: '/socket.io', transports, rejectUnauthorized: false, reconnection: false, timeout: 5_000 });
+    const socket: Socket = connect(`https://127.0.0.1:${httpsPort}`, { path: '/socket.io', transports, rejectUnauthorized: false, reconnection: false, timeout: 30_000 });
     try {
       await new Promise<void>((resolve, reject) => {
         socket.on('connect', () => resolve());
@@ -175,11 +176,11 @@ describe.skipIf(Boolean(missing))("docs/deploying.md's nginx site", () => {
           if (socket.io.engine.transport.name === 'websocket') return resolve();
           socket.io.engine.once('upgrade', () => resolve());
           socket.io.engine.once('upgradeError', (e: Error) => reject(e));
-          setTimeout(() => reject(new Error('no upgrade within 5 s')), 5_000);
+          setTimeout(() => reject(new Error('no upgrade within 30 s')), 30_000);
         });
       }
       const answers = [];
-      for (let i = 0; i < 3; i++) answers.push(await socket.timeout(5_000).emitWithAck('echo', i));
+      for (let i = 0; i < 3; i++) answers.push(await socket.timeout(30_000).emitWithAck('echo', i));
       return { transport: socket.io.engine.transport.name, answers };
     } catch (error) {
       return { error: (error as Error).message };
