@@ -1,6 +1,6 @@
 'use client';
 import { Bar, BarChart, CartesianGrid, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
-import { chartColours } from './charts/colours';
+import { chartColours, tooltipStyles } from './charts/colours';
 import { useEffectiveTheme } from './theme';
 
 const hourOf = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', hour12: false });
@@ -27,7 +27,7 @@ export function UsageChart({ history, quota }: { history: Array<{ hourStart: Dat
           <YAxis width={32} tickCount={3} stroke={colours.text} tick={{ fill: colours.text, fontSize: 10 }} domain={[0, Math.max(quota, peak, 1)]} />
           <Tooltip
             isAnimationActive={false}
-            contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
+            {...tooltipStyles(colours)}
             formatter={(v) => [`${Number(v).toFixed(2)} devices`, 'on average']}
           />
           <ReferenceLine y={quota} stroke={colours.marker} strokeDasharray="4 2" />

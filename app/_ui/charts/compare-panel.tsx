@@ -6,7 +6,7 @@ import { useTRPC } from '../../trpc';
 import { formatMetric } from '../runs/run-parts';
 import { useEffectiveTheme } from '../theme';
 import { staticDomain } from './axes';
-import { chartColours } from './colours';
+import { chartColours, tooltipStyles } from './colours';
 import { debiasedEma } from './smoothing';
 
 /** Colours of runs compared: one per run, kept across every panel (Okabe–Ito, readable in both themes). */
@@ -59,7 +59,7 @@ export function ComparePanel({ teamId, jobIds, metricKey, smoothing }: { teamId:
             <YAxis width={52} domain={yDomain} stroke={colours.text} tick={{ fill: colours.text, fontSize: 11 }} tickFormatter={(v: number) => formatMetric(v)} />
             <Tooltip
               isAnimationActive={false}
-              contentStyle={{ background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 }}
+              {...tooltipStyles(colours)}
               labelFormatter={(step) => `step ${String(step)}`}
               formatter={(value, name) => [formatMetric(Number(value)), jobIds[Number(String(name).slice(1))]]}
             />

@@ -10,7 +10,7 @@ import { formatMetric } from '../runs/run-parts';
 import { useEffectiveTheme } from '../theme';
 import { roomyDomain, staticDomain } from './axes';
 import { appendLive, type Bucket, type Point } from './bucketing';
-import { chartColours } from './colours';
+import { chartColours, tooltipStyles } from './colours';
 import { downloadCsv, downloadPng } from './export';
 import type { HealthMarker } from './health';
 import { HEALTH_LABELS } from './health';
@@ -249,7 +249,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
   const formatXTick = useCallback((v: number) => formatX(settings.x, v), [settings.x]);
   const tooltip = useMemo(
     () => ({
-      contentStyle: { background: colours.tooltip, border: `1px solid ${colours.border}`, borderRadius: 6, fontSize: 12 },
+      ...tooltipStyles(colours),
       labelFormatter: (x: unknown, payload: ReadonlyArray<{ payload?: unknown }>) => {
         const row = payload[0]?.payload as Row | undefined;
         return settings.x === 'step' ? `step ${String(x)}` : `step ${row?.step ?? '?'} · ${formatX(settings.x, Number(x))}`;
@@ -259,7 +259,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
         name === 'band' ? 'min … max' : name === 'smooth' ? 'smoothed' : 'value',
       ],
     }),
-    [colours.tooltip, colours.border, settings.x],
+    [colours, settings.x],
   );
 
   // The chart as one element, made again only when what recharts draws changes: a render of the
@@ -272,7 +272,7 @@ function MetricPanelView({ teamId, jobId, metricKey, settings, livePoints, timeO
           <CartesianGrid stroke={colours.grid} strokeDasharray="3 3" />
           <XAxis dataKey="x" type="number" domain={xDomain} allowDecimals={settings.x !== 'step'} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatXTick} />
           <YAxis width={Y_AXIS_WIDTH} scale={settings.log ? 'log' : 'auto'} domain={yDomain} stroke={axis.stroke} tick={axis.tick} tickFormatter={formatMetric} allowDataOverflow={settings.log} />
-          <Tooltip isAnimationActive={false} contentStyle={tooltip.contentStyle} labelFormatter={tooltip.labelFormatter} formatter={tooltip.formatter} />
+          <Tooltip isAnimationActive={false} contentStyle={tooltip.contentStyle} itemStyle={tooltip.itemStyle} labelStyle={tooltip.labelStyle} labelFormatter={tooltip.labelFormatter} formatter={tooltip.formatter} />
           {banded ? <Area dataKey="band" stroke="none" fill={colours.band} fillOpacity={0.16} isAnimationActive={false} /> : null}
           <Line dataKey="last" stroke={colours.line} strokeOpacity={smoothing ? 0.3 : 1} strokeWidth={smoothing ? 1 : 2} dot={rows.length < 40 && !smoothing} isAnimationActive={false} />
           {smoothing ? <Line dataKey="smooth" stroke={colours.line} strokeWidth={2} dot={false} isAnimationActive={false} /> : null}
