@@ -76,7 +76,8 @@ test('cluster providers: create through the form, credential once, a pending lau
   await expect(secret.getByRole('button', { name: 'Copy', exact: true })).toBeVisible();
   await expect(secret.getByLabel('Agent command')).toHaveText(`WHETSTONE_PROVIDER_TOKEN=${token} npx whetstone provider slurm --server ${url}`);
   const card = section.getByRole('article', { name: 'e2e-slurm' });
-  await expect(card).toContainText('never polled — run WHETSTONE_PROVIDER_TOKEN=wsp_… npx whetstone provider slurm');
+  await expect(card).toContainText('never polled. Run this on a login node');
+  await expect(card.locator('.agent-command')).toHaveText(/^WHETSTONE_PROVIDER_TOKEN=wsp_… npx whetstone provider slurm --server http/);
   await expect(card.getByRole('definition')).toContainText(['gpu', 'none', '4', '2', '2 CUDA', '300']);
   await expectAccessible(page, 'provider created, credential shown');
   await shootSection(page, section, 'providers-created', testInfo);

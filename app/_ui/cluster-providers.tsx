@@ -6,7 +6,7 @@ import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } fr
 import { slurmSettingsSchema, type SlurmSettings } from '../../sdk/provider-protocol';
 import type { AppRouter } from '../../server/api/root';
 import { useTRPC } from '../trpc';
-import { ConfirmButton, ErrorNote, Loading, SecretBox } from './components';
+import { ConfirmButton, ErrorNote, Loading, Reason, SecretBox } from './components';
 import { formatDateTime } from './format';
 import { refetchAfterChange } from './refresh';
 
@@ -351,7 +351,10 @@ function ProviderCard({ provider: p, now, origin, ops }: { provider: Provider; n
         <span className="agent-dot" aria-hidden="true" />
         {seenS === null ? (
           <span>
-            Agent: never polled — run <code>{agentCommand(origin)}</code> on a login node.
+            Agent: never polled. Run this on a login node, with the credential shown when the provider was made:
+            <code className="agent-command" tabIndex={0}>
+              {agentCommand(origin)}
+            </code>
           </span>
         ) : (
           <span title={formatDateTime(p.lastSeenAt)}>
@@ -465,7 +468,11 @@ function LaunchTable({ label, launches, now }: { label: string; launches: Launch
               <td className="mono">{l.externalId ?? <span className="muted">—</span>}</td>
               <td>
                 {l.reason ? (
-                  <span className={l.state === 'FAILED' ? 'reason reason-bad' : l.state === 'PENDING' ? 'reason' : 'cell-sub'}>{l.reason}</span>
+                  l.state === 'FAILED' || l.state === 'PENDING' ? (
+                    <Reason text={l.reason} tone={l.state === 'FAILED' ? 'bad' : 'warn'} />
+                  ) : (
+                    <span className="cell-sub">{l.reason}</span>
+                  )
                 ) : (
                   <span className="muted">—</span>
                 )}

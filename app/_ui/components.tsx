@@ -212,3 +212,17 @@ export function RoleBadge({ role }: { role: string }) {
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-status-${status.toLowerCase()}`}>{status.toLowerCase()}</span>;
 }
+
+/**
+ * Why something waits or failed, in the scheduler's or the cluster's words. A long one (Slurm's
+ * refusal after the provider's backoff, say) shows three lines in a table; pointing at it or
+ * tabbing to it shows it all, and assistive technology reads it all anyway.
+ */
+export function Reason({ text, tone = 'warn' }: { text: string; tone?: 'warn' | 'bad' }) {
+  const long = text.length > 120;
+  return (
+    <span className={`reason reason-clamp${tone === 'bad' ? ' reason-bad' : ''}`} title={long ? text : undefined} tabIndex={long ? 0 : undefined}>
+      {text}
+    </span>
+  );
+}

@@ -102,6 +102,15 @@ describe('a Slurm provider and its agent', () => {
     expect((await poll(ctx.server.url, token)).body.orders).toEqual([]);
   });
 
+  it('a second provider of the same pool and kind launches only for the demand the first does not cover', async () => {
+    const second = await trpc(ctx.server.url, owner.cookie, 'providers.create', { teamId, name: 'cluster-b', kind: 'SLURM', settings: { ...settings, partition: 'gpu-b' } });
+    // Three devices wait; the first provider's two launches are coming: one is left for this one.
+    const first = await poll(ctx.server.url, second.data.token);
+    expect(first.body.orders.filter((o: any) => o.type === 'launch')).toHaveLength(1);
+    expect((await poll(ctx.server.url, second.data.token)).body.orders).toEqual([]);
+    expect((await trpc(ctx.server.url, owner.cookie, 'providers.delete', { teamId, providerId: second.data.id })).data).toEqual({ ok: true });
+  });
+
   it("stops launching when the cluster refuses, saying why in the cluster's words, and backs off", async () => {
     const [a, b] = await ctx.t.db.clusterLaunch.findMany({ where: { providerId }, orderBy: { createdAt: 'asc' } });
     const refused = 'sbatch: error: Batch job submission failed: Invalid partition name specified';

@@ -46,6 +46,23 @@ async function demandDevices(db: Db, teamId: string | null, settings: SlurmSetti
   return row?.devices ?? 0;
 }
 
+/**
+ * Devices that other providers' launches will bring to the same demand: launches not yet over
+ * whose worker has not registered, of providers of the same pool (and, for a team's provider, of
+ * the shared pool's) with the same device kind. Two providers that serve one pool (a100 and h100
+ * partitions, say) would otherwise both launch for the same waiting job.
+ */
+async function othersComingDevices(db: Db, providerId: string, teamId: string | null, settings: SlurmSettings): Promise<number> {
+  const [row] = await rawQuery<{ devices: number }>(db, Prisma.sql`
+    SELECT coalesce(sum(least((p.settings->>'devicesPerWorker')::int, ${settings.devicesPerWorker})), 0)::float8 AS devices
+      FROM "ClusterLaunch" l JOIN "ClusterProvider" p ON p.id = l."providerId"
+     WHERE p.id <> ${providerId} AND (p."teamId" IS NULL OR p."teamId" = ${teamId})
+       AND coalesce(p.settings->>'deviceKind', 'CUDA') = ${settings.deviceKind}
+       AND l.state NOT IN ('ENDED', 'FAILED', 'CANCELLED')
+       AND NOT EXISTS (SELECT 1 FROM "Worker" w WHERE w."tokenId" = l."workerTokenId")`);
+  return row?.devices ?? 0;
+}
+
 async function poll(db: Db, req: IncomingMessage): Promise<PollResponse> {
   const provider = await authenticate(db, req.headers.authorization);
   const parsed = pollRequestSchema.safeParse(await readJson(req, MAX_JSON_BYTES));
@@ -122,7 +139,7 @@ async function poll(db: Db, req: IncomingMessage): Promise<PollResponse> {
         select: { state: true, workerToken: { select: { _count: { select: { workers: true } } } } },
       });
       const wanted = launchesWanted(settings, {
-        demandDevices: await demandDevices(db, provider.teamId, settings),
+        demandDevices: Math.max(0, (await demandDevices(db, provider.teamId, settings)) - (await othersComingDevices(db, provider.id, provider.teamId, settings))),
         coming: live.filter((l) => l.workerToken._count.workers === 0).length,
         live: live.length,
         pending: live.filter((l) => l.state === 'SUBMITTING' || l.state === 'PENDING').length,

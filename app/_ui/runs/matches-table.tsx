@@ -1,6 +1,7 @@
 import Link from 'next/link';
 import type { TeamMatch } from '../../../server/runs/team-matches';
 import { formatDateTime } from '../format';
+import { Reason } from '../components';
 import { formatMetric } from './run-parts';
 
 /** What played a seat: the run's policy, a bot ("bot:scripted"), or a checkpoint's snapshot. */
@@ -83,7 +84,7 @@ export function MatchesTable({ matches, base, showRun, label }: { matches: TeamM
                   'no winner'
                 )}
                 {m.reason ? <span className="cell-sub">{END_WORDS[m.reason] ?? m.reason}</span> : null}
-                {m.error ? <span className="reason reason-bad">{m.error}</span> : null}
+                {m.error ? <Reason text={m.error} tone="bad" /> : null}
               </td>
               <td className="small tabular">
                 {Object.entries(m.rewards)

@@ -1,7 +1,7 @@
 'use client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
-import { ConfirmButton, ErrorNote, Loading, PageTitle, StatusBadge } from '../../../_ui/components';
+import { ConfirmButton, ErrorNote, Loading, PageTitle, Reason, StatusBadge } from '../../../_ui/components';
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
@@ -218,7 +218,7 @@ const queueColumns = (base: string, runs: QueuedRun[]): Column<QueuedRun>[] => [
     cell: (run) => (
       <>
         <RunStateBadge state={run.state} />
-        <span className={run.state === 'QUEUED' || run.state === 'PREEMPTED' ? 'reason' : 'cell-sub'}>{stateLine(run)}</span>
+        {run.state === 'QUEUED' || run.state === 'PREEMPTED' ? <Reason text={stateLine(run)} /> : <span className="cell-sub">{stateLine(run)}</span>}
       </>
     ),
   },
