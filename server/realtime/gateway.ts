@@ -116,6 +116,7 @@ export function attachRealtime(httpServer: HttpServer, db: Db, auth: Auth, pool?
     attempts,
     publish: publishRun,
     relaySample: (jobId, sample) => void io.to(runRoom(jobId)).emit('sample', { jobId, ...sample }),
+    replicas: Boolean(pool),
   });
 
   return {

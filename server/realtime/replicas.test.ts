@@ -43,4 +43,38 @@ describe('two server replicas', () => {
     expect(batch.items[0].message).toHaveLength(20_000);
     socket.close();
   });
+
+  it("a round's pushes for a worker connected to the other replica reach it, all of them, in order", async () => {
+    const owner = await createUserWithTeam(a.url, t.db);
+    const made = await fetch(`${a.url}/api/trpc/workerTokens.create`, {
+      method: 'POST',
+      headers: { cookie: owner.cookie, origin: a.url, 'content-type': 'application/json' },
+      body: JSON.stringify({ json: { teamId: owner.team.id, name: 'replica-test' } }),
+    });
+    const token = ((await made.json()) as any).result.data.json.token as string;
+    const registered = await fetch(`${a.url}/api/workers/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token, name: 'sim', hostname: 'sim-host', backend: 'wasm', version: '0.1.0', devices: [{ index: 0, kind: 'WASM', name: 'wasm', memoryBytes: 1 << 30 }] }),
+    });
+    const worker = (await registered.json()) as { workerId: string; credential: string };
+    // Connected to replica A; replica B's scheduler decides.
+    const socket = connect(`${a.url}/workers`, { path: '/socket.io', transports: ['websocket'], auth: { credential: worker.credential }, reconnection: false });
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', () => resolve());
+      socket.on('connect_error', reject);
+    });
+    const signals: string[] = [];
+    socket.on('signal', (payload: { attemptId: string }) => signals.push(payload.attemptId));
+    const samples: string[] = [];
+    socket.on('sample', (request: { requestId: string }) => samples.push(request.requestId));
+    // A round preempting 2,000 attempts at once, and a sampling request.
+    const sent = Array.from({ length: 2_000 }, (_, i) => `attempt-${i}`);
+    for (const attemptId of sent) b.realtime.signalWorker(worker.workerId, { attemptId, preempt: true });
+    b.realtime.requestSample(worker.workerId, { requestId: 'r1' } as never);
+    await expect.poll(() => signals.length, { timeout: 30_000 }).toBe(2_000);
+    expect(signals).toEqual(sent);
+    await expect.poll(() => samples).toEqual(['r1']);
+    socket.close();
+  });
 });

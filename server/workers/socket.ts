@@ -37,6 +37,8 @@ export interface WorkerSocketDeps {
   publish: Publish;
   /** Sends a worker's sampling answer to the run's watchers. */
   relaySample(jobId: string, sample: RelayedSample): void;
+  /** Other server replicas may hold workers' connections (the PostgreSQL adapter is in place). */
+  replicas: boolean;
 }
 
 /** What the rest of the server sends to connected workers. */
@@ -72,8 +74,23 @@ function acked<T, A extends object>(schema: z.ZodType<T>, failed: string, retry:
 /** The push with its ack: socket.io's typings give a timeout's error argument only to an ack the event map requires. */
 type AckedPush = Socket<WorkerToServerEvents, { [ASSIGNMENT_EVENT](assignment: Assignment, ack: (answer: unknown) => void): void }>;
 
+/**
+ * What one replica hands the others for workers connected elsewhere: an assignment or a signal.
+ * A scheduler round may preempt or place thousands at once; each through the adapter would be its
+ * own NOTIFY (and, the payload large, a row), stalling this replica's event loop for seconds, so
+ * the pushes of one turn of the event loop go as one server-side message instead.
+ */
+type RemotePush =
+  | { workerId: string; event: 'assignment'; assignment: Assignment }
+  | { workerId: string; event: 'signal'; payload: Parameters<WorkerSockets['signalWorker']>[1] }
+  | { workerId: string; event: 'sample'; request: SampleRequest };
+const REMOTE_PUSHES = 'whetstone:worker-pushes';
+interface ReplicaEvents {
+  [REMOTE_PUSHES]: (pushes: RemotePush[]) => void;
+}
+
 /** The worker namespace's events (sdk/worker-protocol.ts) and what each connection carries. */
-export type WorkerNamespace = Namespace<WorkerToServerEvents, ServerToWorkerEvents, Record<string, never>, { workerId: string }>;
+export type WorkerNamespace = Namespace<WorkerToServerEvents, ServerToWorkerEvents, ReplicaEvents, { workerId: string }>;
 
 /** Serves worker daemons on `workers` (the /workers namespace). */
 export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocketDeps): WorkerSockets {
@@ -139,14 +156,37 @@ export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocket
     });
   });
 
-  return {
+  // Pushes for workers not connected here, sent to the other replicas together at the end of
+  // this turn of the event loop; each replica delivers those whose worker it holds.
+  let outbox: RemotePush[] = [];
+  const sendLater = (push: RemotePush) => {
+    // Alone, no other replica holds it: it learns of the change by its next heartbeat.
+    if (!deps.replicas) return;
+    if (outbox.length === 0) setImmediate(flush);
+    outbox.push(push);
+  };
+  const flush = () => {
+    const pushes = outbox;
+    outbox = [];
+    workers.serverSideEmit(REMOTE_PUSHES, pushes);
+  };
+  workers.on(REMOTE_PUSHES, (pushes: RemotePush[]) => {
+    for (const push of pushes) {
+      if (!workers.adapter.rooms.has(`worker:${push.workerId}`)) continue;
+      if (push.event === 'assignment') sockets.pushAssignment(push.workerId, push.assignment);
+      else if (push.event === 'signal') sockets.signalWorker(push.workerId, push.payload);
+      else sockets.requestSample(push.workerId, push.request);
+    }
+  });
+
+  const here = (workerId: string) => workers.adapter.rooms.get(`worker:${workerId}`);
+  const sockets: WorkerSockets = {
     pushAssignment(workerId, assignment) {
       const room = `worker:${workerId}`;
-      const here = workers.adapter.rooms.get(room);
-      // Connected to another replica: through the adapter, without an ack (the worker calls start).
-      if (!here) return void workers.to(room).emit(ASSIGNMENT_EVENT, assignment);
-      // Connected here: straight to its socket (the adapter's every emit is first a NOTIFY), with
-      // the ack that starts the attempt (sdk/worker-protocol.ts, ASSIGNMENT_EVENT).
+      const connected = here(workerId);
+      if (!connected) return sendLater({ workerId, event: 'assignment', assignment });
+      // Connected here: straight to its socket, with the ack that starts the attempt
+      // (sdk/worker-protocol.ts, ASSIGNMENT_EVENT).
       const fence = { attemptId: assignment.attemptId, fencingToken: assignment.fencingToken };
       const started = (error: unknown, answer: unknown) => {
         if (error || !assignmentAckSchema.safeParse(answer).success) return; // then heartbeats list it until started
@@ -156,9 +196,16 @@ export function attachWorkerSockets(workers: WorkerNamespace, deps: WorkerSocket
           } else if (!(refused instanceof Refusal)) console.error('[realtime] start by ack not recorded:', (refused as Error).message);
         });
       };
-      for (const id of here) (workers.sockets.get(id) as AckedPush | undefined)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
+      for (const id of connected) (workers.sockets.get(id) as AckedPush | undefined)?.timeout(ASSIGNMENT_ACK_TIMEOUT_MS).emit(ASSIGNMENT_EVENT, assignment, started);
     },
-    signalWorker: (workerId, payload) => void workers.to(`worker:${workerId}`).emit('signal', payload),
-    requestSample: (workerId, request) => void workers.to(`worker:${workerId}`).emit('sample', request),
+    signalWorker(workerId, payload) {
+      if (!here(workerId)) return sendLater({ workerId, event: 'signal', payload });
+      workers.local.to(`worker:${workerId}`).emit('signal', payload);
+    },
+    requestSample(workerId, request) {
+      if (!here(workerId)) return sendLater({ workerId, event: 'sample', request });
+      workers.local.to(`worker:${workerId}`).emit('sample', request);
+    },
   };
+  return sockets;
 }
