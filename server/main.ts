@@ -223,7 +223,7 @@ async function main(): Promise<void> {
   const realtimePool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   realtimePool.on('error', () => {});
   const realtime = attachRealtime(httpServer, db, auth, realtimePool);
-  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(realtime), log);
+  const scheduler = new SchedulerLoop(databaseUrl, schedulerEvents(realtime), log);
   services = { db, dryRuns, play, realtime, realtimePool, scheduler };
 
   try {

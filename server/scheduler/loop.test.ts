@@ -351,8 +351,8 @@ describe('scheduler loop and worker protocol', () => {
 
   it('exactly one of two schedulers leads, and the other takes over when it stops', async () => {
     const events = { assigned: () => {}, signal: () => {}, jobChanged: () => {} };
-    const a = new SchedulerLoop(t.db, t.url, events, () => {}, 100);
-    const b = new SchedulerLoop(t.db, t.url, events, () => {}, 100);
+    const a = new SchedulerLoop(t.url, events, () => {}, 100);
+    const b = new SchedulerLoop(t.url, events, () => {}, 100);
     // The test server's own loop leads already; stop it so these two compete.
     await server.scheduler!.stop();
     await a.start();

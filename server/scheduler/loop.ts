@@ -3,7 +3,7 @@ import { type Db, rawQuery } from '../db/client';
 import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
 import { planRound } from './plan-round';
-import { PlanThread, type ThreadPlan } from './plan-thread';
+import { RoundThread } from './round-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
@@ -234,7 +234,7 @@ async function withProviderNotes(db: Db, decisions: Plan, queued: PlanQueuedJob[
   return { ...decisions, waiting };
 }
 
-/** One round: housekeeping (unless the loop ran it within the last second), plan, apply. */
+/** One round on the calling thread (tests and tools; the loop's run on its round thread). */
 export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Date(), opts: RoundOptions = {}): Promise<{ placed: number; preempted: number }> {
   const { placed, preempted } = await runRound(db, events, now, opts);
   return { placed, preempted };
@@ -243,23 +243,20 @@ export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Da
 interface RoundOptions {
   housekeeping?: boolean;
   log?: (line: string) => void;
-  /** Plans the round (the loop's: on its thread); by default here, on the event loop. */
-  planner?: (input: PlanInput) => Promise<ThreadPlan>;
 }
 
-/** Plans on the calling thread (scheduleOnce, for tests and tools). */
-async function planHere(input: PlanInput): Promise<ThreadPlan> {
-  const { plan, read } = planRound(input);
-  return { plan, read: read.map((job) => job.id) };
-}
-
-async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions) {
+/**
+ * One round: housekeeping (unless the loop ran it within the last second), read, plan, apply.
+ * The loop runs it on its round thread (round-thread.ts); scheduleOnce, for tests and tools, here.
+ */
+export async function runRound(db: Db, events: SchedulerEvents, now: Date, opts: RoundOptions = {}) {
   if (opts.housekeeping ?? true) await expireStale(db, now, events);
   const read = await loadRound(db, now);
   // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
   // others read are past the window as those the query left out.
-  const { plan: planFromThread, read: planned } = await (opts.planner ?? planHere)(read.input);
-  const decisions = await withProviderNotes(db, planFromThread, read.input.queued);
+  const { plan, read: plannedJobs } = planRound(read.input);
+  const planned = plannedJobs.map((job) => job.id);
+  const decisions = await withProviderNotes(db, plan, read.input.queued);
   const waitingReasons = new Map(planned.map((id) => [id, read.waitingReasons.get(id) ?? null]));
   const waitingCodes = new Map(planned.map((id) => [id, read.waitingCodes?.get(id) ?? null]));
   const beyondWindow = read.beyondWindow || planned.length < read.input.queued.length;
@@ -276,22 +273,23 @@ export class SchedulerLoop {
   private again = false;
   private stopped = false;
   private housekeptAt = 0;
-  /** Rounds are planned here, off the event loop. */
-  private readonly planner = new PlanThread();
+  /** Rounds run here, off the event loop. */
+  private readonly rounds: RoundThread;
   /** When the last round started, and how many jobs it left waiting. */
   private lastRound = { at: 0, waiting: 0 };
   isLeader = false;
 
   constructor(
-    private readonly db: Db,
     private readonly databaseUrl: string,
     private readonly events: SchedulerEvents,
     private readonly log: (line: string) => void = () => {},
     private readonly tickMs = TICK_MS,
-  ) {}
+  ) {
+    this.rounds = new RoundThread(databaseUrl, events, log);
+  }
 
   async start(): Promise<void> {
-    this.planner.start();
+    this.rounds.start();
     this.timer = setInterval(() => void this.tick(), this.tickMs);
     await this.tick();
   }
@@ -358,7 +356,7 @@ export class SchedulerLoop {
         const now = new Date();
         const housekeeping = now.getTime() - this.housekeptAt >= Math.min(HOUSEKEEPING_MS, this.tickMs);
         if (housekeeping) this.housekeptAt = now.getTime();
-        const { waiting } = await runRound(this.db, this.events, now, { housekeeping, log: this.log, planner: (input) => this.planner.plan(input) });
+        const { waiting } = await this.rounds.round(now, housekeeping);
         this.lastRound = { at: now.getTime(), waiting };
       } while (this.again && this.isLeader && !this.stopped);
     } catch (error) {
@@ -376,6 +374,6 @@ export class SchedulerLoop {
     this.client = null;
     this.isLeader = false;
     await client?.end().catch(() => {});
-    await this.planner.stop();
+    await this.rounds.stop();
   }
 }

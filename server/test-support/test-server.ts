@@ -49,7 +49,7 @@ export async function startTestServer(
     hub: opts.hub ?? { endpoint: 'http://127.0.0.1:1' },
   };
   listener = createRequestListener(deps, () => opts.next ?? null);
-  const scheduler = opts.databaseUrl ? new SchedulerLoop(db, opts.databaseUrl, schedulerEvents(realtime), () => {}, opts.tickMs ?? 200) : null;
+  const scheduler = opts.databaseUrl ? new SchedulerLoop(opts.databaseUrl, schedulerEvents(realtime), () => {}, opts.tickMs ?? 200) : null;
   await scheduler?.start();
   return {
     url,

@@ -33,8 +33,10 @@ export interface Proc {
 const started: Proc[] = [];
 const dirs: string[] = [];
 
+// PROC_NODE_ARGS: Node options for the processes started here, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+// to profile the server under a benchmark (NODE_OPTIONS refuses --cpu-prof).
 function spawnProc(name: string, script: string, args: string[], env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...(process.env.PROC_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', script, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     hub: { endpoint: 'http://127.0.0.1:1' },
   };
   listener = createRequestListener(deps, () => null);
-  const scheduler = new SchedulerLoop(db, databaseUrl, schedulerEvents(realtime), log);
+  const scheduler = new SchedulerLoop(databaseUrl, schedulerEvents(realtime), log);
   await scheduler.start();
   log(`listening on ${url} (lease ${LEASE_SECONDS} s)`);
   const stop = async () => {
