@@ -1,9 +1,8 @@
 import pg from 'pg';
 import { type Db, rawQuery } from '../db/client';
-import type { Assignment } from '../../sdk/worker-protocol';
 import { Prisma } from '../db/generated/prisma/client';
 import { planRound } from './plan-round';
-import { RoundThread } from './round-thread';
+import { RoundThread, type SchedulerEvents } from './round-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
 import { BUSY_ROUND_MS, HOUSEKEEPING_MS, PREEMPT_GRACE_SECONDS, TICK_MS, WORKER_ONLINE_WINDOW_MS } from './timing';
@@ -20,14 +19,7 @@ const LEADER_LOCK_KEY = 7_424_002;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-export interface SchedulerEvents {
-  /** A job was placed on a worker: push the assignment (the worker also polls). */
-  assigned(workerId: string, assignment: Assignment): void;
-  /** Ask a worker to stop an attempt: preempt (checkpoint first) or cancel. */
-  signal(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
-  /** A job changed state: for live job lists. */
-  jobChanged(teamId: string, jobId: string): void;
-}
+export type { SchedulerEvents } from './round-thread';
 
 /** What a round reads: the planner's input, and the waiting reasons the queued jobs show now. */
 export interface RoundInput {

@@ -9,7 +9,17 @@
  * the round it owed fails, and the loop's next round runs again.
  */
 import { Worker } from 'node:worker_threads';
-import type { SchedulerEvents } from './loop';
+import type { Assignment } from '../../sdk/worker-protocol';
+
+/** What a round tells the server to do on its sockets. */
+export interface SchedulerEvents {
+  /** A job was placed on a worker: push the assignment (the worker also polls). */
+  assigned(workerId: string, assignment: Assignment): void;
+  /** Ask a worker to stop an attempt: preempt (checkpoint first) or cancel. */
+  signal(workerId: string, payload: { attemptId: string; preempt?: boolean; cancel?: boolean }): void;
+  /** A job changed state: for live job lists. */
+  jobChanged(teamId: string, jobId: string): void;
+}
 
 const WORKER_URL = new URL('./round-worker.ts', import.meta.url).href;
 
