@@ -20,7 +20,7 @@ export function WorkerActions({ teamId, worker }: { teamId: string; worker: { id
   if (worker.pool !== 'team' && !isInstallationAdmin) return <span className="muted small">installation admins manage shared workers</span>;
   return (
     <>
-      {worker.state !== 'DRAINING' ? (
+      {worker.state === 'OFFLINE' ? null : worker.state !== 'DRAINING' ? (
         <ConfirmButton
           label="Drain"
           accessibleName={`Drain ${worker.name}`}

@@ -147,35 +147,44 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
   const { workers, jobs } = useWorkers(teamId, fast);
   if (workers.isPending) return <Loading label="Loading workers…" />;
   if (workers.isLoadingError) return <ErrorNote error={workers.error} />;
-  if (workers.data.length === 0) {
-    return (
-      <EmptyState title="No worker can run this team’s jobs">
-        {atLeast(team.role, 'ADMIN') ? (
-          <>
-            Register one: create a token on the <Link href={`${base}/workers`}>Workers</Link> page and start a worker daemon with it.
-          </>
-        ) : (
-          'Ask an admin to register a worker; jobs wait in the queue until one is online.'
-        )}
-      </EmptyState>
-    );
-  }
+  // Workers that left (a Slurm worker idle-exits, a laptop sleeps) are kept for their history but
+  // folded away: a cluster provider's launches would otherwise fill the table with them.
+  const away = workers.data.filter(isAway);
+  const present = workers.data.filter((w) => !isAway(w));
+  const columns = [
+    ...workerColumns(base, team.name, jobs.data ?? []),
+    // Admins drain or revoke a worker from here (as on the Workers page).
+    ...(atLeast(team.role, 'ADMIN') ? [{ header: 'Actions', className: 'row-actions', cell: (w: Worker) => <WorkerActions teamId={teamId} worker={w} /> }] : []),
+  ];
   return (
     <>
       <ErrorNote error={jobs.error} />
-      <DataTable
-        label="Workers"
-        rows={workers.data}
-        rowKey={(w) => w.id}
-        columns={[
-          ...workerColumns(base, team.name, jobs.data ?? []),
-          // Admins drain or revoke a worker from here (as on the Workers page).
-          ...(atLeast(team.role, 'ADMIN') ? [{ header: 'Actions', className: 'row-actions', cell: (w: Worker) => <WorkerActions teamId={teamId} worker={w} /> }] : []),
-        ]}
-      />
+      {present.length === 0 ? (
+        <EmptyState title="No worker can run this team’s jobs">
+          {atLeast(team.role, 'ADMIN') ? (
+            <>
+              Register one: create a token on the <Link href={`${base}/workers`}>Workers</Link> page and start a worker daemon with it, or let a cluster provider
+              below start workers when jobs wait.
+            </>
+          ) : (
+            'Ask an admin to register a worker; jobs wait in the queue until one is online.'
+          )}
+        </EmptyState>
+      ) : (
+        <DataTable label="Workers" rows={present} rowKey={(w) => w.id} columns={columns} />
+      )}
+      {away.length > 0 ? (
+        <details className="away-workers">
+          <summary>Offline workers ({away.length})</summary>
+          <DataTable label="Offline workers" rows={away} rowKey={(w) => w.id} columns={columns} />
+        </details>
+      ) : null}
     </>
   );
 }
+
+/** Gone quiet or marked offline: not taking work now. */
+const isAway = (w: Worker) => w.state === 'OFFLINE' || (w.state === 'ONLINE' && !w.online);
 
 type QueuedRun = NonNullable<ReturnType<typeof useQueue>['data']>['runs'][number];
 type Worker = NonNullable<ReturnType<typeof useWorkers>['workers']['data']>[number];
