@@ -20,10 +20,17 @@ export async function providerNotes(db: Db, now = new Date()): Promise<Map<strin
     const maxWorkers = (p.settings as { maxWorkers?: number }).maxWorkers;
     let state: string;
     if (p.backoffUntil && p.backoffUntil > now && p.lastError) state = `launches stopped until ${p.backoffUntil.toISOString().slice(11, 19)} UTC: ${p.lastError}`;
-    else if (pending.length > 0) {
+    else if (pending.length > 0 || starting.length > 0) {
+      // Both, when some have started and others wait in Slurm's queue: "2 workers starting, 1 worker pending (Resources)".
       const reasons = [...new Set(pending.map((l) => l.reason).filter((r): r is string => !!r && r !== 'None'))];
-      state = `${pending.length} worker${pending.length === 1 ? '' : 's'} pending${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}`;
-    } else if (starting.length > 0) state = `${starting.length} worker${starting.length === 1 ? '' : 's'} starting`;
+      const workers = (n: number) => `${n} worker${n === 1 ? '' : 's'}`;
+      state = [
+        starting.length > 0 ? `${workers(starting.length)} starting` : null,
+        pending.length > 0 ? `${workers(pending.length)} pending${reasons.length > 0 ? ` (${reasons.join(', ')})` : ''}` : null,
+      ]
+        .filter(Boolean)
+        .join(', ');
+    }
     else if (maxWorkers !== undefined && p.launches.length >= maxWorkers) state = `at its limit of ${maxWorkers} workers`;
     else state = 'no launch under way';
     const note = `waiting for Slurm (${p.name}): ${state}`;
