@@ -1,10 +1,21 @@
 // The round thread (round-thread.ts starts it by path): runs each round it is asked for, with a
 // database pool of its own, and posts the round's events back in batches for the server's
 // sockets, then the round's summary.
+import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from '../db/client';
 import { runRound, type SchedulerEvents } from './loop';
 import type { RoundEvent, RoundMessage, RoundRequest } from './round-thread';
+
+// The round yields the CPU to the server's event loop: on Linux a nice value is a thread's own
+// (setpriority on the calling thread), so this lowers the round's thread only, and the API,
+// socket.io and the worker protocol keep their latency while a large round competes for the cores.
+// Where it cannot be set (another OS's semantics, a sandbox), the round runs at the same priority.
+try {
+  os.setPriority(0, 10);
+} catch {
+  // as the comment says
+}
 
 const port = parentPort!;
 const post = (message: RoundMessage) => port.postMessage(message);
