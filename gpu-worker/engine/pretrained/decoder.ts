@@ -11,9 +11,11 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { CheckpointError } from '../errors';
-import { recordingGradients } from '../kernels';
+import { nativeRotaryAttention } from '../attention';
+import { recordingGradients, useFusedKernels } from '../kernels';
+import { nativeKernels } from '../native';
 import { type NamedTensor } from '../safetensors';
-import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenLinear2d } from '../ops';
+import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenLinear2d, frozenLinearT2d } from '../ops';
 import { type Adapter, type ForwardOptions, type ForwardResult, type KvCache, type LanguageModel, adapterTrainables, expandLoraTargets, mergedTensors } from '../model';
 import { type DecoderConfig } from './hf-config';
 import { readHfFolder } from './hf-folder';
@@ -295,7 +297,10 @@ export class PretrainedDecoder implements LanguageModel {
     // differentiates through it (variableGrads is given the trainable variables).
     let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
     const { cos, sin } = rotaryTables(this.invFreq, opts.positions ?? [Array.from({ length: Tn }, (_, i) => past + i)]);
-    const bias = attentionBias(B, Tn, past, opts.keyMask);
+    let bias: tf.Tensor4D | undefined;
+    // Training and recomputation (no cache to read or return, no padded keys) run attention as one
+    // native kernel each way, rotation included, where the native kernels are active.
+    const nativeAttention = useFusedKernels() && nativeKernels() !== null && !opts.cache && !opts.returnCache && !opts.keyMask && hd % 2 === 0;
     const scale = 1 / Math.sqrt(hd);
     const keys: tf.Tensor4D[] = [];
     const values: tf.Tensor4D[] = [];
@@ -310,19 +315,24 @@ export class PretrainedDecoder implements LanguageModel {
         q = this.rmsNorm(q.reshape([N * H, hd]), `${p}.self_attn.q_norm.weight`);
         k = this.rmsNorm(k.reshape([N * Hkv, hd]), `${p}.self_attn.k_norm.weight`);
       }
-      let kh = applyRotary(k.reshape([B, Tn, Hkv, hd]), cos, sin);
-      let vh = v.reshape([B, Tn, Hkv, hd]) as tf.Tensor4D;
-      if (opts.cache) {
-        kh = tf.concat([opts.cache.keys[l], kh], 1);
-        vh = tf.concat([opts.cache.values[l], vh], 1);
+      let y: tf.Tensor2D;
+      if (nativeAttention) y = nativeRotaryAttention(q.reshape([N, H * hd]), k.reshape([N, Hkv * hd]), v, cos, sin, B, Tn, H);
+      else {
+        let kh = applyRotary(k.reshape([B, Tn, Hkv, hd]), cos, sin);
+        let vh = v.reshape([B, Tn, Hkv, hd]) as tf.Tensor4D;
+        if (opts.cache) {
+          kh = tf.concat([opts.cache.keys[l], kh], 1);
+          vh = tf.concat([opts.cache.values[l], vh], 1);
+        }
+        if (opts.returnCache) {
+          keys.push(kh);
+          values.push(vh);
+        }
+        const qh = applyRotary(q.mul(scale).reshape([B, Tn, H, hd]), cos, sin);
+        bias ??= attentionBias(B, Tn, past, opts.keyMask);
+        const att = tf.softmax(attentionScores(qh, repeatKvHeads(kh, H)).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
+        y = attentionMix(att, repeatKvHeads(vh, H)).reshape([N, H * hd]) as tf.Tensor2D;
       }
-      if (opts.returnCache) {
-        keys.push(kh);
-        values.push(vh);
-      }
-      const qh = applyRotary(q.mul(scale).reshape([B, Tn, H, hd]), cos, sin);
-      const att = tf.softmax(attentionScores(qh, repeatKvHeads(kh, H)).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
-      const y = attentionMix(att, repeatKvHeads(vh, H)).reshape([N, H * hd]) as tf.Tensor2D;
       x = x.add(this.linear(y, `${p}.self_attn.o_proj`));
       const h2 = this.rmsNorm(x, `${p}.post_attention_layernorm.weight`);
       const gate = this.linear(h2, `${p}.mlp.gate_proj`);
@@ -335,8 +345,8 @@ export class PretrainedDecoder implements LanguageModel {
     let logits: tf.Tensor2D;
     if (opts.head) logits = matMul2d(hf, opts.head);
     else if (this.adapters.size === 0) logits = matMul2d(hf, this.headWeights());
-    // A frozen head (under LoRA): a tied one's backward multiplies by the embedding table itself.
-    else if (c.tiedEmbeddings) logits = frozenLinear2d(hf, this.headWeights(), undefined, () => this.p('model.embed_tokens.weight') as tf.Tensor2D);
+    // A frozen head (under LoRA): a tied one is the token table read transposed, its backward a product with the table itself.
+    else if (c.tiedEmbeddings) logits = frozenLinearT2d(hf, this.p('model.embed_tokens.weight') as tf.Tensor2D);
     else logits = frozenLinear2d(hf, this.p('lm_head.weight') as tf.Tensor2D);
     const result: ForwardResult = { logits };
     if (this.hasValueHead) {
