@@ -15,7 +15,7 @@ import { nativeRotaryAttention } from '../attention';
 import { recordingGradients, useFusedKernels } from '../kernels';
 import { nativeKernels } from '../native';
 import { type NamedTensor } from '../safetensors';
-import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenLinear2d, frozenLinearT2d } from '../ops';
+import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenEmbed, frozenLinear2d, frozenLinearT2d, loraLinear2d } from '../ops';
 import { type Adapter, type ForwardOptions, type ForwardResult, type KvCache, type LanguageModel, adapterTrainables, expandLoraTargets, mergedTensors } from '../model';
 import { type DecoderConfig } from './hf-config';
 import { readHfFolder } from './hf-folder';
@@ -255,10 +255,9 @@ export class PretrainedDecoder implements LanguageModel {
     const w = this.p(`${name}.weight`) as tf.Tensor2D;
     const b = this.params.get(`${name}.bias`);
     // Under LoRA the base is frozen (trainableVariables): no gradient for w or b.
-    let y = this.adapters.size > 0 ? frozenLinear2d(x, w, b as tf.Tensor1D | undefined) : b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
     const ad = this.adapters.get(name);
-    if (ad) y = y.add(matMul2d(matMul2d(x, ad.a as tf.Tensor2D), ad.b as tf.Tensor2D).mul(ad.scale));
-    return y;
+    if (ad) return loraLinear2d(x, w, b as tf.Tensor1D | undefined, ad.a as tf.Tensor2D, ad.b as tf.Tensor2D, ad.scale);
+    return this.adapters.size > 0 ? frozenLinear2d(x, w, b as tf.Tensor1D | undefined) : b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
   }
 
   /** RMSNorm over the last axis of [n, k]: x / √(mean x² + ε) · g. */
@@ -293,9 +292,9 @@ export class PretrainedDecoder implements LanguageModel {
     const ids = tf.tensor1d(tokens.flat(), 'int32');
     const table = this.p('model.embed_tokens.weight') as tf.Tensor2D;
     // gather is cheap without a gradient; ops.ts's embed (a one-hot product: gather has no gradient
-    // kernel on wasm) only when the table itself trains. Under LoRA it does not, and the tape never
-    // differentiates through it (variableGrads is given the trainable variables).
-    let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
+    // kernel on wasm) only when the table itself trains. Under LoRA it does not (frozenEmbed: the
+    // tape keeps no copy of it).
+    let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : frozenEmbed(table, ids);
     const { cos, sin } = rotaryTables(this.invFreq, opts.positions ?? [Array.from({ length: Tn }, (_, i) => past + i)]);
     let bias: tf.Tensor4D | undefined;
     // Training and recomputation (no cache to read or return, no padded keys) run attention as one
