@@ -12,6 +12,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { CheckpointError } from '../errors';
 import { nativeRotaryAttention } from '../attention';
+import { nativeDecoderOpsAvailable, nativeRmsNorm, nativeSwiglu } from '../fused';
 import { recordingGradients, useFusedKernels } from '../kernels';
 import { nativeKernels } from '../native';
 import { type NamedTensor } from '../safetensors';
@@ -263,6 +264,7 @@ export class PretrainedDecoder implements LanguageModel {
   /** RMSNorm over the last axis of [n, k]: x / √(mean x² + ε) · g. */
   private rmsNorm(x: tf.Tensor2D, name: string): tf.Tensor2D {
     const g = this.p(name);
+    if (useFusedKernels() && nativeDecoderOpsAvailable()) return nativeRmsNorm(x, g as tf.Tensor1D, this.config.rmsNormEps);
     return x.mul(tf.rsqrt(x.square().mean(-1, true).add(this.config.rmsNormEps))).mul(g) as tf.Tensor2D;
   }
 
@@ -336,7 +338,8 @@ export class PretrainedDecoder implements LanguageModel {
       const h2 = this.rmsNorm(x, `${p}.post_attention_layernorm.weight`);
       const gate = this.linear(h2, `${p}.mlp.gate_proj`);
       const up = this.linear(h2, `${p}.mlp.up_proj`);
-      x = x.add(this.linear(gate.mul(tf.sigmoid(gate)).mul(up) as tf.Tensor2D, `${p}.mlp.down_proj`));
+      const act = useFusedKernels() && nativeDecoderOpsAvailable() ? nativeSwiglu(gate, up) : (gate.mul(tf.sigmoid(gate)).mul(up) as tf.Tensor2D);
+      x = x.add(this.linear(act, `${p}.mlp.down_proj`));
     }
     let hf = this.rmsNorm(x, 'model.norm.weight');
     const d = c.hiddenSize;

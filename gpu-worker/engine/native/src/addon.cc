@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -244,6 +245,81 @@ napi_value RotaryAttentionBackward(napi_env env, napi_callback_info info) {
     need(dk_len, d.B * d.T * d.Hkv * d.hd, "dk");
     need(dv_len, d.B * d.T * d.Hkv * d.hd, "dv");
     if (d.B > 0 && d.T > 0 && d.H > 0) rotary_attention_backward(q, k, v, cos, sin, P, dy, dq, dk, dv, d, pool().size());
+    return nullptr;
+  });
+}
+
+// rmsNormForward(x, gain, y, rstd, n, d, eps)
+napi_value RmsNormForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 7);
+    size_t x_len, g_len, y_len, r_len;
+    const float* x = f32(env, argv[0], "x", &x_len);
+    const float* gain = f32(env, argv[1], "gain", &g_len);
+    float* y = f32(env, argv[2], "y", &y_len);
+    float* rstd = f32(env, argv[3], "rstd", &r_len);
+    const int64_t n = integer(env, argv[4], "n"), d = integer(env, argv[5], "d");
+    const float eps = number(env, argv[6], "eps");
+    need(x_len, n * d, "x");
+    need(g_len, d, "gain");
+    need(y_len, n * d, "y");
+    need(r_len, n, "rstd");
+    rms_norm_forward(x, gain, y, rstd, n, d, eps, pool().size());
+    return nullptr;
+  });
+}
+
+// rmsNormBackward(dy, x, rstd, gain, dx, dgain, n, d)
+napi_value RmsNormBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 8);
+    size_t dy_len, x_len, r_len, g_len, dx_len, dg_len;
+    const float* dy = f32(env, argv[0], "dy", &dy_len);
+    const float* x = f32(env, argv[1], "x", &x_len);
+    const float* rstd = f32(env, argv[2], "rstd", &r_len);
+    const float* gain = f32(env, argv[3], "gain", &g_len);
+    float* dx = f32(env, argv[4], "dx", &dx_len);
+    float* dgain = f32(env, argv[5], "dgain", &dg_len);
+    const int64_t n = integer(env, argv[6], "n"), d = integer(env, argv[7], "d");
+    need(dy_len, n * d, "dy");
+    need(x_len, n * d, "x");
+    need(r_len, n, "rstd");
+    need(g_len, d, "gain");
+    need(dx_len, n * d, "dx");
+    need(dg_len, d, "dgain");
+    rms_norm_backward(dy, x, rstd, gain, dx, dgain, n, d, pool().size());
+    return nullptr;
+  });
+}
+
+// swigluForward(gate, up, z)
+napi_value SwigluForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 3);
+    size_t n, up_len, z_len;
+    const float* gate = f32(env, argv[0], "gate", &n);
+    const float* up = f32(env, argv[1], "up", &up_len);
+    float* z = f32(env, argv[2], "z", &z_len);
+    need(up_len, static_cast<int64_t>(n), "up");
+    need(z_len, static_cast<int64_t>(n), "z");
+    swiglu_forward(gate, up, z, static_cast<int64_t>(n), pool().size());
+    return nullptr;
+  });
+}
+
+// swigluBackward(dz, gate, up, dgate, dup)
+napi_value SwigluBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 5);
+    size_t n, dz_len, up_len, dg_len, du_len;
+    const float* dz = f32(env, argv[0], "dz", &dz_len);
+    const float* gate = f32(env, argv[1], "gate", &n);
+    const float* up = f32(env, argv[2], "up", &up_len);
+    float* dgate = f32(env, argv[3], "dgate", &dg_len);
+    float* dup = f32(env, argv[4], "dup", &du_len);
+    for (auto [len, name] : {std::pair<size_t, const char*>{dz_len, "dz"}, {up_len, "up"}, {dg_len, "dgate"}, {du_len, "dup"}})
+      need(len, static_cast<int64_t>(n), name);
+    swiglu_backward(dz, gate, up, dgate, dup, static_cast<int64_t>(n), pool().size());
     return nullptr;
   });
 }
@@ -489,6 +565,10 @@ napi_value Init(napi_env env, napi_value exports) {
       {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"rotaryAttentionForward", nullptr, RotaryAttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"rotaryAttentionBackward", nullptr, RotaryAttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsNormForward", nullptr, RmsNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsNormBackward", nullptr, RmsNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swigluForward", nullptr, SwigluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swigluBackward", nullptr, SwigluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"decodeStep", nullptr, DecodeStep, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormForward", nullptr, LayerNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormBackward", nullptr, LayerNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
