@@ -301,6 +301,8 @@ void gemv_row(const float* a, const float* b, float* c, const GemmArgs& g) {
 constexpr int64_t kSkinny = 16;
 
 typedef float v16 __attribute__((vector_size(64)));
+// Loads through this type are unaligned (the scratch is a std::vector's memory).
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
 
 WHETSTONE_CLONES void gemm_skinny(const float* a, const float* b, float* c, const GemmArgs& g) {
   const int64_t M = g.m, N = g.n, K = g.k;
@@ -318,7 +320,7 @@ WHETSTONE_CLONES void gemm_skinny(const float* a, const float* b, float* c, cons
       v16 acc = init;
       for (int64_t p = 0; p < K; p++) {
         const float aip = g.trans_a ? a[p * M + i] : a[i * K + p];
-        acc += aip * *reinterpret_cast<const v16*>(bt.data() + p * kSkinny);
+        acc += aip * *reinterpret_cast<const v16u*>(bt.data() + p * kSkinny);
       }
       float* ci = c + i * N;
       for (int64_t j = 0; j < N; j++) ci[j] = g.relu && acc[j] < 0.f ? 0.f : acc[j];
