@@ -14,7 +14,7 @@ import { CharTokenizer } from '../gpu-worker/engine/tokenizer';
 import { emit, timeMs } from './engine-measure';
 
 /** SmolLM2-135M's config.json, the fields that shape the model. */
-const SMOLLM2_135M = {
+export const SMOLLM2_135M = {
   model_type: 'llama',
   hidden_size: 576,
   intermediate_size: 1536,
@@ -29,7 +29,7 @@ const SMOLLM2_135M = {
 };
 
 /** Random weights in the engine's layout (projections [in, out]): N(0, 0.02), norms at 1. */
-function randomDecoder(c: DecoderConfig, contextLength: number): PretrainedDecoder {
+export function randomDecoder(c: DecoderConfig, contextLength: number): PretrainedDecoder {
   const weights = new Map<string, tf.Tensor>();
   let seed = 1;
   for (const [name, shape] of expectedTensors(c)) {

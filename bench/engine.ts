@@ -63,7 +63,11 @@ function torchFigures(): Map<string, number> | null {
   return figures;
 }
 const onCpu = report.backend === 'wasm' || report.backend === 'cpu' || report.backend === 'tensorflow';
-const torchBefore = onCpu ? torchFigures() : null;
+// BENCH_ONLY=pretrained: the roof, then only the pretrained lines (a minute instead of several;
+// PyTorch is skipped, so the roof is ours alone).
+const only = process.env.BENCH_ONLY;
+if (only !== undefined && only !== 'pretrained') throw new Error(`BENCH_ONLY=${only}: only "pretrained" is known`);
+const torchBefore = onCpu && !only ? torchFigures() : null;
 
 const roof = await bestMatmulGflops();
 emit('matmul_gflops', roof.gflops, 'GFLOP/s', { ...backend, shape: roof.shape });
@@ -73,6 +77,10 @@ emit('gemm_1024_gflops', gemm1024.gflops, 'GFLOP/s', backend);
 const torchGemm = torchBefore?.get('torch_gemm_1024_gflops') ?? 0;
 const machineGemm = Math.max(gemm1024.gflops, roof.gflops, torchGemm);
 emit('machine_gemm_gflops', machineGemm, 'GFLOP/s', { ...backend, from: machineGemm === torchGemm ? 'torch' : 'whetstone' });
+if (only === 'pretrained') {
+  await pretrainedFigures(machineGemm, backend);
+  process.exit(0);
+}
 
 async function trainThroughput(name: string, cfg: { layers: number; width: number; heads: number; contextLength: number }, batch: number, steps: number) {
   const model = new GPT({ vocabSize: tok.vocabSize, ...cfg });

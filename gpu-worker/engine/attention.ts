@@ -251,6 +251,71 @@ export function simdCausalSelfAttention(qkv: tf.Tensor2D, B: number, T: number, 
   return op(qkv);
 }
 
+type RotaryDims = { B: number; T: number; H: number; Hkv: number; hd: number; R: number; scale: number };
+
+const rotaryDimsOf = (a: Record<string, unknown>) => a as unknown as RotaryDims;
+
+/** Native (native/src/rotary_attention.cc): q, k, v, cos, sin → P [B·H, T, Tp] and y [B·T, H·hd]. */
+const NATIVE_ROTARY_FORWARD = defineJsKernel({
+  name: 'WhetstoneNativeRotaryForward',
+  outputShapes: (_s, a) => {
+    const { B, T, H, hd } = rotaryDimsOf(a);
+    return [[B * H, T, paddedKeys(T)], [B * T, H * hd]];
+  },
+  compute([q, k, v, cos, sin], [P, y], _s, a) {
+    const { B, T, H, Hkv, hd, R, scale } = rotaryDimsOf(a);
+    nativeKernels()!.rotaryAttentionForward(q as Float32Array, k as Float32Array, v as Float32Array, cos as Float32Array, sin as Float32Array, P, y, B, T, H, Hkv, hd, paddedKeys(T), R, scale);
+  },
+});
+
+/** Native: q, k, v, cos, sin, P, dy → dq, dk, dv (before the rotation). */
+const NATIVE_ROTARY_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeRotaryBackward',
+  outputShapes: (_s, a) => {
+    const { B, T, H, Hkv, hd } = rotaryDimsOf(a);
+    return [[B * T, H * hd], [B * T, Hkv * hd], [B * T, Hkv * hd]];
+  },
+  compute([q, k, v, cos, sin, P, dy], [dq, dk, dv], _s, a) {
+    const { B, T, H, Hkv, hd, R, scale } = rotaryDimsOf(a);
+    const f = (x: ArrayLike<number>) => x as Float32Array;
+    nativeKernels()!.rotaryAttentionBackward(f(q), f(k), f(v), f(cos), f(sin), f(P), f(dy), dq, dk, dv, B, T, H, Hkv, hd, paddedKeys(T), R, scale);
+  },
+});
+
+/**
+ * Causal grouped-query attention with rotary positions, as the pretrained decoders compute it
+ * (pretrained/decoder.ts): q [B·T, H·hd], k and v [B·T, Hkv·hd] straight from their projections
+ * (unscaled, unrotated), rotation tables cos and sin [R, T, 1, hd/2] (R = 1 or B) → y [B·T, H·hd].
+ * One native kernel forward and one backward, which rotate q and k themselves and read key/value
+ * head h / (H / Hkv) for query head h: in place of, per layer, the rotations' slices, products and
+ * concatenations, the repeated keys and values, the depthwise products with their transposes, the
+ * bias and the softmax, and all of their gradients. Only with the native kernels
+ * (`nativeKernels()`), for sequences with no KV cache and no padded keys (training, recompute).
+ */
+export function nativeRotaryAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, cos: tf.Tensor4D, sin: tf.Tensor4D, B: number, T: number, H: number): tf.Tensor2D {
+  const hd = q.shape[1] / H;
+  const dims: RotaryDims = { B, T, H, Hkv: k.shape[1] / hd, hd, R: cos.shape[0], scale: 1 / Math.sqrt(hd) };
+  if (!recordingGradients()) {
+    const [P, y] = runJsKernel(NATIVE_ROTARY_FORWARD, [q, k, v, cos, sin], dims);
+    P.dispose();
+    return y as tf.Tensor2D;
+  }
+  // The tables are constants (no gradient), so not inputs; but saved, as the tape's forward runs
+  // in a tidy that disposes whatever is not saved before the backward.
+  const op = tf.customGrad(((qi: tf.Tensor2D, ki: tf.Tensor2D, vi: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    const [P, y] = runJsKernel(NATIVE_ROTARY_FORWARD, [qi, ki, vi, cos, sin], dims);
+    save([qi, ki, vi, P, cos, sin]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sq, sk, sv, sP, sCos, sSin] = saved;
+        return runJsKernel(NATIVE_ROTARY_BACKWARD, [sq, sk, sv, sCos, sSin, sP, dy], dims);
+      },
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D) => tf.Tensor2D;
+  return op(q, k, v);
+}
+
 type DecodeDims = { B: number; H: number; hd: number; past: number; scale: number; inPlace: boolean };
 
 interface DecodeWasm {

@@ -125,6 +125,80 @@ export function layerNormForward(x: tf.Tensor2D, gain: tf.Tensor1D, bias: tf.Ten
   return y as tf.Tensor2D;
 }
 
+/** Native RMSNorm (native/src/elementwise.cc): x, gain → y and rstd [n] (1/√(mean x² + ε) per row). */
+const RMS_NORM = defineJsKernel({
+  name: 'WhetstoneNativeRmsNorm',
+  outputShapes: ([x]) => [x, [x[0]]],
+  compute([x, gain], [y, rstd], [[n, d]], a) {
+    nativeKernels()!.rmsNormForward(x as Float32Array, gain as Float32Array, y, rstd, n, d, (a as { eps: number }).eps);
+  },
+});
+
+/** dy, x, rstd, gain → dx, d gain (x̂ = x · rstd: dx = rstd · (dy·gain − x̂ · mean(dy·gain·x̂)), d gain = Σ_rows dy·x̂). */
+const RMS_NORM_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeRmsNormBackward',
+  outputShapes: ([dy, , , gain]) => [dy, gain],
+  compute([dy, x, rstd, gain], [dx, dgain], [[n, d]]) {
+    nativeKernels()!.rmsNormBackward(dy as Float32Array, x as Float32Array, rstd as Float32Array, gain as Float32Array, dx, dgain, n, d);
+  },
+});
+
+/** True where `nativeRmsNorm` and `nativeSwiglu` run: the native kernels are active. */
+export function nativeDecoderOpsAvailable(): boolean {
+  return nativeKernels() !== null;
+}
+
+/**
+ * RMSNorm over the last axis of [n, d] (the pretrained decoders), one native pass forward and one
+ * backward, in place of ~6 kernels forward and ~12 backward, each saving (copying) its inputs for
+ * tfjs's autodiff. Only where `nativeDecoderOpsAvailable()`.
+ */
+export function nativeRmsNorm(x: tf.Tensor2D, gain: tf.Tensor1D, eps: number): tf.Tensor2D {
+  if (!recordingGradients()) {
+    const [y, rstd] = runJsKernel(RMS_NORM, [x, gain], { eps });
+    rstd.dispose();
+    return y as tf.Tensor2D;
+  }
+  const op = tf.customGrad(((xi: tf.Tensor, g: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [y, rstd] = runJsKernel(RMS_NORM, [xi, g], { eps });
+    save([xi, rstd, g]);
+    return { value: y, gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(RMS_NORM_BACKWARD, [dy, ...saved]) };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D) => tf.Tensor2D;
+  return op(x, gain);
+}
+
+/** Native SwiGLU product: gate, up → silu(gate) · up. */
+const SWIGLU = defineJsKernel({
+  name: 'WhetstoneNativeSwiglu',
+  outputShapes: ([gate]) => [gate],
+  compute([gate, up], [z]) {
+    nativeKernels()!.swigluForward(gate as Float32Array, up as Float32Array, z);
+  },
+});
+
+/** dz, gate, up → d gate, d up. */
+const SWIGLU_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeSwigluBackward',
+  outputShapes: ([dz]) => [dz, dz],
+  compute([dz, gate, up], [dgate, dup]) {
+    nativeKernels()!.swigluBackward(dz as Float32Array, gate as Float32Array, up as Float32Array, dgate, dup);
+  },
+});
+
+/**
+ * silu(gate) · up (SwiGLU's product, silu(g) = g·σ(g)) as one native pass each way, in place of a
+ * sigmoid and two products forward and their gradients (~8 kernels) backward. Only where
+ * `nativeDecoderOpsAvailable()`.
+ */
+export function nativeSwiglu(gate: tf.Tensor2D, up: tf.Tensor2D): tf.Tensor2D {
+  if (!recordingGradients()) return runJsKernel(SWIGLU, [gate, up])[0] as tf.Tensor2D;
+  const op = tf.customGrad(((g: tf.Tensor, u: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([g, u]);
+    return { value: runJsKernel(SWIGLU, [g, u])[0], gradFunc: (dz: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(SWIGLU_BACKWARD, [dz, ...saved]) };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (g: tf.Tensor2D, u: tf.Tensor2D) => tf.Tensor2D;
+  return op(gate, up);
+}
+
 interface GeluWasm {
   argument(x: number, out: number, n: number): void;
   backward(dy: number, x: number, s: number, dx: number, n: number): void;

@@ -33,6 +33,47 @@ interface NativeAddon {
   ): void;
   attentionForward(qkv: Float32Array, P: Float32Array, y: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
   attentionBackward(qkv: Float32Array, P: Float32Array, dy: Float32Array, dqkv: Float32Array, B: number, T: number, H: number, hd: number, Tp: number, scale: number): void;
+  rotaryAttentionForward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    P: Float32Array,
+    y: Float32Array,
+    B: number,
+    T: number,
+    H: number,
+    Hkv: number,
+    hd: number,
+    Tp: number,
+    R: number,
+    scale: number,
+  ): void;
+  rotaryAttentionBackward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    P: Float32Array,
+    dy: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    B: number,
+    T: number,
+    H: number,
+    Hkv: number,
+    hd: number,
+    Tp: number,
+    R: number,
+    scale: number,
+  ): void;
+  rmsNormForward(x: Float32Array, gain: Float32Array, y: Float32Array, rstd: Float32Array, n: number, d: number, eps: number): void;
+  rmsNormBackward(dy: Float32Array, x: Float32Array, rstd: Float32Array, gain: Float32Array, dx: Float32Array, dgain: Float32Array, n: number, d: number): void;
+  swigluForward(gate: Float32Array, up: Float32Array, z: Float32Array): void;
+  swigluBackward(dz: Float32Array, gate: Float32Array, up: Float32Array, dgate: Float32Array, dup: Float32Array): void;
   geluForward(x: Float32Array, y: Float32Array, s: Float32Array): void;
   layerNormForward(x: Float32Array, gain: Float32Array, bias: Float32Array, y: Float32Array, stats: Float32Array, n: number, d: number, eps: number): void;
   layerNormBackward(dy: Float32Array, x: Float32Array, stats: Float32Array, gain: Float32Array, dx: Float32Array, dgain: Float32Array, dbias: Float32Array, n: number, d: number): void;
@@ -53,7 +94,7 @@ export const NATIVE_ADDON_PATH = path.join(path.dirname(fileURLToPath(import.met
 let addon: NativeAddon | null = null;
 
 /** Every function this code calls on the addon. */
-const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'info', 'setThreads', 'setKernel'] as const;
+const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'info', 'setThreads', 'setKernel'] as const;
 let status: NativeStatus | null = null;
 
 function load(): NativeStatus {
@@ -212,10 +253,18 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention, GELU, layer norm, the decoding step), when they are active; else null. */
+/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step), when they are active; else null. */
 export function nativeKernels(): Pick<
   NativeAddon,
-  'attentionForward' | 'attentionBackward' | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward'
+  | 'attentionForward'
+  | 'attentionBackward'
+  | 'rotaryAttentionForward'
+  | 'rotaryAttentionBackward'
+  | 'rmsNormForward'
+  | 'rmsNormBackward'
+  | 'swigluForward'
+  | 'swigluBackward'
+  | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward'
 > | null {
   return nativeProductsActive() ? addon : null;
 }

@@ -137,6 +137,66 @@ export function frozenLinear2d(x: tf.Tensor2D, w: tf.Tensor2D, b?: tf.Tensor1D, 
   return product(x);
 }
 
+/**
+ * x W (+ b) + s·(x A) B: a frozen projection W (b) with its LoRA adapter A [in, r], B [r, out] of
+ * scale s, as one custom-gradient op. The forward is the same products as the unfused form
+ * (frozenLinear2d, then matMul2d twice and a scale), to the bit. Fused, the tape saves (copies: tfjs
+ * clones what a gradient saves) x and x A once, where the unfused ops saved x, A, x A, B and the
+ * scaled product [n, out] (the scale's multiply saves its inputs), and the backward is five
+ * products: dx = dy Wᵀ + (s dy Bᵀ) Aᵀ, dA = xᵀ (s dy Bᵀ), dB = (x A)ᵀ (s dy); no weight gradient.
+ */
+export function loraLinear2d(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D | undefined, a: tf.Tensor2D, bm: tf.Tensor2D, scale: number): tf.Tensor2D {
+  if (!(useFastMatmulPath() && recordingGradients())) return frozenLinear2d(x, w, b).add(matMul2d(matMul2d(x, a), bm).mul(scale));
+  const op = tf.customGrad(((input: tf.Tensor2D, A: tf.Tensor2D, Bm: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    const xa = tf.matMul(input, A);
+    save([input, xa, A, Bm]);
+    const base = b ? tf.fused.matMul({ a: input, b: w, bias: b }) : tf.matMul(input, w);
+    return {
+      value: base.add(tf.matMul(xa, Bm).mul(scale)),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [sx, sxa, sA, sB] = saved as tf.Tensor2D[];
+        const g = dy.mul(scale) as tf.Tensor2D;
+        const gB = matMulBT(g, sB); // s dy Bᵀ [n, r]
+        return [matMulBT(dy as tf.Tensor2D, w).add(matMulBT(gB, sA)), matMulAT(sx, gB), matMulAT(sxa, g)];
+      },
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  return op(x, a, bm);
+}
+
+/**
+ * Rows of a frozen table (a pretrained model's token embeddings under LoRA) by integer ids. Taped,
+ * tf.gather saves its inputs for a gradient, and tfjs copies what it saves: the whole table (113 MB
+ * for SmolLM2-135M) every training step. Here nothing is saved and the ids' gradient is zero (ids
+ * have none, as gather's own gradient says); the table, read by the closure, gets no gradient and
+ * must outlive the backward, as a variable does.
+ */
+export function frozenEmbed(table: tf.Tensor2D, ids: tf.Tensor1D): tf.Tensor2D {
+  if (!recordingGradients()) return tf.gather(table, ids) as tf.Tensor2D;
+  const op = tf.customGrad(((i: tf.Tensor1D, save: tf.GradSaveFunc) => {
+    save([]);
+    return { value: tf.gather(table, i), gradFunc: () => [tf.zeros(ids.shape, 'int32')] };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (i: tf.Tensor1D) => tf.Tensor2D;
+  return op(ids);
+}
+
+/**
+ * x[m,k] × wTᵀ for a frozen weight held transposed, wT [n, k] (the tied head: the token table
+ * [V, d]); the gradient goes to `x` only, dy·wT. With the native products the transposed operand is
+ * read as it lies (packing reads any layout, to the same packed panels, so the same bits), which
+ * spares materialising wTᵀ: for SmolLM2-135M's table a 113 MB transpose every training step
+ * (0.39 of a 2.9 s step under load). Elsewhere wTᵀ is made explicitly, as XNNPACK wants.
+ */
+export function frozenLinearT2d(x: tf.Tensor2D, wT: tf.Tensor2D): tf.Tensor2D {
+  if (!nativeProductsActive()) return frozenLinear2d(x, wT.transpose() as tf.Tensor2D, undefined, () => wT);
+  if (!recordingGradients()) return tf.matMul(x, wT, false, true);
+  const product = tf.customGrad(((input: tf.Tensor2D, save: tf.GradSaveFunc) => {
+    save([]);
+    return { value: tf.matMul(input, wT, false, true), gradFunc: (dy: tf.Tensor) => [tf.matMul(dy as tf.Tensor2D, wT)] };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (input: tf.Tensor2D) => tf.Tensor2D;
+  return product(x);
+}
+
 /*
  * Attention's two batched products, on [B, T, H, hd] heads as the qkv projection lays them out:
  *   scores[i, b, h, j] = Σ_c q[b, i, h, c] · k[b, j, h, c]     → [Tq, B, H, Tk]

@@ -11,9 +11,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { CheckpointError } from '../errors';
-import { recordingGradients } from '../kernels';
+import { nativeRotaryAttention } from '../attention';
+import { nativeDecoderOpsAvailable, nativeRmsNorm, nativeSwiglu } from '../fused';
+import { recordingGradients, useFusedKernels } from '../kernels';
+import { nativeKernels } from '../native';
 import { type NamedTensor } from '../safetensors';
-import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenLinear2d } from '../ops';
+import { attentionMix, attentionScores, embed, linear2d, matMul2d, frozenEmbed, frozenLinear2d, frozenLinearT2d, loraLinear2d } from '../ops';
 import { type Adapter, type ForwardOptions, type ForwardResult, type KvCache, type LanguageModel, adapterTrainables, expandLoraTargets, mergedTensors } from '../model';
 import { type DecoderConfig } from './hf-config';
 import { readHfFolder } from './hf-folder';
@@ -253,15 +256,15 @@ export class PretrainedDecoder implements LanguageModel {
     const w = this.p(`${name}.weight`) as tf.Tensor2D;
     const b = this.params.get(`${name}.bias`);
     // Under LoRA the base is frozen (trainableVariables): no gradient for w or b.
-    let y = this.adapters.size > 0 ? frozenLinear2d(x, w, b as tf.Tensor1D | undefined) : b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
     const ad = this.adapters.get(name);
-    if (ad) y = y.add(matMul2d(matMul2d(x, ad.a as tf.Tensor2D), ad.b as tf.Tensor2D).mul(ad.scale));
-    return y;
+    if (ad) return loraLinear2d(x, w, b as tf.Tensor1D | undefined, ad.a as tf.Tensor2D, ad.b as tf.Tensor2D, ad.scale);
+    return this.adapters.size > 0 ? frozenLinear2d(x, w, b as tf.Tensor1D | undefined) : b ? linear2d(x, w, b as tf.Tensor1D) : matMul2d(x, w);
   }
 
   /** RMSNorm over the last axis of [n, k]: x / √(mean x² + ε) · g. */
   private rmsNorm(x: tf.Tensor2D, name: string): tf.Tensor2D {
     const g = this.p(name);
+    if (useFusedKernels() && nativeDecoderOpsAvailable()) return nativeRmsNorm(x, g as tf.Tensor1D, this.config.rmsNormEps);
     return x.mul(tf.rsqrt(x.square().mean(-1, true).add(this.config.rmsNormEps))).mul(g) as tf.Tensor2D;
   }
 
@@ -291,11 +294,14 @@ export class PretrainedDecoder implements LanguageModel {
     const ids = tf.tensor1d(tokens.flat(), 'int32');
     const table = this.p('model.embed_tokens.weight') as tf.Tensor2D;
     // gather is cheap without a gradient; ops.ts's embed (a one-hot product: gather has no gradient
-    // kernel on wasm) only when the table itself trains. Under LoRA it does not, and the tape never
-    // differentiates through it (variableGrads is given the trainable variables).
-    let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : (tf.gather(table, ids) as tf.Tensor2D);
+    // kernel on wasm) only when the table itself trains. Under LoRA it does not (frozenEmbed: the
+    // tape keeps no copy of it).
+    let x = recordingGradients() && this.adapters.size === 0 ? embed(table, ids) : frozenEmbed(table, ids);
     const { cos, sin } = rotaryTables(this.invFreq, opts.positions ?? [Array.from({ length: Tn }, (_, i) => past + i)]);
-    const bias = attentionBias(B, Tn, past, opts.keyMask);
+    let bias: tf.Tensor4D | undefined;
+    // Training and recomputation (no cache to read or return, no padded keys) run attention as one
+    // native kernel each way, rotation included, where the native kernels are active.
+    const nativeAttention = useFusedKernels() && nativeKernels() !== null && !opts.cache && !opts.returnCache && !opts.keyMask && hd % 2 === 0;
     const scale = 1 / Math.sqrt(hd);
     const keys: tf.Tensor4D[] = [];
     const values: tf.Tensor4D[] = [];
@@ -310,24 +316,30 @@ export class PretrainedDecoder implements LanguageModel {
         q = this.rmsNorm(q.reshape([N * H, hd]), `${p}.self_attn.q_norm.weight`);
         k = this.rmsNorm(k.reshape([N * Hkv, hd]), `${p}.self_attn.k_norm.weight`);
       }
-      let kh = applyRotary(k.reshape([B, Tn, Hkv, hd]), cos, sin);
-      let vh = v.reshape([B, Tn, Hkv, hd]) as tf.Tensor4D;
-      if (opts.cache) {
-        kh = tf.concat([opts.cache.keys[l], kh], 1);
-        vh = tf.concat([opts.cache.values[l], vh], 1);
+      let y: tf.Tensor2D;
+      if (nativeAttention) y = nativeRotaryAttention(q.reshape([N, H * hd]), k.reshape([N, Hkv * hd]), v, cos, sin, B, Tn, H);
+      else {
+        let kh = applyRotary(k.reshape([B, Tn, Hkv, hd]), cos, sin);
+        let vh = v.reshape([B, Tn, Hkv, hd]) as tf.Tensor4D;
+        if (opts.cache) {
+          kh = tf.concat([opts.cache.keys[l], kh], 1);
+          vh = tf.concat([opts.cache.values[l], vh], 1);
+        }
+        if (opts.returnCache) {
+          keys.push(kh);
+          values.push(vh);
+        }
+        const qh = applyRotary(q.mul(scale).reshape([B, Tn, H, hd]), cos, sin);
+        bias ??= attentionBias(B, Tn, past, opts.keyMask);
+        const att = tf.softmax(attentionScores(qh, repeatKvHeads(kh, H)).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
+        y = attentionMix(att, repeatKvHeads(vh, H)).reshape([N, H * hd]) as tf.Tensor2D;
       }
-      if (opts.returnCache) {
-        keys.push(kh);
-        values.push(vh);
-      }
-      const qh = applyRotary(q.mul(scale).reshape([B, Tn, H, hd]), cos, sin);
-      const att = tf.softmax(attentionScores(qh, repeatKvHeads(kh, H)).add(bias)) as tf.Tensor4D; // [Tn, B, H, Tk]
-      const y = attentionMix(att, repeatKvHeads(vh, H)).reshape([N, H * hd]) as tf.Tensor2D;
       x = x.add(this.linear(y, `${p}.self_attn.o_proj`));
       const h2 = this.rmsNorm(x, `${p}.post_attention_layernorm.weight`);
       const gate = this.linear(h2, `${p}.mlp.gate_proj`);
       const up = this.linear(h2, `${p}.mlp.up_proj`);
-      x = x.add(this.linear(gate.mul(tf.sigmoid(gate)).mul(up) as tf.Tensor2D, `${p}.mlp.down_proj`));
+      const act = useFusedKernels() && nativeDecoderOpsAvailable() ? nativeSwiglu(gate, up) : (gate.mul(tf.sigmoid(gate)).mul(up) as tf.Tensor2D);
+      x = x.add(this.linear(act, `${p}.mlp.down_proj`));
     }
     let hf = this.rmsNorm(x, 'model.norm.weight');
     const d = c.hiddenSize;
@@ -335,8 +347,8 @@ export class PretrainedDecoder implements LanguageModel {
     let logits: tf.Tensor2D;
     if (opts.head) logits = matMul2d(hf, opts.head);
     else if (this.adapters.size === 0) logits = matMul2d(hf, this.headWeights());
-    // A frozen head (under LoRA): a tied one's backward multiplies by the embedding table itself.
-    else if (c.tiedEmbeddings) logits = frozenLinear2d(hf, this.headWeights(), undefined, () => this.p('model.embed_tokens.weight') as tf.Tensor2D);
+    // A frozen head (under LoRA): a tied one is the token table read transposed, its backward a product with the table itself.
+    else if (c.tiedEmbeddings) logits = frozenLinearT2d(hf, this.p('model.embed_tokens.weight') as tf.Tensor2D);
     else logits = frozenLinear2d(hf, this.p('lm_head.weight') as tf.Tensor2D);
     const result: ForwardResult = { logits };
     if (this.hasValueHead) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -14,6 +15,7 @@
 #include "elementwise.h"
 #include "gemm.h"
 #include "pool.h"
+#include "rotary_attention.h"
 
 namespace whetstone {
 namespace {
@@ -168,6 +170,156 @@ napi_value AttentionBackward(napi_env env, napi_callback_info info) {
     need(dy_len, d.B * d.T * d.H * d.hd, "dy");
     need(dqkv_len, d.B * d.T * 3 * d.H * d.hd, "dqkv");
     if (d.B > 0 && d.T > 0 && d.H > 0) attention_backward(qkv, P, dy, dqkv, d, pool().size());
+    return nullptr;
+  });
+}
+
+// The shapes shared by both rotary attention calls: B, T, H, Hkv, hd, Tp, R, scale at argv[first…].
+RotaryAttentionDims rotary_dims(napi_env env, const std::vector<napi_value>& argv, size_t first) {
+  RotaryAttentionDims d{};
+  d.B = integer(env, argv[first], "B");
+  d.T = integer(env, argv[first + 1], "T");
+  d.H = integer(env, argv[first + 2], "H");
+  d.Hkv = integer(env, argv[first + 3], "Hkv");
+  d.hd = integer(env, argv[first + 4], "hd");
+  d.Tp = integer(env, argv[first + 5], "Tp");
+  d.R = integer(env, argv[first + 6], "R");
+  d.scale = number(env, argv[first + 7], "scale");
+  if (d.Tp < d.T) throw Failure{"Tp must be at least T"};
+  if (d.Hkv == 0 || d.H % d.Hkv != 0) throw Failure{"H must be a multiple of Hkv"};
+  if (d.hd % 2 != 0) throw Failure{"hd must be even (rotary pairs)"};
+  if (d.R != 1 && d.R != d.B) throw Failure{"R must be 1 or B"};
+  return d;
+}
+
+// The lengths every rotary attention call checks: q, k, v and the two tables.
+void need_rotary(const RotaryAttentionDims& d, size_t q, size_t k, size_t v, size_t cos, size_t sin) {
+  need(q, d.B * d.T * d.H * d.hd, "q");
+  need(k, d.B * d.T * d.Hkv * d.hd, "k");
+  need(v, d.B * d.T * d.Hkv * d.hd, "v");
+  need(cos, d.R * d.T * d.hd / 2, "cos");
+  need(sin, d.R * d.T * d.hd / 2, "sin");
+}
+
+// rotaryAttentionForward(q, k, v, cos, sin, P, y, B, T, H, Hkv, hd, Tp, R, scale)
+napi_value RotaryAttentionForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 15);
+    size_t q_len, k_len, v_len, cos_len, sin_len, p_len, y_len;
+    const float* q = f32(env, argv[0], "q", &q_len);
+    const float* k = f32(env, argv[1], "k", &k_len);
+    const float* v = f32(env, argv[2], "v", &v_len);
+    const float* cos = f32(env, argv[3], "cos", &cos_len);
+    const float* sin = f32(env, argv[4], "sin", &sin_len);
+    float* P = f32(env, argv[5], "P", &p_len);
+    float* y = f32(env, argv[6], "y", &y_len);
+    const RotaryAttentionDims d = rotary_dims(env, argv, 7);
+    need_rotary(d, q_len, k_len, v_len, cos_len, sin_len);
+    need(p_len, d.B * d.H * d.T * d.Tp, "P");
+    need(y_len, d.B * d.T * d.H * d.hd, "y");
+    if (d.B > 0 && d.T > 0 && d.H > 0) rotary_attention_forward(q, k, v, cos, sin, P, y, d, pool().size());
+    return nullptr;
+  });
+}
+
+// rotaryAttentionBackward(q, k, v, cos, sin, P, dy, dq, dk, dv, B, T, H, Hkv, hd, Tp, R, scale)
+napi_value RotaryAttentionBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 18);
+    size_t q_len, k_len, v_len, cos_len, sin_len, p_len, dy_len, dq_len, dk_len, dv_len;
+    const float* q = f32(env, argv[0], "q", &q_len);
+    const float* k = f32(env, argv[1], "k", &k_len);
+    const float* v = f32(env, argv[2], "v", &v_len);
+    const float* cos = f32(env, argv[3], "cos", &cos_len);
+    const float* sin = f32(env, argv[4], "sin", &sin_len);
+    const float* P = f32(env, argv[5], "P", &p_len);
+    const float* dy = f32(env, argv[6], "dy", &dy_len);
+    float* dq = f32(env, argv[7], "dq", &dq_len);
+    float* dk = f32(env, argv[8], "dk", &dk_len);
+    float* dv = f32(env, argv[9], "dv", &dv_len);
+    const RotaryAttentionDims d = rotary_dims(env, argv, 10);
+    need_rotary(d, q_len, k_len, v_len, cos_len, sin_len);
+    need(p_len, d.B * d.H * d.T * d.Tp, "P");
+    need(dy_len, d.B * d.T * d.H * d.hd, "dy");
+    need(dq_len, d.B * d.T * d.H * d.hd, "dq");
+    need(dk_len, d.B * d.T * d.Hkv * d.hd, "dk");
+    need(dv_len, d.B * d.T * d.Hkv * d.hd, "dv");
+    if (d.B > 0 && d.T > 0 && d.H > 0) rotary_attention_backward(q, k, v, cos, sin, P, dy, dq, dk, dv, d, pool().size());
+    return nullptr;
+  });
+}
+
+// rmsNormForward(x, gain, y, rstd, n, d, eps)
+napi_value RmsNormForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 7);
+    size_t x_len, g_len, y_len, r_len;
+    const float* x = f32(env, argv[0], "x", &x_len);
+    const float* gain = f32(env, argv[1], "gain", &g_len);
+    float* y = f32(env, argv[2], "y", &y_len);
+    float* rstd = f32(env, argv[3], "rstd", &r_len);
+    const int64_t n = integer(env, argv[4], "n"), d = integer(env, argv[5], "d");
+    const float eps = number(env, argv[6], "eps");
+    need(x_len, n * d, "x");
+    need(g_len, d, "gain");
+    need(y_len, n * d, "y");
+    need(r_len, n, "rstd");
+    rms_norm_forward(x, gain, y, rstd, n, d, eps, pool().size());
+    return nullptr;
+  });
+}
+
+// rmsNormBackward(dy, x, rstd, gain, dx, dgain, n, d)
+napi_value RmsNormBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 8);
+    size_t dy_len, x_len, r_len, g_len, dx_len, dg_len;
+    const float* dy = f32(env, argv[0], "dy", &dy_len);
+    const float* x = f32(env, argv[1], "x", &x_len);
+    const float* rstd = f32(env, argv[2], "rstd", &r_len);
+    const float* gain = f32(env, argv[3], "gain", &g_len);
+    float* dx = f32(env, argv[4], "dx", &dx_len);
+    float* dgain = f32(env, argv[5], "dgain", &dg_len);
+    const int64_t n = integer(env, argv[6], "n"), d = integer(env, argv[7], "d");
+    need(dy_len, n * d, "dy");
+    need(x_len, n * d, "x");
+    need(r_len, n, "rstd");
+    need(g_len, d, "gain");
+    need(dx_len, n * d, "dx");
+    need(dg_len, d, "dgain");
+    rms_norm_backward(dy, x, rstd, gain, dx, dgain, n, d, pool().size());
+    return nullptr;
+  });
+}
+
+// swigluForward(gate, up, z)
+napi_value SwigluForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 3);
+    size_t n, up_len, z_len;
+    const float* gate = f32(env, argv[0], "gate", &n);
+    const float* up = f32(env, argv[1], "up", &up_len);
+    float* z = f32(env, argv[2], "z", &z_len);
+    need(up_len, static_cast<int64_t>(n), "up");
+    need(z_len, static_cast<int64_t>(n), "z");
+    swiglu_forward(gate, up, z, static_cast<int64_t>(n), pool().size());
+    return nullptr;
+  });
+}
+
+// swigluBackward(dz, gate, up, dgate, dup)
+napi_value SwigluBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 5);
+    size_t n, dz_len, up_len, dg_len, du_len;
+    const float* dz = f32(env, argv[0], "dz", &dz_len);
+    const float* gate = f32(env, argv[1], "gate", &n);
+    const float* up = f32(env, argv[2], "up", &up_len);
+    float* dgate = f32(env, argv[3], "dgate", &dg_len);
+    float* dup = f32(env, argv[4], "dup", &du_len);
+    for (auto [len, name] : {std::pair<size_t, const char*>{dz_len, "dz"}, {up_len, "up"}, {dg_len, "dgate"}, {du_len, "dup"}})
+      need(len, static_cast<int64_t>(n), name);
+    swiglu_backward(dz, gate, up, dgate, dup, static_cast<int64_t>(n), pool().size());
     return nullptr;
   });
 }
@@ -411,6 +563,12 @@ napi_value Init(napi_env env, napi_value exports) {
       {"setKernel", nullptr, SetKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionForward", nullptr, AttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rotaryAttentionForward", nullptr, RotaryAttentionForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rotaryAttentionBackward", nullptr, RotaryAttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsNormForward", nullptr, RmsNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"rmsNormBackward", nullptr, RmsNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swigluForward", nullptr, SwigluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"swigluBackward", nullptr, SwigluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"decodeStep", nullptr, DecodeStep, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormForward", nullptr, LayerNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormBackward", nullptr, LayerNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},

@@ -103,6 +103,66 @@ void row_blocks(int64_t n, int64_t d, int threads, F f) {
   });
 }
 
+// RMSNorm rows [r0, r1): y = x · rstd · g, rstd = 1/√(mean x² + ε), kept for the backward.
+WHETSTONE_CLONES void rms_norm_rows(const float* x, const float* g, float* y, float* rstd, int64_t r0, int64_t r1,
+                                    int64_t d, float eps) {
+  for (int64_t r = r0; r < r1; r++) {
+    const float* xr = x + r * d;
+    float* yr = y + r * d;
+    float sq = 0.f;
+    for (int64_t j = 0; j < d; j++) sq += xr[j] * xr[j];
+    const float s = 1.f / std::sqrt(sq / static_cast<float>(d) + eps);
+    for (int64_t j = 0; j < d; j++) yr[j] = xr[j] * s * g[j];
+    rstd[r] = s;
+  }
+}
+
+// Rows [r0, r1): dx, and this block's column sums of dy · x̂ into partial [d] (the gain's gradient).
+WHETSTONE_CLONES void rms_norm_backward_rows(const float* dy, const float* x, const float* rstd, const float* g,
+                                             float* dx, float* partial, int64_t r0, int64_t r1, int64_t d) {
+  for (int64_t j = 0; j < d; j++) partial[j] = 0.f;
+  for (int64_t r = r0; r < r1; r++) {
+    const float* dyr = dy + r * d;
+    const float* xr = x + r * d;
+    const float s = rstd[r];
+    float sgx = 0.f;
+    for (int64_t j = 0; j < d; j++) {
+      const float xhat = xr[j] * s;
+      sgx += dyr[j] * g[j] * xhat;
+      partial[j] += dyr[j] * xhat;
+    }
+    const float slope = sgx / static_cast<float>(d);
+    float* dxr = dx + r * d;
+    for (int64_t j = 0; j < d; j++) dxr[j] = (dyr[j] * g[j] - xr[j] * s * slope) * s;
+  }
+}
+
+// σ(x) for a block, through e^−x (exp_in_place: vectorised, no libm calls).
+inline void sigmoid_block(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = -x[i];
+  exp_in_place(out, n);
+  for (int64_t i = 0; i < n; i++) out[i] = 1.f / (1.f + out[i]);
+}
+
+WHETSTONE_CLONES void swiglu_forward_block(const float* gate, const float* up, float* z, int64_t n) {
+  thread_local std::vector<float> sig;
+  sig.resize(n);
+  sigmoid_block(gate, sig.data(), n);
+  for (int64_t i = 0; i < n; i++) z[i] = gate[i] * sig[i] * up[i];
+}
+
+WHETSTONE_CLONES void swiglu_backward_block(const float* dz, const float* gate, const float* up, float* dgate,
+                                            float* dup, int64_t n) {
+  thread_local std::vector<float> sig;
+  sig.resize(n);
+  sigmoid_block(gate, sig.data(), n);
+  for (int64_t i = 0; i < n; i++) {
+    const float s = sig[i], silu = gate[i] * s;
+    dup[i] = dz[i] * silu;
+    dgate[i] = dz[i] * up[i] * (s + silu * (1.f - s));
+  }
+}
+
 }  // namespace
 
 void layer_norm_forward(const float* x, const float* gain, const float* bias, float* y, float* stats, int64_t n,
@@ -133,6 +193,34 @@ void gelu_forward(const float* x, float* y, float* s, int64_t n, int threads) {
 
 void gelu_backward(const float* dy, const float* x, const float* s, float* dx, int64_t n, int threads) {
   blocks(n, threads, [&](int64_t at, int64_t len) { gelu_backward_block(dy + at, x + at, s + at, dx + at, len); });
+}
+
+void rms_norm_forward(const float* x, const float* gain, float* y, float* rstd, int64_t n, int64_t d, float eps,
+                      int threads) {
+  row_blocks(n, d, threads, [&](int64_t, int64_t r0, int64_t r1) { rms_norm_rows(x, gain, y, rstd, r0, r1, d, eps); });
+}
+
+void rms_norm_backward(const float* dy, const float* x, const float* rstd, const float* gain, float* dx, float* dgain,
+                       int64_t n, int64_t d, int threads) {
+  const int64_t blocks = (n + kRowBlock - 1) / kRowBlock;
+  std::vector<float> partial(blocks * d);
+  row_blocks(n, d, threads, [&](int64_t b, int64_t r0, int64_t r1) {
+    rms_norm_backward_rows(dy, x, rstd, gain, dx, partial.data() + b * d, r0, r1, d);
+  });
+  for (int64_t j = 0; j < d; j++) dgain[j] = 0.f;
+  for (int64_t b = 0; b < blocks; b++)
+    for (int64_t j = 0; j < d; j++) dgain[j] += partial[b * d + j];
+}
+
+void swiglu_forward(const float* gate, const float* up, float* z, int64_t n, int threads) {
+  blocks(n, threads, [&](int64_t at, int64_t len) { swiglu_forward_block(gate + at, up + at, z + at, len); });
+}
+
+void swiglu_backward(const float* dz, const float* gate, const float* up, float* dgate, float* dup, int64_t n,
+                     int threads) {
+  blocks(n, threads, [&](int64_t at, int64_t len) {
+    swiglu_backward_block(dz + at, gate + at, up + at, dgate + at, dup + at, len);
+  });
 }
 
 }  // namespace whetstone

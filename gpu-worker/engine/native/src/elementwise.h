@@ -18,4 +18,19 @@ void layer_norm_forward(const float* x, const float* gain, const float* bias, fl
 void layer_norm_backward(const float* dy, const float* x, const float* stats, const float* gain, float* dx,
                          float* dgain, float* dbias, int64_t n, int64_t d, int threads);
 
+// RMSNorm of each row of x [n, d] (the Llama and Qwen decoders): y = x · rstd · gain with
+// rstd = 1/√(mean x² + ε), and rstd [n] for the backward.
+void rms_norm_forward(const float* x, const float* gain, float* y, float* rstd, int64_t n, int64_t d, float eps,
+                      int threads);
+// dx = rstd · (dy·gain − x̂ · mean(dy·gain·x̂)), x̂ = x · rstd, and the gain's gradient Σ_rows dy·x̂ (in a
+// fixed order whatever the thread count).
+void rms_norm_backward(const float* dy, const float* x, const float* rstd, const float* gain, float* dx, float* dgain,
+                       int64_t n, int64_t d, int threads);
+
+// SwiGLU's product: z = silu(gate) · up, silu(g) = g·σ(g).
+void swiglu_forward(const float* gate, const float* up, float* z, int64_t n, int threads);
+// dgate = dz · up · σ(g)(1 + g(1 − σ(g))), dup = dz · silu(g).
+void swiglu_backward(const float* dz, const float* gate, const float* up, float* dgate, float* dup, int64_t n,
+                     int threads);
+
 }  // namespace whetstone

@@ -19,6 +19,7 @@
 #endif
 
 #include "pool.h"
+#include "vmath.h"
 
 namespace whetstone {
 
@@ -290,6 +291,62 @@ void gemv_row(const float* a, const float* b, float* c, const GemmArgs& g) {
     for (int64_t j = 0; j < N; j++) c[j] = c[j] < 0.f ? 0.f : c[j];
 }
 
+// A skinny product (one of m, n, k at most kSkinny: LoRA's rank-8 factors, x·A, (x·A)·B and
+// their gradients) on the calling thread, without packing: row i of C is built as
+// Σ_k op(A)[i, k] · op(B)[k, :], each term one pass over a contiguous row of op(B) (op(B) copied
+// to [k, n] first when B is transposed: it is the small factor here). The packed microkernel pads
+// such products to its 12×32 tile (four times the work at n = 8) and packs both operands for a
+// few hundred thousand multiply-adds: 2–5 GFLOP/s measured on a LoRA step's shapes. Each element
+// of C sums its k terms in order, so the result does not depend on anything but the operands.
+constexpr int64_t kSkinny = 16;
+
+typedef float v16 __attribute__((vector_size(64)));
+// Loads through this type are unaligned (the scratch is a std::vector's memory).
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+
+WHETSTONE_CLONES void gemm_skinny(const float* a, const float* b, float* c, const GemmArgs& g) {
+  const int64_t M = g.m, N = g.n, K = g.k;
+  thread_local std::vector<float> bt;
+  if (N <= kSkinny) {
+    // A narrow op(B) (x·A's [in, 8]): copied zero-padded to 16 columns, so that each of C's rows
+    // is one 16-float accumulator and each term one vector multiply-add.
+    bt.assign(K * kSkinny, 0.f);
+    for (int64_t p = 0; p < K; p++)
+      for (int64_t j = 0; j < N; j++) bt[p * kSkinny + j] = g.trans_b ? b[j * K + p] : b[p * N + j];
+    v16 init = {};
+    if (g.bias)
+      for (int64_t j = 0; j < N; j++) init[j] = g.bias[j];
+    for (int64_t i = 0; i < M; i++) {
+      v16 acc = init;
+      for (int64_t p = 0; p < K; p++) {
+        const float aip = g.trans_a ? a[p * M + i] : a[i * K + p];
+        acc += aip * *reinterpret_cast<const v16u*>(bt.data() + p * kSkinny);
+      }
+      float* ci = c + i * N;
+      for (int64_t j = 0; j < N; j++) ci[j] = g.relu && acc[j] < 0.f ? 0.f : acc[j];
+    }
+    return;
+  }
+  const float* rows = b;  // op(B) as [K, N]
+  if (g.trans_b) {
+    bt.resize(K * N);
+    for (int64_t j = 0; j < N; j++)
+      for (int64_t p = 0; p < K; p++) bt[p * N + j] = b[j * K + p];
+    rows = bt.data();
+  }
+  for (int64_t i = 0; i < M; i++) {
+    float* __restrict ci = c + i * N;
+    for (int64_t j = 0; j < N; j++) ci[j] = g.bias ? g.bias[j] : 0.f;
+    for (int64_t p = 0; p < K; p++) {
+      const float aip = g.trans_a ? a[p * M + i] : a[i * K + p];
+      const float* __restrict bp = rows + p * N;
+      for (int64_t j = 0; j < N; j++) ci[j] += aip * bp[j];
+    }
+    if (g.relu)
+      for (int64_t j = 0; j < N; j++) ci[j] = ci[j] < 0.f ? 0.f : ci[j];
+  }
+}
+
 // One product on `threads` threads (thread t uses workspace.a[t]; B is packed into workspace.b[b_slot]).
 void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const GemmArgs& g, int threads, int t_base,
               int b_slot) {
@@ -313,14 +370,22 @@ void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const G
     for (int64_t pc = 0; pc < Kd; pc += KC) {
       const int64_t kc = std::min(KC, Kd - pc);
       const bool first = pc == 0, last = pc + kc == Kd;
-      std::atomic<int64_t> next_strip{0};
-      pool().run(threads, [&](int) {
-        for (int64_t s0; (s0 = next_strip.fetch_add(2)) < strips;)
-          pack_b(b, ldb, g.trans_b, jc, nc, pc, kc, nr, s0, std::min(s0 + 2, strips), bp);
-      });
+      const int64_t row_blocks = (M + MC - 1) / MC;
+      // With one row block (M ≤ MC: a training step's 126 rows of a LoRA step, a sampler's prefill)
+      // every strip of B serves one item, so the item packs its own strips just before using them:
+      // B is read once and its packed copy stays in cache, instead of a pass that packs all of B
+      // (which for a large weight goes out to memory and back) behind a barrier. Several row
+      // blocks share each strip, so B is packed first, once. Same packed values either way.
+      const bool pack_in_items = row_blocks == 1;
+      if (!pack_in_items) {
+        std::atomic<int64_t> next_strip{0};
+        pool().run(threads, [&](int) {
+          for (int64_t s0; (s0 = next_strip.fetch_add(2)) < strips;)
+            pack_b(b, ldb, g.trans_b, jc, nc, pc, kc, nr, s0, std::min(s0 + 2, strips), bp);
+        });
+      }
       // Work items: (row block, column chunk), enough of them to share out; a thread packs a row
       // block's A again only when its next item is of another block.
-      const int64_t row_blocks = (M + MC - 1) / MC;
       const int64_t chunks = std::min<int64_t>(strips, (8 * threads + row_blocks - 1) / row_blocks);
       const int64_t items = row_blocks * chunks;
       std::atomic<int64_t> next_item{0};
@@ -334,7 +399,9 @@ void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const G
             pack_a(a, lda, g.trans_a, ic, mc, pc, kc, mr, ap);
             packed = rb;
           }
-          for (int64_t s = strips * ch / chunks; s < strips * (ch + 1) / chunks; s++) {
+          const int64_t s_begin = strips * ch / chunks, s_end = strips * (ch + 1) / chunks;
+          if (pack_in_items) pack_b(b, ldb, g.trans_b, jc, nc, pc, kc, nr, s_begin, s_end, bp);
+          for (int64_t s = s_begin; s < s_end; s++) {
             const int64_t j = s * nr;
             const int nr_eff = static_cast<int>(std::min<int64_t>(nr, nc - j));
             const Epilogue e{!first, first && g.bias ? g.bias + jc + j : nullptr, last && g.relu};
@@ -387,6 +454,10 @@ void gemm(const GemmArgs& g, int threads) {
     return;
   }
   const int64_t c_size = g.m * g.n;
+  if (threads == 1 && std::min({g.m, g.n, g.k}) <= kSkinny) {
+    for (int64_t i = 0; i < g.batch; i++) gemm_skinny(g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g);
+    return;
+  }
   // Many small products (attention's per-head matrices): whole items per thread, each packed and
   // multiplied by one thread, instead of splitting each small product.
   if (g.batch >= 2 * threads && threads > 1 && g.m * g.n * g.k <= 128 * 128 * 128) {
