@@ -27,6 +27,8 @@ import {
   type StreamBatch,
   streamBatchSchema,
   LEAVE_ROUTE,
+  DEVICES_ROUTE,
+  devicesRequestSchema,
 } from '../sdk/worker-protocol';
 import { parseArgs, slurmIdentity, WorkerDaemon } from './daemon';
 
@@ -199,6 +201,11 @@ class FakeControlPlane {
       case LEAVE_ROUTE:
         this.events.push({ type: 'leave' });
         return [200, { ok: true, requeued: 0 }];
+      case DEVICES_ROUTE: {
+        const advertised = devicesRequestSchema.parse(json());
+        this.events.push({ type: 'devices', detail: advertised });
+        return [200, { devices: advertised.devices.length }];
+      }
     }
     return [404, { error: 'not found' }];
   }
@@ -283,6 +290,14 @@ describe('worker daemon', () => {
     await until('a heartbeat of the restarted daemon', () => server.heartbeats >= before + 2);
     await again.stop();
     expect(server.registrations).toBe(1);
+  });
+
+  test('after a device loss, probes the machine again in a fresh process and advertises what it finds', async () => {
+    await daemon.reprobeDevices();
+    const advertised = server.events.filter((e) => e.type === 'devices');
+    expect(advertised).toHaveLength(1);
+    expect(advertised[0].detail).toMatchObject({ backend: 'wasm', devices: [{ index: 0, kind: 'WASM', name: expect.stringMatching(/^wasm/) }] });
+    expect(logs.some((l) => /devices probed again after a device loss: 1 wasm device/.test(l))).toBe(true);
   });
 
   test('runs a pushed assignment: start, ordered fenced batches, checkpoints, finish', async () => {

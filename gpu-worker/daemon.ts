@@ -38,15 +38,16 @@
  * `<hostname>-slurm-<jobid>`: several workers on one node keep separate credential files.
  * gpu-worker/cluster/worker-script.ts writes the batch script that starts one.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { io } from 'socket.io-client';
 import { z } from 'zod';
-import { backendReport, initBackend } from './engine/backend';
+import { backendReport, type BackendReport, initBackend } from './engine/backend';
 import { checkBackend } from './engine/doctor';
-import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, LEAVE_ROUTE, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
+import { type Assignment, type AssignmentAck, ASSIGNMENT_EVENT, assignmentSchema, heartbeatResponseSchema, DEVICES_ROUTE, devicesRequestSchema, LEAVE_ROUTE, registerResponseSchema, sampleRequestSchema } from '../sdk/worker-protocol';
 import { Attempts, type AttemptSignal } from './daemon/attempts';
 import { backoff, HttpStatusError, retry, sleep, WorkerTransport } from './daemon/transport';
 
@@ -121,6 +122,7 @@ export class WorkerDaemon {
       accepting: () => !this.draining && !this.poolDraining && !this.stopped,
       stopped: () => this.stopped,
       log: (level, message) => this.log(level, message),
+      onDeviceLost: () => void this.reprobeDevices(),
     });
   }
 
@@ -243,7 +245,6 @@ export class WorkerDaemon {
   private async register(): Promise<void> {
     if (!this.o.token) throw new Error(`no saved credential in ${this.statePath}: give a registration token to register (WHETSTONE_WORKER_TOKEN, --token-file, or --token wst_…)`);
     const report = await initBackend(this.o.backend ?? process.env.WHETSTONE_BACKEND);
-    const kinds = { cuda: 'CUDA', webgpu: 'WEBGPU', cpu: 'CPU', wasm: 'WASM' } as const;
     const body = {
       token: this.o.token,
       name: this.name,
@@ -251,7 +252,7 @@ export class WorkerDaemon {
       backend: report.backend,
       version: packageVersion(),
       labels: this.o.labels ?? {},
-      devices: report.devices.map((d, index) => ({ index, kind: kinds[d.kind], name: d.name.slice(0, 200), memoryBytes: Math.max(0, Math.floor(d.memoryBytes)) })),
+      devices: advertised(report),
     };
     const answer = registerResponseSchema.parse(await retry(() => this.transport.json('POST', '/api/workers/register', body, false), () => this.stopped));
     this.transport.credential = answer.credential;
@@ -260,6 +261,31 @@ export class WorkerDaemon {
     writeFileSync(this.statePath, JSON.stringify({ server: this.server, workerId: answer.workerId, credential: answer.credential } satisfies SavedState, null, 2), { mode: 0o600 });
     this.log('info', `registered as worker ${answer.workerId} (${answer.pool} pool) with ${body.devices.length} ${report.backend} device(s)`);
   }
+
+  /**
+   * After a device was lost: probe the machine again and tell the server what it has now
+   * (DEVICES_ROUTE). The probe runs in a fresh process: this one's backend was made once, and a
+   * GPU that went away (or came back) shows only to a new adapter request. A GPU gone leaves the
+   * worker with no device, so nothing more is placed here until it comes back (a restart probes
+   * again at registration).
+   */
+  async reprobeDevices(): Promise<void> {
+    if (this.reprobing) return this.reprobing;
+    this.reprobing = (async () => {
+      try {
+        const found = devicesRequestSchema.parse(await probeInFreshProcess(this.o.backend ?? process.env.WHETSTONE_BACKEND));
+        const answer = await this.transport.json('POST', DEVICES_ROUTE, found);
+        this.log('info', `devices probed again after a device loss: ${found.devices.length} ${found.backend} device(s) advertised (${JSON.stringify(answer)})`);
+      } catch (e) {
+        this.log('warn', `could not probe and advertise the devices again: ${(e as Error).message}`);
+      } finally {
+        this.reprobing = null;
+      }
+    })();
+    return this.reprobing;
+  }
+
+  private reprobing: Promise<void> | null = null;
 
   // ───────────────────────────── socket.io and heartbeats ─────────────────────────────
 
@@ -460,7 +486,46 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
   return parsed.data;
 }
 
+/** The devices a backend report advertises, as the worker protocol has them. */
+function advertised(report: BackendReport) {
+  const kinds = { cuda: 'CUDA', webgpu: 'WEBGPU', cpu: 'CPU', wasm: 'WASM' } as const;
+  return report.devices.map((d, index) => ({ index, kind: kinds[d.kind], name: d.name.slice(0, 200), memoryBytes: Math.max(0, Math.floor(d.memoryBytes)) }));
+}
+
+const PROBE_FLAG = '--probe-devices';
+
+/** This script with --probe-devices in a new process: its answer, parsed. */
+function probeInFreshProcess(backend: string | undefined): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(import.meta.url), PROBE_FLAG],
+      { cwd: REPO_ROOT, env: { ...process.env, ...(backend ? { WHETSTONE_BACKEND: backend } : {}) }, timeout: 120_000, maxBuffer: 1_000_000 },
+      (error, stdout) => {
+        if (error) return reject(new Error(`the probe failed: ${error.message.split('\n')[0]}`));
+        try {
+          resolve(JSON.parse(stdout.trim().split('\n').at(-1) ?? ''));
+        } catch {
+          reject(new Error(`the probe answered no JSON: ${stdout.slice(0, 200)}`));
+        }
+      },
+    );
+  });
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes(PROBE_FLAG)) {
+    // For reprobeDevices: the backend this machine gives now, and its devices; none when the
+    // backend chosen cannot load any more (its GPU gone).
+    const backend = process.env.WHETSTONE_BACKEND ?? 'auto';
+    try {
+      const report = await initBackend(backend);
+      console.log(JSON.stringify({ backend: report.backend, devices: advertised(report) }));
+    } catch {
+      console.log(JSON.stringify({ backend: backend.slice(0, 40), devices: [] }));
+    }
+    process.exit(0);
+  }
   if (process.argv.includes('--check')) {
     // `npm run worker -- --check`: the backend this machine would give jobs, and its speed.
     try {

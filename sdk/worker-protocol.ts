@@ -13,6 +13,11 @@ const deviceSchema = z.object({
   memoryBytes: z.number().int().min(0),
 });
 
+const devicesSchema = z
+  .array(deviceSchema)
+  .max(64)
+  .refine((d) => new Set(d.map((x) => x.index)).size === d.length, 'device indexes must be distinct');
+
 /** POST /api/workers/register (no credential: the pool's registration token is in the body). */
 export const registerRequestSchema = z.object({
   token: z.string().startsWith('wst_').max(200),
@@ -21,10 +26,7 @@ export const registerRequestSchema = z.object({
   backend: z.string().min(1).max(40),
   version: z.string().min(1).max(40),
   labels: z.record(z.string().max(64), z.string().max(256)).default({}),
-  devices: z
-    .array(deviceSchema)
-    .max(64)
-    .refine((d) => new Set(d.map((x) => x.index)).size === d.length, 'device indexes must be distinct'),
+  devices: devicesSchema,
 });
 export const registerResponseSchema = z.object({ workerId: z.string(), credential: z.string(), pool: z.enum(['team', 'shared']) });
 
@@ -216,6 +218,15 @@ export const ENVIRONMENT_SECRETS_ROUTE = '/api/workers/attempts/secrets';
  * heartbeats to stop and its leases to expire. No body.
  */
 export const LEAVE_ROUTE = '/api/workers/leave';
+
+/**
+ * A worker whose devices changed says so: after a device was lost (a WebGPU device lost mid-job)
+ * it probes its machine again in a fresh process and advertises what it finds now, none if the
+ * GPU is gone; the scheduler places by the new list from its next round. Answers how many devices
+ * the worker has now.
+ */
+export const DEVICES_ROUTE = '/api/workers/devices';
+export const devicesRequestSchema = z.object({ backend: z.string().min(1).max(40), devices: devicesSchema });
 export const environmentSecretsRequestSchema = z.object({ ...fenced });
 export const environmentSecretsResponseSchema = z.object({ secrets: z.record(z.string(), z.string()) });
 

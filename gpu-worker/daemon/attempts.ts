@@ -62,6 +62,8 @@ export interface AttemptsOptions {
   accepting(): boolean;
   stopped(): boolean;
   log: Log;
+  /** An attempt ended because its device was lost (outcome 'lost'): the machine's devices may have changed. */
+  onDeviceLost?(): void;
 }
 
 /** A signal about an attempt, from a push or a heartbeat's lease. */
@@ -260,6 +262,7 @@ export class Attempts {
     } catch (e) {
       this.o.log('warn', `attempt ${a.attemptId}: finish not accepted: ${(e as Error).message}`);
     }
+    if (outcome === 'lost') this.o.onDeviceLost?.();
   }
 
   /** The start call (socket with an ack, else HTTP), retried until answered; 409 ends the job. */

@@ -11,6 +11,8 @@ import {
   BLOB_ROUTE,
   ENVIRONMENT_SECRETS_ROUTE,
   LEAVE_ROUTE,
+  DEVICES_ROUTE,
+  devicesRequestSchema,
   environmentSecretsRequestSchema,
   type HeartbeatAnswer,
 } from '../../sdk/worker-protocol';
@@ -180,6 +182,26 @@ async function leave(deps: WorkerApiDeps, worker: WorkerRow) {
   return { ok: true, requeued: active.length };
 }
 
+/**
+ * The worker's devices as it probed them again (DEVICES_ROUTE): those gone are removed, the rest
+ * written as given, and the scheduler woken. A job still holding a device that is gone has ended
+ * or ends with its own outcome (a lost device requeues it); nothing is placed on it any more.
+ */
+async function advertiseDevices(deps: WorkerApiDeps, worker: WorkerRow, req: IncomingMessage) {
+  const { db } = deps;
+  const input = parse(devicesRequestSchema, await readJson(req));
+  await db.$transaction(async (tx) => {
+    await tx.workerDevice.deleteMany({ where: { workerId: worker.id, index: { notIn: input.devices.map((d) => d.index) } } });
+    for (const d of input.devices) {
+      const fields = { kind: d.kind, name: d.name, memoryBytes: BigInt(d.memoryBytes) };
+      await tx.workerDevice.upsert({ where: { workerId_index: { workerId: worker.id, index: d.index } }, update: fields, create: { workerId: worker.id, index: d.index, ...fields } });
+    }
+    await tx.worker.update({ where: { id: worker.id }, data: { backend: input.backend } });
+    await notifyScheduler(tx, `worker ${worker.id} advertised its devices`);
+  });
+  return { devices: input.devices.length };
+}
+
 /** Start and finish check the credential themselves, in the statement that makes the change (attempts.ts). */
 async function start(deps: WorkerApiDeps, req: IncomingMessage) {
   const hash = credentialHash(req.headers.authorization);
@@ -281,6 +303,7 @@ export async function handleWorkerApi(deps: WorkerApiDeps, req: IncomingMessage,
     if (path === '/api/workers/stream') return send(res, 200, await stream(deps, worker, req));
     if (path === ENVIRONMENT_SECRETS_ROUTE) return send(res, 200, await attemptSecrets(deps, worker, req));
     if (path === LEAVE_ROUTE) return send(res, 200, await leave(deps, worker));
+    if (path === DEVICES_ROUTE) return send(res, 200, await advertiseDevices(deps, worker, req));
     throw new Refusal(404, `No route ${path}`);
   } catch (error) {
     if (error instanceof Refusal) return send(res, error.status, { error: error.message, issues: error.details });
