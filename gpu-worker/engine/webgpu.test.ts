@@ -176,6 +176,31 @@ describe.skipIf(webgpu.error !== null)('the engine on WebGPU', () => {
     );
   });
 
+  // Lavapipe cannot run out of memory on demand; an error the device reports the same way (an
+  // uncaptured validation error: a buffer past the device's limit) takes the same path as an
+  // out-of-memory one, which differs only in its words and class.
+  it('an error the device reports fails the next read with its words, without a requeue, and the next initBackend makes a new device', async () => {
+    await on('webgpu', async (m) => {
+      const trainer = new SFTTrainer(m, { learningRate: 1e-3, warmupSteps: 0 });
+      await trainer.stepAsync(batch);
+      const device = (tf.backend() as unknown as { device: { limits: { maxBufferSize: number }; createBuffer(d: { size: number; usage: number }): unknown } }).device;
+      device.createBuffer({ size: device.limits.maxBufferSize + 256, usage: 0x80 /* STORAGE */ });
+      // Dawn reports the error asynchronously: steps may still succeed until it has.
+      let failed: unknown = null;
+      await expect
+        .poll(async () => (failed = await trainer.stepAsync(batch).then(() => null, (e: unknown) => e)), { timeout: 60_000 })
+        .not.toBeNull();
+      expect(failed).toBeInstanceOf(DeviceFaultError);
+      expect((failed as DeviceFaultError).requeue).toBe(false);
+      expect((failed as DeviceFaultError).message).toMatch(/^WebGPU error: .*(size|Buffer)/i);
+    });
+    const again = await initBackend('webgpu');
+    expect(again.backend).toBe('webgpu');
+    const t = tf.tensor([1, 2, 3]).mul(2);
+    expect(Array.from(await t.data())).toEqual([2, 4, 6]);
+    t.dispose();
+  });
+
   // Last: it loses this file's device on purpose.
   it('a lost device fails the next read with that reason (requeue), and the next initBackend makes a new device', async () => {
     await on('webgpu', async (m) => {
