@@ -13,6 +13,7 @@ import { attachLora } from '../lora';
 import { parseDecoderConfig } from '../pretrained/hf-config';
 import { Rng } from '../rng';
 import { SFTTrainer } from '../sft';
+import { timeKernels } from './kernel-times';
 
 const report = await initBackend();
 const steps = Number(process.argv[2] ?? 3);
@@ -26,37 +27,16 @@ const data = Array.from({ length: 2 }, () => {
   const tokens = Array.from({ length: 64 }, () => 1 + rng.int(config.vocabSize - 1));
   return { tokens, lossMask: tokens.map((_, i) => (i === 0 ? 0 : 1)) };
 });
-const detail = (process.env.DETAIL ?? '').split(',');
-const stats = new Map<string, { n: number; ms: number; min: number }>();
-let on = false;
 await trainer.stepAsync(data);
 // Wrapped after the warm-up step, so that kernels registered on first use are included.
-for (const k of tf.getKernelsForBackend(report.backend)) {
-  const f = k.kernelFunc;
-  k.kernelFunc = ((args: Parameters<typeof f>[0]) => {
-    if (!on) return f(args);
-    const t0 = performance.now();
-    const out = f(args);
-    const dt = performance.now() - t0;
-    const key =
-      detail.includes(k.kernelName) || detail.includes('all')
-        ? `${k.kernelName} ${Object.values(args.inputs).map((t) => `[${(t as tf.TensorInfo | undefined)?.shape}]`).join(' ')} ${JSON.stringify(args.attrs ?? {}).slice(0, 50)}`
-        : k.kernelName;
-    const s = stats.get(key) ?? { n: 0, ms: 0, min: Infinity };
-    s.n += 1;
-    s.ms += dt;
-    s.min = Math.min(s.min, dt);
-    stats.set(key, s);
-    return out;
-  }) as typeof f;
-}
-on = true;
+const { stats, state } = timeKernels(report.backend);
+state.recording = true;
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 for (let i = 0; i < steps; i++) await trainer.stepAsync(data);
 const wall = (performance.now() - t0) / steps;
 const cpu = process.cpuUsage(c0);
-on = false;
+state.recording = false;
 let total = 0;
 let count = 0;
 for (const [name, s] of [...stats].sort((a, b) => b[1].ms - a[1].ms)) {

@@ -8,6 +8,7 @@ import { initBackend } from '../backend';
 import { GPT } from '../model';
 import { sampleAsync } from '../sampler';
 import { CharTokenizer } from '../tokenizer';
+import { timeKernels } from './kernel-times';
 
 const report = await initBackend();
 const tok = new CharTokenizer();
@@ -17,32 +18,17 @@ const useCache = process.argv[3] !== 'recompute';
 const run = () => sampleAsync(model, tok, prompts, { maxTokens: 64, temperature: 1, stopAtEos: false, seed: 1, useCache });
 await run();
 await run();
-const stats = new Map<string, { n: number; ms: number; min: number }>();
-let on = false;
-for (const k of tf.getKernelsForBackend(report.backend)) {
-  const f = k.kernelFunc;
-  k.kernelFunc = ((args: Parameters<typeof f>[0]) => {
-    if (!on) return f(args);
-    const t0 = performance.now();
-    const out = f(args);
-    const dt = performance.now() - t0;
-    const s = stats.get(k.kernelName) ?? { n: 0, ms: 0, min: Infinity };
-    s.n += 1;
-    s.ms += dt;
-    s.min = Math.min(s.min, dt);
-    stats.set(k.kernelName, s);
-    return out;
-  }) as typeof f;
-}
+// By kernel name only (DETAIL does not apply here): wrapped after two warm-up runs.
+const { stats, state } = timeKernels(report.backend, []);
 const runs = Number(process.argv[2] ?? 3);
 const steps = 64 * runs;
-on = true;
+state.recording = true;
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 for (let i = 0; i < runs; i++) await run();
 const wall = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
-on = false;
+state.recording = false;
 let total = 0;
 let count = 0;
 for (const [name, s] of [...stats].sort((a, b) => b[1].ms - a[1].ms)) {

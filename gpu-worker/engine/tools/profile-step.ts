@@ -11,11 +11,9 @@ import { SFTTrainer } from '../sft';
 import { CharTokenizer } from '../tokenizer';
 import { randomBatch, stepShape } from './step-input';
 import { Rng } from '../rng';
+import { timeKernels } from './kernel-times';
 
 const report = await initBackend();
-const stats = new Map<string, { n: number; ms: number; min: number }>();
-let on = false;
-const detail = (process.env.DETAIL ?? '').split(',');
 const tok = new CharTokenizer();
 const rng = new Rng(0);
 const { layers, width, heads, ctx, batch } = stepShape(process.argv[2]);
@@ -24,32 +22,15 @@ const trainer = new SFTTrainer(model, { warmupSteps: 0 });
 const data = randomBatch(tok, rng, batch, ctx);
 for (let i = 0; i < 3; i++) await trainer.stepAsync(data);
 // Wrapped after the warm-up steps, so that kernels registered on first use are included.
-for (const k of tf.getKernelsForBackend(report.backend)) {
-  const f = k.kernelFunc;
-  k.kernelFunc = ((args: Parameters<typeof f>[0]) => {
-    if (!on) return f(args);
-    const t0 = performance.now();
-    const out = f(args);
-    const key = detail.includes(k.kernelName) || detail.includes('all')
-      ? `${k.kernelName} ${Object.values(args.inputs).map((t) => `[${(t as tf.TensorInfo | undefined)?.shape}]`).join(' ')} ${JSON.stringify(args.attrs ?? {}).slice(0, 60)}`
-      : k.kernelName;
-    const s = stats.get(key) ?? { n: 0, ms: 0, min: Infinity };
-    s.n += 1;
-    const dt = performance.now() - t0;
-    s.ms += dt;
-    s.min = Math.min(s.min, dt);
-    stats.set(key, s);
-    return out;
-  }) as typeof f;
-}
+const { stats, state } = timeKernels(report.backend);
 const steps = Number(process.argv[3] ?? 10);
-on = true;
+state.recording = true;
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 for (let i = 0; i < steps; i++) await trainer.stepAsync(data);
 const wall = (performance.now() - t0) / steps;
 const cpu = process.cpuUsage(c0);
-on = false;
+state.recording = false;
 let total = 0;
 let count = 0;
 const rows = [...stats].sort((a, b) => b[1].n * b[1].min - a[1].n * a[1].min);
