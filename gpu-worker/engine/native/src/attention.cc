@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pool.h"
+#include "vec16.h"
 #include "vmath.h"
 
 
@@ -20,38 +21,8 @@ namespace whetstone {
 
 namespace {
 
-// Sixteen floats: one AVX-512 register, two AVX2 ones, four SSE ones (GCC lowers the type to
-// whatever the clone's target has). Unaligned loads and stores through `load`/`store`.
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
-constexpr int64_t L = 16;
-
-inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
-inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
-inline int64_t lanes(int64_t n) { return (n + L - 1) / L * L; }
-
-// One channel's operands, zero-padded: rows [T][hdp] (hdp = hd rounded up to 16 floats) and the
-// keys and values transposed [hdp][Tl] (Tl = T rounded up to 16), so that 16 keys at a time are
-// one vector. Padding lanes stay zero, so whole vectors can be computed and the extra lanes ignored.
-struct Scratch {
-  int64_t T = -1, hd = -1, hdp = 0, Tl = 0;
-  std::vector<float> q, k, v, kt, vt, dy, dq, dk, dv, row;
-  void size(int64_t t, int64_t h) {
-    if (t == T && h == hd) return;
-    T = t;
-    hd = h;
-    hdp = lanes(h);
-    Tl = lanes(t);
-    for (auto* b : {&q, &k, &v, &dy, &dq, &dk, &dv}) b->assign(T * hdp, 0.f);
-    for (auto* b : {&kt, &vt}) b->assign(hdp * Tl, 0.f);
-    row.assign(Tl, 0.f);
-  }
-};
-
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
+using Scratch = AttentionScratch;
+inline Scratch& scratch() { return attention_scratch(); }
 
 // Channel (b, h)'s q, k, v into the scratch layouts.
 void gather(const float* qkv, const AttentionDims& d, int64_t b, int64_t h, Scratch& s) {

@@ -5,16 +5,14 @@
 #include <cmath>
 
 #include "gemm.h"
+#include "vec16.h"
 #include "vmath.h"
 
 namespace whetstone {
 
 namespace {
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
 constexpr int L16 = 16;
-inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 
 // The sum of a vector's lanes by halving (4 shuffle-adds instead of a chain of 15 adds: a key's
 // score was bound by that chain).

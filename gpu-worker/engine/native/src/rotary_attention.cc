@@ -11,41 +11,15 @@
 #include <vector>
 
 #include "pool.h"
+#include "vec16.h"
 #include "vmath.h"
 
 namespace whetstone {
 
 namespace {
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
-constexpr int64_t L = 16;
-
-inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
-inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
-inline int64_t lanes(int64_t n) { return (n + L - 1) / L * L; }
-
-// One group's operands, zero-padded (padding lanes stay zero): rows [T][hdp] and the keys and
-// values transposed [hdp][Tl].
-struct Scratch {
-  int64_t T = -1, hd = -1, hdp = 0, Tl = 0;
-  std::vector<float> q, k, v, kt, vt, dy, dq, dk, dv, row;
-  void size(int64_t t, int64_t h) {
-    if (t == T && h == hd) return;
-    T = t;
-    hd = h;
-    hdp = lanes(h);
-    Tl = lanes(t);
-    for (auto* b : {&q, &k, &v, &dy, &dq, &dk, &dv}) b->assign(T * hdp, 0.f);
-    for (auto* b : {&kt, &vt}) b->assign(hdp * Tl, 0.f);
-    row.assign(Tl, 0.f);
-  }
-};
-
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
+using Scratch = AttentionScratch;
+inline Scratch& scratch() { return attention_scratch(); }
 
 // The rotation's tables at sequence b, position t.
 inline int64_t table_row(const RotaryAttentionDims& d, int64_t b, int64_t t) { return ((d.R == 1 ? 0 : b) * d.T + t) * (d.hd / 2); }
