@@ -171,16 +171,16 @@ describe.skipIf(Boolean(missing))("docs/deploying.md's nginx site", () => {
         socket.on('connect_error', reject);
       });
       if (transports[0] === 'polling') {
-        // Let it upgrade to the WebSocket (or fail trying).
+        // Let it upgrade to the WebSocket (or fail trying: the engine says which; the test's
+        // own timeout bounds a proxy that answers neither way).
         await new Promise<void>((resolve, reject) => {
           if (socket.io.engine.transport.name === 'websocket') return resolve();
           socket.io.engine.once('upgrade', () => resolve());
           socket.io.engine.once('upgradeError', (e: Error) => reject(e));
-          setTimeout(() => reject(new Error('no upgrade within 30 s')), 30_000);
         });
       }
       const answers = [];
-      for (let i = 0; i < 3; i++) answers.push(await socket.timeout(30_000).emitWithAck('echo', i));
+      for (let i = 0; i < 3; i++) answers.push(await socket.emitWithAck('echo', i));
       return { transport: socket.io.engine.transport.name, answers };
     } catch (error) {
       return { error: (error as Error).message };
