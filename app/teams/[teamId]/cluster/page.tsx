@@ -270,7 +270,7 @@ function Devices({ worker, jobs, base }: { worker: Worker; jobs: WorkerJob[]; ba
             </span>
             <span className="muted small">{d.name}</span>
             {held.length === 0 ? (
-              <span className="device-job muted">idle</span>
+              <span className="device-job muted">{isAway(worker) ? 'not taking work' : 'idle'}</span>
             ) : (
               held.map((j, i) =>
                 j.job ? (
