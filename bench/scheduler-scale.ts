@@ -11,16 +11,21 @@
  * Usage: tsx bench/scheduler-scale.ts '{"workers":500,"queued":10000,"priorities":"mixed","rounds":20,"planner":"fast"}'
  */
 import { byKind } from '../server/scheduler/plan-round';
-import { planKinds } from '../server/scheduler/plan';
+import { Planner, planKinds } from '../server/scheduler/plan';
 import { queueWindow } from '../server/scheduler/queue-window';
 import type { Plan, PlanInput } from '../server/scheduler/types';
 import { referencePlan } from '../server/test-support/plan-reference';
 import { drainStep, syntheticCluster, type ClusterSize } from '../server/test-support/synthetic-cluster';
 
-const args = JSON.parse(process.argv[2] ?? '{}') as ClusterSize & { rounds?: number; planner?: 'fast' | 'reference' };
+const args = JSON.parse(process.argv[2] ?? '{}') as ClusterSize & { rounds?: number; planner?: 'incremental' | 'fast' | 'reference' };
 const cluster = syntheticCluster(args);
+const planner = new Planner();
 
 function round(input: PlanInput): { decisions: Plan; read: number; groupMs: number } {
+  if (args.planner === 'incremental') {
+    const { plan, read } = planner.round(input);
+    return { decisions: plan, read: read.length, groupMs: 0 };
+  }
   if (args.planner === 'reference') {
     const window = queueWindow(input);
     return { decisions: referencePlan(window), read: window.queued.length, groupMs: 0 };

@@ -5,7 +5,7 @@
 // a kind only while the previous one started or preempted: its plan is the plan of the whole
 // queue for the jobs it read (the property tests in plan-round.test.ts check it), and a round
 // costs what it can place or preempt and one job per kind, not the queue's length.
-import { type KindsPlan, planKinds } from './plan';
+import { type KindsPlan, planKinds, sortOldestFirst } from './plan';
 import { kindOf } from './queue-window';
 import type { PlanInput, PlanQueuedJob } from './types';
 
@@ -18,16 +18,8 @@ export function byKind(input: Pick<PlanInput, 'queued' | 'now'>): PlanQueuedJob[
     if (jobs) jobs.push(job);
     else kinds.set(kind, [job]);
   }
-  const ordered = (a: PlanQueuedJob, b: PlanQueuedJob) => a.queuedAt - b.queuedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   const groups = [...kinds.values()];
-  for (const jobs of groups) {
-    for (let i = 1; i < jobs.length; i += 1) {
-      if (ordered(jobs[i - 1], jobs[i]) > 0) {
-        jobs.sort(ordered);
-        break;
-      }
-    }
-  }
+  for (const jobs of groups) sortOldestFirst(jobs);
   return groups;
 }
 

@@ -81,7 +81,7 @@
  * both are updated for the one worker a placement or preemption changes. Free devices only ever
  * get taken within a plan, so a worker with too few is dropped from the placement index for good.
  */
-import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, Preemption, Waiting, WaitCode, WorkerState } from './types';
+import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, PlanRunningJob, Preemption, Waiting, WaitCode, WorkerState } from './types';
 import { DEFAULT_QUOTA } from './admission';
 import { kindOf } from './queue-window';
 import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
@@ -138,6 +138,15 @@ class Heap<T> {
   /** The item at `at` changed its key. */
   update(at: number): void {
     this.down(this.up(at));
+  }
+
+  /** Drops the items `keep` refuses (stale entries), in O(n). */
+  retain(keep: (item: T) => boolean): void {
+    let n = 0;
+    for (const item of this.items) if (keep(item)) this.items[n++] = item;
+    this.items.length = n;
+    for (let at = 0; at < n; at += 1) this.onMove?.(this.items[at], at);
+    for (let at = (n >> 1) - 1; at >= 0; at -= 1) this.down(at);
   }
 
   private place(item: T, at: number): void {
@@ -207,6 +216,26 @@ interface WorkerSlots {
   order: number;
   /** The indexes' entries for this worker's shapes, updated when its slots change (`touch`). */
   entries: { index: ShapeIndex; shape: Shape }[];
+  /** Its slots' holders when the round began (a Planner's next round compares them: Kept). */
+  startHolders: (Holding | null)[];
+  /** Bumped when its slots change (`touch`), and when its victims may have (`refreshVictims`): what `shared` is of. */
+  slotsVersion: number;
+  victimsVersion: number;
+  /** By matching devices and gang size: what its shapes of that sort share. */
+  shared: Map<string, SharedPlans>;
+}
+
+/**
+ * What a worker's shapes with the same matching devices and gang size share, whatever request
+ * they index (a kind or any, a memory at or below the devices'): their reservation and their
+ * victims for each preemptor priority are the same, only the shape they name differs. So each is
+ * computed once per change of the worker, not once per index.
+ */
+interface SharedPlans {
+  reservationAt: number;
+  reservation: ReservationChoice | null;
+  victimsAt: number;
+  plans: Map<number, PreemptionPlan | null>;
 }
 
 type KindCount = Record<DeviceKind, number>;
@@ -239,10 +268,10 @@ interface State {
   sharedTotal: KindCount;
   teamPoolTotal: Map<string, KindCount>;
   sharedUse: Map<string, KindCount>;
-  userUse: Map<string, KindCount>;
+  /** Per team, per user (owner): the devices the user's jobs hold, and its share (dropped when its use changes). */
+  users: Map<string, Map<string, UserUse>>;
   /** Shares by team and by user (userKey), dropped when their use changes: ordering compares them often. */
   teamShares: Map<string, number>;
-  userShares: Map<string, number>;
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
   quotaReservations: Map<string, QuotaReservation[]>;
@@ -250,11 +279,18 @@ interface State {
   quotaAnswers: Map<string, Map<string, QuotaReservation | null>>;
   /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
   waitedKinds: Map<string, Waiting>;
-  /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request. */
+  /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request; the same index by its shapes (indexOf); a kind's two (shapesFor). */
   indexes: Map<string, ShapeIndex>;
+  indexBySignature: Map<string, ShapeIndex>;
+  indexesByKind: Map<string, ShapeIndex[]>;
   /** Whether any holding is stopping; the lowest priority of a running job (anythingToFree). */
   stoppingCount: number;
   lowestRunning: number;
+  /** The workers whose index entries this round changed, and the teams whose victims it refreshed: the next round (Kept) refreshes them again. */
+  touched: Set<WorkerSlots>;
+  refreshedTeams: Set<string>;
+  /** The kind (queue-window.ts's kindOf) of the job being decided, when the caller knows it: rule 5 looks it up. */
+  decidingKind: string | null;
 }
 
 const zero = (): KindCount => ({ CUDA: 0, WEBGPU: 0, CPU: 0, WASM: 0 });
@@ -271,9 +307,18 @@ function endOf(startedAt: number, timeLimitSeconds: number | null): number {
   return timeLimitSeconds === null ? NEVER : startedAt + timeLimitSeconds * 1000;
 }
 
-/** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). */
-function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): State {
-  const { now } = input;
+/** The workers as the planner indexes them: rebuilt when a worker, its state or its devices change, else kept between a Planner's rounds. */
+interface Cluster {
+  workers: WorkerSlots[];
+  workerById: Map<string, WorkerSlots>;
+  /** Where a running job's devices are looked up: of workers sharing an id (never in a consistent database), the last in id order. */
+  lastById: Map<string, WorkerSlots>;
+  onlineByPool: Map<string | null, WorkerSlots[]>;
+  sharedTotal: KindCount;
+  teamPoolTotal: Map<string, KindCount>;
+}
+
+function buildCluster(input: Pick<PlanInput, 'workers'>): Cluster {
   const workers: WorkerSlots[] = [...input.workers]
     .sort((a, b) => cmp(a.id, b.id))
     .map((w, order) => ({
@@ -283,6 +328,10 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): 
       state: w.state,
       order,
       entries: [],
+      startHolders: [],
+      slotsVersion: 0,
+      victimsVersion: 0,
+      shared: new Map(),
       slots: [...w.devices]
         .sort((a, b) => a.index - b.index)
         .map((d) => ({ index: d.index, kind: d.kind, memoryBytes: d.memoryBytes, holder: null })),
@@ -292,66 +341,143 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): 
   const lastById = new Map(workers.map((w) => [w.id, w]));
   const workerById = new Map<string, WorkerSlots>();
   for (let i = workers.length - 1; i >= 0; i -= 1) workerById.set(workers[i].id, workers[i]);
-
-  const teams = new Set<string>();
-  for (const j of queued) teams.add(j.teamId);
-  for (const j of input.running) teams.add(j.teamId);
-  const s: State = {
-    now,
-    workers,
-    workerById,
-    onlineByPool: new Map(),
-    quotas: new Map(input.quotas.map((q) => [q.teamId, q.maxConcurrentDevices])),
-    ledger: new Map(),
-    held: new Map(),
-    sharedTotal: zero(),
-    teamPoolTotal: new Map(),
-    sharedUse: new Map(),
-    userUse: new Map(),
-    teamShares: new Map(),
-    userShares: new Map(),
-    activeTeams: teams.size,
-    deviceReservations: new Map(),
-    quotaReservations: new Map(),
-    quotaAnswers: new Map(),
-    waitedKinds: new Map(),
-    indexes: new Map(),
-    stoppingCount: 0,
-    lowestRunning: Number.POSITIVE_INFINITY,
-  };
-
+  const cluster: Cluster = { workers, workerById, lastById, onlineByPool: new Map(), sharedTotal: zero(), teamPoolTotal: new Map() };
   for (const w of workers) {
     if (w.state !== 'ONLINE') continue;
-    const pool = s.onlineByPool.get(w.teamId);
+    const pool = cluster.onlineByPool.get(w.teamId);
     if (pool) pool.push(w);
-    else s.onlineByPool.set(w.teamId, [w]);
+    else cluster.onlineByPool.set(w.teamId, [w]);
   }
   // Capacity for shares: workers that exist and hold or take work.
   for (const w of workers) {
     if (w.state !== 'ONLINE' && w.state !== 'DRAINING') continue;
     for (const slot of w.slots) {
-      if (w.teamId === null) s.sharedTotal[slot.kind] += 1;
-      else bump(s.teamPoolTotal, w.teamId, slot.kind, 1);
+      if (w.teamId === null) cluster.sharedTotal[slot.kind] += 1;
+      else bump(cluster.teamPoolTotal, w.teamId, slot.kind, 1);
     }
   }
+  return cluster;
+}
 
+/** Whether the input's workers are the cluster's: the same ids, names, pools, states and devices, in any order. */
+function sameWorkers(cluster: Cluster, workers: PlanInput['workers']): boolean {
+  if (workers.length !== cluster.workers.length) return false;
+  for (const w of workers) {
+    const kept = cluster.workerById.get(w.id);
+    if (!kept || kept.name !== w.name || kept.teamId !== w.teamId || kept.state !== w.state || kept.slots.length !== w.devices.length) return false;
+    for (const d of w.devices) {
+      const slot = kept.slots.find((x) => x.index === d.index);
+      if (!slot || slot.kind !== d.kind || slot.memoryBytes !== d.memoryBytes) return false;
+    }
+  }
+  return cluster.lastById.size === workers.length;
+}
+
+/**
+ * What a Planner keeps from one round to the next (issue 20, incremental rounds): the workers'
+ * index structures (the shapes of each request, by free devices, by reservation order, and each
+ * priority's victims), whose entries are versioned and dropped when stale, and the running jobs'
+ * holdings. A round's own changes (placements, holds, preemptions) are undone at the next round's
+ * start by refreshing what they touched; so are the input's changes (a job started, stopped or
+ * ended on a worker: its slots' holders differ from the last round's start; a team that started
+ * or stopped borrowing: its workers' victims). A worker or device that changes rebuilds all.
+ */
+interface Kept {
+  cluster: Cluster;
+  indexes: Map<string, ShapeIndex>;
+  indexBySignature: Map<string, ShapeIndex>;
+  indexesByKind: Map<string, ShapeIndex[]>;
+  /** The running jobs' holdings by job id, as the last round built them: reused while the job's fields are the same. */
+  holdings: Map<string, Holding>;
+  touched: Set<WorkerSlots>;
+  refreshedTeams: Set<string>;
+  /** Which teams borrowed when the last round began. */
+  borrowing: Map<string, boolean>;
+}
+
+/** A running job's holding, the kept one when nothing of it changed (its devices are compared by the slots). */
+function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
+  const release = Math.max(now, endOf(job.startedAt, job.timeLimitSeconds));
+  const old = kept.holdings.get(job.id);
+  // A release at `now` moves with the clock, and reservationOn's keys treat it as now: never kept.
+  if (
+    old &&
+    old.source === 'running' &&
+    old.release === release &&
+    (release > now || job.stopping) &&
+    old.stopping === job.stopping &&
+    old.teamId === job.teamId &&
+    old.ownerId === job.ownerId &&
+    old.priority === job.priority &&
+    old.workerId === job.workerId &&
+    old.startedAt === job.startedAt &&
+    old.devices === job.deviceIndexes.length
+  ) {
+    return old;
+  }
+  return {
+    source: 'running',
+    jobId: job.id,
+    teamId: job.teamId,
+    ownerId: job.ownerId,
+    priority: job.priority,
+    workerId: job.workerId,
+    startedAt: job.startedAt,
+    devices: job.deviceIndexes.length,
+    release,
+    stopping: job.stopping,
+  };
+}
+
+/** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
+function newKept(input: Pick<PlanInput, 'workers'>): Kept {
+  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map() };
+}
+
+/** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). `kept`: what the planner keeps (newKept for a first round). */
+function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], kept: Kept): State {
+  const { now } = input;
+  const { cluster } = kept;
+  const teams = new Set<string>();
+  for (const j of queued) teams.add(j.teamId);
+  for (const j of input.running) teams.add(j.teamId);
+  const s: State = {
+    now,
+    workers: cluster.workers,
+    workerById: cluster.workerById,
+    onlineByPool: cluster.onlineByPool,
+    quotas: new Map(input.quotas.map((q) => [q.teamId, q.maxConcurrentDevices])),
+    ledger: new Map(),
+    held: new Map(),
+    sharedTotal: cluster.sharedTotal,
+    teamPoolTotal: cluster.teamPoolTotal,
+    sharedUse: new Map(),
+    users: new Map(),
+    teamShares: new Map(),
+    activeTeams: teams.size,
+    deviceReservations: new Map(),
+    quotaReservations: new Map(),
+    quotaAnswers: new Map(),
+    waitedKinds: new Map(),
+    indexes: kept.indexes,
+    indexBySignature: kept.indexBySignature,
+    indexesByKind: kept.indexesByKind,
+    stoppingCount: 0,
+    lowestRunning: Number.POSITIVE_INFINITY,
+    touched: new Set(),
+    refreshedTeams: new Set(),
+    decidingKind: null,
+  };
+
+  for (const w of cluster.workers) for (const slot of w.slots) slot.holder = null;
+  const holdings = new Map<string, Holding>();
   for (const job of input.running) {
-    const holding: Holding = {
-      source: 'running',
-      jobId: job.id,
-      teamId: job.teamId,
-      ownerId: job.ownerId,
-      priority: job.priority,
-      workerId: job.workerId,
-      startedAt: job.startedAt,
-      devices: job.deviceIndexes.length,
-      release: Math.max(now, endOf(job.startedAt, job.timeLimitSeconds)),
-      stopping: job.stopping,
-    };
+    const holding = runningHolding(kept, job, now);
+    holdings.set(job.id, holding);
     addToLedger(s, holding);
     if (job.stopping) s.stoppingCount += 1;
     s.lowestRunning = Math.min(s.lowestRunning, job.priority);
-    const worker = job.workerId === null ? undefined : lastById.get(job.workerId);
+    const worker = job.workerId === null ? undefined : cluster.lastById.get(job.workerId);
     for (const index of job.deviceIndexes) {
       const slot = worker?.slots.find((d) => d.index === index);
       if (!worker || !slot) continue;
@@ -361,7 +487,73 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[]): 
       countUse(s, worker, slot.kind, holding, 1);
     }
   }
+  kept.borrowing = refreshChanged(s, kept);
+  for (const w of cluster.workers) for (let i = 0; i < w.slots.length; i += 1) w.startHolders[i] = w.slots[i].holder;
+  kept.holdings = holdings;
+  kept.touched = s.touched;
+  kept.refreshedTeams = s.refreshedTeams;
   return s;
+}
+
+/** Which teams holding devices borrow (rule 6's order reads it). */
+function borrowingTeams(s: State): Map<string, boolean> {
+  const borrowing = new Map<string, boolean>();
+  for (const teamId of s.ledger.keys()) borrowing.set(teamId, isBorrowing(s, teamId) !== null);
+  return borrowing;
+}
+
+/**
+ * The kept indexes brought up to this round: the workers whose holders differ from the last
+ * round's start, or that the last round touched, are touched (their entries computed again); the
+ * teams whose borrowing differs, or whose victims the last round refreshed, have their workers'
+ * victims refreshed. Heaps grown with stale entries are rebuilt when next asked.
+ */
+function refreshChanged(s: State, kept: Kept): Map<string, boolean> {
+  for (const index of kept.indexBySignature.values()) compact(index);
+  for (const w of s.workers) {
+    let changed = kept.touched.has(w);
+    for (let i = 0; i < w.slots.length && !changed; i += 1) changed = w.slots[i].holder !== w.startHolders[i];
+    if (changed && w.entries.length > 0) touch(s, w);
+  }
+  const borrowing = borrowingTeams(s);
+  const teams = new Set(kept.refreshedTeams);
+  for (const [teamId, borrows] of borrowing) if ((kept.borrowing.get(teamId) ?? false) !== borrows) teams.add(teamId);
+  for (const [teamId, borrowed] of kept.borrowing) if (borrowed && !borrowing.has(teamId)) teams.add(teamId);
+  for (const teamId of teams) refreshTeamVictims(s, teamId);
+  s.touched = new Set();
+  s.refreshedTeams = new Set();
+  return borrowing;
+}
+
+/**
+ * An index's heaps hold stale entries (of older versions of their shapes) until they come up;
+ * between rounds those that hold more than twice their shapes are filtered, and the shapes every
+ * priority has taken in are dropped from `changed`. A priority's heap far behind `changed` (its
+ * preemptors were not seen for many rounds) is dropped, built again when next asked.
+ */
+function compact(index: ShapeIndex): void {
+  const limit = 2 * index.shapes.length + 16;
+  if (index.reservations && index.reservations.size > limit) index.reservations.retain((e) => e.version === e.shape.version);
+  let entries = 0;
+  for (const heap of index.byFree) entries += heap.size;
+  if (entries > limit) {
+    for (const heap of index.byFree) {
+      const kept = new Set<Shape>();
+      heap.retain((e) => e.free === e.shape.free && !kept.has(e.shape) && kept.add(e.shape) !== undefined);
+    }
+  }
+  for (const [priority, entry] of index.victims) {
+    if (index.changed.length - entry.seen > limit) index.victims.delete(priority);
+    else if (entry.heap.size > limit) entry.heap.retain((e) => e.version === e.plan.shape.victimsVersion);
+  }
+  let trim = index.changed.length;
+  for (const entry of index.victims.values()) trim = Math.min(trim, entry.seen);
+  if (trim > 0) {
+    index.changed.splice(0, trim);
+    for (const entry of index.victims.values()) entry.seen -= trim;
+    index.seenMax = Math.max(0, index.seenMax - trim);
+    for (const shape of index.shapes) shape.changedAt = Math.max(-1, shape.changedAt - trim);
+  }
 }
 
 function ledgerOf(s: State, teamId: string): Holding[] {
@@ -385,12 +577,27 @@ function addToLedger(s: State, h: Holding): void {
   if (!h.stopping) held.notStopping += h.devices;
 }
 
+interface UserUse {
+  use: KindCount;
+  share: number | undefined;
+}
+
+/** A user's use, looked up by team then owner: ordering asks for it often, and a joined key would be built and hashed each time. */
+function userOf(s: State, teamId: string, ownerId: string): UserUse {
+  let team = s.users.get(teamId);
+  if (!team) s.users.set(teamId, (team = new Map()));
+  let user = team.get(ownerId);
+  if (!user) team.set(ownerId, (user = { use: zero(), share: undefined }));
+  return user;
+}
+
 function countUse(s: State, worker: WorkerSlots, kind: DeviceKind, h: Holding, by: number): void {
   if (worker.state !== 'ONLINE' && worker.state !== 'DRAINING') return;
   if (worker.teamId === null) bump(s.sharedUse, h.teamId, kind, by);
-  bump(s.userUse, userKey(h.teamId, h.ownerId), kind, by);
+  const user = userOf(s, h.teamId, h.ownerId);
+  user.use[kind] += by;
+  user.share = undefined;
   s.teamShares.delete(h.teamId);
-  s.userShares.delete(userKey(h.teamId, h.ownerId));
 }
 
 const workerOf = (s: State, id: string): WorkerSlots => s.workerById.get(id) as WorkerSlots;
@@ -413,15 +620,14 @@ function teamShare(s: State, teamId: string): number {
 }
 
 function userShare(s: State, teamId: string, ownerId: string): number {
-  const key = userKey(teamId, ownerId);
-  let share = s.userShares.get(key);
-  if (share === undefined) {
+  const user = userOf(s, teamId, ownerId);
+  if (user.share === undefined) {
     const own = s.teamPoolTotal.get(teamId) ?? zero();
     const total = zero();
     for (const kind of KIND_ORDER) total[kind] = own[kind] + s.sharedTotal[kind];
-    s.userShares.set(key, (share = dominantShare(s.userUse.get(key), total)));
+    user.share = dominantShare(user.use, total);
   }
-  return share;
+  return user.share;
 }
 
 /** Rule 1: priority, then team share, then user share, then age, then id. */
@@ -439,6 +645,8 @@ function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
 interface Run {
   jobs: PlanQueuedJob[];
   next: number;
+  /** The run's kind (kindOf), when it is one kind's jobs and the caller knows its key. */
+  kind: string | null;
 }
 
 interface UserQueue {
@@ -465,17 +673,18 @@ function compareWithinUser(a: PlanQueuedJob, b: PlanQueuedJob): number {
  * and team only, so only that user moves in its team's heap and that team in the heap of teams.
  * `next(job)` answers whether the job's run goes on after the job was decided.
  */
-function* inOrder(s: State, runs: PlanQueuedJob[][]): Generator<PlanQueuedJob, void, boolean> {
+function* inOrder(s: State, runs: PlanQueuedJob[][], keys?: string[]): Generator<PlanQueuedJob, void, boolean> {
   const runHead = (r: Run) => r.jobs[r.next];
   const head = (u: UserQueue) => runHead(u.runs.peek() as Run);
   const headOf = (t: TeamQueue) => head(t.users.peek() as UserQueue);
   const users = new Map<string, UserQueue & { teamId: string }>();
-  for (const jobs of runs) {
+  for (let r = 0; r < runs.length; r += 1) {
+    const jobs = runs[r];
     if (jobs.length === 0) continue;
     const key = userKey(jobs[0].teamId, jobs[0].ownerId);
     let user = users.get(key);
     if (!user) users.set(key, (user = { teamId: jobs[0].teamId, runs: new Heap((a, b) => compareWithinUser(runHead(a), runHead(b)) < 0) }));
-    user.runs.push({ jobs, next: 0 });
+    user.runs.push({ jobs, next: 0, kind: keys?.[r] ?? null });
   }
   const byTeam = new Map<string, TeamQueue>();
   for (const user of users.values()) {
@@ -490,6 +699,7 @@ function* inOrder(s: State, runs: PlanQueuedJob[][]): Generator<PlanQueuedJob, v
     if (!team) return;
     const user = team.users.peek() as UserQueue;
     const run = user.runs.peek() as Run;
+    s.decidingKind = run.kind;
     const goesOn = yield runHead(run);
     run.next += 1;
     if (!goesOn || run.next === run.jobs.length) user.runs.pop();
@@ -514,11 +724,6 @@ function fits(slot: Slot, kind: DeviceKind, memoryBytes: number): boolean {
   return slot.kind === kind && slot.memoryBytes >= memoryBytes;
 }
 
-function releaseOf(s: State, slot: Slot): number {
-  if (slot.holder === null || slot.holder.stopping) return s.now;
-  return slot.holder.release;
-}
-
 /** A worker and device kind that could ever hold the job's gang. */
 interface Shape {
   worker: WorkerSlots;
@@ -532,9 +737,13 @@ interface Shape {
   victimsVersion: number;
   /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), and the victimsVersion they are of. */
   devicePlans: Map<number, { version: number; plan: PreemptionPlan | null }>;
+  /** Where it was last put in its index's `changed` (-1: not there). */
+  changedAt: number;
+  shared: SharedPlans;
 }
 
-type ReservationChoice = { shape: Shape; startAt: number; unknown: number; slots: Slot[] };
+/** `startKey`: the expected start as releaseKey gives it (-Infinity: now). */
+type ReservationChoice = { shape: Shape; startKey: number; unknown: number; slots: Slot[] };
 
 /**
  * The shapes of one request (device kind or any, memory, gang size) in one pool (the shared pool,
@@ -552,6 +761,8 @@ interface ShapeIndex {
   victims: Map<number, { heap: Heap<VictimsEntry>; seen: number }>;
   /** The shapes whose victims may have changed, in order (a shape may appear again): what the victims heaps take in before they answer. */
   changed: Shape[];
+  /** How much of `changed` the priority that has taken in most has taken in: a shape already after it need not be put there again. */
+  seenMax: number;
 }
 
 /** Shape order: worker id, then kind order. */
@@ -561,17 +772,39 @@ const kindThenWorker = (a: Shape, b: Shape): boolean =>
 
 /** Rule 5's order of reservations: soonest start, fewest devices held by jobs without a limit, then rule 4's order. */
 function betterReservation(a: ReservationChoice, b: ReservationChoice): boolean {
-  if (a.startAt !== b.startAt) return a.startAt < b.startAt;
+  if (a.startKey !== b.startKey) return a.startKey < b.startKey;
   if (a.unknown !== b.unknown) return a.unknown < b.unknown;
   return comparePlaces({ shape: a.shape, left: 0 }, { shape: b.shape, left: 0 }) < 0;
 }
 
+/**
+ * When a slot is free for a reservation, as a key that does not move with the clock: free, stopping
+ * or due by now is -Infinity (now, in every round), so a Planner's kept reservation entries compare
+ * with new ones as they would had they been computed now. A holding's release never falls below
+ * now while it is kept (runningHolding), so the keys of kept entries stay right.
+ */
+function releaseKey(s: State, slot: Slot): number {
+  const h = slot.holder;
+  if (h === null || h.stopping || h.release <= s.now) return Number.NEGATIVE_INFINITY;
+  return h.release;
+}
+
 function reservationOn(s: State, shape: Shape, deviceCount: number): ReservationChoice {
-  const slots = [...shape.matching].sort((a, b) => releaseOf(s, a) - releaseOf(s, b) || a.index - b.index).slice(0, deviceCount);
-  const startAt = releaseOf(s, slots[slots.length - 1]);
+  const slots = [...shape.matching].sort((a, b) => releaseKey(s, a) - releaseKey(s, b) || a.index - b.index).slice(0, deviceCount);
+  const startKey = releaseKey(s, slots[slots.length - 1]);
   let unknown = 0;
-  for (const slot of slots) if (releaseOf(s, slot) === NEVER) unknown += 1;
-  return { shape, startAt, unknown, slots };
+  for (const slot of slots) if (releaseKey(s, slot) === NEVER) unknown += 1;
+  return { shape, startKey, unknown, slots };
+}
+
+/** reservationOn, computed once for the shapes that share it (SharedPlans) while the worker's slots stay as they are. */
+function sharedReservation(s: State, shape: Shape, deviceCount: number): ReservationChoice {
+  const shared = shape.shared;
+  if (shared.reservation === null || shared.reservationAt !== shape.worker.slotsVersion) {
+    shared.reservation = reservationOn(s, shape, deviceCount);
+    shared.reservationAt = shape.worker.slotsVersion;
+  }
+  return shared.reservation.shape === shape ? shared.reservation : { ...shared.reservation, shape };
 }
 
 function freeOf(shape: Shape): number {
@@ -580,21 +813,43 @@ function freeOf(shape: Shape): number {
   return free;
 }
 
-/** The job's pools' indexes: the shared pool's and its team's own workers'. */
+/** The job's pools' indexes: the shared pool's and its team's own workers' (kept by kind, when the caller knows the job's). */
 function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
+  const known = s.decidingKind === null ? undefined : s.indexesByKind.get(s.decidingKind);
+  if (known) return known;
   const request = `${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
-  return [indexOf(s, `\u0000${request}`, null, job), indexOf(s, `${job.teamId}\u0000${request}`, job.teamId, job)];
+  const indexes = [indexOf(s, `\u0000${request}`, null, job), indexOf(s, `${job.teamId}\u0000${request}`, job.teamId, job)];
+  if (s.decidingKind !== null) s.indexesByKind.set(s.decidingKind, indexes);
+  return indexes;
 }
 
+/**
+ * The index of a request in a pool. Requests whose shapes are the same (a kind or any on workers
+ * of that kind, memories the same devices meet) share one index: what it keeps depends only on
+ * the shapes and the gang size, and each change of a worker then updates it once.
+ */
 function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob): ShapeIndex {
   let index = s.indexes.get(key);
   if (index) return index;
-  const shapes: Shape[] = [];
+  const found: { worker: WorkerSlots; kind: DeviceKind; matching: Slot[] }[] = [];
   for (const worker of s.onlineByPool.get(pool) ?? []) {
     for (const kind of job.deviceKind ? [job.deviceKind] : KIND_ORDER) {
       const matching = worker.slots.filter((slot) => fits(slot, kind, job.memoryBytes));
-      if (matching.length >= job.deviceCount) shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map() });
+      if (matching.length >= job.deviceCount) found.push({ worker, kind, matching });
     }
+  }
+  const signature = `${job.deviceCount}|${found.map(({ worker, kind, matching }) => `${worker.order}:${kind}:${matching.map((slot) => slot.index).join(',')}`).join('|')}`;
+  index = s.indexBySignature.get(signature);
+  if (index) {
+    s.indexes.set(key, index);
+    return index;
+  }
+  const shapes: Shape[] = [];
+  for (const { worker, kind, matching } of found) {
+    const sort = `${kind}:${matching.map((slot) => slot.index).join(',')}:${job.deviceCount}`;
+    let shared = worker.shared.get(sort);
+    if (!shared) worker.shared.set(sort, (shared = { reservationAt: -1, reservation: null, victimsAt: -1, plans: new Map() }));
+    shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), changedAt: -1, shared });
   }
   index = {
     deviceCount: job.deviceCount,
@@ -603,6 +858,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     reservations: null,
     victims: new Map(),
     changed: [],
+    seenMax: 0,
   };
   for (const shape of shapes) {
     shape.worker.entries.push({ index, shape });
@@ -610,6 +866,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     if (shape.free >= job.deviceCount) byFreeOf(index, shape.free).push({ shape, free: shape.free });
   }
   s.indexes.set(key, index);
+  s.indexBySignature.set(signature, index);
   return index;
 }
 
@@ -620,16 +877,17 @@ function byFreeOf(index: ShapeIndex, free: number): Heap<{ shape: Shape; free: n
 
 /** A worker's slots changed (a holder, or a holder's stopping): its shapes' entries move in every index. */
 function touch(s: State, worker: WorkerSlots): void {
+  worker.slotsVersion += 1;
   for (const { index, shape } of worker.entries) {
     shape.version += 1;
-    index.reservations?.push({ shape, version: shape.version, choice: reservationOn(s, shape, index.deviceCount) });
+    index.reservations?.push({ shape, version: shape.version, choice: sharedReservation(s, shape, index.deviceCount) });
     const free = freeOf(shape);
     if (free !== shape.free) {
       shape.free = free;
       if (free >= index.deviceCount) byFreeOf(index, free).push({ shape, free });
     }
   }
-  refreshVictims(worker);
+  refreshVictims(s, worker);
 }
 
 /** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
@@ -716,7 +974,7 @@ function behindWords(s: State, job: PlanQueuedJob, r: Reservation): string {
 // ───────────────────────────── the plan ─────────────────────────────
 
 export function plan(input: PlanInput): Plan {
-  const s = buildState(input, input.queued);
+  const s = buildState(input, input.queued, newKept(input));
   const out: Plan = { placements: [], preemptions: [], waiting: [] };
   const byUser = new Map<string, PlanQueuedJob[]>();
   for (const job of input.queued) {
@@ -746,11 +1004,16 @@ export interface KindsPlan {
  * looked at, so a round costs what it places or preempts and one job per kind.
  */
 export function planKinds(input: Omit<PlanInput, 'queued'>, kinds: PlanQueuedJob[][]): KindsPlan {
+  return planKindsWith(newKept(input), input, kinds);
+}
+
+/** planKinds on what a Planner kept; `keys`: each kind's key (kindOf), when the caller has them. */
+function planKindsWith(kept: Kept, input: Omit<PlanInput, 'queued'>, kinds: PlanQueuedJob[][], keys?: string[]): KindsPlan {
   const firsts = kinds.flatMap((jobs) => (jobs.length > 0 ? [jobs[0]] : []));
-  const s = buildState(input, firsts);
+  const s = buildState(input, firsts, kept);
   const out: Plan = { placements: [], preemptions: [], waiting: [] };
   const read: PlanQueuedJob[] = [];
-  const order = inOrder(s, kinds);
+  const order = inOrder(s, kinds, keys);
   for (let next = order.next(true); !next.done; ) {
     const job = next.value;
     read.push(job);
@@ -760,6 +1023,84 @@ export function planKinds(input: Omit<PlanInput, 'queued'>, kinds: PlanQueuedJob
     next = order.next(!waits);
   }
   return { plan: out, read };
+}
+
+/** How often a Planner starts again from nothing, whatever it kept (the safety net of incremental rounds). */
+const FULL_ROUND_EVERY_MS = 60_000;
+
+/**
+ * The leader's planner across rounds (issue 20, incremental rounds): each round's plan is
+ * planKinds' plan of that round's input, exactly (plan-round.test.ts runs both on the same
+ * rounds), but a round reuses what the last one built: the queue's kinds by job id, and the
+ * workers' indexes (Kept), refreshed only where the cluster or the last round changed them. So a
+ * round after a few jobs started or ended costs about those jobs and what it decides, not the
+ * cluster's size. It starts again from nothing when a worker or device changes, the clock goes
+ * back, or `fullEveryMs` has passed since it last did.
+ */
+export class Planner {
+  private kept: Kept | null = null;
+  private keptSince = 0;
+  private lastNow = Number.NEGATIVE_INFINITY;
+  private kindById = new Map<string, { job: PlanQueuedJob; kind: string }>();
+
+  constructor(private readonly fullEveryMs = FULL_ROUND_EVERY_MS) {}
+
+  round(input: PlanInput): KindsPlan {
+    const { queued, ...rest } = input;
+    const { kinds, keys } = this.group(queued, input.now);
+    if (!this.kept || input.now < this.lastNow || input.now - this.keptSince >= this.fullEveryMs || !sameWorkers(this.kept.cluster, input.workers)) {
+      this.kept = newKept(input);
+      this.keptSince = input.now;
+    }
+    this.lastNow = input.now;
+    return planKindsWith(this.kept, rest, kinds, keys);
+  }
+
+  /** plan-round.ts's byKind, with each job's kind kept by id while its request is the same (a job in backoff is looked at again: `now` decides). */
+  private group(queued: PlanQueuedJob[], now: number): { kinds: PlanQueuedJob[][]; keys: string[] } {
+    const known = this.kindById;
+    const next = new Map<string, { job: PlanQueuedJob; kind: string }>();
+    const byKey = new Map<string, PlanQueuedJob[]>();
+    for (const job of queued) {
+      let entry = known.get(job.id);
+      if (!entry || job.notBefore !== null || (entry.job !== job && !sameRequest(entry.job, job))) entry = { job, kind: kindOf(job, now) };
+      next.set(job.id, entry);
+      const jobs = byKey.get(entry.kind);
+      if (jobs) jobs.push(job);
+      else byKey.set(entry.kind, [job]);
+    }
+    this.kindById = next;
+    const kinds = [...byKey.values()];
+    for (const jobs of kinds) sortOldestFirst(jobs);
+    return { kinds, keys: [...byKey.keys()] };
+  }
+}
+
+/** Whether two queued jobs are of one kind for sure (kindOf's fields; neither in backoff). */
+function sameRequest(a: PlanQueuedJob, b: PlanQueuedJob): boolean {
+  return (
+    a.teamId === b.teamId &&
+    a.ownerId === b.ownerId &&
+    a.priority === b.priority &&
+    a.deviceCount === b.deviceCount &&
+    a.deviceKind === b.deviceKind &&
+    a.memoryBytes === b.memoryBytes &&
+    a.timeLimitSeconds === b.timeLimitSeconds &&
+    a.notBefore === null &&
+    b.notBefore === null
+  );
+}
+
+const oldestFirst = (a: PlanQueuedJob, b: PlanQueuedJob): number => a.queuedAt - b.queuedAt || cmp(a.id, b.id);
+
+/** A kind's jobs oldest first, then by id; most arrive in that order already. */
+export function sortOldestFirst(jobs: PlanQueuedJob[]): void {
+  for (let i = 1; i < jobs.length; i += 1) {
+    if (oldestFirst(jobs[i - 1], jobs[i]) > 0) {
+      jobs.sort(oldestFirst);
+      return;
+    }
+  }
 }
 
 function wait(
@@ -781,7 +1122,7 @@ function decide(s: State, job: PlanQueuedJob, out: Plan): void {
   const shapes = shapesFor(s, job);
   if (shapes.every((index) => index.shapes.length === 0)) return wait(out, job, 'NO_WORKER', noWorkerReason(job, drainingThatFit(s, job)));
   // Rule 5: as an earlier job of its kind that could not start either waits.
-  const kind = kindOf(job, s.now);
+  const kind = s.decidingKind ?? kindOf(job, s.now);
   const first = s.waitedKinds.get(kind);
   if (first) return void out.waiting.push({ ...first, jobId: job.id });
 
@@ -944,7 +1285,8 @@ function reserveQuota(s: State, job: PlanQueuedJob): number {
 }
 
 function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): DeviceReservation & { deviceIndexes: number[] } {
-  const { shape, startAt, slots } = bestReservation(s, shapes);
+  const { shape, startKey, slots } = bestReservation(s, shapes);
+  const startAt = Math.max(s.now, startKey);
   const reservation: DeviceReservation = { job, workerId: shape.worker.id, kind: shape.kind, startAt };
   const list = s.deviceReservations.get(shape.worker.id) ?? [];
   list.push(reservation);
@@ -972,7 +1314,7 @@ function bestReservation(s: State, shapes: ShapeIndex[]): ReservationChoice {
 function reservationsOf(s: State, index: ShapeIndex): Heap<{ shape: Shape; version: number; choice: ReservationChoice }> {
   if (index.reservations) return index.reservations;
   const heap = new Heap<{ shape: Shape; version: number; choice: ReservationChoice }>((a, b) => betterReservation(a.choice, b.choice));
-  for (const shape of index.shapes) heap.push({ shape, version: shape.version, choice: reservationOn(s, shape, index.deviceCount) });
+  for (const shape of index.shapes) heap.push({ shape, version: shape.version, choice: sharedReservation(s, shape, index.deviceCount) });
   return (index.reservations = heap);
 }
 
@@ -1191,31 +1533,46 @@ function devicePlansOf(s: State, index: ShapeIndex, priority: number): Heap<Vict
     }
     entry.seen = index.changed.length;
   }
+  index.seenMax = Math.max(index.seenMax, entry.seen);
   return entry.heap;
 }
 
 function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority: number, deviceCount: number, order: (a: Holding, b: Holding) => number): void {
-  const plan = victimsOn(s, priority, deviceCount, shape, order, null);
+  // Computed once for the shapes that share it (SharedPlans) while the worker's victims stay as they are.
+  const shared = shape.shared;
+  if (shared.victimsAt !== shape.worker.victimsVersion) {
+    shared.plans.clear();
+    shared.victimsAt = shape.worker.victimsVersion;
+  }
+  let plan = shared.plans.get(priority);
+  if (plan === undefined) shared.plans.set(priority, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
+  if (plan && plan.shape !== shape) plan = { ...plan, shape };
   shape.devicePlans.set(priority, { version: shape.victimsVersion, plan });
   if (plan) heap.push({ plan, version: shape.victimsVersion });
 }
 
 /** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
-function refreshVictims(worker: WorkerSlots): void {
+function refreshVictims(s: State, worker: WorkerSlots): void {
+  s.touched.add(worker);
+  worker.victimsVersion += 1;
   for (const { index, shape } of worker.entries) {
     shape.victimsVersion += 1;
-    if (index.victims.size > 0) index.changed.push(shape);
+    if (index.victims.size > 0 && shape.changedAt < index.seenMax) {
+      shape.changedAt = index.changed.length;
+      index.changed.push(shape);
+    }
   }
 }
 
 /** A team whose placement made it start borrowing: the victims' order changes wherever it holds devices. */
 function refreshTeamVictims(s: State, teamId: string): void {
+  s.refreshedTeams.add(teamId);
   const workers = new Set<WorkerSlots>();
   for (const h of ledgerOf(s, teamId)) {
     const worker = h.workerId === null ? undefined : s.workerById.get(h.workerId);
     if (worker) workers.add(worker);
   }
-  for (const worker of workers) refreshVictims(worker);
+  for (const worker of workers) refreshVictims(s, worker);
 }
 
 /** The quota a preemptor must free besides devices: its team's deficit and its team's preemptible jobs, in Kueue's order. */
