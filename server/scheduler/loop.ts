@@ -2,6 +2,7 @@ import pg from 'pg';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { planRound } from './plan-round';
+import type { Planner } from './plan';
 import { RoundThread, type SchedulerEvents } from './round-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
@@ -235,6 +236,8 @@ export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Da
 interface RoundOptions {
   housekeeping?: boolean;
   log?: (line: string) => void;
+  /** The round thread's planner, kept from round to round (plan.ts, Planner); else a round plans from nothing. */
+  planner?: Planner;
 }
 
 /**
@@ -246,7 +249,7 @@ export async function runRound(db: Db, events: SchedulerEvents, now: Date, opts:
   const read = await loadRound(db, now);
   // Of each kind, only the jobs up to the first that waits decide the round (plan-round.ts); the
   // others read are past the window as those the query left out.
-  const { plan, read: plannedJobs } = planRound(read.input);
+  const { plan, read: plannedJobs } = opts.planner ? opts.planner.round(read.input) : planRound(read.input);
   const planned = plannedJobs.map((job) => job.id);
   const decisions = await withProviderNotes(db, plan, read.input.queued);
   const waitingReasons = new Map(planned.map((id) => [id, read.waitingReasons.get(id) ?? null]));

@@ -235,6 +235,7 @@ interface SharedPlans {
   reservationAt: number;
   reservation: ReservationChoice | null;
   victimsAt: number;
+  /** By the highest priority of a holder the preemptor may stop (-Infinity: none). */
   plans: Map<number, PreemptionPlan | null>;
 }
 
@@ -393,7 +394,12 @@ interface Kept {
   refreshedTeams: Set<string>;
   /** Which teams borrowed when the last round began. */
   borrowing: Map<string, boolean>;
+  /** Where the rolling refresh goes on (refreshChanged). */
+  sweep: number;
 }
+
+/** Every kept entry is computed again at least once in this many rounds (refreshChanged). */
+const ROLLING_ROUNDS = 32;
 
 /** A running job's holding, the kept one when nothing of it changed (its devices are compared by the slots). */
 function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
@@ -431,7 +437,7 @@ function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
 
 /** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
 function newKept(input: Pick<PlanInput, 'workers'>): Kept {
-  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map() };
+  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0 };
 }
 
 /** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). `kept`: what the planner keeps (newKept for a first round). */
@@ -478,14 +484,24 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
     if (job.stopping) s.stoppingCount += 1;
     s.lowestRunning = Math.min(s.lowestRunning, job.priority);
     const worker = job.workerId === null ? undefined : cluster.lastById.get(job.workerId);
+    if (!worker) continue;
+    // Use is counted once per run of devices of one kind (a job's devices are nearly always one kind).
+    let kind: DeviceKind | null = null;
+    let count = 0;
     for (const index of job.deviceIndexes) {
-      const slot = worker?.slots.find((d) => d.index === index);
-      if (!worker || !slot) continue;
+      const slot = worker.slots.find((d) => d.index === index);
+      if (!slot) continue;
       // Two jobs on one device (never in a consistent database): the one with the larger id holds it,
       // as when they were taken in id order; both count as used.
       if (slot.holder === null || cmp(slot.holder.jobId, holding.jobId) <= 0) slot.holder = holding;
-      countUse(s, worker, slot.kind, holding, 1);
+      if (slot.kind !== kind && kind !== null) {
+        countUse(s, worker, kind, holding, count);
+        count = 0;
+      }
+      kind = slot.kind;
+      count += 1;
     }
+    if (kind !== null) countUse(s, worker, kind, holding, count);
   }
   kept.borrowing = refreshChanged(s, kept);
   for (const w of cluster.workers) for (let i = 0; i < w.slots.length; i += 1) w.startHolders[i] = w.slots[i].holder;
@@ -510,8 +526,14 @@ function borrowingTeams(s: State): Map<string, boolean> {
  */
 function refreshChanged(s: State, kept: Kept): Map<string, boolean> {
   for (const index of kept.indexBySignature.values()) compact(index);
-  for (const w of s.workers) {
-    let changed = kept.touched.has(w);
+  // The rolling safety net: a slice of the workers is refreshed each round whether or not it
+  // changed, so every kept entry is computed again within ROLLING_ROUNDS rounds.
+  const slice = Math.ceil(s.workers.length / ROLLING_ROUNDS);
+  const from = kept.sweep % Math.max(1, s.workers.length);
+  kept.sweep = from + slice;
+  for (let i = 0; i < s.workers.length; i += 1) {
+    const w = s.workers[i];
+    let changed = kept.touched.has(w) || (i >= from && i < from + slice);
     for (let i = 0; i < w.slots.length && !changed; i += 1) changed = w.slots[i].holder !== w.startHolders[i];
     if (changed && w.entries.length > 0) touch(s, w);
   }
@@ -1025,8 +1047,12 @@ function planKindsWith(kept: Kept, input: Omit<PlanInput, 'queued'>, kinds: Plan
   return { plan: out, read };
 }
 
-/** How often a Planner starts again from nothing, whatever it kept (the safety net of incremental rounds). */
-const FULL_ROUND_EVERY_MS = 60_000;
+/**
+ * How often a Planner starts again from nothing, whatever it kept: the other safety net of
+ * incremental rounds, beside the rolling refresh (refreshChanged). A full round costs what the
+ * first does (README: the scheduler at cluster scale).
+ */
+const FULL_ROUND_EVERY_MS = 10 * 60_000;
 
 /**
  * The leader's planner across rounds (issue 20, incremental rounds): each round's plan is
@@ -1041,7 +1067,10 @@ export class Planner {
   private kept: Kept | null = null;
   private keptSince = 0;
   private lastNow = Number.NEGATIVE_INFINITY;
-  private kindById = new Map<string, { job: PlanQueuedJob; kind: string }>();
+  private byId = new Map<string, QueuedEntry>();
+  private lastQueue: QueuedEntry[] = [];
+  private kinds = new Map<string, KindGroup>();
+  private rounds = 0;
 
   constructor(private readonly fullEveryMs = FULL_ROUND_EVERY_MS) {}
 
@@ -1056,24 +1085,72 @@ export class Planner {
     return planKindsWith(this.kept, rest, kinds, keys);
   }
 
-  /** plan-round.ts's byKind, with each job's kind kept by id while its request is the same (a job in backoff is looked at again: `now` decides). */
+  /**
+   * plan-round.ts's byKind, with each job's kind kept by id while its request is the same (a job
+   * in backoff is looked at again: `now` decides), and each kind's array reused: a round's
+   * grouping is a lookup and a push per queued job. Jobs and kinds gone from the queue are swept
+   * when they outnumber it.
+   */
   private group(queued: PlanQueuedJob[], now: number): { kinds: PlanQueuedJob[][]; keys: string[] } {
-    const known = this.kindById;
-    const next = new Map<string, { job: PlanQueuedJob; kind: string }>();
-    const byKey = new Map<string, PlanQueuedJob[]>();
-    for (const job of queued) {
-      let entry = known.get(job.id);
-      if (!entry || job.notBefore !== null || (entry.job !== job && !sameRequest(entry.job, job))) entry = { job, kind: kindOf(job, now) };
-      next.set(job.id, entry);
-      const jobs = byKey.get(entry.kind);
-      if (jobs) jobs.push(job);
-      else byKey.set(entry.kind, [job]);
+    const round = (this.rounds += 1);
+    const groups: KindGroup[] = [];
+    const last = this.lastQueue;
+    const entries: QueuedEntry[] = new Array(queued.length);
+    // The queue comes in much the same order each round (the loop reads it oldest first): the last
+    // round's entries are walked beside it and found by position, by id only when out of step.
+    let at = 0;
+    for (let i = 0; i < queued.length; i += 1) {
+      const job = queued[i];
+      let entry: QueuedEntry | undefined;
+      if (at < last.length && last[at].job.id === job.id) entry = last[at++];
+      else if (at + 1 < last.length && last[at + 1].job.id === job.id) {
+        entry = last[at + 1];
+        at += 2;
+      } else {
+        entry = this.byId.get(job.id);
+        if (entry && entry.round === round - 1) at = entry.at + 1;
+      }
+      if (!entry || job.notBefore !== null || (entry.job !== job && !sameRequest(entry.job, job))) {
+        const key = kindOf(job, now);
+        let kind = this.kinds.get(key);
+        if (!kind) this.kinds.set(key, (kind = { key, jobs: [], round: 0 }));
+        this.byId.set(job.id, (entry = { job, kind, round, at: i }));
+      }
+      entry.job = job;
+      entry.round = round;
+      entry.at = i;
+      entries[i] = entry;
+      const { kind } = entry;
+      if (kind.round !== round) {
+        kind.round = round;
+        kind.jobs = [];
+        groups.push(kind);
+      }
+      kind.jobs.push(job);
     }
-    this.kindById = next;
-    const kinds = [...byKey.values()];
-    for (const jobs of kinds) sortOldestFirst(jobs);
-    return { kinds, keys: [...byKey.keys()] };
+    this.lastQueue = entries;
+    if (this.byId.size > 2 * queued.length + 1_024) {
+      for (const [id, entry] of this.byId) if (entry.round !== round) this.byId.delete(id);
+      for (const [key, kind] of this.kinds) if (kind.round !== round) this.kinds.delete(key);
+    }
+    for (const kind of groups) sortOldestFirst(kind.jobs);
+    return { kinds: groups.map((kind) => kind.jobs), keys: groups.map((kind) => kind.key) };
   }
+}
+
+/** A queued job as a Planner last saw it: its kind, the round, and its place in that round's queue. */
+interface QueuedEntry {
+  job: PlanQueuedJob;
+  kind: KindGroup;
+  round: number;
+  at: number;
+}
+
+/** The queued jobs of one kind in a Planner's round (`round`: the last round that had any). */
+interface KindGroup {
+  key: string;
+  jobs: PlanQueuedJob[];
+  round: number;
 }
 
 /** Whether two queued jobs are of one kind for sure (kindOf's fields; neither in backoff). */
@@ -1544,8 +1621,12 @@ function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority:
     shared.plans.clear();
     shared.victimsAt = shape.worker.victimsVersion;
   }
-  let plan = shared.plans.get(priority);
-  if (plan === undefined) shared.plans.set(priority, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
+  // The plan depends on the priority only through which holders it may preempt: those below it,
+  // so preemptors of priorities with the same highest holder priority below them share it.
+  let reach = Number.NEGATIVE_INFINITY;
+  for (const slot of shape.matching) if (preemptibleBelow(slot.holder, priority) && slot.holder.priority > reach) reach = slot.holder.priority;
+  let plan = shared.plans.get(reach);
+  if (plan === undefined) shared.plans.set(reach, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
   if (plan && plan.shape !== shape) plan = { ...plan, shape };
   shape.devicePlans.set(priority, { version: shape.victimsVersion, plan });
   if (plan) heap.push({ plan, version: shape.victimsVersion });

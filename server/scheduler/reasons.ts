@@ -13,8 +13,15 @@ interface JobRef {
   priority: number;
 }
 
+// A round words thousands of waiting reasons, most with one of a few expected starts.
+const isoCache = new Map<number, string>();
 function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  let text = isoCache.get(ms);
+  if (text === undefined) {
+    if (isoCache.size >= 4_096) isoCache.clear();
+    isoCache.set(ms, (text = new Date(ms).toISOString()));
+  }
+  return text;
 }
 
 function bytes(n: number): string {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from '../db/client';
 import { runRound, type SchedulerEvents } from './loop';
+import { Planner } from './plan';
 import type { RoundEvent, RoundMessage, RoundRequest } from './round-thread';
 
 // The round yields the CPU to the server's event loop: on Linux a nice value is a thread's own
@@ -42,13 +43,17 @@ const events: SchedulerEvents = {
   jobChanged: (...args) => raise({ type: 'jobChanged', args }),
 };
 
+// The thread lives as long as the leader's loop: its planner keeps its indexes from one round to
+// the next (plan.ts, Planner), so a round costs about what changed since the last one.
+const planner = new Planner();
+
 // The loop asks for one round at a time.
 port.on('message', async ({ id, now, housekeeping, gate }: RoundRequest) => {
   // Tests hold the round until they have seen the server answer meanwhile (round-thread.test.ts).
   if (gate) Atomics.wait(gate, 0, 0);
   round = id;
   try {
-    const { placed, preempted, waiting } = await runRound(db, events, new Date(now), { housekeeping, log: (line) => post({ id, log: line }) });
+    const { placed, preempted, waiting } = await runRound(db, events, new Date(now), { housekeeping, planner, log: (line) => post({ id, log: line }) });
     flush();
     post({ id, done: { placed, preempted, waiting } });
   } catch (error) {
