@@ -234,9 +234,10 @@ interface WorkerSlots {
 interface SharedPlans {
   reservationAt: number;
   reservation: ReservationChoice | null;
+  /** The worker's slotsVersion the plans are of. */
   victimsAt: number;
-  /** By the highest priority of a holder the preemptor may stop (-Infinity: none). */
-  plans: Map<number, PreemptionPlan | null>;
+  /** By the highest priority of a holder the preemptor may stop (-1: none) and which of those borrow (pushVictims). */
+  plans: Map<number | string, PreemptionPlan | null>;
 }
 
 type KindCount = Record<DeviceKind, number>;
@@ -566,7 +567,8 @@ function compact(index: ShapeIndex): void {
   }
   for (const [priority, entry] of index.victims) {
     if (index.changed.length - entry.seen > limit) index.victims.delete(priority);
-    else if (entry.heap.size > limit) entry.heap.retain((e) => e.version === e.plan.shape.victimsVersion);
+    // An entry stays while its shape's record names it: valid, or to be found the same again (pushVictims).
+    else if (entry.heap.size > limit) entry.heap.retain((e) => e.plan.shape.devicePlans.get(priority)?.entry === e);
   }
   let trim = index.changed.length;
   for (const entry of index.victims.values()) trim = Math.min(trim, entry.seen);
@@ -758,7 +760,7 @@ interface Shape {
   /** Bumped when its victims (rule 6) may have changed: victims entries of older versions are stale. */
   victimsVersion: number;
   /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), and the victimsVersion they are of. */
-  devicePlans: Map<number, { version: number; plan: PreemptionPlan | null }>;
+  devicePlans: Map<number, { version: number; plan: PreemptionPlan | null; heap: Heap<VictimsEntry>; entry: VictimsEntry | null }>;
   /** Where it was last put in its index's `changed` (-1: not there). */
   changedAt: number;
   shared: SharedPlans;
@@ -909,7 +911,8 @@ function touch(s: State, worker: WorkerSlots): void {
       if (free >= index.deviceCount) byFreeOf(index, free).push({ shape, free });
     }
   }
-  refreshVictims(s, worker);
+  s.touched.add(worker);
+  refreshVictims(worker);
 }
 
 /** The draining workers that would take a job no online one can, by name: the reason names them (an admin may resume one). */
@@ -1411,17 +1414,23 @@ interface VictimsEntry {
 }
 
 /** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
-function victimOrder(s: State): (a: Holding, b: Holding) => number {
+/** Kueue's candidate order, and whether a team borrows as it saw it. */
+type VictimOrder = ((a: Holding, b: Holding) => number) & { borrows(teamId: string): boolean };
+
+/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
+function victimOrder(s: State): VictimOrder {
   const borrowing = new Map<string, boolean>();
   const borrows = (teamId: string) => {
-    if (!borrowing.has(teamId)) borrowing.set(teamId, isBorrowing(s, teamId) !== null);
-    return borrowing.get(teamId) as boolean;
+    let answer = borrowing.get(teamId);
+    if (answer === undefined) borrowing.set(teamId, (answer = isBorrowing(s, teamId) !== null));
+    return answer;
   };
-  return (a, b) =>
+  const order = (a: Holding, b: Holding) =>
     Number(borrows(b.teamId)) - Number(borrows(a.teamId)) ||
     a.priority - b.priority ||
     b.startedAt - a.startedAt ||
     cmp(a.jobId, b.jobId);
+  return Object.assign(order, { borrows });
 }
 
 function preemptibleBelow(h: Holding | null, priority: number): h is Holding {
@@ -1614,27 +1623,53 @@ function devicePlansOf(s: State, index: ShapeIndex, priority: number): Heap<Vict
   return entry.heap;
 }
 
-function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority: number, deviceCount: number, order: (a: Holding, b: Holding) => number): void {
-  // Computed once for the shapes that share it (SharedPlans) while the worker's victims stay as they are.
+function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority: number, deviceCount: number, order: VictimOrder): void {
+  // The plan depends on the worker's slots, on the priority only through which holders it may
+  // preempt (those below it) and on whether their teams borrow; shapes that share it (SharedPlans)
+  // compute it once per such state: preemptors of priorities with the same highest holder below
+  // them, and the same again after a team that holds nothing it could stop starts borrowing.
   const shared = shape.shared;
-  if (shared.victimsAt !== shape.worker.victimsVersion) {
+  if (shared.victimsAt !== shape.worker.slotsVersion) {
     shared.plans.clear();
-    shared.victimsAt = shape.worker.victimsVersion;
+    shared.victimsAt = shape.worker.slotsVersion;
   }
-  // The plan depends on the priority only through which holders it may preempt: those below it,
-  // so preemptors of priorities with the same highest holder priority below them share it.
-  let reach = Number.NEGATIVE_INFINITY;
-  for (const slot of shape.matching) if (preemptibleBelow(slot.holder, priority) && slot.holder.priority > reach) reach = slot.holder.priority;
-  let plan = shared.plans.get(reach);
-  if (plan === undefined) shared.plans.set(reach, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
+  let reach = -1;
+  let borrowers = 0;
+  for (let i = 0; i < shape.matching.length; i += 1) {
+    const h = shape.matching[i].holder;
+    if (!preemptibleBelow(h, priority)) continue;
+    reach = Math.max(reach, h.priority);
+    if (order.borrows(h.teamId)) borrowers += 2 ** i;
+  }
+  const key = shape.matching.length <= 20 ? (reach + 1) * 2 ** 21 + borrowers : `${reach}:${borrowers}`;
+  let plan = shared.plans.get(key);
+  if (plan === undefined) shared.plans.set(key, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
+  const last = shape.devicePlans.get(priority);
+  // The same plan as the shape's entry in this heap: that entry stays, valid again (its cost and
+  // so its place in the heap are the same), instead of a copy pushed beside it.
+  if (last && last.entry !== null && last.heap === heap && samePlan(last.plan, plan)) {
+    last.version = shape.victimsVersion;
+    last.entry.version = shape.victimsVersion;
+    return;
+  }
   if (plan && plan.shape !== shape) plan = { ...plan, shape };
-  shape.devicePlans.set(priority, { version: shape.victimsVersion, plan });
-  if (plan) heap.push({ plan, version: shape.victimsVersion });
+  const entry = plan ? { plan, version: shape.victimsVersion } : null;
+  shape.devicePlans.set(priority, { version: shape.victimsVersion, plan, heap, entry });
+  if (entry) heap.push(entry);
+}
+
+/** Whether two plans (of one shape, or of shapes sharing their plans) stop the same jobs and take the same devices at the same cost. */
+function samePlan(a: PreemptionPlan | null, b: PreemptionPlan | null): boolean {
+  if (a === null || b === null) return a === b;
+  if (a.victims.length !== b.victims.length || a.chosen.length !== b.chosen.length) return false;
+  for (let i = 0; i < a.victims.length; i += 1) if (a.victims[i] !== b.victims[i]) return false;
+  for (let i = 0; i < a.chosen.length; i += 1) if (a.chosen[i] !== b.chosen[i]) return false;
+  for (let i = 0; i < a.cost.length; i += 1) if (a.cost[i] !== b.cost[i]) return false;
+  return true;
 }
 
 /** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
-function refreshVictims(s: State, worker: WorkerSlots): void {
-  s.touched.add(worker);
+function refreshVictims(worker: WorkerSlots): void {
   worker.victimsVersion += 1;
   for (const { index, shape } of worker.entries) {
     shape.victimsVersion += 1;
@@ -1653,7 +1688,7 @@ function refreshTeamVictims(s: State, teamId: string): void {
     const worker = h.workerId === null ? undefined : s.workerById.get(h.workerId);
     if (worker) workers.add(worker);
   }
-  for (const worker of workers) refreshVictims(s, worker);
+  for (const worker of workers) refreshVictims(worker);
 }
 
 /** The quota a preemptor must free besides devices: its team's deficit and its team's preemptible jobs, in Kueue's order. */
