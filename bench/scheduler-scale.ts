@@ -2,7 +2,9 @@
  * One size of bench/scheduler.ts's scale section (plan_round_ms), in a process of its own so that
  * the bench can cut off a size that runs past its time budget: consecutive rounds of the pure
  * planner on a draining synthetic cluster (server/test-support/synthetic-cluster.ts). A round is
- * what the leader computes from the queue it read: `planner: "fast"` groups it by kind and plans
+ * what the leader computes from the queue it read: `planner: "incremental"` is the leader's way,
+ * one Planner (server/scheduler/plan.ts) kept across the rounds (group_ms is then inside ms and
+ * printed as 0); `"fast"` groups it by kind and plans
  * the jobs that decide the round (server/scheduler/plan-round.ts's planRound, its two steps); `"reference"` is the planner
  * before issue 20 (test-support/plan-reference.ts) on the queue window it planned
  * (queue-window.ts). Prints one JSON line per round ({ round, ms, group_ms, placed, preempted,

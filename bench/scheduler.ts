@@ -23,8 +23,11 @@
  * The scale section (plan_round_ms) plans synthetic clusters from 50 to 10,000 workers in child
  * processes (bench/scheduler-scale.ts), each size within a time budget: BENCH_SCALE=50,500 picks
  * sizes by worker count, BENCH_SCALE_BUDGET_S (60) is each size's budget, BENCH_SCALE_ROUNDS (20)
- * the rounds of each, BENCH_SCALE_PLANNERS (fast,reference) which planners: the reference is the
- * planner before issue 20, for the before/after figures of one run.
+ * the rounds of each, BENCH_SCALE_PLANNERS (incremental,fast,reference) which planners:
+ * `incremental` keeps one Planner across the rounds as the leader's round thread does, `fast` plans
+ * each round from nothing, the reference is the planner before issue 20, for the before/after
+ * figures of one run. Besides p50/p99 over all rounds, steady_p50_ms/steady_p99_ms leave out the
+ * burst after the queue arrives (the leading rounds that place or preempt 1% of the devices).
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -68,7 +71,7 @@ const SCALE_SIZES = [
 const SCALE_ONLY = process.env.BENCH_SCALE?.split(',').map(Number);
 const SCALE_BUDGET_S = Number(process.env.BENCH_SCALE_BUDGET_S ?? 60);
 const SCALE_ROUNDS = Number(process.env.BENCH_SCALE_ROUNDS ?? 20);
-const SCALE_PLANNERS = (process.env.BENCH_SCALE_PLANNERS ?? 'fast,reference').split(',').map((s) => s.trim());
+const SCALE_PLANNERS = (process.env.BENCH_SCALE_PLANNERS ?? 'incremental,fast,reference').split(',').map((s) => s.trim());
 
 const emit = (name: string, value: number, unit: string, extra: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ name, value: Math.round(value * 100) / 100, unit, ...extra })}\n`);
@@ -503,6 +506,12 @@ interface RoundFigure {
   queued: number;
 }
 
+const SCALE_WHAT = {
+  incremental: 'Planner.round(queue) per round of a draining queue, one Planner kept from round to round (as the leader does)',
+  fast: 'planRound(byKind(queue)) per round of a draining queue, planned from nothing each round',
+  reference: 'referencePlan(queueWindow(input)) per round of a draining queue',
+};
+
 /**
  * plan_round_ms: p50 and p99 of consecutive rounds of a draining queue, for each size and both
  * priority mixes, each in its own process (bench/scheduler-scale.ts). A size that runs past its
@@ -530,8 +539,13 @@ async function scale(): Promise<void> {
       clearTimeout(timer);
       const what = { planner, workers: size.workers, devices: size.workers * 8, queued: size.queued, priorities, teams: 50, users: 500, busy: 0.9 };
       const times = rounds.map((r) => r.ms);
+      // After the queue's arrival: the leading rounds that place or preempt 1% of the devices or
+      // more are its burst (thousands of decisions each); the rounds after them are the steady state.
+      const burst = rounds.findIndex((r) => r.placed + r.preempted < 0.01 * size.workers * 8);
+      const steady = burst === -1 ? [] : times.slice(burst);
       const figures = rounds.length === 0 ? {} : {
         p50_ms: round(quantile(times, 0.5)), p99_ms: round(quantile(times, 0.99)), first_round_ms: round(times[0]),
+        ...(steady.length === 0 ? {} : { burst_rounds: burst, steady_p50_ms: round(quantile(steady, 0.5)), steady_p99_ms: round(quantile(steady, 0.99)) }),
         placed_per_round: round(rounds.reduce((n, r) => n + r.placed, 0) / rounds.length),
         preempted_per_round: round(rounds.reduce((n, r) => n + r.preempted, 0) / rounds.length),
         read_per_round: round(rounds.reduce((n, r) => n + r.read, 0) / rounds.length),
@@ -540,7 +554,7 @@ async function scale(): Promise<void> {
       if (cutOff || code !== 0) {
         process.stdout.write(`${JSON.stringify({ name: 'plan_round_ms', value: null, unit: 'ms', cut_off: cutOff, exit_code: code, budget_s: SCALE_BUDGET_S, rounds_done: rounds.length, rounds_asked: SCALE_ROUNDS, ...what, ...figures })}\n`);
       } else {
-        emit('plan_round_ms', quantile(times, 0.99), 'ms', { ...what, rounds: rounds.length, ...figures, what: planner === 'fast' ? 'planRound(byKind(queue)) per round of a draining queue' : 'referencePlan(queueWindow(input)) per round of a draining queue', target: size.workers === 2_000 ? '< 50 (mixed)' : size.workers === 10_000 ? '< 200 (mixed)' : undefined });
+        emit('plan_round_ms', quantile(times, 0.99), 'ms', { ...what, rounds: rounds.length, ...figures, what: SCALE_WHAT[planner as keyof typeof SCALE_WHAT], target: size.workers === 2_000 ? '< 50 (mixed)' : size.workers === 10_000 ? '< 200 (mixed)' : undefined });
       }
     }
   }

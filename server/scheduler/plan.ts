@@ -272,7 +272,7 @@ interface State {
   sharedUse: Map<string, KindCount>;
   /** Per team, per user (owner): the devices the user's jobs hold, and its share (dropped when its use changes). */
   users: Map<string, Map<string, UserUse>>;
-  /** Shares by team and by user (userKey), dropped when their use changes: ordering compares them often. */
+  /** Shares by team, dropped when its use changes: ordering compares them often (users' are on their records: `users`). */
   teamShares: Map<string, number>;
   activeTeams: number;
   deviceReservations: Map<string, DeviceReservation[]>;
@@ -644,7 +644,11 @@ function teamShare(s: State, teamId: string): number {
 }
 
 function userShare(s: State, teamId: string, ownerId: string): number {
-  const user = userOf(s, teamId, ownerId);
+  return shareOf(s, teamId, userOf(s, teamId, ownerId));
+}
+
+/** A user's share of its team's pools (rule 2), kept on its use record until the use changes. */
+function shareOf(s: State, teamId: string, user: UserUse): number {
   if (user.share === undefined) {
     const own = s.teamPoolTotal.get(teamId) ?? zero();
     const total = zero();
@@ -674,6 +678,8 @@ interface Run {
 }
 
 interface UserQueue {
+  teamId: string;
+  use: UserUse;
   runs: Heap<Run>;
 }
 
@@ -700,24 +706,42 @@ function compareWithinUser(a: PlanQueuedJob, b: PlanQueuedJob): number {
 function* inOrder(s: State, runs: PlanQueuedJob[][], keys?: string[]): Generator<PlanQueuedJob, void, boolean> {
   const runHead = (r: Run) => r.jobs[r.next];
   const head = (u: UserQueue) => runHead(u.runs.peek() as Run);
-  const headOf = (t: TeamQueue) => head(t.users.peek() as UserQueue);
-  const users = new Map<string, UserQueue & { teamId: string }>();
+  const byRun = (a: Run, b: Run) => compareWithinUser(runHead(a), runHead(b)) < 0;
+  // Users of one team compare by rule 1 without the team's share (the same for both), their own
+  // shares read from their use records rather than looked up by name.
+  const byUser = (a: UserQueue, b: UserQueue) => {
+    const x = head(a);
+    const y = head(b);
+    if (x.priority !== y.priority) return x.priority > y.priority;
+    const users = shareOf(s, a.teamId, a.use) - shareOf(s, b.teamId, b.use);
+    if (users !== 0) return users < 0;
+    if (x.queuedAt !== y.queuedAt) return x.queuedAt < y.queuedAt;
+    return x.id < y.id;
+  };
+  const users = new Map<string, Map<string, UserQueue>>();
   for (let r = 0; r < runs.length; r += 1) {
     const jobs = runs[r];
     if (jobs.length === 0) continue;
-    const key = userKey(jobs[0].teamId, jobs[0].ownerId);
-    let user = users.get(key);
-    if (!user) users.set(key, (user = { teamId: jobs[0].teamId, runs: new Heap((a, b) => compareWithinUser(runHead(a), runHead(b)) < 0) }));
+    const { teamId, ownerId } = jobs[0];
+    let team = users.get(teamId);
+    if (!team) users.set(teamId, (team = new Map()));
+    let user = team.get(ownerId);
+    if (!user) team.set(ownerId, (user = { teamId, use: userOf(s, teamId, ownerId), runs: new Heap(byRun) }));
     user.runs.push({ jobs, next: 0, kind: keys?.[r] ?? null });
   }
-  const byTeam = new Map<string, TeamQueue>();
-  for (const user of users.values()) {
-    let team = byTeam.get(user.teamId);
-    if (!team) byTeam.set(user.teamId, (team = { users: new Heap((a, b) => compareJobs(s, head(a), head(b)) < 0) }));
-    team.users.push(user);
+  const byTeam: TeamQueue[] = [];
+  for (const team of users.values()) {
+    const queue: TeamQueue = { users: new Heap(byUser) };
+    for (const user of team.values()) queue.users.push(user);
+    byTeam.push(queue);
   }
-  const teams = new Heap<TeamQueue>((a, b) => compareJobs(s, headOf(a), headOf(b)) < 0);
-  for (const team of byTeam.values()) teams.push(team);
+  const teams = new Heap<TeamQueue>((a, b) => {
+    const x = head(a.users.peek() as UserQueue);
+    const y = head(b.users.peek() as UserQueue);
+    if (x.priority !== y.priority) return x.priority > y.priority;
+    return compareJobs(s, x, y) < 0;
+  });
+  for (const team of byTeam) teams.push(team);
   for (;;) {
     const team = teams.peek();
     if (!team) return;
