@@ -1669,16 +1669,21 @@ function pushVictims(s: State, heap: Heap<VictimsEntry>, shape: Shape, priority:
   let plan = shared.plans.get(key);
   if (plan === undefined) shared.plans.set(key, (plan = victimsOn(s, priority, deviceCount, shape, order, null)));
   const last = shape.devicePlans.get(priority);
-  // The same plan as the shape's entry in this heap: that entry stays, valid again (its cost and
-  // so its place in the heap are the same), instead of a copy pushed beside it.
-  if (last && last.entry !== null && last.heap === heap && samePlan(last.plan, plan)) {
+  // The same plan as the shape's entry in this heap (or none again): that entry stays, valid
+  // again (its cost and so its place in the heap are the same), instead of a copy pushed beside it.
+  if (last && last.heap === heap && samePlan(last.plan, plan)) {
     last.version = shape.victimsVersion;
-    last.entry.version = shape.victimsVersion;
+    if (last.entry) last.entry.version = shape.victimsVersion;
     return;
   }
   if (plan && plan.shape !== shape) plan = { ...plan, shape };
   const entry = plan ? { plan, version: shape.victimsVersion } : null;
-  shape.devicePlans.set(priority, { version: shape.victimsVersion, plan, heap, entry });
+  if (last) {
+    last.version = shape.victimsVersion;
+    last.plan = plan;
+    last.heap = heap;
+    last.entry = entry;
+  } else shape.devicePlans.set(priority, { version: shape.victimsVersion, plan, heap, entry });
   if (entry) heap.push(entry);
 }
 
