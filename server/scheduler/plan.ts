@@ -218,9 +218,8 @@ interface WorkerSlots {
   entries: { index: ShapeIndex; shape: Shape }[];
   /** Its slots' holders when the round began (a Planner's next round compares them: Kept). */
   startHolders: (Holding | null)[];
-  /** Bumped when its slots change (`touch`), and when its victims may have (`refreshVictims`): what `shared` is of. */
+  /** Bumped when its slots change (`touch`): what `shared` is of. */
   slotsVersion: number;
-  victimsVersion: number;
   /** By matching devices and gang size: what its shapes of that sort share. */
   shared: Map<string, SharedPlans>;
 }
@@ -332,7 +331,6 @@ function buildCluster(input: Pick<PlanInput, 'workers'>): Cluster {
       entries: [],
       startHolders: [],
       slotsVersion: 0,
-      victimsVersion: 0,
       shared: new Map(),
       slots: [...w.devices]
         .sort((a, b) => a.index - b.index)
@@ -395,8 +393,9 @@ interface Kept {
   refreshedTeams: Set<string>;
   /** Which teams borrowed when the last round began. */
   borrowing: Map<string, boolean>;
-  /** Where the rolling refresh goes on (refreshChanged). */
+  /** Where the rolling refresh goes on, and in how many rounds it goes round (refreshChanged). */
   sweep: number;
+  rollingRounds: number;
 }
 
 /** Every kept entry is computed again at least once in this many rounds (refreshChanged). */
@@ -437,8 +436,8 @@ function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
 }
 
 /** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
-function newKept(input: Pick<PlanInput, 'workers'>): Kept {
-  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0 };
+function newKept(input: Pick<PlanInput, 'workers'>, rollingRounds = ROLLING_ROUNDS): Kept {
+  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0, rollingRounds };
 }
 
 /** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). `kept`: what the planner keeps (newKept for a first round). */
@@ -528,8 +527,8 @@ function borrowingTeams(s: State): Map<string, boolean> {
 function refreshChanged(s: State, kept: Kept): Map<string, boolean> {
   for (const index of kept.indexBySignature.values()) compact(index);
   // The rolling safety net: a slice of the workers is refreshed each round whether or not it
-  // changed, so every kept entry is computed again within ROLLING_ROUNDS rounds.
-  const slice = Math.ceil(s.workers.length / ROLLING_ROUNDS);
+  // changed, so every kept entry is computed again within `rollingRounds` rounds.
+  const slice = Math.ceil(s.workers.length / kept.rollingRounds);
   const from = kept.sweep % Math.max(1, s.workers.length);
   kept.sweep = from + slice;
   for (let i = 0; i < s.workers.length; i += 1) {
@@ -787,6 +786,9 @@ interface Shape {
   devicePlans: Map<number, { version: number; plan: PreemptionPlan | null; heap: Heap<VictimsEntry>; entry: VictimsEntry | null }>;
   /** Where it was last put in its index's `changed` (-1: not there). */
   changedAt: number;
+  /** The victimsVersion of its last change of slots, and the borrowing changes since, with the priorities above which each matters (refreshVictims). */
+  generalAt: number;
+  flips: { version: number; from: number }[];
   shared: SharedPlans;
 }
 
@@ -897,7 +899,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     const sort = `${kind}:${matching.map((slot) => slot.index).join(',')}:${job.deviceCount}`;
     let shared = worker.shared.get(sort);
     if (!shared) worker.shared.set(sort, (shared = { reservationAt: -1, reservation: null, victimsAt: -1, plans: new Map() }));
-    shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), changedAt: -1, shared });
+    shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), changedAt: -1, generalAt: 0, flips: [], shared });
   }
   index = {
     deviceCount: job.deviceCount,
@@ -1099,13 +1101,14 @@ export class Planner {
   private kinds = new Map<string, KindGroup>();
   private rounds = 0;
 
-  constructor(private readonly fullEveryMs = FULL_ROUND_EVERY_MS) {}
+  /** `rollingRounds`: Infinity turns the rolling refresh off (tests of what the bookkeeping alone keeps right). */
+  constructor(private readonly options: { fullEveryMs?: number; rollingRounds?: number } = {}) {}
 
   round(input: PlanInput): KindsPlan {
     const { queued, ...rest } = input;
     const { kinds, keys } = this.group(queued, input.now);
-    if (!this.kept || input.now < this.lastNow || input.now - this.keptSince >= this.fullEveryMs || !sameWorkers(this.kept.cluster, input.workers)) {
-      this.kept = newKept(input);
+    if (!this.kept || input.now < this.lastNow || input.now - this.keptSince >= (this.options.fullEveryMs ?? FULL_ROUND_EVERY_MS) || !sameWorkers(this.kept.cluster, input.workers)) {
+      this.kept = newKept(input, this.options.rollingRounds);
       this.keptSince = input.now;
     }
     this.lastNow = input.now;
@@ -1639,7 +1642,13 @@ function devicePlansOf(s: State, index: ShapeIndex, priority: number): Heap<Vict
     const order = victimOrder(s);
     for (let k = entry.seen; k < index.changed.length; k += 1) {
       const shape = index.changed[k];
-      if (shape.devicePlans.get(priority)?.version !== shape.victimsVersion) pushVictims(s, entry.heap, shape, priority, index.deviceCount, order);
+      const record = shape.devicePlans.get(priority);
+      if (record?.version === shape.victimsVersion) continue;
+      // A team's borrowing that this priority cannot reach changed: the plan and its entry stand.
+      if (record && record.heap === entry.heap && stillValid(shape, record.version, priority)) {
+        record.version = shape.victimsVersion;
+        if (record.entry) record.entry.version = shape.victimsVersion;
+      } else pushVictims(s, entry.heap, shape, priority, index.deviceCount, order);
     }
     entry.seen = index.changed.length;
   }
@@ -1698,10 +1707,18 @@ function samePlan(a: PreemptionPlan | null, b: PreemptionPlan | null): boolean {
 }
 
 /** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
-function refreshVictims(worker: WorkerSlots): void {
-  worker.victimsVersion += 1;
+/**
+ * The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be
+ * computed again. `from`: the change matters only to preemptors above this priority (a team's
+ * borrowing, to those that may stop its jobs there); -Infinity for any change of the slots.
+ */
+function refreshVictims(worker: WorkerSlots, from = Number.NEGATIVE_INFINITY): void {
   for (const { index, shape } of worker.entries) {
     shape.victimsVersion += 1;
+    if (from === Number.NEGATIVE_INFINITY) {
+      shape.generalAt = shape.victimsVersion;
+      shape.flips.length = 0;
+    } else shape.flips.push({ version: shape.victimsVersion, from });
     if (index.victims.size > 0 && shape.changedAt < index.seenMax) {
       shape.changedAt = index.changed.length;
       index.changed.push(shape);
@@ -1709,15 +1726,24 @@ function refreshVictims(worker: WorkerSlots): void {
   }
 }
 
-/** A team whose placement made it start borrowing: the victims' order changes wherever it holds devices. */
+/** Whether a shape's plan for preemptors of `priority`, valid at victimsVersion `version`, is still: only borrowing changed since, of teams it may not stop. */
+function stillValid(shape: Shape, version: number, priority: number): boolean {
+  if (version < shape.generalAt) return false;
+  for (const flip of shape.flips) if (flip.version > version && flip.from < priority) return false;
+  return true;
+}
+
+/** A team that started or stopped borrowing: the victims' order and cost change wherever it has jobs that could be stopped. */
 function refreshTeamVictims(s: State, teamId: string): void {
   s.refreshedTeams.add(teamId);
-  const workers = new Set<WorkerSlots>();
+  // Per worker, the lowest priority of the team's jobs there that a preemptor could stop.
+  const lowest = new Map<WorkerSlots, number>();
   for (const h of ledgerOf(s, teamId)) {
+    if (h.source !== 'running' || h.stopping) continue;
     const worker = h.workerId === null ? undefined : s.workerById.get(h.workerId);
-    if (worker) workers.add(worker);
+    if (worker) lowest.set(worker, Math.min(lowest.get(worker) ?? Number.POSITIVE_INFINITY, h.priority));
   }
-  for (const worker of workers) refreshVictims(worker);
+  for (const [worker, priority] of lowest) refreshVictims(worker, priority);
 }
 
 /** The quota a preemptor must free besides devices: its team's deficit and its team's preemptible jobs, in Kueue's order. */
