@@ -476,10 +476,9 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
   };
 
   for (const w of cluster.workers) for (const slot of w.slots) slot.holder = null;
-  const holdings = new Map<string, Holding>();
   for (const job of input.running) {
     const holding = runningHolding(kept, job, now);
-    holdings.set(job.id, holding);
+    if (kept.holdings.get(job.id) !== holding) kept.holdings.set(job.id, holding);
     addToLedger(s, holding);
     if (job.stopping) s.stoppingCount += 1;
     s.lowestRunning = Math.min(s.lowestRunning, job.priority);
@@ -505,7 +504,12 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
   }
   kept.borrowing = refreshChanged(s, kept);
   for (const w of cluster.workers) for (let i = 0; i < w.slots.length; i += 1) w.startHolders[i] = w.slots[i].holder;
-  kept.holdings = holdings;
+  // Jobs that ended stay in the map until they outnumber the running ones (a stale one is only
+  // reused by a job of its id with the same fields, which it then describes).
+  if (kept.holdings.size > 2 * input.running.length + 1_024) {
+    const running = new Set(input.running.map((job) => job.id));
+    for (const id of kept.holdings.keys()) if (!running.has(id)) kept.holdings.delete(id);
+  }
   kept.touched = s.touched;
   kept.refreshedTeams = s.refreshedTeams;
   return s;
