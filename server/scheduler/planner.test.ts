@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Planner } from './plan';
 import { planRound } from './plan-round';
 import { arbInput, arbLargeInput, S } from '../test-support/plan-arbitraries';
-import { drainStep, syntheticCluster } from '../test-support/synthetic-cluster';
+import { drainStep, random, syntheticCluster } from '../test-support/synthetic-cluster';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob } from './types';
 
 // A Planner keeps its indexes from round to round (plan.ts, Kept); every round's plan must be
@@ -11,18 +11,6 @@ import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob } from './types';
 // cluster as the scheduler loop and the workers would, and in the ways a kept index could miss:
 // jobs start, stop, end and come back; time passes a little, a lot (past time limits) or not at
 // all; jobs go into backoff; teams start and stop borrowing; workers drain, leave and come back.
-
-/** A small deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The next round's input: the plan applied, then what the cluster does on its own meanwhile. */
 function nextRound(input: PlanInput, decisions: Plan, rng: () => number, round: number): PlanInput {

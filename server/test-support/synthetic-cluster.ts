@@ -20,7 +20,7 @@ export interface ClusterSize {
 }
 
 /** A small deterministic PRNG (mulberry32), so that every run plans the same clusters. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
