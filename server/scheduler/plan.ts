@@ -399,7 +399,7 @@ interface Kept {
 }
 
 /** Every kept entry is computed again at least once in this many rounds (refreshChanged). */
-const ROLLING_ROUNDS = 32;
+const ROLLING_ROUNDS = 64;
 
 /** A running job's holding, the kept one when nothing of it changed (its devices are compared by the slots). */
 function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
@@ -1733,7 +1733,8 @@ function refreshVictims(worker: WorkerSlots, from = Number.NEGATIVE_INFINITY): v
 /** Whether a shape's plan for preemptors of `priority`, valid at victimsVersion `version`, is still: only borrowing changed since, of teams it may not stop. */
 function stillValid(shape: Shape, version: number, priority: number): boolean {
   if (version < shape.generalAt) return false;
-  for (const flip of shape.flips) if (flip.version > version && flip.from < priority) return false;
+  // Newest first, down to the version the plan is of: usually one or two.
+  for (let i = shape.flips.length - 1; i >= 0 && shape.flips[i].version > version; i -= 1) if (shape.flips[i].from < priority) return false;
   return true;
 }
 
