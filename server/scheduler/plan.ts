@@ -80,6 +80,8 @@
  * delays no reservation) and by when its devices free up (the reservation is the index's top);
  * both are updated for the one worker a placement or preemption changes. Free devices only ever
  * get taken within a plan, so a worker with too few is dropped from the placement index for good.
+ * The leader's rounds keep these indexes from one round to the next (`Planner`, at the end): a
+ * round refreshes only what the cluster or the last round changed, and plans as a fresh planner.
  */
 import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, PlanRunningJob, Preemption, Waiting, WaitCode, WorkerState } from './types';
 import { DEFAULT_QUOTA } from './admission';
