@@ -648,10 +648,6 @@ function teamShare(s: State, teamId: string): number {
   return share;
 }
 
-function userShare(s: State, teamId: string, ownerId: string): number {
-  return shareOf(s, teamId, userOf(s, teamId, ownerId));
-}
-
 /** A user's share of its team's pools (rule 2), kept on its use record until the use changes. */
 function shareOf(s: State, teamId: string, user: UserUse): number {
   if (user.share === undefined) {
@@ -661,17 +657,6 @@ function shareOf(s: State, teamId: string, user: UserUse): number {
     user.share = dominantShare(user.use, total);
   }
   return user.share;
-}
-
-/** Rule 1: priority, then team share, then user share, then age, then id. */
-function compareJobs(s: State, a: PlanQueuedJob, b: PlanQueuedJob): number {
-  if (a.priority !== b.priority) return b.priority - a.priority;
-  const teams = teamShare(s, a.teamId) - teamShare(s, b.teamId);
-  if (teams !== 0) return teams;
-  const users = userShare(s, a.teamId, a.ownerId) - userShare(s, b.teamId, b.ownerId);
-  if (users !== 0) return users;
-  if (a.queuedAt !== b.queuedAt) return a.queuedAt - b.queuedAt;
-  return cmp(a.id, b.id);
 }
 
 /** Jobs in their order within one user's queue; a user's queue is a heap of runs by their heads. */
@@ -686,9 +671,12 @@ interface UserQueue {
   teamId: string;
   use: UserUse;
   runs: Heap<Run>;
+  /** The head of its best run: its next job. */
+  head: PlanQueuedJob;
 }
 
 interface TeamQueue {
+  teamId: string;
   users: Heap<UserQueue>;
 }
 
@@ -710,15 +698,27 @@ function compareWithinUser(a: PlanQueuedJob, b: PlanQueuedJob): number {
  */
 function* inOrder(s: State, runs: PlanQueuedJob[][], keys?: string[]): Generator<PlanQueuedJob, void, boolean> {
   const runHead = (r: Run) => r.jobs[r.next];
-  const head = (u: UserQueue) => runHead(u.runs.peek() as Run);
   const byRun = (a: Run, b: Run) => compareWithinUser(runHead(a), runHead(b)) < 0;
-  // Users of one team compare by rule 1 without the team's share (the same for both), their own
-  // shares read from their use records rather than looked up by name.
+  // Users of one team compare by rule 1 without the team's share (the same for both); heads and
+  // shares are kept on the queues and use records, not looked up per comparison.
   const byUser = (a: UserQueue, b: UserQueue) => {
-    const x = head(a);
-    const y = head(b);
+    const x = a.head;
+    const y = b.head;
     if (x.priority !== y.priority) return x.priority > y.priority;
     const users = shareOf(s, a.teamId, a.use) - shareOf(s, b.teamId, b.use);
+    if (users !== 0) return users < 0;
+    if (x.queuedAt !== y.queuedAt) return x.queuedAt < y.queuedAt;
+    return x.id < y.id;
+  };
+  const byTeam = (a: TeamQueue, b: TeamQueue) => {
+    const u = a.users.peek() as UserQueue;
+    const v = b.users.peek() as UserQueue;
+    const x = u.head;
+    const y = v.head;
+    if (x.priority !== y.priority) return x.priority > y.priority;
+    const teams = teamShare(s, a.teamId) - teamShare(s, b.teamId);
+    if (teams !== 0) return teams < 0;
+    const users = shareOf(s, u.teamId, u.use) - shareOf(s, v.teamId, v.use);
     if (users !== 0) return users < 0;
     if (x.queuedAt !== y.queuedAt) return x.queuedAt < y.queuedAt;
     return x.id < y.id;
@@ -731,22 +731,18 @@ function* inOrder(s: State, runs: PlanQueuedJob[][], keys?: string[]): Generator
     let team = users.get(teamId);
     if (!team) users.set(teamId, (team = new Map()));
     let user = team.get(ownerId);
-    if (!user) team.set(ownerId, (user = { teamId, use: userOf(s, teamId, ownerId), runs: new Heap(byRun) }));
+    if (!user) team.set(ownerId, (user = { teamId, use: userOf(s, teamId, ownerId), runs: new Heap(byRun), head: jobs[0] }));
     user.runs.push({ jobs, next: 0, kind: keys?.[r] ?? null });
   }
-  const byTeam: TeamQueue[] = [];
-  for (const team of users.values()) {
-    const queue: TeamQueue = { users: new Heap(byUser) };
-    for (const user of team.values()) queue.users.push(user);
-    byTeam.push(queue);
+  const teams = new Heap<TeamQueue>(byTeam);
+  for (const [teamId, team] of users) {
+    const queue: TeamQueue = { teamId, users: new Heap(byUser) };
+    for (const user of team.values()) {
+      user.head = runHead(user.runs.peek() as Run);
+      queue.users.push(user);
+    }
+    teams.push(queue);
   }
-  const teams = new Heap<TeamQueue>((a, b) => {
-    const x = head(a.users.peek() as UserQueue);
-    const y = head(b.users.peek() as UserQueue);
-    if (x.priority !== y.priority) return x.priority > y.priority;
-    return compareJobs(s, x, y) < 0;
-  });
-  for (const team of byTeam) teams.push(team);
   for (;;) {
     const team = teams.peek();
     if (!team) return;
@@ -758,7 +754,10 @@ function* inOrder(s: State, runs: PlanQueuedJob[][], keys?: string[]): Generator
     if (!goesOn || run.next === run.jobs.length) user.runs.pop();
     else user.runs.update(0);
     if (user.runs.size === 0) team.users.pop();
-    else team.users.update(0);
+    else {
+      user.head = runHead(user.runs.peek() as Run);
+      team.users.update(0);
+    }
     if (team.users.size === 0) teams.pop();
     else teams.update(0);
   }
