@@ -794,6 +794,8 @@ interface Shape {
   /** The victimsVersion of its last change of slots, and the borrowing changes since, with the priorities above which each matters (refreshVictims). */
   generalAt: number;
   flips: { version: number; from: number }[];
+  /** Its entry in its index's reservation heap (pushReservation). */
+  reservationEntry: { heap: Heap<ReservationEntry>; entry: ReservationEntry } | null;
   shared: SharedPlans;
 }
 
@@ -811,7 +813,7 @@ interface ShapeIndex {
   /** By free count: heaps of { shape, free } in kind order then worker id; entries whose free is no longer the shape's are stale. */
   byFree: Heap<{ shape: Shape; free: number }>[];
   /** Built when a job of the request first reserves (most indexes only place). */
-  reservations: Heap<{ shape: Shape; version: number; choice: ReservationChoice }> | null;
+  reservations: Heap<ReservationEntry> | null;
   /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt), and how much of `changed` it has taken in. */
   victims: Map<number, { heap: Heap<VictimsEntry>; seen: number }>;
   /** The shapes whose victims may have changed, in order (a shape may appear again): what the victims heaps take in before they answer. */
@@ -904,7 +906,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     const sort = `${kind}:${matching.map((slot) => slot.index).join(',')}:${job.deviceCount}`;
     let shared = worker.shared.get(sort);
     if (!shared) worker.shared.set(sort, (shared = { reservationAt: -1, reservation: null, victimsAt: -1, plans: new Map() }));
-    shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), changedAt: -1, generalAt: 0, flips: [], shared });
+    shapes.push({ worker, kind, matching, free: 0, version: 0, victimsVersion: 0, devicePlans: new Map(), changedAt: -1, generalAt: 0, flips: [], reservationEntry: null, shared });
   }
   index = {
     deviceCount: job.deviceCount,
@@ -935,7 +937,7 @@ function touch(s: State, worker: WorkerSlots): void {
   worker.slotsVersion += 1;
   for (const { index, shape } of worker.entries) {
     shape.version += 1;
-    index.reservations?.push({ shape, version: shape.version, choice: sharedReservation(s, shape, index.deviceCount) });
+    if (index.reservations) pushReservation(index.reservations, shape, sharedReservation(s, shape, index.deviceCount));
     const free = freeOf(shape);
     if (free !== shape.free) {
       shape.free = free;
@@ -1406,6 +1408,30 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): Dev
   return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
 }
 
+type ReservationEntry = { shape: Shape; version: number; choice: ReservationChoice };
+
+/**
+ * A shape's reservation entry at its current version. The same choice as its entry already in
+ * this heap revalidates that entry (the same place in the heap) instead of pushing a copy: most
+ * changes of a worker leave its reservation as it was.
+ */
+function pushReservation(heap: Heap<ReservationEntry>, shape: Shape, choice: ReservationChoice): void {
+  const live = shape.reservationEntry;
+  if (live && live.heap === heap && live.entry.choice.startKey === choice.startKey && live.entry.choice.unknown === choice.unknown && sameSlots(live.entry.choice.slots, choice.slots)) {
+    live.entry.version = shape.version;
+    return;
+  }
+  const entry = { shape, version: shape.version, choice };
+  shape.reservationEntry = { heap, entry };
+  heap.push(entry);
+}
+
+function sameSlots(a: Slot[], b: Slot[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The best of the indexes' tops (stale entries, of older versions of their shape, dropped). */
 function bestReservation(s: State, shapes: ShapeIndex[]): ReservationChoice {
   let best: ReservationChoice | null = null;
@@ -1423,10 +1449,10 @@ function bestReservation(s: State, shapes: ShapeIndex[]): ReservationChoice {
 }
 
 /** The index's shapes by reservation order, built when a job of its request first reserves. */
-function reservationsOf(s: State, index: ShapeIndex): Heap<{ shape: Shape; version: number; choice: ReservationChoice }> {
+function reservationsOf(s: State, index: ShapeIndex): Heap<ReservationEntry> {
   if (index.reservations) return index.reservations;
-  const heap = new Heap<{ shape: Shape; version: number; choice: ReservationChoice }>((a, b) => betterReservation(a.choice, b.choice));
-  for (const shape of index.shapes) heap.push({ shape, version: shape.version, choice: sharedReservation(s, shape, index.deviceCount) });
+  const heap = new Heap<ReservationEntry>((a, b) => betterReservation(a.choice, b.choice));
+  for (const shape of index.shapes) pushReservation(heap, shape, sharedReservation(s, shape, index.deviceCount));
   return (index.reservations = heap);
 }
 
