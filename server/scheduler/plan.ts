@@ -1105,6 +1105,7 @@ export class Planner {
   private lastNow = Number.NEGATIVE_INFINITY;
   private byId = new Map<string, QueuedEntry>();
   private lastQueue: QueuedEntry[] = [];
+  private spareQueue: QueuedEntry[] = [];
   private kinds = new Map<string, KindGroup>();
   private rounds = 0;
 
@@ -1132,7 +1133,9 @@ export class Planner {
     const round = (this.rounds += 1);
     const groups: KindGroup[] = [];
     const last = this.lastQueue;
-    const entries: QueuedEntry[] = new Array(queued.length);
+    // Two buffers, this round's and the last's, reused: a round's grouping allocates little.
+    const entries = this.spareQueue;
+    entries.length = 0;
     // The queue comes in much the same order each round (the loop reads it oldest first): the last
     // round's entries are walked beside it and found by position, by id only when out of step.
     let at = 0;
@@ -1156,15 +1159,16 @@ export class Planner {
       entry.job = job;
       entry.round = round;
       entry.at = i;
-      entries[i] = entry;
+      entries.push(entry);
       const { kind } = entry;
       if (kind.round !== round) {
         kind.round = round;
-        kind.jobs = [];
+        kind.jobs.length = 0;
         groups.push(kind);
       }
       kind.jobs.push(job);
     }
+    this.spareQueue = last;
     this.lastQueue = entries;
     if (this.byId.size > 2 * queued.length + 1_024) {
       for (const [id, entry] of this.byId) if (entry.round !== round) this.byId.delete(id);
