@@ -3,7 +3,7 @@
  * the bench can cut off a size that runs past its time budget: consecutive rounds of the pure
  * planner on a draining synthetic cluster (server/test-support/synthetic-cluster.ts). A round is
  * what the leader computes from the queue it read: `planner: "incremental"` is the leader's way,
- * one Planner (server/scheduler/plan.ts) kept across the rounds (group_ms is then inside ms and
+ * one Planner (server/scheduler/planner.ts) kept across the rounds (group_ms is then inside ms and
  * printed as 0); `"fast"` groups it by kind and plans
  * the jobs that decide the round (server/scheduler/plan-round.ts's planRound, its two steps); `"reference"` is the planner
  * before issue 20 (test-support/plan-reference.ts) on the queue window it planned
@@ -13,7 +13,8 @@
  * Usage: tsx bench/scheduler-scale.ts '{"workers":500,"queued":10000,"priorities":"mixed","rounds":20,"planner":"fast"}'
  */
 import { byKind } from '../server/scheduler/plan-round';
-import { Planner, planKinds } from '../server/scheduler/plan';
+import { planKinds } from '../server/scheduler/plan';
+import { Planner } from '../server/scheduler/planner';
 import { queueWindow } from '../server/scheduler/queue-window';
 import type { Plan, PlanInput } from '../server/scheduler/types';
 import { referencePlan } from '../server/test-support/plan-reference';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { type Db, rawQuery } from '../db/client';
 import { Prisma } from '../db/generated/prisma/client';
 import { planRound } from './plan-round';
-import type { Planner } from './plan';
+import type { Planner } from './planner';
 import { RoundThread, type SchedulerEvents } from './round-thread';
 import { placeAll } from './place';
 import type { Plan, PlanInput, PlanQueuedJob, PlanRunningJob, PlanTeamQuota, PlanWorker } from './types';
@@ -236,7 +236,7 @@ export async function scheduleOnce(db: Db, events: SchedulerEvents, now = new Da
 interface RoundOptions {
   housekeeping?: boolean;
   log?: (line: string) => void;
-  /** The round thread's planner, kept from round to round (plan.ts, Planner); else a round plans from nothing. */
+  /** The round thread's planner, kept from round to round (planner.ts); else a round plans from nothing. */
   planner?: Planner;
 }
 

@@ -5,7 +5,7 @@
 // a kind only while the previous one started or preempted: its plan is the plan of the whole
 // queue for the jobs it read (the property tests in plan-round.test.ts check it), and a round
 // costs what it can place or preempt and one job per kind, not the queue's length.
-import { type KindsPlan, planKinds, sortOldestFirst } from './plan';
+import { type KindsPlan, planKinds } from './plan';
 import { kindOf } from './queue-window';
 import type { PlanInput, PlanQueuedJob } from './types';
 
@@ -27,4 +27,16 @@ export function byKind(input: Pick<PlanInput, 'queued' | 'now'>): PlanQueuedJob[
 export function planRound(input: PlanInput): KindsPlan {
   const { queued, ...rest } = input;
   return planKinds(rest, byKind({ queued, now: input.now }));
+}
+
+const oldestFirst = (a: PlanQueuedJob, b: PlanQueuedJob): number => a.queuedAt - b.queuedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** A kind's jobs oldest first, then by id; most arrive in that order already. */
+export function sortOldestFirst(jobs: PlanQueuedJob[]): void {
+  for (let i = 1; i < jobs.length; i += 1) {
+    if (oldestFirst(jobs[i - 1], jobs[i]) > 0) {
+      jobs.sort(oldestFirst);
+      return;
+    }
+  }
 }

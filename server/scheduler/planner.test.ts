@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Planner } from './plan';
+import { Planner } from './planner';
 import { planRound } from './plan-round';
 import { arbInput, arbLargeInput, S } from '../test-support/plan-arbitraries';
 import { drainStep, random, syntheticCluster } from '../test-support/synthetic-cluster';

@@ -5,7 +5,7 @@ import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createDb } from '../db/client';
 import { runRound, type SchedulerEvents } from './loop';
-import { Planner } from './plan';
+import { Planner } from './planner';
 import type { RoundEvent, RoundMessage, RoundRequest } from './round-thread';
 
 // The round yields the CPU to the server's event loop: on Linux a nice value is a thread's own
@@ -44,7 +44,7 @@ const events: SchedulerEvents = {
 };
 
 // The thread lives as long as the leader's loop: its planner keeps its indexes from one round to
-// the next (plan.ts, Planner), so a round costs about what changed since the last one.
+// the next (planner.ts), so a round costs about what changed since the last one.
 const planner = new Planner();
 
 // The loop asks for one round at a time.
