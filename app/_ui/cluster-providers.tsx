@@ -136,6 +136,25 @@ interface ProviderOps {
   removeError: unknown;
 }
 
+/**
+ * The workers a team's own providers are starting: launches ordered, pending or running on the
+ * cluster whose worker has not registered yet, by provider. The Workers list says so while it is
+ * empty, instead of "no worker" (admins: providers are theirs to see).
+ */
+export function useStartingWorkers(teamId: string, enabled: boolean): { provider: string; count: number; pending: number }[] {
+  const trpc = useTRPC();
+  const providers = useQuery({
+    ...trpc.providers.list.queryOptions({ teamId }),
+    enabled,
+    refetchInterval: (q) => (q.state.data?.some((p) => p.launches.some((l) => LIVE_STATES.has(l.state))) ? LIVE_LAUNCHES_REFETCH_MS : PROVIDERS_REFETCH_MS),
+  });
+  return (providers.data ?? []).flatMap((p) => {
+    const starting = p.launches.filter((l) => LIVE_STATES.has(l.state) && !l.worker);
+    const pending = starting.filter((l) => l.state !== 'RUNNING').length;
+    return starting.length > 0 ? [{ provider: p.name, count: starting.length, pending }] : [];
+  });
+}
+
 /** A team's own pool's providers (team admins). */
 export function TeamClusterProviders({ teamId, teamName }: { teamId: string; teamName: string }) {
   const trpc = useTRPC();

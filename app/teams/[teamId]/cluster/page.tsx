@@ -5,7 +5,7 @@ import { ConfirmButton, ErrorNote, Loading, PageTitle, Reason, StatusBadge } fro
 import { DataTable, type Column } from '../../../_ui/data-table';
 import { EmptyState } from '../../../_ui/empty-state';
 import { formatBytes, formatDateTime, formatRelative } from '../../../_ui/format';
-import { SharedClusterProviders, TeamClusterProviders } from '../../../_ui/cluster-providers';
+import { SharedClusterProviders, TeamClusterProviders, useStartingWorkers } from '../../../_ui/cluster-providers';
 import { Meter } from '../../../_ui/meter';
 import { refetchAfterChange } from '../../../_ui/refresh';
 import { atLeast } from '../../../_ui/roles';
@@ -145,6 +145,7 @@ export default function ClusterPage() {
 function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: boolean }) {
   const team = useTeam();
   const { workers, jobs } = useWorkers(teamId, fast);
+  const starting = useStartingWorkers(teamId, atLeast(team.role, 'ADMIN'));
   if (workers.isPending) return <Loading label="Loading workers…" />;
   if (workers.isLoadingError) return <ErrorNote error={workers.error} />;
   // Workers that left (a Slurm worker idle-exits, a laptop sleeps) are kept for their history but
@@ -159,7 +160,12 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
   return (
     <>
       <ErrorNote error={jobs.error} />
-      {present.length === 0 ? (
+      {present.length === 0 && starting.length > 0 ? (
+        <EmptyState title={startingTitle(starting)}>
+          {starting.map(startingWords).join('; ')}. Each appears here once its daemon registers; the launches are under
+          Cluster providers below.
+        </EmptyState>
+      ) : present.length === 0 ? (
         <EmptyState title="No worker can run this team’s jobs">
           {atLeast(team.role, 'ADMIN') ? (
             <>
@@ -181,6 +187,19 @@ function Workers({ teamId, base, fast }: { teamId: string; base: string; fast: b
       ) : null}
     </>
   );
+}
+
+function startingTitle(starting: { count: number }[]): string {
+  const n = starting.reduce((sum, p) => sum + p.count, 0);
+  return `${plural(n, 'worker')} starting`;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** Where a provider's starting workers are: in the cluster's queue, or started on a node. */
+function startingWords(p: { provider: string; count: number; pending: number }): string {
+  const where = [p.pending > 0 ? `${p.pending} waiting in the cluster’s queue` : null, p.count > p.pending ? `${p.count - p.pending} started on a node` : null];
+  return `${p.provider}: ${where.filter(Boolean).join(', ')}`;
 }
 
 /** Gone quiet or marked offline: not taking work now. */
