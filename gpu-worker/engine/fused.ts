@@ -8,7 +8,7 @@
  * ops.ts chooses these on the fast path and plain ops elsewhere.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, saveForGradient, simdModule } from './kernels';
 import { nativeKernels } from './native';
 import { EMBED_WASM } from './wasm/embed.wasm';
 import { GELU_WASM } from './wasm/gelu.wasm';
@@ -111,10 +111,10 @@ const LAYER_NORM_BACKWARD = defineJsKernel({
 /** Layer norm over the last axis of [n, d] in one pass forward and one backward. */
 export const fusedLayerNorm = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y, stats] = runJsKernel(LAYER_NORM, [x, gain, bias]);
-  save([x, stats, gain]);
+  const saved = saveForGradient(save, [x, stats, gain]);
   return {
     value: y,
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved]),
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved(clones)]),
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
 
@@ -329,12 +329,12 @@ const TARGET_LOGP_BACKWARD = defineJsKernel({
 export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
   const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
     const p = tf.softmax(x);
-    save([p, targets]);
+    const saved = saveForGradient(save, [p, targets]);
     const [logp, scratch] = runJsKernel(TARGET_LOGP, [x, p, targets]);
     scratch.dispose();
     return {
       value: logp,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved])[0],
+      gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved(clones)])[0],
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
   return op(logits);

@@ -16,7 +16,7 @@ import {
   simdGeluAvailable,
   simdGeluBackward,
 } from './fused';
-import { recordingGradients, useFusedKernels } from './kernels';
+import { recordingGradients, saveForGradient, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
 import { nativeProductsActive } from './native';
 
@@ -39,11 +39,11 @@ function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
  * uses (which fall to a scalar loop on wasm).
  */
 const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.GradSaveFunc) => {
-  save([a, b]);
+  const saved = saveForGradient(save, [a, b]);
   return {
     value: tf.matMul(a, b),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sa, sb] = saved as tf.Tensor2D[];
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sa, sb] = saved(clones) as tf.Tensor2D[];
       return [matMulBT(dy as tf.Tensor2D, sb), weightGrad(sa, dy as tf.Tensor2D)];
     },
   };
@@ -69,12 +69,12 @@ function columnSum(m: tf.Tensor2D): tf.Tensor1D {
 
 /** x[n, in] W[in, out] + b[out] with the fast-path gradient (bias gradient by columnSum). */
 const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, save: tf.GradSaveFunc) => {
-  save([x, w]);
+  const saved = saveForGradient(save, [x, w]);
   return {
     // One kernel for the product and the bias (XNNPACK adds it in its output pass).
     value: tf.fused.matMul({ a: x, b: w, bias: b }),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sx, sw] = saved as tf.Tensor2D[];
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, sw] = saved(clones) as tf.Tensor2D[];
       const g = dy as tf.Tensor2D;
       const dx = matMulBT(g, sw);
       if (g.shape[1] <= sx.shape[1] || nativeProductsActive()) return [dx, weightGrad(sx, g), columnSum(g)];
@@ -325,8 +325,14 @@ export function gelu(x: tf.Tensor2D): tf.Tensor2D {
 /** GELU on the native kernels: one pass forward (value and σ(2u)), one backward. */
 const nativeGeluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y, s] = nativeGelu(x);
-  save([x, s]);
-  return { value: y, gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [nativeGeluBackward(dy, saved[0], saved[1])] };
+  const saved = saveForGradient(save, [x, s]);
+  return {
+    value: y,
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, ss] = saved(clones);
+      return [nativeGeluBackward(dy, sx, ss)];
+    },
+  };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
 
 /**

@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type SFTOptions } from '../../sdk/training-config';
-import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
+import { defineJsKernel, hasJsKernels, runJsKernel, sweepingSaves, simdModule } from './kernels';
 import { webgpuAdam } from './webgpu-adam';
 import { ADAM_WASM } from './wasm/adam.wasm';
 
@@ -116,7 +116,8 @@ export function gradients(
   vars: Map<string, tf.Variable>,
 ): { value: tf.Scalar; grads: Map<string, tf.Tensor> } {
   const list = [...vars.values()];
-  const { value, grads } = tf.variableGrads(loss, list);
+  // The fused ops save their tensors without copies during this computation (kernels.ts).
+  const { value, grads } = sweepingSaves(() => tf.variableGrads(loss, list));
   const byName = new Map<string, tf.Tensor>();
   for (const [name, v] of vars) {
     const g = grads[v.name];
