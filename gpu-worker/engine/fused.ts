@@ -325,8 +325,49 @@ const TARGET_LOGP_BACKWARD = defineJsKernel({
   },
 });
 
-/** Log-probability of each target under logits [n, V] → [n]: one softmax kernel and one pass. */
+/** Native (native/src/logprob.cc): logits [n, V], targets [n] → log p(target) [n] and the rows' log-sum-exp [n]. */
+const NATIVE_TARGET_LOGP = defineJsKernel({
+  name: 'WhetstoneNativeTargetLogProb',
+  outputShapes: ([x]) => [[x[0]], [x[0]]],
+  compute([x, targets], [logp, lse], [[n, V]]) {
+    nativeKernels()!.targetLogProbForward(x as Float32Array, targets as Int32Array, logp, lse, n, V);
+  },
+});
+
+/** Native: d logp [n], logits, lse, targets → d logits = d logp · (onehot(target) − softmax(logits)). */
+const NATIVE_TARGET_LOGP_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeTargetLogProbBackward',
+  outputShapes: ([, x]) => [x],
+  compute([g, x, lse, targets], [dx], [, [n, V]]) {
+    nativeKernels()!.targetLogProbBackward(g as Float32Array, x as Float32Array, lse as Float32Array, targets as Int32Array, dx, n, V);
+  },
+});
+
+/**
+ * The native target log-probabilities: one pass forward (row maximum, log-sum-exp, the target's
+ * logit) and one backward (the softmax recomputed from the logits and the saved log-sum-exp), on the
+ * pool's threads, in place of wasm's softmax, a pass over it and its saved (copied) probabilities.
+ */
+function nativeTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  if (!recordingGradients()) {
+    const [logp, lse] = runJsKernel(NATIVE_TARGET_LOGP, [logits, targets]);
+    lse.dispose();
+    return logp as tf.Tensor1D;
+  }
+  const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [logp, lse] = runJsKernel(NATIVE_TARGET_LOGP, [x, targets]);
+    const saved = saveForGradient(save, [x, lse, targets]);
+    return {
+      value: logp,
+      gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(NATIVE_TARGET_LOGP_BACKWARD, [dy, ...saved(clones)])[0],
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
+  return op(logits);
+}
+
+/** Log-probability of each target under logits [n, V] → [n]: one softmax kernel and one pass (natively, one pass). */
 export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  if (nativeKernels() && targets.dtype === 'int32') return nativeTargetLogProbs(logits, targets);
   const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
     const p = tf.softmax(x);
     const saved = saveForGradient(save, [p, targets]);

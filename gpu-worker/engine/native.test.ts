@@ -19,8 +19,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
-import { gelu, layerNorm } from './ops';
+import { gelu, layerNorm, targetLogProbs } from './ops';
 import { GPT } from './model';
+import { Adam, sumOfSquares } from './optim';
 import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
@@ -177,6 +178,95 @@ describe.runIf(run)('native products', () => {
     expectClose(native[0], wasm[0], 19 * 23, 'dA');
     expectClose(native[1], wasm[1], 3 * 37 * 23, 'dB');
     tf.dispose([a, b]);
+  });
+
+  it('run Adam natively with the wasm kernels\' bits on any number of threads, and the gradient norm within rounding', async () => {
+    // Sizes of one, odd and prime lengths, and one past the threads' threshold (2^18 floats).
+    const shapes = [[1], [7], [13, 17], [64, 3], [300007]];
+    const rng = new Rng(21);
+    const random = (shape: number[], scale = 1) => Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal() * scale);
+    const init = shapes.map((shape) => random(shape));
+    const steps = [0, 1, 2].map(() => shapes.map((shape) => random(shape, 0.1)));
+    // Above gradClip, so that the clipping scale takes part.
+    const clipNorms = [1.7, 2.9, 0.5];
+    const optim = { learningRate: 1e-2, warmupSteps: 0, totalSteps: 0, minLearningRateRatio: 0, beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, gradClip: 1 };
+    const train = async (native: boolean) => {
+      setNativeKernelsEnabled(native);
+      try {
+        // Each variable owning its memory, as a model's do (the native step updates it in place).
+        const vars = new Map(shapes.map((shape, i) => [`w${i}`, tf.tidy(() => tf.variable(tf.tensor(init[i], shape)))]));
+        const adam = new Adam(vars, optim);
+        const norms: number[] = [];
+        const kernels = new Set<string>();
+        for (const [s, step] of steps.entries()) {
+          const grads = new Map(step.map((g, i) => [`w${i}`, tf.tensor(g, shapes[i])]));
+          const sq = sumOfSquares([...grads.values()]);
+          norms.push(Math.sqrt(sq.dataSync()[0]));
+          sq.dispose();
+          // Clipped by the same norm on both paths (the two sums of squares may differ in the last bit).
+          (await tf.profile(() => adam.apply(grads, 1e-2, clipNorms[s]))).kernels.forEach((k) => kernels.add(k.name));
+        }
+        const out = [...vars.values(), ...adam.m.values(), ...adam.v.values()].map((t) => t.dataSync() as Float32Array);
+        [...vars.values()].forEach((v) => v.dispose());
+        adam.dispose();
+        return { out, norms, kernels };
+      } finally {
+        setNativeKernelsEnabled(true);
+      }
+    };
+    configureNative({ threads: 1 });
+    const one = await train(true);
+    configureNative({ threads: 3 });
+    const three = await train(true);
+    configureNative({ threads: status.loaded ? status.threads : 1 });
+    const wasm = await train(false);
+    expect(one.kernels.has('WhetstoneAdam'), 'the native step ran').toBe(false);
+    expect(wasm.kernels.has('WhetstoneAdam'), 'the wasm step ran').toBe(true);
+    one.out.forEach((t, i) => expect(Buffer.from(three.out[i].buffer).equals(Buffer.from(t.buffer)), `tensor ${i}, 1 and 3 threads`).toBe(true));
+    expect(three.norms).toEqual(one.norms);
+    one.norms.forEach((n, i) => expect(Math.abs(n - wasm.norms[i]) / wasm.norms[i], `norm ${i}`).toBeLessThan(1e-12));
+    // The same arithmetic as the wasm path, to the bit (so that a run may switch between them).
+    one.out.forEach((t, i) => expect(Buffer.from(wasm.out[i].buffer).equals(Buffer.from(t.buffer)), `tensor ${i}, native and wasm`).toBe(true));
+  });
+
+  it('give the target log-probabilities and layer norm, values and gradients, of the wasm and cpu kernels on random shapes, the same bits on any number of threads', async () => {
+    // Rows and columns of 1, odd and prime sizes, a vocabulary past 16 lanes, one of 105 (the char tokenizer's), and enough logits for the threads (2^16).
+    const shapes = [[1, 1], [1, 7], [3, 16], [5, 17], [31, 105], [64, 33], [97, 257], [301, 257]];
+    const compute = (n: number, V: number, seed: number) => {
+      const rng = new Rng(seed);
+      const logits = tf.tensor2d(Float32Array.from({ length: n * V }, () => rng.normal() * 3), [n, V]);
+      const targets = tf.tensor1d(Int32Array.from({ length: n }, () => rng.int(V)), 'int32');
+      const weights = tf.tensor1d(Float32Array.from({ length: n }, () => rng.normal()));
+      const gain = tf.tensor1d(Float32Array.from({ length: V }, () => rng.normal()));
+      const bias = tf.tensor1d(Float32Array.from({ length: V }, () => rng.normal()));
+      const out = tf.tidy(() => {
+        const logp = targetLogProbs(logits, targets);
+        const dLogits = tf.grad((x: tf.Tensor) => targetLogProbs(x as tf.Tensor2D, targets).mul(weights).sum())(logits);
+        const y = layerNorm(logits, gain, bias);
+        const lnGrads = tf.grads((x: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => layerNorm(x as tf.Tensor2D, g as tf.Tensor1D, b as tf.Tensor1D).mul(x.sin()).sum())([logits, gain, bias]);
+        return [logp, dLogits, y, ...lnGrads].map((t) => t.dataSync() as Float32Array);
+      });
+      tf.dispose([logits, targets, weights, gain, bias]);
+      return out;
+    };
+    const names = ['log p', 'd logits', 'layer norm', 'layer norm dx', 'd gain', 'd bias'];
+    for (const [i, [n, V]] of shapes.entries()) {
+      configureNative({ threads: 1 });
+      const one = compute(n, V, i);
+      configureNative({ threads: 3 });
+      const three = compute(n, V, i);
+      configureNative({ threads: status.loaded ? status.threads : 1 });
+      one.forEach((t, j) => expect(Buffer.from(three[j].buffer).equals(Buffer.from(t.buffer)), `${names[j]} [${n}, ${V}], 1 and 3 threads`).toBe(true));
+      setNativeKernelsEnabled(false);
+      const wasm = compute(n, V, i);
+      setNativeKernelsEnabled(true);
+      const cpu = await onCpu(() => compute(n, V, i));
+      // Column sums (d gain, d bias) add n terms; the rest sum over a row of V.
+      one.forEach((t, j) => {
+        expectClose(t, wasm[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs wasm`);
+        expectClose(t, cpu[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs cpu`);
+      });
+    }
   });
 
   it('GELU and its gradient equal the plain ops from far negative to far positive inputs', () => {
