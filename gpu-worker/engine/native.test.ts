@@ -17,6 +17,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simdCausalSelfAttention } from './attention';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
 import { gelu, layerNorm, targetLogProbs } from './ops';
@@ -266,6 +267,37 @@ describe.runIf(run)('native products', () => {
         expectClose(t, wasm[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs wasm`);
         expectClose(t, cpu[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs cpu`);
       });
+    }
+  });
+
+  it('give causal attention over several vectors of keys (T past 16 and 32) the plain ops\' values and gradients, the same bits on any number of threads', () => {
+    // [B, T, H, hd]: odd and prime lengths, a head of 16 floats and one of 5 (no whole vectors), and
+    // enough channels for the threads.
+    for (const [B, T, H, hd] of [[2, 17, 2, 16], [3, 37, 3, 5], [1, 33, 1, 8], [16, 37, 4, 16]]) {
+      const rng = new Rng(T);
+      const d = H * hd;
+      const qkv = tf.tensor2d(Float32Array.from({ length: B * T * 3 * d }, () => rng.normal()), [B * T, 3 * d]);
+      const w = tf.tensor2d(Float32Array.from({ length: B * T * d }, () => rng.normal()), [B * T, d]);
+      const plain = (x: tf.Tensor) => {
+        const heads = (i: number) => x.slice([0, i * d], [B * T, d]).reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
+        const scores = tf.matMul(heads(0), heads(1), false, true).mul(1 / Math.sqrt(hd));
+        const causal = tf.linalg.bandPart(tf.ones([T, T]), -1, 0);
+        const p = tf.softmax(scores.add(tf.sub(1, causal).mul(-1e9)));
+        return tf.matMul(p, heads(2)).transpose([0, 2, 1, 3]).reshape([B * T, d]);
+      };
+      const run = (f: (x: tf.Tensor) => tf.Tensor) => tf.tidy(() => [f(qkv), tf.grad((x: tf.Tensor) => f(x).mul(w).sum())(qkv)].map((t) => t.dataSync() as Float32Array));
+      const native = (x: tf.Tensor) => simdCausalSelfAttention(x as tf.Tensor2D, B, T, H);
+      configureNative({ threads: 1 });
+      const one = run(native);
+      configureNative({ threads: 3 });
+      const three = run(native);
+      configureNative({ threads: status.loaded ? status.threads : 1 });
+      const want = run(plain);
+      ['y', 'd qkv'].forEach((name, i) => {
+        expect(Buffer.from(three[i].buffer).equals(Buffer.from(one[i].buffer)), `${name} [${B}, ${T}, ${H}, ${hd}], 1 and 3 threads`).toBe(true);
+        expectClose(one[i], want[i], T * hd, `${name} [${B}, ${T}, ${H}, ${hd}]`);
+      });
+      tf.dispose([qkv, w]);
     }
   });
 

@@ -34,16 +34,32 @@ WHETSTONE_CLONES float exp_row(const float* x, float shift, float* e, int64_t V)
   v16 acc = {};
   int64_t j = 0;
   for (; j + L <= V; j += L) acc += load(e + j);
-  float sum = 0.f;
-  for (int64_t l = 0; l < L; l++) sum += acc[l];
+  float sum = sum_lanes(acc);
   for (; j < V; j++) sum += e[j];
   return sum;
 }
 
+// In 16 lanes (vec16.h's max_lanes says why).
 WHETSTONE_CLONES float row_max(const float* x, int64_t V) {
   float m = x[0];
-  for (int64_t j = 1; j < V; j++) m = std::max(m, x[j]);
+  int64_t j = 0;
+  if (V >= L) {
+    v16 mv = load(x);
+    for (j = L; j + L <= V; j += L) {
+      const v16 v = load(x + j);
+      mv = mv > v ? mv : v;
+    }
+    m = max_lanes(mv);
+  }
+  for (; j < V; j++) m = std::max(m, x[j]);
   return m;
+}
+
+// d logits of one row: e^{x − lse} (the probabilities) times −g, plus g at the target.
+WHETSTONE_CLONES void backward_row(const float* x, float lse, float g, int32_t target, float* dx, int64_t V) {
+  exp_row(x, lse, dx, V);
+  for (int64_t j = 0; j < V; j++) dx[j] *= -g;
+  dx[target] += g;
 }
 
 std::vector<float>& row_scratch(int64_t V) {
@@ -70,13 +86,7 @@ void target_logprob_forward(const float* x, const int32_t* targets, float* logp,
 void target_logprob_backward(const float* g, const float* x, const float* lse, const int32_t* targets, float* dx,
                              int64_t n, int64_t V, int threads) {
   row_blocks(n, V, threads, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
-      float* dr = dx + r * V;
-      // e^{x − lse} straight into the output, then scaled: the probabilities, times −g.
-      exp_row(x + r * V, lse[r], dr, V);
-      for (int64_t j = 0; j < V; j++) dr[j] *= -g[r];
-      dr[targets[r]] += g[r];
-    }
+    for (int64_t r = r0; r < r1; r++) backward_row(x + r * V, lse[r], g[r], targets[r], dx + r * V, V);
   });
 }
 
