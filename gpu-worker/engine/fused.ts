@@ -447,3 +447,26 @@ export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D,
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
   return op(wte, wpe);
 }
+
+/**
+ * Native: dy [n, out], x [n, in], w [in, out] → dx = dy·wᵀ, dw = xᵀ·dy, db = Σ_rows dy: a linear
+ * layer's whole backward as one kernel instead of three products and a ones vector (tfjs's
+ * dispatch and tape cost about as much as a small model's products). The same products, so the same
+ * bits, as the separate kernels.
+ */
+const NATIVE_LINEAR_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeLinearBackward',
+  outputShapes: ([dy, x, w]) => [x, w, [dy[1]]],
+  compute([dy, x, w], [dx, dw, db], [[n, out], [, inner]]) {
+    const native = nativeKernels()!;
+    const g = dy as Float32Array;
+    native.gemm(g, w as Float32Array, dx, null, 1, n, inner, out, false, true, 0, 0, false);
+    native.gemm(x as Float32Array, g, dw, null, 1, inner, out, n, true, false, 0, 0, false);
+    native.columnSums(g, db, n, out);
+  },
+});
+
+/** A linear layer's gradients [dx, dw, db] in one native kernel; only where the native kernels are active. */
+export function nativeLinearBackward(dy: tf.Tensor2D, x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor[] {
+  return runJsKernel(NATIVE_LINEAR_BACKWARD, [dy, x, w]);
+}

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simdCausalSelfAttention } from './attention';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
-import { gelu, layerNorm, targetLogProbs } from './ops';
+import { gelu, layerNorm, linear2d, targetLogProbs } from './ops';
 import { GPT } from './model';
 import { Adam, sumOfSquares } from './optim';
 import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
@@ -298,6 +298,28 @@ describe.runIf(run)('native products', () => {
         expectClose(one[i], want[i], T * hd, `${name} [${B}, ${T}, ${H}, ${hd}]`);
       });
       tf.dispose([qkv, w]);
+    }
+  });
+
+  it("give a linear layer's gradients (one native kernel: dx, dw and the bias's column sums) of the wasm and cpu kernels", async () => {
+    for (const [n, inner, out] of [[1, 1, 1], [7, 3, 5], [97, 64, 256], [1984, 64, 13]]) {
+      const rng = new Rng(n + out);
+      const t = (shape: number[]) => tf.tensor(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal()), shape);
+      const x = t([n, inner]) as tf.Tensor2D, w = t([inner, out]) as tf.Tensor2D, b = t([out]) as tf.Tensor1D, dy = t([n, out]);
+      const grads = () => tf.tidy(() => tf.grads((xx: tf.Tensor, ww: tf.Tensor, bb: tf.Tensor) => linear2d(xx as tf.Tensor2D, ww as tf.Tensor2D, bb as tf.Tensor1D).mul(dy).sum())([x, w, b]).map((g) => g.dataSync() as Float32Array));
+      const profile = await tf.profile(() => void grads());
+      expect(profile.kernels.filter((k) => k.name === 'WhetstoneNativeLinearBackward'), `[${n}, ${inner}, ${out}]`).toHaveLength(1);
+      const native = grads();
+      setNativeKernelsEnabled(false);
+      const wasm = grads();
+      setNativeKernelsEnabled(true);
+      const cpu = await onCpu(() => grads());
+      ['dx', 'dw', 'db'].forEach((name, i) => {
+        const k = [out, n, n][i];
+        expectClose(native[i], wasm[i], k, `${name} [${n}, ${inner}, ${out}] vs wasm`);
+        expectClose(native[i], cpu[i], k, `${name} [${n}, ${inner}, ${out}] vs cpu`);
+      });
+      tf.dispose([x, w, b, dy]);
     }
   });
 

@@ -12,13 +12,14 @@ import {
   nativeGelu,
   nativeGeluAvailable,
   nativeGeluBackward,
+  nativeLinearBackward,
   simdGeluArgument,
   simdGeluAvailable,
   simdGeluBackward,
 } from './fused';
 import { recordingGradients, saveForGradient, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
-import { nativeProductsActive } from './native';
+import { nativeKernels, nativeProductsActive } from './native';
 
 /**
  * a·bᵀ and aᵀ·b for the backward passes. The native products (native.ts) read a transposed operand
@@ -76,6 +77,7 @@ const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1
     gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
       const [sx, sw] = saved(clones) as tf.Tensor2D[];
       const g = dy as tf.Tensor2D;
+      if (nativeKernels()) return nativeLinearBackward(g, sx, sw);
       const dx = matMulBT(g, sw);
       if (g.shape[1] <= sx.shape[1] || nativeProductsActive()) return [dx, weightGrad(sx, g), columnSum(g)];
       // Wide outputs (qkv, mlp.fc): both weight and bias gradients from one transposed dy, the bias

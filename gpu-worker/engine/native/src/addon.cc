@@ -561,6 +561,21 @@ napi_value TargetLogProbBackward(napi_env env, napi_callback_info info) {
   });
 }
 
+// columnSums(x, out, n, m): out[j] = Σ_i x[i, j]
+napi_value ColumnSums(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 4);
+    size_t xl, ol;
+    const float* x = f32(env, argv[0], "x", &xl);
+    float* out = f32(env, argv[1], "out", &ol);
+    const int64_t n = integer(env, argv[2], "n"), m = integer(env, argv[3], "m");
+    need(xl, n * m, "x");
+    need(ol, m, "out");
+    column_sums(x, out, n, m);
+    return nullptr;
+  });
+}
+
 // layerNormForward(x, gain, bias, y, stats, n, d, eps)
 napi_value LayerNormForward(napi_env env, napi_callback_info info) {
   return guarded(env, [&]() -> napi_value {
@@ -691,6 +706,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"geluForward", nullptr, GeluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluBackward", nullptr, GeluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"adam", nullptr, Adam, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"columnSums", nullptr, ColumnSums, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"targetLogProbForward", nullptr, TargetLogProbForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"targetLogProbBackward", nullptr, TargetLogProbBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"sumSquares", nullptr, SumSquares, nullptr, nullptr, nullptr, napi_default, nullptr},

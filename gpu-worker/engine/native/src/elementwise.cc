@@ -227,6 +227,12 @@ void layer_norm_backward(const float* dy, const float* x, const float* stats, co
   }
 }
 
+WHETSTONE_CLONES void column_sums(const float* x, float* out, int64_t n, int64_t m) {
+  for (int64_t j = 0; j < m; j++) out[j] = 0.f;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++) out[j] += x[i * m + j];
+}
+
 void gelu_forward(const float* x, float* y, float* s, int64_t n, int threads) {
   blocks(n, threads, [&](int64_t at, int64_t len) { gelu_forward_block(x + at, y + at, s + at, len); });
 }
