@@ -106,6 +106,43 @@ const addPerPosition = tf.customGrad(((rows: tf.Tensor2D, table: tf.Tensor2D, sa
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (rows: tf.Tensor2D, table: tf.Tensor2D) => tf.Tensor2D;
 
+/**
+ * x + r for two tensors of one shape. tfjs's Add saves both inputs for its gradient, to read their
+ * shapes (a copy of each on wasm: two [B·T, d] copies per residual connection); here nothing is saved
+ * and the gradient passes dy to both (as views of it: Reshape shares the data).
+ */
+const addSameShape = tf.customGrad(((x: tf.Tensor, r: tf.Tensor, save: tf.GradSaveFunc) => {
+  save([]);
+  return { value: tf.add(x, r), gradFunc: (dy: tf.Tensor) => [dy.reshape(x.shape), dy.reshape(r.shape)] };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as <T extends tf.Tensor>(x: T, r: T) => T;
+
+/** A residual connection, x + r (same shapes). */
+export function residualAdd<T extends tf.Tensor>(x: T, r: T): T {
+  return recordingGradients() && useFusedKernels() ? addSameShape(x, r) : (x.add(r) as T);
+}
+
+/**
+ * x · tableᵀ for a head tied to the token table [V, d], the table read transposed by the native
+ * products (as it lies) in the product and both gradients: d x = dy · table, d table = dyᵀ · x.
+ * Spares the transposed copy of the table and its gradient's transpose back (two kernels a step).
+ */
+const tiedHeadProduct = tf.customGrad(((x: tf.Tensor2D, table: tf.Tensor2D, save: tf.GradSaveFunc) => {
+  const saved = saveForGradient(save, [x, table]);
+  return {
+    value: tf.matMul(x, table, false, true),
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, st] = saved(clones) as tf.Tensor2D[];
+      return [tf.matMul(dy as tf.Tensor2D, st), tf.matMul(dy as tf.Tensor2D, sx, true, false)];
+    },
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, table: tf.Tensor2D) => tf.Tensor2D;
+
+/** Logits x · tableᵀ of a head tied to the token table [V, d]. */
+export function tiedHeadLogits(x: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D {
+  if (nativeProductsActive()) return recordingGradients() ? tiedHeadProduct(x, table) : tf.matMul(x, table, false, true);
+  return matMul2d(x, table.transpose() as tf.Tensor2D);
+}
+
 /** Add position embeddings [T, d] to every sequence of rows [B·T, d]. */
 export function addPositions(rows: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D {
   if (useFastMatmulPath()) return addPerPosition(rows, table);
