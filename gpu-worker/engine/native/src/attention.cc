@@ -24,18 +24,21 @@ namespace {
 using Scratch = AttentionScratch;
 inline Scratch& scratch() { return attention_scratch(); }
 
-// Channel (b, h)'s q, k, v into the scratch layouts.
-void gather(const float* qkv, const AttentionDims& d, int64_t b, int64_t h, Scratch& s) {
-  const int64_t width = d.H * d.hd, stride = 3 * width;
+// Channel (b, h)'s q, k and v into the scratch layouts: the rows as they are (whole copies), and
+// transposed ([hd][Tl], one float at a time) only the operand that is read by keys: k for the
+// forward's scores, v for the backward's dP. (Copying all five layouts, float by float, was a
+// quarter of the kernels' time.)
+void gather(const float* qkv, const AttentionDims& d, int64_t b, int64_t h, Scratch& s, bool forward) {
+  const int64_t width = d.H * d.hd, stride = 3 * width, hd = d.hd;
+  const size_t bytes = hd * sizeof(float);
+  float* trans = forward ? s.kt.data() : s.vt.data();
+  const int64_t trans_at = forward ? width : 2 * width;
   for (int64_t t = 0; t < d.T; t++) {
-    const float* row = qkv + (b * d.T + t) * stride + h * d.hd;
-    for (int64_t c = 0; c < d.hd; c++) {
-      s.q[t * s.hdp + c] = row[c];
-      s.k[t * s.hdp + c] = row[width + c];
-      s.v[t * s.hdp + c] = row[2 * width + c];
-      s.kt[c * s.Tl + t] = row[width + c];
-      s.vt[c * s.Tl + t] = row[2 * width + c];
-    }
+    const float* row = qkv + (b * d.T + t) * stride + h * hd;
+    std::memcpy(s.q.data() + t * s.hdp, row, bytes);
+    std::memcpy(s.k.data() + t * s.hdp, row + width, bytes);
+    std::memcpy(s.v.data() + t * s.hdp, row + 2 * width, bytes);
+    for (int64_t c = 0; c < hd; c++) trans[c * s.Tl + t] = row[trans_at + c];
   }
 }
 
@@ -76,7 +79,7 @@ WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, cons
   const int64_t b = ch / d.H, h = ch % d.H, T = d.T, hd = d.hd, width = d.H * hd;
   Scratch& s = scratch();
   s.size(T, hd);
-  gather(qkv, d, b, h, s);
+  gather(qkv, d, b, h, s, true);
   float* p = s.row.data();
   for (int64_t i = 0; i < T; i++) {
     const int64_t n = i + 1, nl = lanes(n);
@@ -108,56 +111,84 @@ WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, cons
   }
 }
 
+// Query rows per block of the backward: each key's d k and d v are read and written once per block
+// instead of once per row (that read-modify-write traffic bound the kernel), and the block's d q
+// rows are independent sums that overlap.
+constexpr int64_t kRows = 4;
+
 WHETSTONE_CLONES void backward_channel(const float* qkv, const float* P, const float* dy, float* dqkv,
                                        const AttentionDims& d, int64_t ch) {
   const int64_t b = ch / d.H, h = ch % d.H, T = d.T, hd = d.hd, width = d.H * hd;
   Scratch& s = scratch();
   s.size(T, hd);
-  gather(qkv, d, b, h, s);
-  for (int64_t t = 0; t < T; t++) {
-    const float* src = dy + (b * T + t) * width + h * hd;
-    for (int64_t c = 0; c < hd; c++) s.dy[t * s.hdp + c] = src[c];
-  }
+  gather(qkv, d, b, h, s, false);
+  for (int64_t t = 0; t < T; t++) std::memcpy(s.dy.data() + t * s.hdp, dy + (b * T + t) * width + h * hd, hd * sizeof(float));
   std::fill(s.dk.begin(), s.dk.end(), 0.f);
   std::fill(s.dv.begin(), s.dv.end(), 0.f);
-  float* ds = s.row.data();
-  for (int64_t i = 0; i < T; i++) {
-    const float* p = P + (ch * T + i) * d.Tp;
-    const float* dyi = s.dy.data() + i * s.hdp;
-    const float* qi = s.q.data() + i * s.hdp;
-    float* dqi = s.dq.data() + i * s.hdp;
-    const int64_t n = i + 1;
-    // dP_ij = dy_i · v_j
-    dot_keys(dyi, s.vt.data(), hd, s.Tl, n, 1.f, ds);
-    // Softmax backward: dS_ij = P_ij (dP_ij − Σ_j P_ij dP_ij), times the scores' scale.
-    // In lanes (vec16.h's sum_lanes), the last n mod 16 one by one: P's rows may end there.
-    v16 dv = {};
-    int64_t j0 = 0;
-    for (; j0 + L <= n; j0 += L) dv += load(p + j0) * load(ds + j0);
-    float dot = sum_lanes(dv);
-    for (int64_t j = j0; j < n; j++) dot += p[j] * ds[j];
-    for (int64_t j = 0; j < n; j++) ds[j] = d.scale * p[j] * (ds[j] - dot);
-    for (int64_t c0 = 0; c0 < s.hdp; c0 += L) {
-      const v16 dyv = load(dyi + c0), qv = load(qi + c0);
+  // A block's P rows and dS rows, zero past each row's keys (and for rows past T).
+  thread_local std::vector<float> block;
+  block.assign(2 * kRows * s.Tl, 0.f);
+  float* pr = block.data();
+  float* dsr = pr + kRows * s.Tl;
+  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+    const int64_t rows = std::min(kRows, T - i0), nmax = i0 + rows;
+    for (int64_t r = 0; r < kRows; r++) {
+      float* pi = pr + r * s.Tl;
+      float* ds = dsr + r * s.Tl;
+      if (r >= rows) {
+        std::fill(pi, pi + nmax, 0.f);
+        std::fill(ds, ds + nmax, 0.f);
+        continue;
+      }
+      const int64_t i = i0 + r, n = i + 1;
+      const float* p = P + (ch * T + i) * d.Tp;
+      // dP_ij = dy_i · v_j
+      dot_keys(s.dy.data() + i * s.hdp, s.vt.data(), hd, s.Tl, n, 1.f, ds);
+      // Softmax backward: dS_ij = P_ij (dP_ij − Σ_j P_ij dP_ij), times the scores' scale.
+      // In lanes (vec16.h's sum_lanes), the last n mod 16 one by one: P's rows may end there.
+      v16 dv = {};
+      int64_t j0 = 0;
+      for (; j0 + L <= n; j0 += L) dv += load(p + j0) * load(ds + j0);
+      float dot = sum_lanes(dv);
+      for (int64_t j = j0; j < n; j++) dot += p[j] * ds[j];
       for (int64_t j = 0; j < n; j++) {
-        // dv_j += P_ij dy_i; dk_j += dS_ij q_i (independent rows: no chain)
+        pi[j] = p[j];
+        ds[j] = d.scale * p[j] * (ds[j] - dot);
+      }
+      for (int64_t j = n; j < nmax; j++) pi[j] = ds[j] = 0.f;
+    }
+    for (int64_t c0 = 0; c0 < s.hdp; c0 += L) {
+      v16 dyv[kRows], qv[kRows], dq[kRows];
+      for (int64_t r = 0; r < kRows; r++) {
+        const int64_t i = std::min(i0 + r, T - 1);  // rows past T have zero weights
+        dyv[r] = load(s.dy.data() + i * s.hdp + c0);
+        qv[r] = load(s.q.data() + i * s.hdp + c0);
+        dq[r] = v16{};
+      }
+      for (int64_t j = 0; j < nmax; j++) {
+        // dv_j += P_ij dy_i; dk_j += dS_ij q_i, rows in order; dq_i += dS_ij k_j.
         float* dvj = s.dv.data() + j * s.hdp + c0;
         float* dkj = s.dk.data() + j * s.hdp + c0;
-        store(dvj, load(dvj) + p[j] * dyv);
-        store(dkj, load(dkj) + ds[j] * qv);
+        const v16 kj = load(s.k.data() + j * s.hdp + c0);
+        v16 dvv = load(dvj), dkv = load(dkj);
+        for (int64_t r = 0; r < kRows; r++) {
+          const float pw = pr[r * s.Tl + j], sw = dsr[r * s.Tl + j];
+          dvv += pw * dyv[r];
+          dkv += sw * qv[r];
+          dq[r] += sw * kj;
+        }
+        store(dvj, dvv);
+        store(dkj, dkv);
       }
-      // dq_i = Σ_j dS_ij k_j (row i's alone: nothing to add to)
-      store(dqi + c0, mix_rows(ds, s.k.data(), s.hdp, n, c0));
+      for (int64_t r = 0; r < rows; r++) store(s.dq.data() + (i0 + r) * s.hdp + c0, dq[r]);
     }
   }
   const int64_t stride = 3 * width;
   for (int64_t t = 0; t < T; t++) {
     float* row = dqkv + (b * T + t) * stride + h * hd;
-    for (int64_t c = 0; c < hd; c++) {
-      row[c] = s.dq[t * s.hdp + c];
-      row[width + c] = s.dk[t * s.hdp + c];
-      row[2 * width + c] = s.dv[t * s.hdp + c];
-    }
+    std::memcpy(row, s.dq.data() + t * s.hdp, hd * sizeof(float));
+    std::memcpy(row + width, s.dk.data() + t * s.hdp, hd * sizeof(float));
+    std::memcpy(row + 2 * width, s.dv.data() + t * s.hdp, hd * sizeof(float));
   }
 }
 
