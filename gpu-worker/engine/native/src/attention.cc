@@ -60,19 +60,43 @@ inline void dot_keys(const float* x, const float* cols, int64_t hd, int64_t Tl, 
   }
 }
 
-// Σ_{j<n} w[j] · rows[j][c0 …] for one vector of a head's columns; rows [n][hdp]. Four accumulators
-// (see dot_keys).
-inline v16 mix_rows(const float* w, const float* rows, int64_t hdp, int64_t n, int64_t c0) {
-  v16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    a0 += w[j] * load(rows + j * hdp + c0);
-    a1 += w[j + 1] * load(rows + (j + 1) * hdp + c0);
-    a2 += w[j + 2] * load(rows + (j + 2) * hdp + c0);
-    a3 += w[j + 3] * load(rows + (j + 3) * hdp + c0);
+// Query rows per block, forward and backward: each key's vectors (k, v; and in the backward its
+// d k and d v, read and written) are loaded once per block instead of once per row (that traffic
+// bound the kernels), and the block's rows are independent sums that overlap.
+constexpr int64_t kRows = 4;
+
+// Scores of a block's rows: out[r][j] = a · (q_r · col_j) for the first ⌈n/16⌉ vectors of keys;
+// q rows r at q + r·hdp, out rows at out + r·Tl, cols [hd][Tl] loaded once for all of them.
+inline void dot_keys_rows(const float* q, int64_t hdp, const float* cols, int64_t hd, int64_t Tl, int64_t n, float a,
+                          float* out) {
+  for (int64_t j = 0; j < n; j += L) {
+    v16 acc[kRows] = {};
+    for (int64_t c = 0; c < hd; c++) {
+      const v16 col = load(cols + c * Tl + j);
+      for (int64_t r = 0; r < kRows; r++) acc[r] += q[r * hdp + c] * col;
+    }
+    for (int64_t r = 0; r < kRows; r++) store(out + r * Tl + j, acc[r] * a);
   }
-  for (; j < n; j++) a0 += w[j] * load(rows + j * hdp + c0);
-  return (a0 + a1) + (a2 + a3);
+}
+
+// Row p (n keys, room for nl = lanes(n)) to its softmax in place; lanes from n on end as 0.
+inline void softmax_row(float* p, int64_t n) {
+  const int64_t nl = lanes(n);
+  // Whole vectors for the maximum, the exponentials and the sum (vec16.h's sum_lanes says why):
+  // the lanes past the query's keys are −∞, so e^{−∞} = 0 adds nothing.
+  for (int64_t j = n; j < nl; j++) p[j] = -INFINITY;
+  v16 mv = load(p);
+  for (int64_t j = L; j < nl; j += L) {
+    const v16 v = load(p + j);
+    mv = mv > v ? mv : v;
+  }
+  const float m = max_lanes(mv);
+  for (int64_t j = 0; j < nl; j++) p[j] -= m;
+  exp_in_place(p, nl);
+  v16 sv = {};
+  for (int64_t j = 0; j < nl; j += L) sv += load(p + j);
+  const float inv = 1.f / sum_lanes(sv);
+  for (int64_t j = 0; j < n; j++) p[j] *= inv;
 }
 
 WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, const AttentionDims& d, int64_t ch) {
@@ -80,41 +104,45 @@ WHETSTONE_CLONES void forward_channel(const float* qkv, float* P, float* y, cons
   Scratch& s = scratch();
   s.size(T, hd);
   gather(qkv, d, b, h, s, true);
-  float* p = s.row.data();
-  for (int64_t i = 0; i < T; i++) {
-    const int64_t n = i + 1, nl = lanes(n);
-    dot_keys(s.q.data() + i * s.hdp, s.kt.data(), hd, s.Tl, n, d.scale, p);
-    // Whole vectors for the maximum, the exponentials and the sum (vec16.h's sum_lanes says why):
-    // the lanes past the query's keys are −∞, so e^{−∞} = 0 adds nothing.
-    for (int64_t j = n; j < nl; j++) p[j] = -INFINITY;
-    v16 mv = load(p);
-    for (int64_t j = L; j < nl; j += L) {
-      const v16 v = load(p + j);
-      mv = mv > v ? mv : v;
+  // The block's probability rows; a row's lanes past its keys are 0 (rows past T: all 0).
+  thread_local std::vector<float> block;
+  block.assign(kRows * s.Tl, 0.f);
+  thread_local std::vector<float> qrows;
+  qrows.assign(kRows * s.hdp, 0.f);
+  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+    const int64_t rows = std::min(kRows, T - i0), nmax = i0 + rows;
+    // The block's queries (zero rows past T), then every row's scores against keys 0 … nmax − 1.
+    std::fill(qrows.begin(), qrows.end(), 0.f);
+    std::memcpy(qrows.data(), s.q.data() + i0 * s.hdp, rows * s.hdp * sizeof(float));
+    dot_keys_rows(qrows.data(), s.hdp, s.kt.data(), hd, s.Tl, nmax, d.scale, block.data());
+    for (int64_t r = 0; r < kRows; r++) {
+      float* p = block.data() + r * s.Tl;
+      if (r >= rows) {
+        std::fill(p, p + lanes(nmax), 0.f);
+        continue;
+      }
+      const int64_t i = i0 + r, n = i + 1;
+      softmax_row(p, n);
+      for (int64_t j = n; j < lanes(nmax); j++) p[j] = 0.f;
+      float* out_p = P + (ch * T + i) * d.Tp;
+      for (int64_t j = 0; j < n; j++) out_p[j] = p[j];
+      for (int64_t j = n; j < d.Tp; j++) out_p[j] = 0.f;
     }
-    const float m = max_lanes(mv);
-    for (int64_t j = 0; j < nl; j++) p[j] -= m;
-    exp_in_place(p, nl);
-    v16 sv = {};
-    for (int64_t j = 0; j < nl; j += L) sv += load(p + j);
-    const float inv = 1.f / sum_lanes(sv);
-    for (int64_t j = 0; j < n; j++) p[j] *= inv;
-    float* out_p = P + (ch * T + i) * d.Tp;
-    for (int64_t j = 0; j < n; j++) out_p[j] = p[j];
-    for (int64_t j = n; j < d.Tp; j++) out_p[j] = 0.f;
-    float* out = y + (b * T + i) * width + h * hd;
     for (int64_t c0 = 0; c0 < s.hdp; c0 += L) {
-      alignas(64) float lane[L];
-      store(lane, mix_rows(p, s.v.data(), s.hdp, n, c0));
-      for (int64_t c = c0; c < std::min(c0 + L, hd); c++) out[c] = lane[c - c0];
+      v16 acc[kRows] = {};
+      for (int64_t j = 0; j < nmax; j++) {
+        const v16 vj = load(s.v.data() + j * s.hdp + c0);
+        for (int64_t r = 0; r < kRows; r++) acc[r] += block[r * s.Tl + j] * vj;
+      }
+      for (int64_t r = 0; r < rows; r++) {
+        alignas(64) float lane[L];
+        store(lane, acc[r]);
+        float* out = y + (b * T + i0 + r) * width + h * hd;
+        for (int64_t c = c0; c < std::min(c0 + L, hd); c++) out[c] = lane[c - c0];
+      }
     }
   }
 }
-
-// Query rows per block of the backward: each key's d k and d v are read and written once per block
-// instead of once per row (that read-modify-write traffic bound the kernel), and the block's d q
-// rows are independent sums that overlap.
-constexpr int64_t kRows = 4;
 
 WHETSTONE_CLONES void backward_channel(const float* qkv, const float* P, const float* dy, float* dqkv,
                                        const AttentionDims& d, int64_t ch) {
