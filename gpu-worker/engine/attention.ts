@@ -15,7 +15,7 @@
  *   "image"  a [T, T, C]   · "filter" v [T, C, hd]  → y      [T, C, hd]
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, saveForGradient, simdModule } from './kernels';
 import { nativeKernels } from './native';
 import { CAUSAL_ATTENTION_WASM } from './wasm/causal-attention.wasm';
 import { DECODE_ATTENTION_WASM } from './wasm/decode-attention.wasm';
@@ -237,13 +237,12 @@ export function simdCausalSelfAttention(qkv: tf.Tensor2D, B: number, T: number, 
   if (!recordingGradients()) return forward(qkv).y;
   const op = tf.customGrad(((x: tf.Tensor2D, save: tf.GradSaveFunc) => {
     const { y, P } = forward(x);
-    save([x, P]);
+    const saved = saveForGradient(save, [x, P]);
     return {
       value: y,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        if (native) return [runJsKernel(NATIVE_CAUSAL_BACKWARD, [saved[0], saved[1], dy], dims)[0]];
-        const [dqkv, scratch] = runJsKernel(CAUSAL_BACKWARD, [saved[0], saved[1], dy], dims);
-        scratch.dispose();
+      gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+        const [dqkv, scratch] = runJsKernel(native ? NATIVE_CAUSAL_BACKWARD : CAUSAL_BACKWARD, [...saved(clones), dy], dims);
+        scratch?.dispose();
         return [dqkv];
       },
     };

@@ -8,7 +8,7 @@
  * ops.ts chooses these on the fast path and plain ops elsewhere.
  */
 import * as tf from '@tensorflow/tfjs';
-import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, simdModule } from './kernels';
+import { defineJsKernel, recordingGradients, requireSimdModule, runJsKernel, saveForGradient, simdModule } from './kernels';
 import { nativeKernels } from './native';
 import { EMBED_WASM } from './wasm/embed.wasm';
 import { GELU_WASM } from './wasm/gelu.wasm';
@@ -111,10 +111,10 @@ const LAYER_NORM_BACKWARD = defineJsKernel({
 /** Layer norm over the last axis of [n, d] in one pass forward and one backward. */
 export const fusedLayerNorm = tf.customGrad(((x: tf.Tensor, gain: tf.Tensor, bias: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y, stats] = runJsKernel(LAYER_NORM, [x, gain, bias]);
-  save([x, stats, gain]);
+  const saved = saveForGradient(save, [x, stats, gain]);
   return {
     value: y,
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved]),
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(LAYER_NORM_BACKWARD, [dy, ...saved(clones)]),
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D, b: tf.Tensor1D) => tf.Tensor2D;
 
@@ -325,16 +325,57 @@ const TARGET_LOGP_BACKWARD = defineJsKernel({
   },
 });
 
-/** Log-probability of each target under logits [n, V] → [n]: one softmax kernel and one pass. */
+/** Native (native/src/logprob.cc): logits [n, V], targets [n] → log p(target) [n] and the rows' log-sum-exp [n]. */
+const NATIVE_TARGET_LOGP = defineJsKernel({
+  name: 'WhetstoneNativeTargetLogProb',
+  outputShapes: ([x]) => [[x[0]], [x[0]]],
+  compute([x, targets], [logp, lse], [[n, V]]) {
+    nativeKernels()!.targetLogProbForward(x as Float32Array, targets as Int32Array, logp, lse, n, V);
+  },
+});
+
+/** Native: d logp [n], logits, lse, targets → d logits = d logp · (onehot(target) − softmax(logits)). */
+const NATIVE_TARGET_LOGP_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeTargetLogProbBackward',
+  outputShapes: ([, x]) => [x],
+  compute([g, x, lse, targets], [dx], [, [n, V]]) {
+    nativeKernels()!.targetLogProbBackward(g as Float32Array, x as Float32Array, lse as Float32Array, targets as Int32Array, dx, n, V);
+  },
+});
+
+/**
+ * The native target log-probabilities: one pass forward (row maximum, log-sum-exp, the target's
+ * logit) and one backward (the softmax recomputed from the logits and the saved log-sum-exp), on the
+ * pool's threads, in place of wasm's softmax, a pass over it and its saved (copied) probabilities.
+ */
+function nativeTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  if (!recordingGradients()) {
+    const [logp, lse] = runJsKernel(NATIVE_TARGET_LOGP, [logits, targets]);
+    lse.dispose();
+    return logp as tf.Tensor1D;
+  }
+  const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [logp, lse] = runJsKernel(NATIVE_TARGET_LOGP, [x, targets]);
+    const saved = saveForGradient(save, [x, lse, targets]);
+    return {
+      value: logp,
+      gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(NATIVE_TARGET_LOGP_BACKWARD, [dy, ...saved(clones)])[0],
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
+  return op(logits);
+}
+
+/** Log-probability of each target under logits [n, V] → [n]: one softmax kernel and one pass (natively, one pass). */
 export function fusedTargetLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  if (nativeKernels() && targets.dtype === 'int32') return nativeTargetLogProbs(logits, targets);
   const op = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
     const p = tf.softmax(x);
-    save([p, targets]);
+    const saved = saveForGradient(save, [p, targets]);
     const [logp, scratch] = runJsKernel(TARGET_LOGP, [x, p, targets]);
     scratch.dispose();
     return {
       value: logp,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved])[0],
+      gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => runJsKernel(TARGET_LOGP_BACKWARD, [dy, ...saved(clones)])[0],
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor1D;
   return op(logits);
@@ -405,4 +446,27 @@ export function fusedEmbed(wte: tf.Tensor2D, wpe: tf.Tensor2D, ids: tf.Tensor1D,
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
   return op(wte, wpe);
+}
+
+/**
+ * Native: dy [n, out], x [n, in], w [in, out] → dx = dy·wᵀ, dw = xᵀ·dy, db = Σ_rows dy: a linear
+ * layer's whole backward as one kernel instead of three products and a ones vector (tfjs's
+ * dispatch and tape cost about as much as a small model's products). The same products, so the same
+ * bits, as the separate kernels.
+ */
+const NATIVE_LINEAR_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeLinearBackward',
+  outputShapes: ([dy, x, w]) => [x, w, [dy[1]]],
+  compute([dy, x, w], [dx, dw, db], [[n, out], [, inner]]) {
+    const native = nativeKernels()!;
+    const g = dy as Float32Array;
+    native.gemm(g, w as Float32Array, dx, null, 1, n, inner, out, false, true, 0, 0, false);
+    native.gemm(x as Float32Array, g, dw, null, 1, inner, out, n, true, false, 0, 0, false);
+    native.columnSums(g, db, n, out);
+  },
+});
+
+/** A linear layer's gradients [dx, dw, db] in one native kernel; only where the native kernels are active. */
+export function nativeLinearBackward(dy: tf.Tensor2D, x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor[] {
+  return runJsKernel(NATIVE_LINEAR_BACKWARD, [dy, x, w]);
 }

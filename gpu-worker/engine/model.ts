@@ -10,7 +10,7 @@ import { type ModelConfig, countParameters, resolveModelConfig } from './config'
 import { cachedSelfAttention, fusedSelfAttention, simdCausalAttentionAvailable, simdCausalSelfAttention } from './attention';
 import { fusedEmbed } from './fused';
 import { useFusedKernels } from './kernels';
-import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d } from './ops';
+import { addPositions, attentionMix, attentionScores, embed, gelu, layerNorm, linear2d, matMul2d, residualAdd, tiedHeadLogits } from './ops';
 import { ConfigError } from './errors';
 import { decodeNatively } from './native-decode';
 import { Rng } from './rng';
@@ -301,16 +301,17 @@ export class GPT implements LanguageModel {
         const att = tf.softmax(attentionScores(qh, kh).add(maskBias())) as tf.Tensor4D; // [Tn, B, H, Tk]
         y = attentionMix(att, vh).reshape([N, d]) as tf.Tensor2D;
       }
-      x = x.add(this.dropout(this.linear(y, `${pre}.attn.proj`), opts));
+      x = residualAdd(x, this.dropout(this.linear(y, `${pre}.attn.proj`), opts));
       const h2 = layerNorm(x, this.p(`${pre}.ln2.g`) as tf.Tensor1D, this.p(`${pre}.ln2.b`) as tf.Tensor1D);
       const m = this.linear(gelu(this.linear(h2, `${pre}.mlp.fc`)), `${pre}.mlp.proj`);
-      x = x.add(this.dropout(m, opts));
+      x = residualAdd(x, this.dropout(m, opts));
     }
     let hf = layerNorm(x, this.p('lnf.g') as tf.Tensor1D, this.p('lnf.b') as tf.Tensor1D);
     if (opts.lastOnly && Tn > 1) {
       hf = hf.reshape([B, Tn, d]).slice([0, Tn - 1, 0], [B, 1, d]).reshape([B, d]);
     }
-    const logits = matMul2d(hf, opts.head ?? this.headWeights());
+    // A tied head reads the token table as it lies where it can (no transposed copy per forward).
+    const logits = opts.head ? matMul2d(hf, opts.head) : c.tiedHead ? tiedHeadLogits(hf, this.p('wte') as tf.Tensor2D) : matMul2d(hf, this.headWeights());
     const result: ForwardResult = { logits };
     if (c.valueHead) {
       const rows = opts.lastOnly ? 1 : Tn;

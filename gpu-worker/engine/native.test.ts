@@ -17,10 +17,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { simdCausalSelfAttention } from './attention';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
-import { gelu, layerNorm } from './ops';
+import { gelu, layerNorm, linear2d, targetLogProbs } from './ops';
 import { GPT } from './model';
+import { Adam, sumOfSquares } from './optim';
 import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
 import { Rng } from './rng';
 import { SFTTrainer } from './sft';
@@ -177,6 +179,148 @@ describe.runIf(run)('native products', () => {
     expectClose(native[0], wasm[0], 19 * 23, 'dA');
     expectClose(native[1], wasm[1], 3 * 37 * 23, 'dB');
     tf.dispose([a, b]);
+  });
+
+  it('run Adam natively with the wasm kernels\' bits on any number of threads, and the gradient norm within rounding', async () => {
+    // Sizes of one, odd and prime lengths, and one past the threads' threshold (2^18 floats).
+    const shapes = [[1], [7], [13, 17], [64, 3], [300007]];
+    const rng = new Rng(21);
+    const random = (shape: number[], scale = 1) => Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal() * scale);
+    const init = shapes.map((shape) => random(shape));
+    const steps = [0, 1, 2].map(() => shapes.map((shape) => random(shape, 0.1)));
+    // Above gradClip, so that the clipping scale takes part.
+    const clipNorms = [1.7, 2.9, 0.5];
+    const optim = { learningRate: 1e-2, warmupSteps: 0, totalSteps: 0, minLearningRateRatio: 0, beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1, gradClip: 1 };
+    const train = async (native: boolean) => {
+      setNativeKernelsEnabled(native);
+      try {
+        // Each variable owning its memory, as a model's do (the native step updates it in place).
+        const vars = new Map(shapes.map((shape, i) => [`w${i}`, tf.tidy(() => tf.variable(tf.tensor(init[i], shape)))]));
+        const adam = new Adam(vars, optim);
+        const norms: number[] = [];
+        const kernels = new Set<string>();
+        for (const [s, step] of steps.entries()) {
+          const grads = new Map(step.map((g, i) => [`w${i}`, tf.tensor(g, shapes[i])]));
+          const sq = sumOfSquares([...grads.values()]);
+          norms.push(Math.sqrt(sq.dataSync()[0]));
+          sq.dispose();
+          // Clipped by the same norm on both paths (the two sums of squares may differ in the last bit).
+          (await tf.profile(() => adam.apply(grads, 1e-2, clipNorms[s]))).kernels.forEach((k) => kernels.add(k.name));
+        }
+        const out = [...vars.values(), ...adam.m.values(), ...adam.v.values()].map((t) => t.dataSync() as Float32Array);
+        [...vars.values()].forEach((v) => v.dispose());
+        adam.dispose();
+        return { out, norms, kernels };
+      } finally {
+        setNativeKernelsEnabled(true);
+      }
+    };
+    configureNative({ threads: 1 });
+    const one = await train(true);
+    configureNative({ threads: 3 });
+    const three = await train(true);
+    configureNative({ threads: status.loaded ? status.threads : 1 });
+    const wasm = await train(false);
+    expect(one.kernels.has('WhetstoneAdam'), 'the native step ran').toBe(false);
+    expect(wasm.kernels.has('WhetstoneAdam'), 'the wasm step ran').toBe(true);
+    one.out.forEach((t, i) => expect(Buffer.from(three.out[i].buffer).equals(Buffer.from(t.buffer)), `tensor ${i}, 1 and 3 threads`).toBe(true));
+    expect(three.norms).toEqual(one.norms);
+    one.norms.forEach((n, i) => expect(Math.abs(n - wasm.norms[i]) / wasm.norms[i], `norm ${i}`).toBeLessThan(1e-12));
+    // The same arithmetic as the wasm path, to the bit (so that a run may switch between them).
+    one.out.forEach((t, i) => expect(Buffer.from(wasm.out[i].buffer).equals(Buffer.from(t.buffer)), `tensor ${i}, native and wasm`).toBe(true));
+  });
+
+  it('give the target log-probabilities and layer norm, values and gradients, of the wasm and cpu kernels on random shapes, the same bits on any number of threads', async () => {
+    // Rows and columns of 1, odd and prime sizes, a vocabulary past 16 lanes, one of 105 (the char tokenizer's), and enough logits for the threads (2^16).
+    const shapes = [[1, 1], [1, 7], [3, 16], [5, 17], [31, 105], [64, 33], [97, 257], [301, 257]];
+    const compute = (n: number, V: number, seed: number) => {
+      const rng = new Rng(seed);
+      const logits = tf.tensor2d(Float32Array.from({ length: n * V }, () => rng.normal() * 3), [n, V]);
+      const targets = tf.tensor1d(Int32Array.from({ length: n }, () => rng.int(V)), 'int32');
+      const weights = tf.tensor1d(Float32Array.from({ length: n }, () => rng.normal()));
+      const gain = tf.tensor1d(Float32Array.from({ length: V }, () => rng.normal()));
+      const bias = tf.tensor1d(Float32Array.from({ length: V }, () => rng.normal()));
+      const out = tf.tidy(() => {
+        const logp = targetLogProbs(logits, targets);
+        const dLogits = tf.grad((x: tf.Tensor) => targetLogProbs(x as tf.Tensor2D, targets).mul(weights).sum())(logits);
+        const y = layerNorm(logits, gain, bias);
+        const lnGrads = tf.grads((x: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => layerNorm(x as tf.Tensor2D, g as tf.Tensor1D, b as tf.Tensor1D).mul(x.sin()).sum())([logits, gain, bias]);
+        return [logp, dLogits, y, ...lnGrads].map((t) => t.dataSync() as Float32Array);
+      });
+      tf.dispose([logits, targets, weights, gain, bias]);
+      return out;
+    };
+    const names = ['log p', 'd logits', 'layer norm', 'layer norm dx', 'd gain', 'd bias'];
+    for (const [i, [n, V]] of shapes.entries()) {
+      configureNative({ threads: 1 });
+      const one = compute(n, V, i);
+      configureNative({ threads: 3 });
+      const three = compute(n, V, i);
+      configureNative({ threads: status.loaded ? status.threads : 1 });
+      one.forEach((t, j) => expect(Buffer.from(three[j].buffer).equals(Buffer.from(t.buffer)), `${names[j]} [${n}, ${V}], 1 and 3 threads`).toBe(true));
+      setNativeKernelsEnabled(false);
+      const wasm = compute(n, V, i);
+      setNativeKernelsEnabled(true);
+      const cpu = await onCpu(() => compute(n, V, i));
+      // Column sums (d gain, d bias) add n terms; the rest sum over a row of V.
+      one.forEach((t, j) => {
+        expectClose(t, wasm[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs wasm`);
+        expectClose(t, cpu[j], j >= 4 ? n : V, `${names[j]} [${n}, ${V}] vs cpu`);
+      });
+    }
+  });
+
+  it('give causal attention over several vectors of keys (T past 16 and 32) the plain ops\' values and gradients, the same bits on any number of threads', () => {
+    // [B, T, H, hd]: odd and prime lengths, a head of 16 floats and one of 5 (no whole vectors), and
+    // enough channels for the threads.
+    for (const [B, T, H, hd] of [[2, 17, 2, 16], [3, 37, 3, 5], [1, 33, 1, 8], [16, 37, 4, 16]]) {
+      const rng = new Rng(T);
+      const d = H * hd;
+      const qkv = tf.tensor2d(Float32Array.from({ length: B * T * 3 * d }, () => rng.normal()), [B * T, 3 * d]);
+      const w = tf.tensor2d(Float32Array.from({ length: B * T * d }, () => rng.normal()), [B * T, d]);
+      const plain = (x: tf.Tensor) => {
+        const heads = (i: number) => x.slice([0, i * d], [B * T, d]).reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
+        const scores = tf.matMul(heads(0), heads(1), false, true).mul(1 / Math.sqrt(hd));
+        const causal = tf.linalg.bandPart(tf.ones([T, T]), -1, 0);
+        const p = tf.softmax(scores.add(tf.sub(1, causal).mul(-1e9)));
+        return tf.matMul(p, heads(2)).transpose([0, 2, 1, 3]).reshape([B * T, d]);
+      };
+      const run = (f: (x: tf.Tensor) => tf.Tensor) => tf.tidy(() => [f(qkv), tf.grad((x: tf.Tensor) => f(x).mul(w).sum())(qkv)].map((t) => t.dataSync() as Float32Array));
+      const native = (x: tf.Tensor) => simdCausalSelfAttention(x as tf.Tensor2D, B, T, H);
+      configureNative({ threads: 1 });
+      const one = run(native);
+      configureNative({ threads: 3 });
+      const three = run(native);
+      configureNative({ threads: status.loaded ? status.threads : 1 });
+      const want = run(plain);
+      ['y', 'd qkv'].forEach((name, i) => {
+        expect(Buffer.from(three[i].buffer).equals(Buffer.from(one[i].buffer)), `${name} [${B}, ${T}, ${H}, ${hd}], 1 and 3 threads`).toBe(true);
+        expectClose(one[i], want[i], T * hd, `${name} [${B}, ${T}, ${H}, ${hd}]`);
+      });
+      tf.dispose([qkv, w]);
+    }
+  });
+
+  it("give a linear layer's gradients (one native kernel: dx, dw and the bias's column sums) of the wasm and cpu kernels", async () => {
+    for (const [n, inner, out] of [[1, 1, 1], [7, 3, 5], [97, 64, 256], [1984, 64, 13]]) {
+      const rng = new Rng(n + out);
+      const t = (shape: number[]) => tf.tensor(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal()), shape);
+      const x = t([n, inner]) as tf.Tensor2D, w = t([inner, out]) as tf.Tensor2D, b = t([out]) as tf.Tensor1D, dy = t([n, out]);
+      const grads = () => tf.tidy(() => tf.grads((xx: tf.Tensor, ww: tf.Tensor, bb: tf.Tensor) => linear2d(xx as tf.Tensor2D, ww as tf.Tensor2D, bb as tf.Tensor1D).mul(dy).sum())([x, w, b]).map((g) => g.dataSync() as Float32Array));
+      const profile = await tf.profile(() => void grads());
+      expect(profile.kernels.filter((k) => k.name === 'WhetstoneNativeLinearBackward'), `[${n}, ${inner}, ${out}]`).toHaveLength(1);
+      const native = grads();
+      setNativeKernelsEnabled(false);
+      const wasm = grads();
+      setNativeKernelsEnabled(true);
+      const cpu = await onCpu(() => grads());
+      ['dx', 'dw', 'db'].forEach((name, i) => {
+        const k = [out, n, n][i];
+        expectClose(native[i], wasm[i], k, `${name} [${n}, ${inner}, ${out}] vs wasm`);
+        expectClose(native[i], cpu[i], k, `${name} [${n}, ${inner}, ${out}] vs cpu`);
+      });
+      tf.dispose([x, w, b, dy]);
+    }
   });
 
   it('GELU and its gradient equal the plain ops from far negative to far positive inputs', () => {

@@ -79,6 +79,11 @@ interface NativeAddon {
   layerNormBackward(dy: Float32Array, x: Float32Array, stats: Float32Array, gain: Float32Array, dx: Float32Array, dgain: Float32Array, dbias: Float32Array, n: number, d: number): void;
   decodeStep(tokens: Int32Array, positions: Int32Array, keyMask: Float32Array, weights: Float32Array[], caches: Float32Array[], logits: Float32Array, dims: number[], eps: number): void;
   geluBackward(dy: Float32Array, x: Float32Array, s: Float32Array, dx: Float32Array): void;
+  adam(params: Float32Array[], grads: Float32Array[], m: Float32Array[], v: Float32Array[], decays: Float64Array, hyper: Float64Array): void;
+  sumSquares(arrays: Float32Array[]): number;
+  columnSums(x: Float32Array, out: Float32Array, n: number, m: number): void;
+  targetLogProbForward(x: Float32Array, targets: Int32Array, logp: Float32Array, lse: Float32Array, n: number, V: number): void;
+  targetLogProbBackward(g: Float32Array, x: Float32Array, lse: Float32Array, targets: Int32Array, dx: Float32Array, n: number, V: number): void;
   info(): { kernel: string; threads: number; features: string[] };
   setThreads(n: number): void;
   setKernel(name: string): boolean;
@@ -94,7 +99,7 @@ export const NATIVE_ADDON_PATH = path.join(path.dirname(fileURLToPath(import.met
 let addon: NativeAddon | null = null;
 
 /** Every function this code calls on the addon. */
-const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'info', 'setThreads', 'setKernel'] as const;
+const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'adam', 'sumSquares', 'columnSums', 'targetLogProbForward', 'targetLogProbBackward', 'info', 'setThreads', 'setKernel'] as const;
 let status: NativeStatus | null = null;
 
 function load(): NativeStatus {
@@ -253,7 +258,7 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step), when they are active; else null. */
+/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step, Adam, the target log-probabilities, a linear layer's backward), when they are active; else null. */
 export function nativeKernels(): Pick<
   NativeAddon,
   | 'attentionForward'
@@ -264,7 +269,16 @@ export function nativeKernels(): Pick<
   | 'rmsNormBackward'
   | 'swigluForward'
   | 'swigluBackward'
-  | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward'
+  | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward' | 'adam' | 'sumSquares' | 'targetLogProbForward' | 'targetLogProbBackward' | 'columnSums' | 'gemm'
 > | null {
   return nativeProductsActive() ? addon : null;
+}
+
+/**
+ * Views of float32 tensors' data on the wasm heap, for native kernels that work in place (Adam).
+ * Valid until the next allocation (which can grow, and so detach, the heap): call the kernel at once.
+ */
+export function heapViews(tensors: tf.Tensor[]): Float32Array[] {
+  const backend = tf.backend() as unknown as WasmBackend;
+  return tensors.map((t) => backend.typedArrayFromHeap(t) as Float32Array);
 }

@@ -12,13 +12,14 @@ import {
   nativeGelu,
   nativeGeluAvailable,
   nativeGeluBackward,
+  nativeLinearBackward,
   simdGeluArgument,
   simdGeluAvailable,
   simdGeluBackward,
 } from './fused';
-import { recordingGradients, useFusedKernels } from './kernels';
+import { recordingGradients, saveForGradient, useFusedKernels } from './kernels';
 import { rowSums, transpose2d } from './matrix-kernels';
-import { nativeProductsActive } from './native';
+import { nativeKernels, nativeProductsActive } from './native';
 
 /**
  * a·bᵀ and aᵀ·b for the backward passes. The native products (native.ts) read a transposed operand
@@ -39,11 +40,11 @@ function matMulAT(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D {
  * uses (which fall to a scalar loop on wasm).
  */
 const matMul2dFast = tf.customGrad(((a: tf.Tensor2D, b: tf.Tensor2D, save: tf.GradSaveFunc) => {
-  save([a, b]);
+  const saved = saveForGradient(save, [a, b]);
   return {
     value: tf.matMul(a, b),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sa, sb] = saved as tf.Tensor2D[];
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sa, sb] = saved(clones) as tf.Tensor2D[];
       return [matMulBT(dy as tf.Tensor2D, sb), weightGrad(sa, dy as tf.Tensor2D)];
     },
   };
@@ -69,13 +70,14 @@ function columnSum(m: tf.Tensor2D): tf.Tensor1D {
 
 /** x[n, in] W[in, out] + b[out] with the fast-path gradient (bias gradient by columnSum). */
 const linearFast = tf.customGrad(((x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D, save: tf.GradSaveFunc) => {
-  save([x, w]);
+  const saved = saveForGradient(save, [x, w]);
   return {
     // One kernel for the product and the bias (XNNPACK adds it in its output pass).
     value: tf.fused.matMul({ a: x, b: w, bias: b }),
-    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-      const [sx, sw] = saved as tf.Tensor2D[];
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, sw] = saved(clones) as tf.Tensor2D[];
       const g = dy as tf.Tensor2D;
+      if (nativeKernels()) return nativeLinearBackward(g, sx, sw);
       const dx = matMulBT(g, sw);
       if (g.shape[1] <= sx.shape[1] || nativeProductsActive()) return [dx, weightGrad(sx, g), columnSum(g)];
       // Wide outputs (qkv, mlp.fc): both weight and bias gradients from one transposed dy, the bias
@@ -103,6 +105,43 @@ const addPerPosition = tf.customGrad(((rows: tf.Tensor2D, table: tf.Tensor2D, sa
     gradFunc: (dy: tf.Tensor) => [dy.clone(), columnSum(dy.reshape([B, T * d]) as tf.Tensor2D).reshape([T, d])],
   };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (rows: tf.Tensor2D, table: tf.Tensor2D) => tf.Tensor2D;
+
+/**
+ * x + r for two tensors of one shape. tfjs's Add saves both inputs for its gradient, to read their
+ * shapes (a copy of each on wasm: two [B·T, d] copies per residual connection); here nothing is saved
+ * and the gradient passes dy to both (as views of it: Reshape shares the data).
+ */
+const addSameShape = tf.customGrad(((x: tf.Tensor, r: tf.Tensor, save: tf.GradSaveFunc) => {
+  save([]);
+  return { value: tf.add(x, r), gradFunc: (dy: tf.Tensor) => [dy.reshape(x.shape), dy.reshape(r.shape)] };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as <T extends tf.Tensor>(x: T, r: T) => T;
+
+/** A residual connection, x + r (same shapes). */
+export function residualAdd<T extends tf.Tensor>(x: T, r: T): T {
+  return recordingGradients() && useFusedKernels() ? addSameShape(x, r) : (x.add(r) as T);
+}
+
+/**
+ * x · tableᵀ for a head tied to the token table [V, d], the table read transposed by the native
+ * products (as it lies) in the product and both gradients: d x = dy · table, d table = dyᵀ · x.
+ * Spares the transposed copy of the table and its gradient's transpose back (two kernels a step).
+ */
+const tiedHeadProduct = tf.customGrad(((x: tf.Tensor2D, table: tf.Tensor2D, save: tf.GradSaveFunc) => {
+  const saved = saveForGradient(save, [x, table]);
+  return {
+    value: tf.matMul(x, table, false, true),
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, st] = saved(clones) as tf.Tensor2D[];
+      return [tf.matMul(dy as tf.Tensor2D, st), tf.matMul(dy as tf.Tensor2D, sx, true, false)];
+    },
+  };
+}) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, table: tf.Tensor2D) => tf.Tensor2D;
+
+/** Logits x · tableᵀ of a head tied to the token table [V, d]. */
+export function tiedHeadLogits(x: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D {
+  if (nativeProductsActive()) return recordingGradients() ? tiedHeadProduct(x, table) : tf.matMul(x, table, false, true);
+  return matMul2d(x, table.transpose() as tf.Tensor2D);
+}
 
 /** Add position embeddings [T, d] to every sequence of rows [B·T, d]. */
 export function addPositions(rows: tf.Tensor2D, table: tf.Tensor2D): tf.Tensor2D {
@@ -325,8 +364,14 @@ export function gelu(x: tf.Tensor2D): tf.Tensor2D {
 /** GELU on the native kernels: one pass forward (value and σ(2u)), one backward. */
 const nativeGeluOp = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y, s] = nativeGelu(x);
-  save([x, s]);
-  return { value: y, gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [nativeGeluBackward(dy, saved[0], saved[1])] };
+  const saved = saveForGradient(save, [x, s]);
+  return {
+    value: y,
+    gradFunc: (dy: tf.Tensor, clones: tf.Tensor[]) => {
+      const [sx, ss] = saved(clones);
+      return [nativeGeluBackward(dy, sx, ss)];
+    },
+  };
 }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D) => tf.Tensor2D;
 
 /**

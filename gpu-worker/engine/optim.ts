@@ -5,7 +5,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { type SFTOptions } from '../../sdk/training-config';
-import { defineJsKernel, hasJsKernels, runJsKernel, simdModule } from './kernels';
+import { defineJsKernel, hasJsKernels, runJsKernel, sweepingSaves, simdModule } from './kernels';
+import { heapViews, nativeKernels } from './native';
 import { webgpuAdam } from './webgpu-adam';
 import { ADAM_WASM } from './wasm/adam.wasm';
 
@@ -35,8 +36,9 @@ export class Adam {
     readonly config: OptimConfig,
   ) {
     for (const [name, p] of vars) {
-      this.m.set(name, tf.variable(tf.zerosLike(p), false));
-      this.v.set(name, tf.variable(tf.zerosLike(p), false));
+      // Zeros of their own (not shared with a tensor left alive), so the native step may update them in place.
+      this.m.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
+      this.v.set(name, tf.tidy(() => tf.variable(tf.zerosLike(p), false)));
     }
   }
 
@@ -68,6 +70,7 @@ export class Adam {
     const bc1 = 1 - c.beta1 ** this.t;
     const bc2 = 1 - c.beta2 ** this.t;
     const decays = (name: string, p: tf.Variable) => c.weightDecay > 0 && p.rank === 2 && !name.startsWith('wpe');
+    if (this.applyNatively(grads, { scale, lr, bc1, bc2 }, decays)) return;
     tf.tidy(() => {
       for (const [name, p] of this.vars) {
         const g0 = grads.get(name);
@@ -102,6 +105,30 @@ export class Adam {
     grads.forEach((g) => g.dispose());
   }
 
+  /**
+   * Every parameter's update in one native call, in place, on the pool's threads (the native
+   * kernels' path): instead of a kernel, three new tensors and three assignments per parameter.
+   * Only where each parameter and moment owns its memory (a tensor sharing it would change too);
+   * false, having done nothing, otherwise. Disposes the gradients when it applies them.
+   */
+  private applyNatively(grads: Map<string, tf.Tensor>, s: { scale: number; lr: number; bc1: number; bc2: number }, decays: (name: string, p: tf.Variable) => boolean): boolean {
+    const native = nativeKernels();
+    if (!native) return false;
+    const c = this.config;
+    const names = [...this.vars.keys()].filter((name) => grads.has(name));
+    const ps = names.map((name) => this.vars.get(name)!);
+    const ms = names.map((name) => this.m.get(name)!);
+    const vs = names.map((name) => this.v.get(name)!);
+    const backend = tf.backend();
+    if (![...ps, ...ms, ...vs].every((t) => t.dtype === 'float32' && backend.refCount(t.dataId) === 1)) return false;
+    const decay = Float64Array.from(names, (name, i) => (decays(name, ps[i]) ? s.lr * c.weightDecay : 0));
+    const hyper = Float64Array.of(s.scale, s.lr, c.beta1, c.beta2, s.bc1, s.bc2, c.epsilon);
+    const gs = names.map((name) => grads.get(name)!);
+    native.adam(heapViews(ps), heapViews(gs), heapViews(ms), heapViews(vs), decay, hyper);
+    grads.forEach((g) => g.dispose());
+    return true;
+  }
+
   dispose(): void {
     for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
   }
@@ -116,7 +143,8 @@ export function gradients(
   vars: Map<string, tf.Variable>,
 ): { value: tf.Scalar; grads: Map<string, tf.Tensor> } {
   const list = [...vars.values()];
-  const { value, grads } = tf.variableGrads(loss, list);
+  // The fused ops save their tensors without copies during this computation (kernels.ts).
+  const { value, grads } = sweepingSaves(() => tf.variableGrads(loss, list));
   const byName = new Map<string, tf.Tensor>();
   for (const [name, v] of vars) {
     const g = grads[v.name];
@@ -140,6 +168,13 @@ const SUM_SQUARES_KERNEL = defineJsKernel({
   name: 'WhetstoneSumSquares',
   outputShapes: () => [[1]],
   compute(inputs, [out]) {
+    // Natively on the pool's threads where the native kernels are active (the same double sum, in
+    // blocks).
+    const native = nativeKernels();
+    if (native) {
+      out[0] = native.sumSquares(inputs as Float32Array[]);
+      return;
+    }
     let sum = 0;
     for (const g of inputs) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
     out[0] = sum;

@@ -14,6 +14,8 @@
 #include "decode.h"
 #include "elementwise.h"
 #include "gemm.h"
+#include "logprob.h"
+#include "optim.h"
 #include "pool.h"
 #include "rotary_attention.h"
 
@@ -445,6 +447,135 @@ napi_value DecodeStep(napi_env env, napi_callback_info info) {
   });
 }
 
+// The Float32Arrays of a JavaScript array, of any lengths.
+std::vector<std::pair<float*, size_t>> f32_arrays(napi_env env, napi_value list, const char* name) {
+  uint32_t n = 0;
+  if (napi_get_array_length(env, list, &n) != napi_ok) throw Failure{std::string(name) + " must be an array of Float32Arrays"};
+  std::vector<std::pair<float*, size_t>> out(n);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value item;
+    check(env, napi_get_element(env, list, i, &item), "element");
+    out[i].first = f32(env, item, name, &out[i].second);
+  }
+  return out;
+}
+
+// A Float64Array argument's data and length.
+const double* f64(napi_env env, napi_value v, const char* name, size_t* length) {
+  bool is_typed = false;
+  check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
+  napi_typedarray_type kind;
+  void* data = nullptr;
+  if (is_typed) check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
+  if (!is_typed || kind != napi_float64_array) throw Failure{std::string(name) + " must be a Float64Array"};
+  return static_cast<const double*>(data);
+}
+
+// adam(params, grads, m, v, decays, [scale, lr, beta1, beta2, bc1, bc2, eps]): params, m and v
+// updated in place; decays (a Float64Array, one per tensor) holds each one's lr · weightDecay or 0,
+// the last argument (a Float64Array) the step's hyperparameters.
+napi_value Adam(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 6);
+    const auto p = f32_arrays(env, argv[0], "params"), g = f32_arrays(env, argv[1], "grads");
+    const auto m = f32_arrays(env, argv[2], "m"), v = f32_arrays(env, argv[3], "v");
+    size_t n_decay, n_hyper;
+    const double* decay = f64(env, argv[4], "decays", &n_decay);
+    const double* hyper = f64(env, argv[5], "hyper", &n_hyper);
+    if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size() || n_decay != p.size()) {
+      throw Failure{"params, grads, m, v and decays must have one entry per tensor"};
+    }
+    need(n_hyper, 7, "hyper");
+    std::vector<AdamTensor> tensors;
+    for (size_t i = 0; i < p.size(); i++) {
+      if (g[i].second != p[i].second || m[i].second != p[i].second || v[i].second != p[i].second) {
+        throw Failure{"tensor " + std::to_string(i) + ": params, grads, m and v differ in length"};
+      }
+      tensors.push_back({p[i].first, g[i].first, m[i].first, v[i].first, static_cast<int64_t>(p[i].second), decay[i]});
+    }
+    adam_step(tensors, {hyper[0], hyper[1], hyper[2], hyper[3], hyper[4], hyper[5], hyper[6]}, pool().size());
+    return nullptr;
+  });
+}
+
+// sumSquares(arrays) → Σ x² over all of them (double precision)
+napi_value SumSquares(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 1);
+    std::vector<std::pair<const float*, int64_t>> arrays;
+    for (const auto& [data, n] : f32_arrays(env, argv[0], "arrays")) arrays.emplace_back(data, static_cast<int64_t>(n));
+    napi_value out;
+    check(env, napi_create_double(env, sum_squares(arrays, pool().size()), &out), "double");
+    return out;
+  });
+}
+
+// The targets of targetLogProb*: n of them, each a column of the V logits.
+const int32_t* targets_of(napi_env env, napi_value v, int64_t n, int64_t V) {
+  size_t len;
+  const int32_t* t = i32(env, v, "targets", &len);
+  need(len, n, "targets");
+  for (int64_t r = 0; r < n; r++) {
+    if (t[r] < 0 || t[r] >= V) throw Failure{"a target is outside the vocabulary"};
+  }
+  return t;
+}
+
+// targetLogProbForward(x, targets, logp, lse, n, V)
+napi_value TargetLogProbForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 6);
+    size_t xl, pl, ll;
+    const float* x = f32(env, argv[0], "x", &xl);
+    float* logp = f32(env, argv[2], "logp", &pl);
+    float* lse = f32(env, argv[3], "lse", &ll);
+    const int64_t n = integer(env, argv[4], "n"), V = integer(env, argv[5], "V");
+    if (V < 1) throw Failure{"V must be at least 1"};
+    const int32_t* targets = targets_of(env, argv[1], n, V);
+    need(xl, n * V, "x");
+    need(pl, n, "logp");
+    need(ll, n, "lse");
+    target_logprob_forward(x, targets, logp, lse, n, V, pool().size());
+    return nullptr;
+  });
+}
+
+// targetLogProbBackward(g, x, lse, targets, dx, n, V)
+napi_value TargetLogProbBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 7);
+    size_t gl, xl, ll, dl;
+    const float* g = f32(env, argv[0], "g", &gl);
+    const float* x = f32(env, argv[1], "x", &xl);
+    const float* lse = f32(env, argv[2], "lse", &ll);
+    float* dx = f32(env, argv[4], "dx", &dl);
+    const int64_t n = integer(env, argv[5], "n"), V = integer(env, argv[6], "V");
+    if (V < 1) throw Failure{"V must be at least 1"};
+    const int32_t* targets = targets_of(env, argv[3], n, V);
+    need(gl, n, "g");
+    need(xl, n * V, "x");
+    need(ll, n, "lse");
+    need(dl, n * V, "dx");
+    target_logprob_backward(g, x, lse, targets, dx, n, V, pool().size());
+    return nullptr;
+  });
+}
+
+// columnSums(x, out, n, m): out[j] = Σ_i x[i, j]
+napi_value ColumnSums(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 4);
+    size_t xl, ol;
+    const float* x = f32(env, argv[0], "x", &xl);
+    float* out = f32(env, argv[1], "out", &ol);
+    const int64_t n = integer(env, argv[2], "n"), m = integer(env, argv[3], "m");
+    need(xl, n * m, "x");
+    need(ol, m, "out");
+    column_sums(x, out, n, m);
+    return nullptr;
+  });
+}
+
 // layerNormForward(x, gain, bias, y, stats, n, d, eps)
 napi_value LayerNormForward(napi_env env, napi_callback_info info) {
   return guarded(env, [&]() -> napi_value {
@@ -574,6 +705,11 @@ napi_value Init(napi_env env, napi_value exports) {
       {"layerNormBackward", nullptr, LayerNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluForward", nullptr, GeluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"geluBackward", nullptr, GeluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"adam", nullptr, Adam, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"columnSums", nullptr, ColumnSums, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"targetLogProbForward", nullptr, TargetLogProbForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"targetLogProbBackward", nullptr, TargetLogProbBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"sumSquares", nullptr, SumSquares, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

@@ -33,4 +33,8 @@ void swiglu_forward(const float* gate, const float* up, float* z, int64_t n, int
 void swiglu_backward(const float* dz, const float* gate, const float* up, float* dgate, float* dup, int64_t n,
                      int threads);
 
+// out[j] = Σ_i x[i, j] over the rows of x [n, m], in row order (a bias's gradient; the same bits
+// as the one-row product of a ones vector that it replaces).
+void column_sums(const float* x, float* out, int64_t n, int64_t m);
+
 }  // namespace whetstone

@@ -16,6 +16,20 @@ inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
 /** n rounded up to whole vectors. */
 inline int64_t lanes(int64_t n) { return (n + L - 1) / L * L; }
 
+// A vector's lanes summed, or their maximum, in lane order (a fixed order: the same bits on any
+// thread). Reductions kept in 16 lanes and folded once at the end: a scalar loop would be one chain
+// of dependent adds (or comparisons), which the compiler may not reorder.
+__attribute__((always_inline)) inline float sum_lanes(v16 v) {
+  float s = 0.f;
+  for (int64_t l = 0; l < L; l++) s += v[l];
+  return s;
+}
+__attribute__((always_inline)) inline float max_lanes(v16 v) {
+  float m = v[0];
+  for (int64_t l = 1; l < L; l++) m = v[l] > m ? v[l] : m;
+  return m;
+}
+
 // One channel's (or key/value group's) operands, zero-padded: rows [T][hdp] (hdp = hd rounded up
 // to 16 floats) and the keys and values transposed [hdp][Tl] (Tl = T rounded up to 16), so that
 // 16 keys at a time are one vector. Padding lanes stay zero, so whole vectors can be computed and
