@@ -1,6 +1,7 @@
 /** Measuring helpers shared by the engine benchmarks. */
 import * as tf from '@tensorflow/tfjs';
 import { type ModelConfig } from '../gpu-worker/engine/config';
+import { bestProductMs } from '../gpu-worker/engine/doctor';
 
 /** Print one benchmark figure as one JSON line (the only thing benchmarks write to stdout). */
 export function emit(name: string, value: number, unit: string, details: Record<string, unknown> = {}): void {
@@ -39,11 +40,7 @@ export async function bestMatmulGflops(shapes: number[][] = MATMUL_SHAPES): Prom
   for (const [m, k, n] of shapes) {
     const a = tf.randomNormal([m, k]) as tf.Tensor2D;
     const b = tf.randomNormal([k, n]) as tf.Tensor2D;
-    const ms = await timeMs(async () => {
-      const c = tf.matMul(a, b);
-      await c.data();
-      c.dispose();
-    }, 15);
+    const ms = await bestProductMs(a, b, 15);
     const gflops = (2 * m * k * n) / (ms * 1e6);
     if (gflops > best.gflops) best = { gflops, shape: [m, k, n] };
     a.dispose();
