@@ -23,8 +23,9 @@ import { setJsKernelsEnabled, wasmHeap } from './kernels';
 import { gelu, layerNorm, linear2d, targetLogProbs } from './ops';
 import { GPT } from './model';
 import { Adam, sumOfSquares } from './optim';
-import { NATIVE_ADDON_PATH, configureNative, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
+import { NATIVE_ADDON_PATH, configureNative, nativeKernels, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
 import { Rng } from './rng';
+import { chooseToken } from './sampler';
 import { SFTTrainer } from './sft';
 import { CharTokenizer } from './tokenizer';
 import { randomBatch } from './tools/step-input';
@@ -448,6 +449,47 @@ describe.runIf(run)('native products', () => {
     trainer.dispose();
     model.dispose();
     setNativeKernelsEnabled(true);
+  });
+
+  it("choose the sampler's tokens as chooseToken does: the same tokens, log-probabilities and random stream", () => {
+    const native = nativeKernels()!;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 3, max: 300 }),
+        fc.constantFrom(0, 0.3, 1, 1.7),
+        fc.integer({ min: 0, max: 2 ** 31 }),
+        (B, V, temperature, seed) => {
+          const r = new Rng(seed);
+          // Logits of both signs and large spreads (an underflowing exp), and a tie for greedy.
+          const logits = Float32Array.from({ length: B * V }, () => (r.next() - 0.5) * (r.next() < 0.1 ? 200 : 8));
+          logits[V - 1] = logits[0];
+          const banned = new Set([0, V - 1].filter(() => r.next() < 0.5));
+          const done = Array.from({ length: B }, () => r.next() < 0.3);
+          const js = new Rng(seed + 1);
+          const expected = done.map((d, b) => (d ? null : chooseToken(logits.subarray(b * V, (b + 1) * V), { temperature, topK: 0, topP: 1 }, banned, js)));
+          const allowed = Uint8Array.from({ length: V }, (_, i) => (banned.has(i) ? 0 : 1));
+          const state = Uint32Array.from(new Rng(seed + 1).getState());
+          const tokens = new Int32Array(B);
+          const logprobs = new Float64Array(B);
+          native.chooseTokens(logits, B, V, temperature, allowed, Uint8Array.from(done, (d) => (d ? 0 : 1)), state, tokens, logprobs);
+          expected.forEach((e, b) => {
+            if (!e) return;
+            expect(tokens[b]).toBe(e.token);
+            // exp and log are the C library's here, V8's there: equal within a few units in the last place.
+            expect(Math.abs(logprobs[b] - e.logprob)).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(e.logprob)));
+          });
+          expect([...state]).toEqual(js.getState());
+        },
+      ),
+      { numRuns: 300 },
+    );
+    const one = new Float32Array(4), u8 = new Uint8Array(4), rng = new Uint32Array(4), tokens = new Int32Array(1), lp = new Float64Array(1);
+    expect(() => native.chooseTokens(one, 2, 4, 1, u8.fill(1), u8, rng, tokens, lp)).toThrow(/logits is shorter/);
+    expect(() => native.chooseTokens(one, 1, 4, 1, new Uint8Array(4), u8, rng, tokens, lp)).toThrow(/every token is disallowed/);
+    expect(() => native.chooseTokens(one, 1, 4, -1, u8.fill(1), u8, rng, tokens, lp)).toThrow(/temperature/);
+    expect(() => native.chooseTokens(one, 1, 4, 1, u8.fill(1), u8, new Uint32Array(3), tokens, lp)).toThrow(/rng is shorter/);
+    expect(() => native.chooseTokens(one, 1, 4, 1, u8.fill(1), u8, rng, tokens, new Float32Array(1) as unknown as Float64Array)).toThrow(/Float64Array/);
   });
 
   it('check their arguments instead of writing outside the arrays', async () => {

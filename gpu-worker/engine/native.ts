@@ -81,6 +81,17 @@ interface NativeAddon {
   geluBackward(dy: Float32Array, x: Float32Array, s: Float32Array, dx: Float32Array): void;
   adam(params: Float32Array[], grads: Float32Array[], m: Float32Array[], v: Float32Array[], decays: Float64Array, hyper: Float64Array): void;
   sumSquares(arrays: Float32Array[]): number;
+  chooseTokens(
+    logits: Float32Array,
+    B: number,
+    V: number,
+    temperature: number,
+    allowed: Uint8Array,
+    live: Uint8Array,
+    rng: Uint32Array,
+    tokens: Int32Array,
+    logprobs: Float64Array,
+  ): void;
   columnSums(x: Float32Array, out: Float32Array, n: number, m: number): void;
   targetLogProbForward(x: Float32Array, targets: Int32Array, logp: Float32Array, lse: Float32Array, n: number, V: number): void;
   targetLogProbBackward(g: Float32Array, x: Float32Array, lse: Float32Array, targets: Int32Array, dx: Float32Array, n: number, V: number): void;
@@ -99,7 +110,7 @@ export const NATIVE_ADDON_PATH = path.join(path.dirname(fileURLToPath(import.met
 let addon: NativeAddon | null = null;
 
 /** Every function this code calls on the addon. */
-const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'adam', 'sumSquares', 'columnSums', 'targetLogProbForward', 'targetLogProbBackward', 'info', 'setThreads', 'setKernel'] as const;
+const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'adam', 'sumSquares', 'chooseTokens', 'columnSums', 'targetLogProbForward', 'targetLogProbBackward', 'info', 'setThreads', 'setKernel'] as const;
 let status: NativeStatus | null = null;
 
 function load(): NativeStatus {
@@ -258,7 +269,7 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step, Adam, the target log-probabilities, a linear layer's backward), when they are active; else null. */
+/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step, the sampler's token choice, Adam, the target log-probabilities, a linear layer's backward), when they are active; else null. */
 export function nativeKernels(): Pick<
   NativeAddon,
   | 'attentionForward'
@@ -269,7 +280,7 @@ export function nativeKernels(): Pick<
   | 'rmsNormBackward'
   | 'swigluForward'
   | 'swigluBackward'
-  | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward' | 'adam' | 'sumSquares' | 'targetLogProbForward' | 'targetLogProbBackward' | 'columnSums' | 'gemm'
+  | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward' | 'adam' | 'sumSquares' | 'chooseTokens' | 'targetLogProbForward' | 'targetLogProbBackward' | 'columnSums' | 'gemm'
 > | null {
   return nativeProductsActive() ? addon : null;
 }

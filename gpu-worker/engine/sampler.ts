@@ -8,6 +8,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { ConfigError, requireInt, requireNumber } from './errors';
 import { type KvCache, type LanguageModel } from './model';
+import { heapViews, nativeKernels } from './native';
 import { type Reads, readAndDispose, readAsync, readSync } from './reads';
 import { Rng } from './rng';
 import { type Tokenizer } from './tokenizer';
@@ -149,12 +150,15 @@ function* sampling(
   const done = new Array<boolean>(B).fill(false);
   let cache: KvCache | null = null;
   const banned = neverSampled(tokenizer);
+  // Token choice natively (the same choice by the same arithmetic) where it applies: the native
+  // kernels on, no per-row constraint, no top-k or top-p cut.
+  const native = !o.allowed && (o.temperature === 0 || (o.topK === 0 && o.topP >= 1)) ? nativeKernels() : null;
 
   // A tied head is transposed once per call rather than once per step (no gradients flow here).
   const head = model.tiedHead ? model.headWeights() : undefined;
   try {
     for (let step = 0; step < budget; step++) {
-      let logits: Float32Array;
+      let logitsT: tf.Tensor;
       if (o.useCache) {
         const first = cache === null;
         const input = first ? seqs : seqs.map((row) => [row[row.length - 1]]);
@@ -177,20 +181,26 @@ function* sampling(
         });
         if (prev) disposeCache(prev, out);
         cache = { keys: out.keys, values: out.values, length: seqs[0].length };
-        logits = (yield* readAndDispose(out.logits)) as Float32Array;
+        logitsT = out.logits;
       } else {
         const positions = seqs.map((row, b) => row.map((_, j) => positionOf(b, j)));
-        const t = tf.tidy(() => model.forward(seqs, { positions, keyMask, head, lastOnly: true }).logits);
-        logits = (yield* readAndDispose(t)) as Float32Array;
+        logitsT = tf.tidy(() => model.forward(seqs, { positions, keyMask, head, lastOnly: true }).logits);
       }
 
-      const V = logits.length / B;
+      let choose: (b: number, only?: ReadonlySet<number>) => { token: number; logprob: number };
+      if (native) {
+        const chosen = chooseNatively(native, logitsT, o.temperature, banned, done, random);
+        choose = (b) => ({ token: chosen.tokens[b], logprob: chosen.logprobs[b] });
+      } else {
+        const logits = (yield* readAndDispose(logitsT)) as Float32Array;
+        const V = logits.length / B;
+        choose = (b, only) => chooseToken(logits.subarray(b * V, (b + 1) * V), o, banned, random, only);
+      }
       for (let b = 0; b < B; b++) {
-        const row = logits.subarray(b * V, (b + 1) * V);
         const live = candidates[b];
         const position = results[b].tokens.length;
         const only = live && !done[b] ? new Set(live.map((seq) => seq[position])) : undefined;
-        const { token, logprob } = done[b] ? { token: tokenizer.pad, logprob: 0 } : chooseToken(row, o, banned, random, only);
+        const { token, logprob } = done[b] ? { token: tokenizer.pad, logprob: 0 } : choose(b, only);
         seqs[b].push(token);
         keyMask[b].push(1);
         if (done[b]) continue;
@@ -235,6 +245,36 @@ function* sampling(
   // Rows ended by a stop string have their text already; the rest (constrained rows too) are decoded here.
   for (const r of results) if (r.stop === undefined) r.text = tokenizer.decode(r.tokens);
   return results;
+}
+
+/**
+ * Every unfinished row's token and log-probability, chosen natively from `logits` [B, V] where they
+ * lie on the wasm heap (no copy out of it), drawing from `rng` exactly as `chooseToken` would; the
+ * logits are disposed.
+ */
+function chooseNatively(
+  native: NonNullable<ReturnType<typeof nativeKernels>>,
+  logits: tf.Tensor,
+  temperature: number,
+  banned: ReadonlySet<number>,
+  done: readonly boolean[],
+  rng: Rng,
+): { tokens: Int32Array; logprobs: Float64Array } {
+  const [B, V] = logits.shape;
+  const allowed = new Uint8Array(V).fill(1);
+  for (const b of banned) if (b >= 0 && b < V) allowed[b] = 0;
+  const live = Uint8Array.from(done, (d) => (d ? 0 : 1));
+  const state = Uint32Array.from(rng.getState());
+  const tokens = new Int32Array(B);
+  const logprobs = new Float64Array(B);
+  try {
+    // The heap view is taken last: nothing may allocate on the heap between it and the call.
+    native.chooseTokens(heapViews([logits])[0], B, V, temperature, allowed, live, state, tokens, logprobs);
+  } finally {
+    logits.dispose();
+  }
+  rng.setState([state[0], state[1], state[2], state[3]]);
+  return { tokens, logprobs };
 }
 
 /** Dispose a cache's tensors, except those that `kept` (a cache extended in place) still holds. */

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "choose.h"
 #include "decode.h"
 #include "elementwise.h"
 #include "gemm.h"
@@ -30,9 +31,11 @@ void check(napi_env env, napi_status status, const char* what) {
   if (status != napi_ok) throw Failure{std::string("whetstone_native: ") + what};
 }
 
-// The Float32Array argument's data and length; null (with length 0) when `optional` and the
-// argument is null or undefined.
-float* f32(napi_env env, napi_value v, const char* name, size_t* length, bool optional = false) {
+// A typed array argument's data and length, of the one kind a kernel takes (`what` names it in
+// the error); null (with length 0) when `optional` and the argument is null or undefined.
+template <typename T>
+T* typed(napi_env env, napi_value v, const char* name, size_t* length, napi_typedarray_type want, const char* what,
+         bool optional = false) {
   napi_valuetype type;
   check(env, napi_typeof(env, v, &type), "typeof");
   if (optional && (type == napi_null || type == napi_undefined)) {
@@ -41,12 +44,16 @@ float* f32(napi_env env, napi_value v, const char* name, size_t* length, bool op
   }
   bool is_typed = false;
   check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
-  if (!is_typed) throw Failure{std::string(name) + " must be a Float32Array"};
+  if (!is_typed) throw Failure{std::string(name) + " must be " + what};
   napi_typedarray_type kind;
   void* data;
   check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
-  if (kind != napi_float32_array) throw Failure{std::string(name) + " must be a Float32Array"};
-  return static_cast<float*>(data);
+  if (kind != want) throw Failure{std::string(name) + " must be " + what};
+  return static_cast<T*>(data);
+}
+
+float* f32(napi_env env, napi_value v, const char* name, size_t* length, bool optional = false) {
+  return typed<float>(env, v, name, length, napi_float32_array, "a Float32Array", optional);
 }
 
 int64_t integer(napi_env env, napi_value v, const char* name) {
@@ -376,14 +383,7 @@ std::vector<float*> f32_list(napi_env env, napi_value list, const char* name, co
 }
 
 const int32_t* i32(napi_env env, napi_value v, const char* name, size_t* length) {
-  napi_typedarray_type kind;
-  void* data;
-  bool is_typed = false;
-  check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
-  if (!is_typed) throw Failure{std::string(name) + " must be an Int32Array"};
-  check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
-  if (kind != napi_int32_array) throw Failure{std::string(name) + " must be an Int32Array"};
-  return static_cast<const int32_t*>(data);
+  return typed<int32_t>(env, v, name, length, napi_int32_array, "an Int32Array");
 }
 
 // decodeStep(tokens, positions, keyMask, weights, caches, logits, [B, d, H, V, hid, past, ctx, capacity, layers], eps)
@@ -460,15 +460,8 @@ std::vector<std::pair<float*, size_t>> f32_arrays(napi_env env, napi_value list,
   return out;
 }
 
-// A Float64Array argument's data and length.
 const double* f64(napi_env env, napi_value v, const char* name, size_t* length) {
-  bool is_typed = false;
-  check(env, napi_is_typedarray(env, v, &is_typed), "is_typedarray");
-  napi_typedarray_type kind;
-  void* data = nullptr;
-  if (is_typed) check(env, napi_get_typedarray_info(env, v, &kind, length, &data, nullptr, nullptr), "typedarray_info");
-  if (!is_typed || kind != napi_float64_array) throw Failure{std::string(name) + " must be a Float64Array"};
-  return static_cast<const double*>(data);
+  return typed<double>(env, v, name, length, napi_float64_array, "a Float64Array");
 }
 
 // adam(params, grads, m, v, decays, [scale, lr, beta1, beta2, bc1, bc2, eps]): params, m and v
@@ -678,6 +671,41 @@ napi_value SetKernel(napi_env env, napi_callback_info info) {
   });
 }
 
+// chooseTokens(logits, B, V, temperature, allowed, live, rng, tokens, logprobs): allowed [V] and
+// live [B] Uint8Arrays, rng the sfc32 state (a Uint32Array of 4, advanced in place), tokens an
+// Int32Array [B] and logprobs a Float64Array [B] written for the live rows.
+napi_value ChooseTokens(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 9);
+    ChooseArgs a{};
+    size_t xl, al, ll, rl, tl, pl;
+    a.logits = f32(env, argv[0], "logits", &xl);
+    a.B = integer(env, argv[1], "B");
+    a.V = integer(env, argv[2], "V");
+    double temperature;
+    if (napi_get_value_double(env, argv[3], &temperature) != napi_ok || !(temperature >= 0))
+      throw Failure{"temperature must be a non-negative number"};
+    a.temperature = temperature;
+    a.allowed = typed<uint8_t>(env, argv[4], "allowed", &al, napi_uint8_array, "a Uint8Array");
+    a.live = typed<uint8_t>(env, argv[5], "live", &ll, napi_uint8_array, "a Uint8Array");
+    a.rng = typed<uint32_t>(env, argv[6], "rng", &rl, napi_uint32_array, "a Uint32Array");
+    a.tokens = typed<int32_t>(env, argv[7], "tokens", &tl, napi_int32_array, "an Int32Array");
+    a.logprobs = typed<double>(env, argv[8], "logprobs", &pl, napi_float64_array, "a Float64Array");
+    if (a.V < 1) throw Failure{"V must be at least 1"};
+    need(xl, a.B * a.V, "logits");
+    need(al, a.V, "allowed");
+    need(ll, a.B, "live");
+    need(rl, 4, "rng");
+    need(tl, a.B, "tokens");
+    need(pl, a.B, "logprobs");
+    bool any = false;
+    for (int64_t i = 0; i < a.V && !any; i++) any = a.allowed[i] != 0;
+    if (!any) throw Failure{"every token is disallowed"};
+    choose_tokens(a);
+    return nullptr;
+  });
+}
+
 napi_value Init(napi_env env, napi_value exports) {
   std::lock_guard<std::mutex> lock(calls);  // another JavaScript thread may be in a kernel
   try {
@@ -710,6 +738,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"targetLogProbForward", nullptr, TargetLogProbForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"targetLogProbBackward", nullptr, TargetLogProbBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"sumSquares", nullptr, SumSquares, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"chooseTokens", nullptr, ChooseTokens, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;
