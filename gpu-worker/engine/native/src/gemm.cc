@@ -180,6 +180,7 @@ const Kernel* chosen = best_kernel();
 // K is blocked so that an NR-column strip of packed B (KC·NR floats: 32 KiB for AVX-512) stays in
 // L1 while the microkernel walks the A strips; MC rows of packed A (MC·KC) stay in L2.
 constexpr int64_t KC = 256;
+constexpr int64_t KC_ONE_BLOCK = 640;
 constexpr int64_t NC = 4096;
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -405,13 +406,16 @@ void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const G
       }
     return;
   }
-  float* bp = workspace.b[b_slot].get(KC * round_up(std::min(N, NC), nr));
-  for (int t = 0; t < threads; t++) workspace.a[t_base + t].get(MC * KC);
+  // One row block (M ≤ MC: a LoRA step's 126 rows): its A strips fit L2 for deeper K blocks, and
+  // fewer blocks mean fewer passes over C and fewer waits for the pool's threads.
+  const int64_t KCb = M <= MC ? KC_ONE_BLOCK : KC;
+  float* bp = workspace.b[b_slot].get(KCb * round_up(std::min(N, NC), nr));
+  for (int t = 0; t < threads; t++) workspace.a[t_base + t].get(MC * KCb);
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t nc = std::min(NC, N - jc);
     const int64_t strips = (nc + nr - 1) / nr;
-    for (int64_t pc = 0; pc < Kd; pc += KC) {
-      const int64_t kc = std::min(KC, Kd - pc);
+    for (int64_t pc = 0; pc < Kd; pc += KCb) {
+      const int64_t kc = std::min(KCb, Kd - pc);
       const bool first = pc == 0, last = pc + kc == Kd;
       const int64_t row_blocks = (M + MC - 1) / MC;
       // With one row block (M ≤ MC: a training step's 126 rows of a LoRA step, a sampler's prefill)
