@@ -367,8 +367,10 @@ export function sameWorkers(cluster: Cluster, workers: PlanInput['workers']): bo
   for (const w of workers) {
     const kept = cluster.workerById.get(w.id);
     if (!kept || kept.name !== w.name || kept.teamId !== w.teamId || kept.state !== w.state || kept.slots.length !== w.devices.length) return false;
-    for (const d of w.devices) {
-      const slot = kept.slots.find((x) => x.index === d.index);
+    for (let i = 0; i < w.devices.length; i++) {
+      const d = w.devices[i];
+      // Slots are sorted by index and devices usually arrive so: one look, not a search per device.
+      const slot = kept.slots[i].index === d.index ? kept.slots[i] : kept.slots.find((x) => x.index === d.index);
       if (!slot || slot.kind !== d.kind || slot.memoryBytes !== d.memoryBytes) return false;
     }
   }
