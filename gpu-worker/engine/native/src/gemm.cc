@@ -180,6 +180,8 @@ const Kernel* chosen = best_kernel();
 // K is blocked so that an NR-column strip of packed B (KC·NR floats: 32 KiB for AVX-512) stays in
 // L1 while the microkernel walks the A strips; MC rows of packed A (MC·KC) stay in L2.
 constexpr int64_t KC = 256;
+// With a single row block (M ≤ MC) the strip outgrows L1 (80 KiB at 640), but it is read from L2
+// for at most MC/MR tiles and C is passed over fewer times: measured faster on a LoRA step's shapes.
 constexpr int64_t KC_ONE_BLOCK = 640;
 constexpr int64_t NC = 4096;
 
