@@ -165,4 +165,32 @@ describe('what a Planner keeps follows changes that touch no worker', () => {
     expect(round2.plan).toEqual(planRound(second).plan);
     expect(round2.plan.preemptions.map((p) => p.jobId)).toEqual(['a1']);
   });
+
+  it('a team that starts borrowing mid-round, and no longer does when the next round begins, has its victims refreshed back', () => {
+    // Four shared devices, four teams with work: borrowing is holding more than one. Team b borrows
+    // throughout (quota 0), t and v hold one each and do not. In round 1, t's t9 takes the free
+    // device on w4-free and t borrows mid-round: its victims on w3-t are refreshed for it, and p's
+    // p1 computes every worker's victims at priority 5 with t borrowing; it preempts b's b1 (w1-b,
+    // tied with w3-t's t1, first in id order), so w3-t itself is not touched. The plan is not
+    // applied and t9 is cancelled: round 2 begins as round 1 did, t not borrowing, and nothing on
+    // w3-t changed, so only the last round's refreshed teams (Kept's refreshedTeams) say that
+    // w3-t's victims were computed for a borrowing t. p1 takes w4-free, p2 preempts b1, and p3,
+    // between w2-v's v1 and w3-t's t1 at the same cost, preempts v1, first in id order; with w3-t's
+    // victims as round 1 left them, t1 (a borrower's, cheaper) would be chosen.
+    const workers = [worker('w1-b', 1), worker('w2-v', 1), worker('w3-t', 1), worker('w4-free', 1)];
+    const running = [runningJob('b1', 'b', 0, 'w1-b', [0], 10), runningJob('v1', 'v', 0, 'w2-v', [0], 10), runningJob('t1', 't', 0, 'w3-t', [0], 10)];
+    const quotas = [{ teamId: 'b', maxConcurrentDevices: 0, maxQueuedJobs: 100, maxPriority: 100 }];
+    const first: PlanInput = { now: NOW, workers, running, queued: [queuedJob('t9', 't', 9), queuedJob('p1', 'p', 5)], quotas };
+    const planner = new Planner({ rollingRounds: Number.POSITIVE_INFINITY });
+    const round1 = planner.round(first);
+    expect(round1.plan).toEqual(planRound(first).plan);
+    expect(round1.plan.placements.map((p) => [p.jobId, p.workerId])).toEqual([['t9', 'w4-free']]);
+    expect(round1.plan.preemptions.map((p) => p.jobId)).toEqual(['b1']);
+
+    const second: PlanInput = { ...first, now: NOW + 1_000, queued: ['p1', 'p2', 'p3'].map((id) => queuedJob(id, 'p', 5)) };
+    const round2 = planner.round(second);
+    expect(round2.plan).toEqual(planRound(second).plan);
+    expect(round2.plan.placements.map((p) => [p.jobId, p.workerId])).toEqual([['p1', 'w4-free']]);
+    expect(round2.plan.preemptions.map((p) => p.jobId)).toEqual(['b1', 'v1']);
+  });
 });
