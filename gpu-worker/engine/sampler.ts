@@ -153,6 +153,8 @@ function* sampling(
   // Token choice natively (the same choice by the same arithmetic) where it applies: the native
   // kernels on, no per-row constraint, no top-k or top-p cut.
   const native = !o.allowed && (o.temperature === 0 || (o.topK === 0 && o.topP >= 1)) ? nativeKernels() : null;
+  // Which tokens may be chosen, built once per call for the native choice (the vocabulary is fixed).
+  const allowed = native ? allowedMask(model.vocabSize, banned) : null;
 
   // A tied head is transposed once per call rather than once per step (no gradients flow here).
   const head = model.tiedHead ? model.headWeights() : undefined;
@@ -189,7 +191,7 @@ function* sampling(
 
       let choose: (b: number, only?: ReadonlySet<number>) => { token: number; logprob: number };
       if (native) {
-        const chosen = chooseNatively(native, logitsT, o.temperature, banned, done, random);
+        const chosen = chooseNatively(native, logitsT, o.temperature, allowed!, done, random);
         choose = (b) => ({ token: chosen.tokens[b], logprob: chosen.logprobs[b] });
       } else {
         const logits = (yield* readAndDispose(logitsT)) as Float32Array;
@@ -256,13 +258,11 @@ function chooseNatively(
   native: NonNullable<ReturnType<typeof nativeKernels>>,
   logits: tf.Tensor,
   temperature: number,
-  banned: ReadonlySet<number>,
+  allowed: Uint8Array,
   done: readonly boolean[],
   rng: Rng,
 ): { tokens: Int32Array; logprobs: Float64Array } {
   const [B, V] = logits.shape;
-  const allowed = new Uint8Array(V).fill(1);
-  for (const b of banned) if (b >= 0 && b < V) allowed[b] = 0;
   const live = Uint8Array.from(done, (d) => (d ? 0 : 1));
   const state = Uint32Array.from(rng.getState());
   const tokens = new Int32Array(B);
@@ -275,6 +275,13 @@ function chooseNatively(
   }
   rng.setState([state[0], state[1], state[2], state[3]]);
   return { tokens, logprobs };
+}
+
+/** 1 for each of the V tokens that may be sampled, 0 for the banned ones. */
+function allowedMask(V: number, banned: ReadonlySet<number>): Uint8Array {
+  const allowed = new Uint8Array(V).fill(1);
+  for (const b of banned) if (b >= 0 && b < V) allowed[b] = 0;
+  return allowed;
 }
 
 /** Dispose a cache's tensors, except those that `kept` (a cache extended in place) still holds. */
