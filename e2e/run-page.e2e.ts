@@ -6,7 +6,16 @@ import { expectAccessible, shoot, submitTeamRun, trpc } from './helpers';
 // does, watched from the page while it trains. The reward chart gains points without a reload;
 // the page goes offline and back and then holds every step exactly once; a brush re-queries the
 // series for the range; a rollout shows trainable and non-trainable tokens in two colours; a
-// checkpoint appears and the header links it to the playground. Every wait is on a condition.
+// checkpoint appears; the run is cancelled from its page. A short second run finishes, its header
+// links its sampler checkpoint to the playground, and the two are compared. Every wait is on a
+// condition.
+
+/**
+ * The watched run's steps: more than any machine trains while the checks run, so it is RUNNING for
+ * all of them however fast the engine is (400 steps once finished before the refused-refetch check
+ * on a quick machine); the test ends it by cancelling.
+ */
+const LONG_RUN_STEPS = 100_000;
 
 /**
  * Steps the reward panel holds (its table of numbers, once opened): one row per bucket, which is
@@ -28,7 +37,7 @@ interface Summary {
   step: number | null;
 }
 
-test('live run page: RUNNING, points arrive live, reconnect without gap or duplicate, brush zoom, rollouts, checkpoint, compare', async ({ browser, ownerState, whetstone }, testInfo) => {
+test('live run page: RUNNING, points arrive live, reconnect without gap or duplicate, brush zoom, rollouts, checkpoint, cancel, playground link, compare', async ({ browser, ownerState, whetstone }, testInfo) => {
   test.setTimeout(900_000);
   const url = whetstone.url;
   const context = await browser.newContext({ storageState: ownerState });
@@ -37,7 +46,7 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   const watch = watchPage(page, { expectedStatuses: [404], expectedErrors: /ERR_INTERNET_DISCONNECTED|ERR_FAILED|WebSocket connection to .* failed|ERR_NETWORK_CHANGED/ });
   const { teamId, base, job, environment: bandit } = await submitTeamRun(page, url, {
     environment: 'bandit',
-    training: { algorithm: 'grpo', steps: 400, batchSize: 2, groupSize: 4, checkpointEvery: 5 },
+    training: { algorithm: 'grpo', steps: LONG_RUN_STEPS, batchSize: 2, groupSize: 4, checkpointEvery: 5 },
   });
   const summary = () => trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: job.id });
 
@@ -126,17 +135,22 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   await page.getByRole('tab', { name: 'Checkpoints' }).click();
   await expect(page.getByRole('table', { name: 'Checkpoints of this run' }).getByRole('row').nth(1)).toBeVisible({ timeout: 120_000 });
 
-  // The run goes on to its end without the page being reloaded.
-  await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 600_000 });
+  // Cancelled from its page: the header says so without the page being reloaded.
+  await page.getByRole('button', { name: 'Cancel run' }).click();
+  await page.getByRole('button', { name: 'Yes, cancel' }).click();
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('cancelled', { timeout: 120_000 });
   expect(await page.evaluate(() => (window as unknown as { kept?: boolean }).kept)).toBe(true);
-  // Its sampler checkpoint (written at the end) opens in the playground (part 3's route).
-  await expect(page.getByRole('link', { name: /Open step \d+ in playground/ })).toHaveAttribute('href', new RegExp(`/teams/${teamId}/playground/\\w+`), { timeout: 60_000 });
 
-  // Compare it with a short second run, chosen on the runs list.
+  // A short second run goes to its end; its page, open meanwhile, says so, and links the sampler
+  // checkpoint written at the end to the playground (part 3's route).
   const second = await trpc<{ id: string }>(page, url, 'jobs.submit', 'mutation', {
     teamId, kind: 'TRAIN', config: { environmentVersionId: bandit.versions[0].id, training: { algorithm: 'grpo', steps: 4, batchSize: 2, groupSize: 4, checkpointEvery: 4 } },
   });
-  await expect.poll(async () => (await trpc<Summary>(page, url, 'runs.summary', 'query', { teamId, jobId: second.id })).state, { timeout: 300_000 }).toBe('SUCCEEDED');
+  await page.goto(`${base}/runs/${second.id}`);
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('succeeded', { timeout: 300_000 });
+  await expect(page.getByRole('link', { name: /Open step \d+ in playground/ })).toHaveAttribute('href', new RegExp(`/teams/${teamId}/playground/\\w+`), { timeout: 60_000 });
+
+  // The two compared, chosen on the runs list.
   await page.goto(`${base}/runs`);
   // The choice lives in the URL, so a box shows checked once the URL has it.
   for (const id of [job.id, second.id]) {
@@ -148,7 +162,7 @@ test('live run page: RUNNING, points arrive live, reconnect without gap or dupli
   await expect(page.getByRole('list', { name: 'Runs compared' }).getByRole('listitem')).toHaveCount(2);
   await expect(page.locator('figure[data-metric="reward/mean"]')).toHaveAttribute('data-runs', '2');
   const diff = page.getByRole('table', { name: 'Config differences' });
-  await expect(diff.getByRole('row', { name: /training\.steps/ })).toContainText('400');
+  await expect(diff.getByRole('row', { name: /training\.steps/ })).toContainText(String(LONG_RUN_STEPS));
   await expect(diff.getByRole('row', { name: /training\.algorithm/ })).toHaveCount(0);
   // The same task, each run's answer side by side (the first run's always has one: the task is its).
   const sameTask = page.getByRole('region', { name: 'Rollouts on the same task' });
