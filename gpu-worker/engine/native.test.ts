@@ -152,6 +152,28 @@ describe.runIf(run)('native products', () => {
     expect(Buffer.from(three[1].buffer).equals(Buffer.from(one[1].buffer))).toBe(true);
   });
 
+  it('give a transposed B the bits of the same B laid out plainly (packing only copies, however it reads)', () => {
+    // Shapes where a transposed B is packed in 16 × 16 blocks (whole strips, K past 16) and where
+    // it is not: strip and K tails, the skinny path, several row blocks.
+    const shapes = [[126, 576, 1536], [126, 100, 300], [5, 64, 17], [300, 97, 40], [12, 33, 15], [126, 8, 576], [40, 576, 8]];
+    for (const [m, n, k] of shapes) {
+      const rng = new Rng(m * n + k);
+      const a = Float32Array.from({ length: m * k }, () => rng.normal());
+      const bt = Float32Array.from({ length: n * k }, () => rng.normal());
+      const b = new Float32Array(k * n);
+      for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) b[p * n + j] = bt[j * k + p];
+      for (const threads of [1, 2]) {
+        configureNative({ threads });
+        const [plain, transposed] = tf.tidy(() => [
+          tf.matMul(tf.tensor2d(a, [m, k]), tf.tensor2d(b, [k, n])).dataSync() as Float32Array,
+          tf.matMul(tf.tensor2d(a, [m, k]), tf.tensor2d(bt, [n, k]), false, true).dataSync() as Float32Array,
+        ]);
+        expect(Buffer.from(transposed.buffer).equals(Buffer.from(plain.buffer)), `${m}×${n}×${k} on ${threads} threads`).toBe(true);
+      }
+    }
+    configureNative({ threads: status.loaded ? status.threads : 1 });
+  });
+
   it("give layer norm's gradients (column sums over rows) the same bits on one thread and on several", () => {
     const rng = new Rng(12);
     const x = tf.tensor(Float32Array.from({ length: 1000 * 48 }, () => rng.normal() + 3), [1000, 48]) as tf.Tensor2D;
