@@ -303,11 +303,11 @@ export function nativeRotaryAttention(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tens
   // in a tidy that disposes whatever is not saved before the backward.
   const op = tf.customGrad(((qi: tf.Tensor2D, ki: tf.Tensor2D, vi: tf.Tensor2D, save: tf.GradSaveFunc) => {
     const [P, y] = runJsKernel(NATIVE_ROTARY_FORWARD, [qi, ki, vi, cos, sin], dims);
-    save([qi, ki, vi, P, cos, sin]);
+    const saved = saveForGradient(save, [qi, ki, vi, P, cos, sin]);
     return {
       value: y,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
-        const [sq, sk, sv, sP, sCos, sSin] = saved;
+      gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => {
+        const [sq, sk, sv, sP, sCos, sSin] = saved(s);
         return runJsKernel(NATIVE_ROTARY_BACKWARD, [sq, sk, sv, sCos, sSin, sP, dy], dims);
       },
     };

@@ -143,7 +143,7 @@ const RMS_NORM_BACKWARD = defineJsKernel({
   },
 });
 
-/** True where `nativeRmsNorm` and `nativeSwiglu` run: the native kernels are active. */
+/** True where `nativeRmsNorm`, `nativeSwiglu` and `nativeLoraLinear` run: the native kernels are active. */
 export function nativeDecoderOpsAvailable(): boolean {
   return nativeKernels() !== null;
 }
@@ -161,8 +161,8 @@ export function nativeRmsNorm(x: tf.Tensor2D, gain: tf.Tensor1D, eps: number): t
   }
   const op = tf.customGrad(((xi: tf.Tensor, g: tf.Tensor, save: tf.GradSaveFunc) => {
     const [y, rstd] = runJsKernel(RMS_NORM, [xi, g], { eps });
-    save([xi, rstd, g]);
-    return { value: y, gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(RMS_NORM_BACKWARD, [dy, ...saved]) };
+    const saved = saveForGradient(save, [xi, rstd, g]);
+    return { value: y, gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => runJsKernel(RMS_NORM_BACKWARD, [dy, ...saved(s)]) };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, g: tf.Tensor1D) => tf.Tensor2D;
   return op(x, gain);
 }
@@ -193,10 +193,59 @@ const SWIGLU_BACKWARD = defineJsKernel({
 export function nativeSwiglu(gate: tf.Tensor2D, up: tf.Tensor2D): tf.Tensor2D {
   if (!recordingGradients()) return runJsKernel(SWIGLU, [gate, up])[0] as tf.Tensor2D;
   const op = tf.customGrad(((g: tf.Tensor, u: tf.Tensor, save: tf.GradSaveFunc) => {
-    save([g, u]);
-    return { value: runJsKernel(SWIGLU, [g, u])[0], gradFunc: (dz: tf.Tensor, saved: tf.Tensor[]) => runJsKernel(SWIGLU_BACKWARD, [dz, ...saved]) };
+    const saved = saveForGradient(save, [g, u]);
+    return { value: runJsKernel(SWIGLU, [g, u])[0], gradFunc: (dz: tf.Tensor, s: tf.Tensor[]) => runJsKernel(SWIGLU_BACKWARD, [dz, ...saved(s)]) };
   }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (g: tf.Tensor2D, u: tf.Tensor2D) => tf.Tensor2D;
   return op(gate, up);
+}
+
+/** x, w, a, b (, bias) → y = x·w (+ bias) + scale·(x·a)·b, and x·a (saved for the backward). */
+const LORA_LINEAR = defineJsKernel({
+  name: 'WhetstoneNativeLoraLinear',
+  outputShapes: ([x, w, a]) => [
+    [x[0], w[1]],
+    [x[0], a[1]],
+  ],
+  compute([x, w, a, b, bias], [y, xa], [[n, inDim], [, outDim], [, r]], { scale }) {
+    nativeKernels()!.loraLinearForward(x as Float32Array, w as Float32Array, (bias as Float32Array | undefined) ?? null, a as Float32Array, b as Float32Array, scale as number, y, xa, n, inDim, outDim, r);
+  },
+});
+
+/** dy, x, x·a, w, a, b → dx, da, db (w and its bias are frozen: no gradient). */
+const LORA_LINEAR_BACKWARD = defineJsKernel({
+  name: 'WhetstoneNativeLoraLinearBackward',
+  outputShapes: ([, x, , , a, b]) => [x, a, b],
+  compute([dy, x, xa, w, a, b], [dx, da, db], [, [n, inDim], , , [, r], [, outDim]], { scale }) {
+    nativeKernels()!.loraLinearBackward(dy as Float32Array, x as Float32Array, xa as Float32Array, w as Float32Array, a as Float32Array, b as Float32Array, scale as number, dx, da, db, n, inDim, outDim, r);
+  },
+});
+
+/**
+ * A frozen projection w (bias) with its LoRA adapter a [in, r], b [r, out] of scale s,
+ * x·w (+ bias) + s·(x·a)·b, as one native call each way (native/src/lora.cc), in place of eight
+ * products, two scales and two sums per projection, each a kernel dispatch. The tape keeps x and
+ * x·a without copying them (saveForGradient). Only where `nativeDecoderOpsAvailable()`; w and the
+ * bias must outlive the backward, as variables do.
+ */
+export function nativeLoraLinear(x: tf.Tensor2D, w: tf.Tensor2D, bias: tf.Tensor1D | undefined, a: tf.Tensor2D, b: tf.Tensor2D, scale: number): tf.Tensor2D {
+  const forward = (input: tf.Tensor, A: tf.Tensor, B: tf.Tensor) => runJsKernel(LORA_LINEAR, bias ? [input, w, A, B, bias] : [input, w, A, B], { scale });
+  if (!recordingGradients()) {
+    const [y, xa] = forward(x, a, b);
+    xa.dispose();
+    return y as tf.Tensor2D;
+  }
+  const op = tf.customGrad(((input: tf.Tensor, A: tf.Tensor, B: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [y, xa] = forward(input, A, B);
+    const saved = saveForGradient(save, [input, xa, A, B]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, s: tf.Tensor[]) => {
+        const [sx, sxa, sA, sB] = saved(s);
+        return runJsKernel(LORA_LINEAR_BACKWARD, [dy, sx, sxa, w, sA, sB], { scale });
+      },
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]) as unknown as (x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D) => tf.Tensor2D;
+  return op(x, a, b);
 }
 
 interface GeluWasm {

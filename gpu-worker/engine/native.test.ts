@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simdCausalSelfAttention } from './attention';
 import { initBackend } from './backend';
 import { setJsKernelsEnabled, wasmHeap } from './kernels';
-import { gelu, layerNorm, linear2d, targetLogProbs } from './ops';
+import { gelu, layerNorm, linear2d, loraLinear2d, targetLogProbs } from './ops';
 import { GPT } from './model';
 import { Adam, sumOfSquares } from './optim';
 import { NATIVE_ADDON_PATH, configureNative, nativeKernels, nativeProductsActive, nativeStatus, setNativeKernelsEnabled } from './native';
@@ -346,6 +346,46 @@ describe.runIf(run)('native products', () => {
     }
   });
 
+  it("give LoRA's linear layer (one native call each way) the plain products' values and gradients, the same bits on any number of threads", () => {
+    // Ranks below, at and past the 8 held in registers; widths with and without whole vectors.
+    const shapes: Array<[n: number, inDim: number, outDim: number, r: number, bias: boolean]> = [
+      [126, 576, 1536, 8, false],
+      [126, 1536, 576, 8, true],
+      [7, 33, 50, 3, true],
+      [40, 100, 70, 13, false],
+      [1, 16, 32, 1, false],
+      [130, 64, 200, 16, true],
+    ];
+    for (const [n, inDim, outDim, r, hasBias] of shapes) {
+      const rng = new Rng(n + inDim + outDim + r);
+      const t = (shape: number[], scale = 1) => tf.tensor(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => scale * rng.normal()), shape);
+      const x = t([n, inDim]) as tf.Tensor2D, w = t([inDim, outDim], 0.05) as tf.Tensor2D, a = t([inDim, r], 0.1) as tf.Tensor2D, b = t([r, outDim], 0.1) as tf.Tensor2D;
+      const bias = hasBias ? (t([outDim]) as tf.Tensor1D) : undefined;
+      const probe = t([n, outDim]);
+      const run = () =>
+        tf.tidy(() => {
+          const f = (xi: tf.Tensor, ai: tf.Tensor, bi: tf.Tensor) => loraLinear2d(xi as tf.Tensor2D, w, bias, ai as tf.Tensor2D, bi as tf.Tensor2D, 1.75).mul(probe).sum();
+          const y = tf.tidy(() => loraLinear2d(x, w, bias, a, b, 1.75));
+          const grads = tf.grads(f)([x, a, b]);
+          return [y, ...grads].map((g) => g.dataSync() as Float32Array);
+        });
+      configureNative({ threads: 1 });
+      const one = run();
+      configureNative({ threads: 2 });
+      const two = run();
+      configureNative({ threads: status.loaded ? status.threads : 1 });
+      setNativeKernelsEnabled(false); // the products through tfjs, on the wasm kernels
+      const plain = run();
+      setNativeKernelsEnabled(true);
+      const what = `${n}×${inDim}→${outDim}, rank ${r}${hasBias ? ', bias' : ''}`;
+      ['y', 'dx', 'da', 'db'].forEach((name, i) => {
+        expect(Buffer.from(two[i].buffer).equals(Buffer.from(one[i].buffer)), `${name} on 1 and 2 threads, ${what}`).toBe(true);
+        expectClose(one[i], plain[i], Math.max(inDim, outDim, n), `${name}, ${what}`);
+      });
+      tf.dispose([x, w, a, b, probe, ...(bias ? [bias] : [])]);
+    }
+  });
+
   it('GELU and its gradient equal the plain ops from far negative to far positive inputs', () => {
     const x = tf.linspace(-100, 100, 4001).concat(tf.linspace(-4, 4, 999)).reshape([100, 50]) as tf.Tensor2D;
     const run = (native: boolean) => {
@@ -518,6 +558,8 @@ describe.runIf(run)('native products', () => {
     const addon = createRequire(import.meta.url)(NATIVE_ADDON_PATH) as {
       gemm: (...args: unknown[]) => void;
       decodeStep: (...args: unknown[]) => void;
+      loraLinearForward: (...args: unknown[]) => void;
+      loraLinearBackward: (...args: unknown[]) => void;
     };
     const a = new Float32Array(6), b = new Float32Array(6), c = new Float32Array(4);
     expect(() => addon.gemm(a, b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).not.toThrow();
@@ -527,6 +569,15 @@ describe.runIf(run)('native products', () => {
     expect(() => addon.gemm(a, b, c, new Float32Array(1), 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/bias is shorter/);
     expect(() => addon.gemm(new Int32Array(6), b, c, null, 1, 2, 2, 3, false, false, 6, 6, false)).toThrow(/Float32Array/);
     expect(() => addon.gemm(a, b, c, null, 1, -2, 2, 3, false, false, 6, 6, false)).toThrow(/non-negative/);
+    // LoRA's linear layer: x [2, 3], w [3, 2], a [3, 1], b [1, 2] → y [2, 2], xa [2, 1].
+    const f = (n: number) => new Float32Array(n);
+    expect(() => addon.loraLinearForward(f(6), f(6), null, f(3), f(2), 2, f(4), f(2), 2, 3, 2, 1)).not.toThrow();
+    expect(() => addon.loraLinearForward(f(6), f(6), f(1), f(3), f(2), 2, f(4), f(2), 2, 3, 2, 1)).toThrow(/bias is shorter/);
+    expect(() => addon.loraLinearForward(f(6), f(6), null, f(3), f(2), 2, f(4), f(2), 2, 3, 2, 2)).toThrow(/a is shorter/);
+    expect(() => addon.loraLinearForward(f(6), f(6), null, f(3), f(2), 2, f(3), f(2), 2, 3, 2, 1)).toThrow(/y is shorter/);
+    expect(() => addon.loraLinearBackward(f(4), f(6), f(2), f(6), f(3), f(2), 2, f(6), f(3), f(2), 2, 3, 2, 1)).not.toThrow();
+    expect(() => addon.loraLinearBackward(f(4), f(6), f(2), f(6), f(3), f(2), 2, f(5), f(3), f(2), 2, 3, 2, 1)).toThrow(/dx is shorter/);
+    expect(() => addon.loraLinearBackward(f(4), f(6), f(2), f(6), f(3), f(2), 2, f(6), f(3), f(1), 2, 3, 2, 1)).toThrow(/db is shorter/);
     const i32 = new Int32Array(1);
     // The decoding step: shapes that do not fit, a cache without room, an array of the wrong length.
     expect(() => addon.decodeStep(i32, i32, a, [], [], c, [1, 6, 4, 2, 8, 0, 4, 2, 1], 1e-5)).toThrow(/multiple of H/);

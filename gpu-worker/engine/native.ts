@@ -73,6 +73,23 @@ interface NativeAddon {
   rmsNormForward(x: Float32Array, gain: Float32Array, y: Float32Array, rstd: Float32Array, n: number, d: number, eps: number): void;
   rmsNormBackward(dy: Float32Array, x: Float32Array, rstd: Float32Array, gain: Float32Array, dx: Float32Array, dgain: Float32Array, n: number, d: number): void;
   swigluForward(gate: Float32Array, up: Float32Array, z: Float32Array): void;
+  loraLinearForward(x: Float32Array, w: Float32Array, bias: Float32Array | null, a: Float32Array, b: Float32Array, scale: number, y: Float32Array, xa: Float32Array, n: number, inDim: number, outDim: number, r: number): void;
+  loraLinearBackward(
+    dy: Float32Array,
+    x: Float32Array,
+    xa: Float32Array,
+    w: Float32Array,
+    a: Float32Array,
+    b: Float32Array,
+    scale: number,
+    dx: Float32Array,
+    da: Float32Array,
+    db: Float32Array,
+    n: number,
+    inDim: number,
+    outDim: number,
+    r: number,
+  ): void;
   swigluBackward(dz: Float32Array, gate: Float32Array, up: Float32Array, dgate: Float32Array, dup: Float32Array): void;
   geluForward(x: Float32Array, y: Float32Array, s: Float32Array): void;
   layerNormForward(x: Float32Array, gain: Float32Array, bias: Float32Array, y: Float32Array, stats: Float32Array, n: number, d: number, eps: number): void;
@@ -110,7 +127,7 @@ export const NATIVE_ADDON_PATH = path.join(path.dirname(fileURLToPath(import.met
 let addon: NativeAddon | null = null;
 
 /** Every function this code calls on the addon. */
-const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'adam', 'sumSquares', 'chooseTokens', 'columnSums', 'targetLogProbForward', 'targetLogProbBackward', 'info', 'setThreads', 'setKernel'] as const;
+const REQUIRED = ['gemm', 'attentionForward', 'attentionBackward', 'rotaryAttentionForward', 'rotaryAttentionBackward', 'rmsNormForward', 'rmsNormBackward', 'swigluForward', 'swigluBackward', 'loraLinearForward', 'loraLinearBackward', 'geluForward', 'geluBackward', 'layerNormForward', 'layerNormBackward', 'decodeStep', 'adam', 'sumSquares', 'chooseTokens', 'columnSums', 'targetLogProbForward', 'targetLogProbBackward', 'info', 'setThreads', 'setKernel'] as const;
 let status: NativeStatus | null = null;
 
 function load(): NativeStatus {
@@ -269,7 +286,7 @@ export function nativeProductsActive(): boolean {
   return installed && enabled && tf.getBackend() === 'wasm';
 }
 
-/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, GELU, layer norm, the decoding step, the sampler's token choice, Adam, the target log-probabilities, a linear layer's backward), when they are active; else null. */
+/** The native kernels beyond the products (attention, the decoders' rotary attention, RMSNorm and SwiGLU, LoRA's linear layer, GELU, layer norm, the decoding step, the sampler's token choice, Adam, the target log-probabilities, a linear layer's backward), when they are active; else null. */
 export function nativeKernels(): Pick<
   NativeAddon,
   | 'attentionForward'
@@ -280,6 +297,8 @@ export function nativeKernels(): Pick<
   | 'rmsNormBackward'
   | 'swigluForward'
   | 'swigluBackward'
+  | 'loraLinearForward'
+  | 'loraLinearBackward'
   | 'geluForward' | 'geluBackward' | 'decodeStep' | 'layerNormForward' | 'layerNormBackward' | 'adam' | 'sumSquares' | 'chooseTokens' | 'targetLogProbForward' | 'targetLogProbBackward' | 'columnSums' | 'gemm'
 > | null {
   return nativeProductsActive() ? addon : null;

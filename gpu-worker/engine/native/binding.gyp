@@ -6,7 +6,7 @@
   "targets": [
     {
       "target_name": "whetstone_native",
-      "sources": ["src/addon.cc", "src/attention.cc", "src/choose.cc", "src/decode.cc", "src/elementwise.cc", "src/gemm.cc", "src/logprob.cc", "src/optim.cc", "src/pool.cc", "src/rotary_attention.cc"],
+      "sources": ["src/addon.cc", "src/attention.cc", "src/choose.cc", "src/decode.cc", "src/elementwise.cc", "src/gemm.cc", "src/logprob.cc", "src/lora.cc", "src/optim.cc", "src/pool.cc", "src/rotary_attention.cc"],
       "cflags_cc": ["-O3", "-std=c++17", "-fno-math-errno", "-Wall", "-Wextra"],
       "cflags_cc!": ["-fno-exceptions"],
       "defines": ["NAPI_VERSION=8"]

@@ -16,6 +16,7 @@
 #include "elementwise.h"
 #include "gemm.h"
 #include "logprob.h"
+#include "lora.h"
 #include "optim.h"
 #include "pool.h"
 #include "rotary_attention.h"
@@ -706,6 +707,64 @@ napi_value ChooseTokens(napi_env env, napi_callback_info info) {
   });
 }
 
+// loraLinearForward(x, w, bias | null, a, b, scale, y, xa, n, in, out, r)
+napi_value LoraLinearForward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 12);
+    size_t x_len, w_len, bias_len = 0, a_len, b_len, y_len, xa_len;
+    const float* x = f32(env, argv[0], "x", &x_len);
+    const float* w = f32(env, argv[1], "w", &w_len);
+    const float* bias = f32(env, argv[2], "bias", &bias_len, true);
+    const float* a = f32(env, argv[3], "a", &a_len);
+    const float* b = f32(env, argv[4], "b", &b_len);
+    const float scale = number(env, argv[5], "scale");
+    float* y = f32(env, argv[6], "y", &y_len);
+    float* xa = f32(env, argv[7], "xa", &xa_len);
+    const int64_t n = integer(env, argv[8], "n"), in = integer(env, argv[9], "in"), out = integer(env, argv[10], "out"),
+                  r = integer(env, argv[11], "r");
+    need(x_len, n * in, "x");
+    need(w_len, in * out, "w");
+    if (bias) need(bias_len, out, "bias");
+    need(a_len, in * r, "a");
+    need(b_len, r * out, "b");
+    need(y_len, n * out, "y");
+    need(xa_len, n * r, "xa");
+    if (n > 0 && out > 0) lora_linear_forward(x, w, bias, a, b, scale, y, xa, n, in, out, r, pool().size());
+    return nullptr;
+  });
+}
+
+// loraLinearBackward(dy, x, xa, w, a, b, scale, dx, da, db, n, in, out, r)
+napi_value LoraLinearBackward(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = args(env, info, 14);
+    size_t dy_len, x_len, xa_len, w_len, a_len, b_len, dx_len, da_len, db_len;
+    const float* dy = f32(env, argv[0], "dy", &dy_len);
+    const float* x = f32(env, argv[1], "x", &x_len);
+    const float* xa = f32(env, argv[2], "xa", &xa_len);
+    const float* w = f32(env, argv[3], "w", &w_len);
+    const float* a = f32(env, argv[4], "a", &a_len);
+    const float* b = f32(env, argv[5], "b", &b_len);
+    const float scale = number(env, argv[6], "scale");
+    float* dx = f32(env, argv[7], "dx", &dx_len);
+    float* da = f32(env, argv[8], "da", &da_len);
+    float* db = f32(env, argv[9], "db", &db_len);
+    const int64_t n = integer(env, argv[10], "n"), in = integer(env, argv[11], "in"), out = integer(env, argv[12], "out"),
+                  r = integer(env, argv[13], "r");
+    need(dy_len, n * out, "dy");
+    need(x_len, n * in, "x");
+    need(xa_len, n * r, "xa");
+    need(w_len, in * out, "w");
+    need(a_len, in * r, "a");
+    need(b_len, r * out, "b");
+    need(dx_len, n * in, "dx");
+    need(da_len, in * r, "da");
+    need(db_len, r * out, "db");
+    if (in > 0 && r > 0 && out > 0) lora_linear_backward(dy, x, xa, w, a, b, scale, dx, da, db, n, in, out, r, pool().size());
+    return nullptr;
+  });
+}
+
 napi_value Init(napi_env env, napi_value exports) {
   std::lock_guard<std::mutex> lock(calls);  // another JavaScript thread may be in a kernel
   try {
@@ -728,6 +787,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"rmsNormBackward", nullptr, RmsNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"swigluForward", nullptr, SwigluForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"swigluBackward", nullptr, SwigluBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"loraLinearForward", nullptr, LoraLinearForward, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"loraLinearBackward", nullptr, LoraLinearBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"decodeStep", nullptr, DecodeStep, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormForward", nullptr, LayerNormForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"layerNormBackward", nullptr, LayerNormBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
