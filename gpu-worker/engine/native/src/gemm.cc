@@ -187,6 +187,80 @@ constexpr int64_t NC = 4096;
 
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+#if defined(__x86_64__)
+// r[i][j] → r[j][i] for a 16 × 16 block of floats held in registers. Pairs of rows interleaved,
+// then quads: u[4g + c] holds, in each 128-bit lane l, column 4l + c of rows 4g..4g+3; then the
+// 128-bit lanes: column 4l + c gathers lane l of u[c], u[4 + c], u[8 + c], u[12 + c].
+__attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16], v[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 4; g++) {
+    const __m512 lo01 = t[4 * g], hi01 = t[4 * g + 1], lo23 = t[4 * g + 2], hi23 = t[4 * g + 3];
+    u[4 * g + 0] = _mm512_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm512_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm512_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm512_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; c++) {
+    v[c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+    v[4 + c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    v[8 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    v[12 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 4; c++) {
+    r[c] = _mm512_shuffle_f32x4(v[c], v[8 + c], 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v[c], v[8 + c], 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0xdd);
+  }
+}
+
+// A whole strip of a transposed B (nr rows of B, a multiple of 16, each kc long from src) packed
+// 16×16 blocks at a time: sixteen rows loaded, transposed in registers, stored as sixteen k-rows of
+// the strip. Element by element (strided stores, one float to each of kc cache lines per row of B)
+// the transposed products ran ~30% slower than the plain ones on a LoRA step's shapes. The packed
+// values are the same copies either way.
+__attribute__((target("avx512f"))) void pack_b_trans_avx512(const float* src, int64_t ldb, int64_t kc, int nr,
+                                                           float* d) {
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    for (int jb = 0; jb < nr; jb += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (jb + i) * ldb + p);
+      transpose16(r);
+      for (int q = 0; q < 16; q++) _mm512_store_ps(d + (p + q) * nr + jb, r[q]);
+    }
+  }
+  for (int j = 0; j < nr; j++)
+    for (int64_t q = p; q < kc; q++) d[q * nr + j] = src[j * ldb + q];
+}
+
+// One strip of a plain A (rows ≤ mr ≤ 16 rows of A from src, kc long) packed the same way: for
+// each k its mr values, rows past `rows` zero. Element by element this was strided stores too,
+// a pass the size of A for every column block.
+__attribute__((target("avx512f"))) void pack_a_avx512(const float* src, int64_t lda, int64_t kc, int rows, int mr,
+                                                     float* d) {
+  const __mmask16 lanes = static_cast<__mmask16>((1u << mr) - 1);
+  int64_t p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    __m512 r[16];
+    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(src + i * lda + p) : _mm512_setzero_ps();
+    transpose16(r);
+    for (int q = 0; q < 16; q++) _mm512_mask_storeu_ps(d + (p + q) * mr, lanes, r[q]);
+  }
+  for (; p < kc; p++)
+    for (int i = 0; i < mr; i++) d[p * mr + i] = i < rows ? src[i * lda + p] : 0.f;
+}
+
+const bool kAvx512Pack = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}();
+#endif
+
 // Rows [i0, i0+mc) × columns [p0, p0+kc) of op(A) into MR-row strips, zero-padded; strip s starts
 // at dst + s·MR·kc and holds, for each k, its MR values.
 void pack_a(const float* a, int64_t lda, bool trans, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr,
@@ -194,6 +268,12 @@ void pack_a(const float* a, int64_t lda, bool trans, int64_t i0, int64_t mc, int
   for (int64_t is = 0; is < mc; is += mr) {
     const int rows = static_cast<int>(std::min<int64_t>(mr, mc - is));
     float* d = dst + is * kc;
+#if defined(__x86_64__)
+    if (!trans && mr <= 16 && kAvx512Pack) {
+      pack_a_avx512(a + (i0 + is) * lda + p0, lda, kc, rows, mr, d);
+      continue;
+    }
+#endif
     if (!trans) {
       for (int r = 0; r < rows; r++) {
         const float* src = a + (i0 + is + r) * lda + p0;
@@ -210,56 +290,6 @@ void pack_a(const float* a, int64_t lda, bool trans, int64_t i0, int64_t mc, int
   }
 }
 
-#if defined(__x86_64__)
-// A whole strip of a transposed B (nr rows of B, a multiple of 16, each kc long from src) packed
-// 16×16 blocks at a time: sixteen rows loaded, transposed in registers, stored as sixteen k-rows of
-// the strip. Element by element (strided stores, one float to each of kc cache lines per row of B)
-// the transposed products ran ~30% slower than the plain ones on a LoRA step's shapes. The packed
-// values are the same copies either way.
-__attribute__((target("avx512f"))) void pack_b_trans_avx512(const float* src, int64_t ldb, int64_t kc, int nr,
-                                                           float* d) {
-  int64_t p = 0;
-  for (; p + 16 <= kc; p += 16) {
-    for (int jb = 0; jb < nr; jb += 16) {
-      __m512 r[16], t[16], u[16], v[16];
-      for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (jb + i) * ldb + p);
-      // Pairs of rows interleaved, then quads: u[4g + c] holds, in each 128-bit lane l, column
-      // 4l + c of rows 4g..4g+3.
-      for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-      }
-      for (int g = 0; g < 4; g++) {
-        const __m512 lo01 = t[4 * g], hi01 = t[4 * g + 1], lo23 = t[4 * g + 2], hi23 = t[4 * g + 3];
-        u[4 * g + 0] = _mm512_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * g + 1] = _mm512_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2));
-        u[4 * g + 2] = _mm512_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * g + 3] = _mm512_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2));
-      }
-      // Then the 128-bit lanes: column 4l + c gathers lane l of u[c], u[4 + c], u[8 + c], u[12 + c].
-      for (int c = 0; c < 4; c++) {
-        v[c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-        v[4 + c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
-        v[8 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-        v[12 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
-      }
-      for (int c = 0; c < 4; c++) {
-        _mm512_store_ps(d + (p + c) * nr + jb, _mm512_shuffle_f32x4(v[c], v[8 + c], 0x88));
-        _mm512_store_ps(d + (p + 8 + c) * nr + jb, _mm512_shuffle_f32x4(v[c], v[8 + c], 0xdd));
-        _mm512_store_ps(d + (p + 4 + c) * nr + jb, _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0x88));
-        _mm512_store_ps(d + (p + 12 + c) * nr + jb, _mm512_shuffle_f32x4(v[4 + c], v[12 + c], 0xdd));
-      }
-    }
-  }
-  for (int j = 0; j < nr; j++)
-    for (int64_t q = p; q < kc; q++) d[q * nr + j] = src[j * ldb + q];
-}
-
-const bool kAvx512Pack = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}();
-#endif
 
 // Strips [s0, s1) of NR columns of op(B) (from column j0, rows [p0, p0+kc)), zero-padded; strip s
 // starts at dst + s·NR·kc (64-byte aligned: the workspace's buffer, strips of a multiple of 16 floats).
