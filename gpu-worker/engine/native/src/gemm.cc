@@ -483,6 +483,85 @@ WHETSTONE_CLONES void gemm_skinny(const float* a, const float* b, float* c, cons
   for (int64_t i = 0; i < M; i++) skinny_wide_row(a, rows, c + i * N, i, g);
 }
 
+// A product of few rows (a decoding step's batch: m ≤ kFewRows) with a plain B: packing B would
+// copy all of it (its strips gathered from rows of B far apart) for a handful of rows of work, at
+// ~3 GB/s; here B is read once, row by row down 64-column chunks (each chunk's rows stream in
+// order), into R×64 accumulators held in registers, R ≤ 4 rows at a time (a chunk of B is re-read
+// from cache for each further group of rows). Each element sums its k terms in order after its
+// bias, whichever thread takes the chunk.
+constexpr int64_t kFewRows = 16;
+constexpr int64_t kAhead = 8;
+
+template <int R, int W>
+__attribute__((always_inline)) inline void few_rows_tile(const float* a, const float* b, float* c, int64_t i0,
+                                                         int64_t j, const GemmArgs& g) {
+  const int64_t M = g.m, N = g.n, K = g.k;
+  constexpr int V = W / 16;
+  v16 acc[R][V];
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < V; v++) acc[r][v] = g.bias ? *reinterpret_cast<const v16u*>(g.bias + j + 16 * v) : v16{};
+  for (int64_t p = 0; p < K; p++) {
+    // B's rows lie N floats apart, past what the hardware prefetchers follow (a page): each row
+    // would wait on memory. Asked for kAhead rows ahead (a read past the end is only a hint).
+    for (int v = 0; v < V; v++) __builtin_prefetch(b + (p + kAhead) * N + j + 16 * v);
+    v16 bp[V];
+    for (int v = 0; v < V; v++) bp[v] = *reinterpret_cast<const v16u*>(b + p * N + j + 16 * v);
+    for (int r = 0; r < R; r++) {
+      const float ar = g.trans_a ? a[p * M + i0 + r] : a[(i0 + r) * K + p];
+      for (int v = 0; v < V; v++) acc[r][v] += ar * bp[v];
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int v = 0; v < V; v++) {
+      v16 out = acc[r][v];
+      if (g.relu)
+        for (int l = 0; l < 16; l++) out[l] = out[l] < 0.f ? 0.f : out[l];
+      *reinterpret_cast<v16u*>(c + (i0 + r) * N + j + 16 * v) = out;
+    }
+}
+
+template <int W>
+__attribute__((always_inline)) inline void few_rows_columns(const float* a, const float* b, float* c, int64_t j,
+                                                            const GemmArgs& g) {
+  int64_t i = 0;
+  for (; i + 4 <= g.m; i += 4) few_rows_tile<4, W>(a, b, c, i, j, g);
+  switch (g.m - i) {
+    case 3: few_rows_tile<3, W>(a, b, c, i, j, g); break;
+    case 2: few_rows_tile<2, W>(a, b, c, i, j, g); break;
+    case 1: few_rows_tile<1, W>(a, b, c, i, j, g); break;
+    default: break;
+  }
+}
+
+// Columns [j0, j1) of C (j0 a multiple of 64): whole 64-column chunks, then 16, then one at a time.
+WHETSTONE_CLONES void few_rows_block(const float* a, const float* b, float* c, int64_t j0, int64_t j1,
+                                     const GemmArgs& g) {
+  const int64_t M = g.m, N = g.n, K = g.k;
+  int64_t j = j0;
+  for (; j + 64 <= j1; j += 64) few_rows_columns<64>(a, b, c, j, g);
+  for (; j + 16 <= j1; j += 16) few_rows_columns<16>(a, b, c, j, g);
+  for (; j < j1; j++)
+    for (int64_t i = 0; i < M; i++) {
+      float sum = g.bias ? g.bias[j] : 0.f;
+      for (int64_t p = 0; p < K; p++) sum += (g.trans_a ? a[p * M + i] : a[i * K + p]) * b[p * N + j];
+      c[i * N + j] = g.relu && sum < 0.f ? 0.f : sum;
+    }
+}
+
+void gemm_few_rows(const float* a, const float* b, float* c, const GemmArgs& g, int threads) {
+  constexpr int64_t kChunk = 256;  // columns a thread takes at a time
+  const int64_t chunks = (g.n + kChunk - 1) / kChunk;
+  if (threads <= 1 || chunks < 2) {
+    few_rows_block(a, b, c, 0, g.n, g);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool().run(threads, [&](int) {
+    for (int64_t ch; (ch = next.fetch_add(1)) < chunks;)
+      few_rows_block(a, b, c, ch * kChunk, std::min(g.n, (ch + 1) * kChunk), g);
+  });
+}
+
 // One product on `threads` threads (thread t uses workspace.a[t]; B is packed into workspace.b[b_slot]).
 void gemm_one(const Kernel& K, const float* a, const float* b, float* c, const GemmArgs& g, int threads, int t_base,
               int b_slot) {
@@ -593,6 +672,11 @@ void gemm(const GemmArgs& g, int threads) {
     return;
   }
   const int64_t c_size = g.m * g.n;
+  if (g.m <= kFewRows && !g.trans_b && g.n >= 64 && g.k > kSkinny) {
+    for (int64_t i = 0; i < g.batch; i++)
+      gemm_few_rows(g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g, threads);
+    return;
+  }
   if (threads == 1 && std::min({g.m, g.n, g.k}) <= kSkinny) {
     for (int64_t i = 0; i < g.batch; i++) gemm_skinny(g.a + i * g.a_stride, g.b + i * g.b_stride, g.c + i * c_size, g);
     return;
