@@ -1259,11 +1259,13 @@ interface VictimsEntry {
   version: number;
 }
 
-/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
-/** Kueue's candidate order, and whether a team borrows as it saw it. */
+/** Kueue's candidate order of victims (victimOrder), with `borrows`: whether a team borrows, as the order saw it. */
 type VictimOrder = ((a: Holding, b: Holding) => number) & { borrows(teamId: string): boolean };
 
-/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
+/**
+ * Kueue's candidate order: borrowers, then lowest priority, then most recently started, then id.
+ * Whether a team borrows is asked of the state once per team, when the order first needs it.
+ */
 function victimOrder(s: State): VictimOrder {
   const borrowing = new Map<string, boolean>();
   const borrows = (teamId: string) => {
@@ -1525,11 +1527,12 @@ function samePlan(a: PreemptionPlan | null, b: PreemptionPlan | null): boolean {
   return true;
 }
 
-/** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
 /**
  * The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be
- * computed again. `from`: the change matters only to preemptors above this priority (a team's
- * borrowing, to those that may stop its jobs there); -Infinity for any change of the slots.
+ * computed again (their victimsVersion bumped; each put in its index's `changed`, when the index
+ * has victims heaps and the shape is not there already past what they have taken in). `from`: the change matters only to preemptors above this
+ * priority (a team's borrowing, to those that may stop its jobs there: kept as a flip, see
+ * stillValid); -Infinity for any change of the slots.
  */
 function refreshVictims(worker: WorkerSlots, from = Number.NEGATIVE_INFINITY): void {
   for (const { index, shape } of worker.entries) {
