@@ -202,10 +202,8 @@ interface State {
   quotaAnswers: Map<string, Map<string, QuotaReservation | null>>;
   /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
   waitedKinds: Map<string, Waiting>;
-  /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request; the same index by its shapes (indexOf); a kind's two (shapesFor). */
-  indexes: Map<string, ShapeIndex>;
-  indexBySignature: Map<string, ShapeIndex>;
-  indexesByKind: Map<string, ShapeIndex[]>;
+  /** The shapes a request can take, indexed (ShapeIndexes): the Kept's, so a Planner's rounds share them. */
+  indexes: ShapeIndexes;
   /** Whether any holding is stopping; the lowest priority of a running job (anythingToFree). */
   stoppingCount: number;
   lowestRunning: number;
@@ -308,9 +306,7 @@ export function sameWorkers(cluster: Cluster, workers: PlanInput['workers']): bo
  */
 export interface Kept {
   cluster: Cluster;
-  indexes: Map<string, ShapeIndex>;
-  indexBySignature: Map<string, ShapeIndex>;
-  indexesByKind: Map<string, ShapeIndex[]>;
+  indexes: ShapeIndexes;
   /** The running jobs' holdings by job id, as the last round built them: reused while the job's fields are the same. */
   holdings: Map<string, Holding>;
   touched: Set<WorkerSlots>;
@@ -361,7 +357,7 @@ function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
 
 /** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
 export function newKept(input: Pick<PlanInput, 'workers'>, rollingRounds = ROLLING_ROUNDS): Kept {
-  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0, rollingRounds };
+  return { cluster: buildCluster(input), indexes: new ShapeIndexes(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0, rollingRounds };
 }
 
 /** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). `kept`: what the planner keeps (newKept for a first round). */
@@ -390,8 +386,6 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
     quotaAnswers: new Map(),
     waitedKinds: new Map(),
     indexes: kept.indexes,
-    indexBySignature: kept.indexBySignature,
-    indexesByKind: kept.indexesByKind,
     stoppingCount: 0,
     lowestRunning: Number.POSITIVE_INFINITY,
     touched: new Set(),
@@ -453,7 +447,7 @@ function borrowingTeams(s: State): Map<string, boolean> {
  * victims refreshed. Heaps grown with stale entries are rebuilt when next asked.
  */
 function refreshChanged(s: State, kept: Kept): Map<string, boolean> {
-  for (const index of kept.indexBySignature.values()) compact(index);
+  for (const index of kept.indexes.all()) compact(index);
   // The rolling safety net: a slice of the workers is refreshed each round whether or not it
   // changed, so every kept entry is computed again within `rollingRounds` rounds.
   const slice = Math.ceil(s.workers.length / kept.rollingRounds);
@@ -744,6 +738,58 @@ interface ShapeIndex {
   seenMax: number;
 }
 
+/**
+ * Every ShapeIndex of a plan (or of a Planner's rounds, kept in Kept), found three ways. The map by
+ * signature is the source of truth: an index is added there once, under its shapes and gang size
+ * (indexOf), and only there does one live. The other two are shortcuts derived from it, each
+ * holding only indexes it holds: a request in a pool (its key, `team\0kind\0memory\0count`, no
+ * team for the shared pool) to its index, which skips listing the pool's matching workers and
+ * building the signature; and a job's kind (queue-window.ts's kindOf) to its two indexes, the
+ * shared pool's and its team's, which skips the two request keys. They are kept because they
+ * measure faster: without them (every lookup by signature) bench/scheduler.ts's plan_round_ms at
+ * 2,000 workers had steady rounds 20 to 60 times as long (p50 about 0.8 s and 3 to 5 s against 45
+ * and 100 ms, equal and mixed priorities). They never go stale: an index is never replaced or
+ * removed while its ShapeIndexes lives (a change of workers builds a new Kept, and new indexes).
+ */
+class ShapeIndexes {
+  private readonly bySignature = new Map<string, ShapeIndex>();
+  private readonly byRequest = new Map<string, ShapeIndex>();
+  private readonly byKind = new Map<string, ShapeIndex[]>();
+
+  /** Every index, once each. */
+  all(): IterableIterator<ShapeIndex> {
+    return this.bySignature.values();
+  }
+
+  /** The index of a request in a pool, when that request was looked up before. */
+  ofRequest(key: string): ShapeIndex | undefined {
+    return this.byRequest.get(key);
+  }
+
+  /** The index of these shapes, when one exists: it is then the request's (`key`) too. */
+  ofSignature(signature: string, key: string): ShapeIndex | undefined {
+    const index = this.bySignature.get(signature);
+    if (index) this.byRequest.set(key, index);
+    return index;
+  }
+
+  /** A new index, of shapes none has (ofSignature found none), for the request `key`. */
+  add(signature: string, key: string, index: ShapeIndex): void {
+    this.byRequest.set(key, index);
+    this.bySignature.set(signature, index);
+  }
+
+  /** A kind's indexes (shared pool's, then its team's), when they were remembered. */
+  ofKind(kind: string): ShapeIndex[] | undefined {
+    return this.byKind.get(kind);
+  }
+
+  /** `indexes`: the kind's, as indexOf found them (so indexes of the map by signature). */
+  rememberKind(kind: string, indexes: ShapeIndex[]): void {
+    this.byKind.set(kind, indexes);
+  }
+}
+
 /** Shape order: worker id, then kind order. */
 const shapeOrder = (a: Shape, b: Shape): number => a.worker.order - b.worker.order || KIND_INDEX[a.kind] - KIND_INDEX[b.kind];
 const kindThenWorker = (a: Shape, b: Shape): boolean =>
@@ -794,11 +840,11 @@ function freeOf(shape: Shape): number {
 
 /** The job's pools' indexes: the shared pool's and its team's own workers' (kept by kind, when the caller knows the job's). */
 function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
-  const known = s.decidingKind === null ? undefined : s.indexesByKind.get(s.decidingKind);
+  const known = s.decidingKind === null ? undefined : s.indexes.ofKind(s.decidingKind);
   if (known) return known;
   const request = `${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
   const indexes = [indexOf(s, `\u0000${request}`, null, job), indexOf(s, `${job.teamId}\u0000${request}`, job.teamId, job)];
-  if (s.decidingKind !== null) s.indexesByKind.set(s.decidingKind, indexes);
+  if (s.decidingKind !== null) s.indexes.rememberKind(s.decidingKind, indexes);
   return indexes;
 }
 
@@ -808,7 +854,7 @@ function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
  * the shapes and the gang size, and each change of a worker then updates it once.
  */
 function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob): ShapeIndex {
-  let index = s.indexes.get(key);
+  let index = s.indexes.ofRequest(key);
   if (index) return index;
   const found: { worker: WorkerSlots; kind: DeviceKind; matching: Slot[] }[] = [];
   for (const worker of s.onlineByPool.get(pool) ?? []) {
@@ -818,11 +864,8 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     }
   }
   const signature = `${job.deviceCount}|${found.map(({ worker, kind, matching }) => `${worker.order}:${kind}:${matching.map((slot) => slot.index).join(',')}`).join('|')}`;
-  index = s.indexBySignature.get(signature);
-  if (index) {
-    s.indexes.set(key, index);
-    return index;
-  }
+  index = s.indexes.ofSignature(signature, key);
+  if (index) return index;
   const shapes: Shape[] = [];
   for (const { worker, kind, matching } of found) {
     const sort = `${kind}:${matching.map((slot) => slot.index).join(',')}:${job.deviceCount}`;
@@ -844,8 +887,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     shape.free = freeOf(shape);
     if (shape.free >= job.deviceCount) byFreeOf(index, shape.free).push({ shape, free: shape.free });
   }
-  s.indexes.set(key, index);
-  s.indexBySignature.set(signature, index);
+  s.indexes.add(signature, key, index);
   return index;
 }
 
