@@ -212,6 +212,17 @@ export function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Ho
   };
 }
 
+/**
+ * The holdings of jobs that ended stay in `kept.holdings` until they outnumber the running ones (a
+ * stale one is only reused by a job of its id with the same fields, which it then describes).
+ */
+export function forgetEnded(kept: Kept, running: PlanRunningJob[]): void {
+  if (kept.holdings.size > 2 * running.length + 1_024) {
+    const ids = new Set(running.map((job) => job.id));
+    for (const id of kept.holdings.keys()) if (!ids.has(id)) kept.holdings.delete(id);
+  }
+}
+
 /** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
 export function newKept(input: Pick<PlanInput, 'workers'>, rollingRounds = ROLLING_ROUNDS): Kept {
   return { cluster: buildCluster(input), indexes: new ShapeIndexes(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0, rollingRounds };

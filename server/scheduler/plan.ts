@@ -87,7 +87,7 @@
 import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, Preemption, Waiting, WaitCode } from './types';
 import { DEFAULT_QUOTA } from './admission';
 import { Heap } from './heap';
-import { bump, cmp, endOf, type Holding, type Kept, type KindCount, newKept, type PreemptionPlan, type ReservationChoice, type ReservationEntry, runningHolding, type Shape, type ShapeIndex, type ShapeIndexes, type Slot, type VictimsEntry, type WorkerSlots, zero } from './kept';
+import { bump, cmp, endOf, forgetEnded, type Holding, type Kept, type KindCount, newKept, type PreemptionPlan, type ReservationChoice, type ReservationEntry, runningHolding, type Shape, type ShapeIndex, type ShapeIndexes, type Slot, type VictimsEntry, type WorkerSlots, zero } from './kept';
 import { kindOf } from './queue-window';
 import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
 import {
@@ -226,12 +226,7 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
   }
   kept.borrowing = refreshChanged(s, kept);
   for (const w of cluster.workers) for (let i = 0; i < w.slots.length; i += 1) w.startHolders[i] = w.slots[i].holder;
-  // Jobs that ended stay in the map until they outnumber the running ones (a stale one is only
-  // reused by a job of its id with the same fields, which it then describes).
-  if (kept.holdings.size > 2 * input.running.length + 1_024) {
-    const running = new Set(input.running.map((job) => job.id));
-    for (const id of kept.holdings.keys()) if (!running.has(id)) kept.holdings.delete(id);
-  }
+  forgetEnded(kept, input.running);
   kept.touched = s.touched;
   kept.refreshedTeams = s.refreshedTeams;
   return s;
