@@ -80,11 +80,14 @@
  * delays no reservation) and by when its devices free up (the reservation is the index's top);
  * both are updated for the one worker a placement or preemption changes. Free devices only ever
  * get taken within a plan, so a worker with too few is dropped from the placement index for good.
- * The leader's rounds keep these indexes from one round to the next (Kept; planner.ts's `Planner`): a
- * round refreshes only what the cluster or the last round changed, and plans as a fresh planner.
+ * The leader's rounds keep these indexes from one round to the next (kept.ts's Kept; planner.ts's
+ * `Planner`): a round refreshes only what the cluster or the last round changed, and plans as a
+ * fresh planner.
  */
-import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, PlanRunningJob, Preemption, Waiting, WaitCode, WorkerState } from './types';
+import type { DeviceKind, Placement, Plan, PlanInput, PlanQueuedJob, Preemption, Waiting, WaitCode } from './types';
 import { DEFAULT_QUOTA } from './admission';
+import { Heap } from './heap';
+import { bump, cmp, endOf, forgetEnded, type Holding, type Kept, type KindCount, newKept, type PreemptionPlan, type ReservationChoice, type ReservationEntry, runningHolding, type Shape, type ShapeIndex, type ShapeIndexes, type Slot, type VictimsEntry, type WorkerSlots, zero } from './kept';
 import { kindOf } from './queue-window';
 import { delays, earliestStart, NEVER, type Pool, startOf } from './pool';
 import {
@@ -103,145 +106,10 @@ const NONE: ReadonlySet<never> = new Set();
 const KIND_ORDER: readonly DeviceKind[] = ['CUDA', 'WEBGPU', 'CPU', 'WASM'];
 const KIND_INDEX: Record<DeviceKind, number> = { CUDA: 0, WEBGPU: 1, CPU: 2, WASM: 3 };
 
-// ───────────────────────────── a binary heap ─────────────────────────────
-
-/** A min-heap by `less`; `onMove` (optional) learns each item's position, for `update`. */
-class Heap<T> {
-  readonly items: T[] = [];
-  constructor(
-    private readonly less: (a: T, b: T) => boolean,
-    private readonly onMove?: (item: T, at: number) => void,
-  ) {}
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): T | undefined {
-    return this.items[0];
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-    this.place(item, this.items.length - 1);
-    this.up(this.items.length - 1);
-  }
-
-  pop(): T | undefined {
-    const top = this.items[0];
-    const last = this.items.pop();
-    if (this.items.length > 0 && last !== undefined) {
-      this.place(last, 0);
-      this.down(0);
-    }
-    return top;
-  }
-
-  /** The item at `at` changed its key. */
-  update(at: number): void {
-    this.down(this.up(at));
-  }
-
-  /** Drops the items `keep` refuses (stale entries), in O(n). */
-  retain(keep: (item: T) => boolean): void {
-    let n = 0;
-    for (const item of this.items) if (keep(item)) this.items[n++] = item;
-    this.items.length = n;
-    for (let at = 0; at < n; at += 1) this.onMove?.(this.items[at], at);
-    for (let at = (n >> 1) - 1; at >= 0; at -= 1) this.down(at);
-  }
-
-  private place(item: T, at: number): void {
-    this.items[at] = item;
-    this.onMove?.(item, at);
-  }
-
-  private up(at: number): number {
-    const item = this.items[at];
-    while (at > 0) {
-      const parent = (at - 1) >> 1;
-      if (!this.less(item, this.items[parent])) break;
-      this.place(this.items[parent], at);
-      at = parent;
-    }
-    this.place(item, at);
-    return at;
-  }
-
-  private down(at: number): void {
-    const item = this.items[at];
-    const n = this.items.length;
-    for (;;) {
-      const left = 2 * at + 1;
-      if (left >= n) break;
-      const right = left + 1;
-      const child = right < n && this.less(this.items[right], this.items[left]) ? right : left;
-      if (!this.less(this.items[child], item)) break;
-      this.place(this.items[child], at);
-      at = child;
-    }
-    this.place(item, at);
-  }
-}
-
 // ───────────────────────────── working state ─────────────────────────────
 
-/** Who holds devices (and quota): a running job, a job placed by this plan, or a preemptor's hold. */
-interface Holding {
-  source: 'running' | 'placed' | 'held';
-  jobId: string;
-  teamId: string;
-  ownerId: string;
-  priority: number;
-  workerId: string | null;
-  startedAt: number;
-  devices: number;
-  /** When its devices are expected back (NEVER: unknown). */
-  release: number;
-  stopping: boolean;
-}
-
-interface Slot {
-  index: number;
-  kind: DeviceKind;
-  memoryBytes: number;
-  holder: Holding | null;
-}
-
-interface WorkerSlots {
-  id: string;
-  name?: string;
-  teamId: string | null;
-  state: WorkerState;
-  slots: Slot[];
-  /** Its place in worker id order. */
-  order: number;
-  /** The indexes' entries for this worker's shapes, updated when its slots change (`touch`). */
-  entries: { index: ShapeIndex; shape: Shape }[];
-  /** Its slots' holders when the round began (a Planner's next round compares them: Kept). */
-  startHolders: (Holding | null)[];
-  /** Bumped when its slots change (`touch`): what `shared` is of. */
-  slotsVersion: number;
-  /** By matching devices and gang size: what its shapes of that sort share. */
-  shared: Map<string, SharedPlans>;
-}
-
-/**
- * What a worker's shapes with the same matching devices and gang size share, whatever request
- * they index (a kind or any, a memory at or below the devices'): their reservation and their
- * victims for each preemptor priority are the same, only the shape they name differs. So each is
- * computed once per change of the worker, not once per index.
- */
-interface SharedPlans {
-  reservationAt: number;
-  reservation: ReservationChoice | null;
-  /** The worker's slotsVersion the plans are of. */
-  victimsAt: number;
-  /** By the highest priority of a holder the preemptor may stop (-1: none) and which of those borrow (pushVictims). */
-  plans: Map<number | string, PreemptionPlan | null>;
-}
-
-type KindCount = Record<DeviceKind, number>;
+// What is kept from one round to the next (the cluster, its holders, the shape indexes and their
+// entries) is typed in kept.ts; what follows lives for one plan.
 
 interface DeviceReservation {
   job: PlanQueuedJob;
@@ -282,10 +150,8 @@ interface State {
   quotaAnswers: Map<string, Map<string, QuotaReservation | null>>;
   /** By kind (queue-window.ts): how the first job of the kind that waited for devices or quota waits (rule 5). */
   waitedKinds: Map<string, Waiting>;
-  /** The shapes a request can take, indexed: the shared pool's per request, a team's own per team and request; the same index by its shapes (indexOf); a kind's two (shapesFor). */
-  indexes: Map<string, ShapeIndex>;
-  indexBySignature: Map<string, ShapeIndex>;
-  indexesByKind: Map<string, ShapeIndex[]>;
+  /** The shapes a request can take, indexed (ShapeIndexes): the Kept's, so a Planner's rounds share them. */
+  indexes: ShapeIndexes;
   /** Whether any holding is stopping; the lowest priority of a running job (anythingToFree). */
   stoppingCount: number;
   lowestRunning: number;
@@ -296,153 +162,7 @@ interface State {
   decidingKind: string | null;
 }
 
-const zero = (): KindCount => ({ CUDA: 0, WEBGPU: 0, CPU: 0, WASM: 0 });
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const userKey = (teamId: string, ownerId: string): string => `${teamId}\u0000${ownerId}`;
-
-function bump(map: Map<string, KindCount>, key: string, kind: DeviceKind, by: number): void {
-  const counts = map.get(key) ?? zero();
-  counts[kind] += by;
-  map.set(key, counts);
-}
-
-function endOf(startedAt: number, timeLimitSeconds: number | null): number {
-  return timeLimitSeconds === null ? NEVER : startedAt + timeLimitSeconds * 1000;
-}
-
-/** The workers as the planner indexes them: rebuilt when a worker, its state or its devices change, else kept between a Planner's rounds. */
-interface Cluster {
-  workers: WorkerSlots[];
-  workerById: Map<string, WorkerSlots>;
-  /** Where a running job's devices are looked up: of workers sharing an id (never in a consistent database), the last in id order. */
-  lastById: Map<string, WorkerSlots>;
-  onlineByPool: Map<string | null, WorkerSlots[]>;
-  sharedTotal: KindCount;
-  teamPoolTotal: Map<string, KindCount>;
-}
-
-function buildCluster(input: Pick<PlanInput, 'workers'>): Cluster {
-  const workers: WorkerSlots[] = [...input.workers]
-    .sort((a, b) => cmp(a.id, b.id))
-    .map((w, order) => ({
-      id: w.id,
-      name: w.name,
-      teamId: w.teamId,
-      state: w.state,
-      order,
-      entries: [],
-      startHolders: [],
-      slotsVersion: 0,
-      shared: new Map(),
-      slots: [...w.devices]
-        .sort((a, b) => a.index - b.index)
-        .map((d) => ({ index: d.index, kind: d.kind, memoryBytes: d.memoryBytes, holder: null })),
-    }));
-  // Ids are unique in the database; were two workers to share one, a running job's devices would
-  // be found on the last of them in id order and a reservation's on the first, as before.
-  const lastById = new Map(workers.map((w) => [w.id, w]));
-  const workerById = new Map<string, WorkerSlots>();
-  for (let i = workers.length - 1; i >= 0; i -= 1) workerById.set(workers[i].id, workers[i]);
-  const cluster: Cluster = { workers, workerById, lastById, onlineByPool: new Map(), sharedTotal: zero(), teamPoolTotal: new Map() };
-  for (const w of workers) {
-    if (w.state !== 'ONLINE') continue;
-    const pool = cluster.onlineByPool.get(w.teamId);
-    if (pool) pool.push(w);
-    else cluster.onlineByPool.set(w.teamId, [w]);
-  }
-  // Capacity for shares: workers that exist and hold or take work.
-  for (const w of workers) {
-    if (w.state !== 'ONLINE' && w.state !== 'DRAINING') continue;
-    for (const slot of w.slots) {
-      if (w.teamId === null) cluster.sharedTotal[slot.kind] += 1;
-      else bump(cluster.teamPoolTotal, w.teamId, slot.kind, 1);
-    }
-  }
-  return cluster;
-}
-
-/** Whether the input's workers are the cluster's: the same ids, names, pools, states and devices, in any order. */
-export function sameWorkers(cluster: Cluster, workers: PlanInput['workers']): boolean {
-  if (workers.length !== cluster.workers.length) return false;
-  for (const w of workers) {
-    const kept = cluster.workerById.get(w.id);
-    if (!kept || kept.name !== w.name || kept.teamId !== w.teamId || kept.state !== w.state || kept.slots.length !== w.devices.length) return false;
-    for (let i = 0; i < w.devices.length; i++) {
-      const d = w.devices[i];
-      // Slots are sorted by index and devices usually arrive so: one look, not a search per device.
-      const slot = kept.slots[i].index === d.index ? kept.slots[i] : kept.slots.find((x) => x.index === d.index);
-      if (!slot || slot.kind !== d.kind || slot.memoryBytes !== d.memoryBytes) return false;
-    }
-  }
-  return cluster.lastById.size === workers.length;
-}
-
-/**
- * What a Planner keeps from one round to the next (issue 20, incremental rounds): the workers'
- * index structures (the shapes of each request, by free devices, by reservation order, and each
- * priority's victims), whose entries are versioned and dropped when stale, and the running jobs'
- * holdings. A round's own changes (placements, holds, preemptions) are undone at the next round's
- * start by refreshing what they touched; so are the input's changes (a job started, stopped or
- * ended on a worker: its slots' holders differ from the last round's start; a team that started
- * or stopped borrowing: its workers' victims). A worker or device that changes rebuilds all.
- */
-export interface Kept {
-  cluster: Cluster;
-  indexes: Map<string, ShapeIndex>;
-  indexBySignature: Map<string, ShapeIndex>;
-  indexesByKind: Map<string, ShapeIndex[]>;
-  /** The running jobs' holdings by job id, as the last round built them: reused while the job's fields are the same. */
-  holdings: Map<string, Holding>;
-  touched: Set<WorkerSlots>;
-  refreshedTeams: Set<string>;
-  /** Which teams borrowed when the last round began. */
-  borrowing: Map<string, boolean>;
-  /** Where the rolling refresh goes on, and in how many rounds it goes round (refreshChanged). */
-  sweep: number;
-  rollingRounds: number;
-}
-
-/** Every kept entry is computed again at least once in this many rounds (refreshChanged). */
-const ROLLING_ROUNDS = 64;
-
-/** A running job's holding, the kept one when nothing of it changed (its devices are compared by the slots). */
-function runningHolding(kept: Kept, job: PlanRunningJob, now: number): Holding {
-  const release = Math.max(now, endOf(job.startedAt, job.timeLimitSeconds));
-  const old = kept.holdings.get(job.id);
-  // A release at `now` moves with the clock, and reservationOn's keys treat it as now: never kept.
-  if (
-    old &&
-    old.source === 'running' &&
-    old.release === release &&
-    (release > now || job.stopping) &&
-    old.stopping === job.stopping &&
-    old.teamId === job.teamId &&
-    old.ownerId === job.ownerId &&
-    old.priority === job.priority &&
-    old.workerId === job.workerId &&
-    old.startedAt === job.startedAt &&
-    old.devices === job.deviceIndexes.length
-  ) {
-    return old;
-  }
-  return {
-    source: 'running',
-    jobId: job.id,
-    teamId: job.teamId,
-    ownerId: job.ownerId,
-    priority: job.priority,
-    workerId: job.workerId,
-    startedAt: job.startedAt,
-    devices: job.deviceIndexes.length,
-    release,
-    stopping: job.stopping,
-  };
-}
-
-/** A Kept with nothing in it yet: a planner's first round, or one that starts again. */
-export function newKept(input: Pick<PlanInput, 'workers'>, rollingRounds = ROLLING_ROUNDS): Kept {
-  return { cluster: buildCluster(input), indexes: new Map(), indexBySignature: new Map(), indexesByKind: new Map(), holdings: new Map(), touched: new Set(), refreshedTeams: new Set(), borrowing: new Map(), sweep: 0, rollingRounds };
-}
 
 /** `queued`: the queued jobs whose teams have work (every team with a queued job has one there). `kept`: what the planner keeps (newKept for a first round). */
 function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], kept: Kept): State {
@@ -470,8 +190,6 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
     quotaAnswers: new Map(),
     waitedKinds: new Map(),
     indexes: kept.indexes,
-    indexBySignature: kept.indexBySignature,
-    indexesByKind: kept.indexesByKind,
     stoppingCount: 0,
     lowestRunning: Number.POSITIVE_INFINITY,
     touched: new Set(),
@@ -508,12 +226,7 @@ function buildState(input: Omit<PlanInput, 'queued'>, queued: PlanQueuedJob[], k
   }
   kept.borrowing = refreshChanged(s, kept);
   for (const w of cluster.workers) for (let i = 0; i < w.slots.length; i += 1) w.startHolders[i] = w.slots[i].holder;
-  // Jobs that ended stay in the map until they outnumber the running ones (a stale one is only
-  // reused by a job of its id with the same fields, which it then describes).
-  if (kept.holdings.size > 2 * input.running.length + 1_024) {
-    const running = new Set(input.running.map((job) => job.id));
-    for (const id of kept.holdings.keys()) if (!running.has(id)) kept.holdings.delete(id);
-  }
+  forgetEnded(kept, input.running);
   kept.touched = s.touched;
   kept.refreshedTeams = s.refreshedTeams;
   return s;
@@ -533,7 +246,7 @@ function borrowingTeams(s: State): Map<string, boolean> {
  * victims refreshed. Heaps grown with stale entries are rebuilt when next asked.
  */
 function refreshChanged(s: State, kept: Kept): Map<string, boolean> {
-  for (const index of kept.indexBySignature.values()) compact(index);
+  for (const index of kept.indexes.all()) compact(index);
   // The rolling safety net: a slice of the workers is refreshed each round whether or not it
   // changed, so every kept entry is computed again within `rollingRounds` rounds.
   const slice = Math.ceil(s.workers.length / kept.rollingRounds);
@@ -778,52 +491,6 @@ function fits(slot: Slot, kind: DeviceKind, memoryBytes: number): boolean {
   return slot.kind === kind && slot.memoryBytes >= memoryBytes;
 }
 
-/** A worker and device kind that could ever hold the job's gang. */
-interface Shape {
-  worker: WorkerSlots;
-  kind: DeviceKind;
-  matching: Slot[];
-  /** Matching devices free now (only ever fewer within a plan). */
-  free: number;
-  /** Bumped when its worker's slots change: index entries of older versions are stale. */
-  version: number;
-  /** Bumped when its victims (rule 6) may have changed: victims entries of older versions are stale. */
-  victimsVersion: number;
-  /** Per preemptor priority with an index heap: its victims for devices alone (victimsOn without quota), and the victimsVersion they are of. */
-  devicePlans: Map<number, { version: number; plan: PreemptionPlan | null; heap: Heap<VictimsEntry>; entry: VictimsEntry | null }>;
-  /** Where it was last put in its index's `changed` (-1: not there). */
-  changedAt: number;
-  /** The victimsVersion of its last change of slots, and the borrowing changes since, with the priorities above which each matters (refreshVictims). */
-  generalAt: number;
-  flips: { version: number; from: number }[];
-  /** Its entry in its index's reservation heap (pushReservation). */
-  reservationEntry: { heap: Heap<ReservationEntry>; entry: ReservationEntry } | null;
-  shared: SharedPlans;
-}
-
-/** `startKey`: the expected start as releaseKey gives it (-Infinity: now). */
-type ReservationChoice = { shape: Shape; startKey: number; unknown: number; slots: Slot[] };
-
-/**
- * The shapes of one request (device kind or any, memory, gang size) in one pool (the shared pool,
- * or a team's own workers): all of them in shape order (worker id, then kind order), those with
- * enough free devices by how many (placement's tightest fit first), and by reservation order.
- */
-interface ShapeIndex {
-  deviceCount: number;
-  shapes: Shape[];
-  /** By free count: heaps of { shape, free } in kind order then worker id; entries whose free is no longer the shape's are stale. */
-  byFree: Heap<{ shape: Shape; free: number }>[];
-  /** Built when a job of the request first reserves (most indexes only place). */
-  reservations: Heap<ReservationEntry> | null;
-  /** Per preemptor priority, once a preemptor of that priority looked: its shapes by rule 6's cost (tryPreempt), and how much of `changed` it has taken in. */
-  victims: Map<number, { heap: Heap<VictimsEntry>; seen: number }>;
-  /** The shapes whose victims may have changed, in order (a shape may appear again): what the victims heaps take in before they answer. */
-  changed: Shape[];
-  /** How much of `changed` the priority that has taken in most has taken in: a shape already after it need not be put there again. */
-  seenMax: number;
-}
-
 /** Shape order: worker id, then kind order. */
 const shapeOrder = (a: Shape, b: Shape): number => a.worker.order - b.worker.order || KIND_INDEX[a.kind] - KIND_INDEX[b.kind];
 const kindThenWorker = (a: Shape, b: Shape): boolean =>
@@ -874,11 +541,11 @@ function freeOf(shape: Shape): number {
 
 /** The job's pools' indexes: the shared pool's and its team's own workers' (kept by kind, when the caller knows the job's). */
 function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
-  const known = s.decidingKind === null ? undefined : s.indexesByKind.get(s.decidingKind);
+  const known = s.decidingKind === null ? undefined : s.indexes.ofKind(s.decidingKind);
   if (known) return known;
   const request = `${job.deviceKind}\u0000${job.memoryBytes}\u0000${job.deviceCount}`;
   const indexes = [indexOf(s, `\u0000${request}`, null, job), indexOf(s, `${job.teamId}\u0000${request}`, job.teamId, job)];
-  if (s.decidingKind !== null) s.indexesByKind.set(s.decidingKind, indexes);
+  if (s.decidingKind !== null) s.indexes.rememberKind(s.decidingKind, indexes);
   return indexes;
 }
 
@@ -888,7 +555,7 @@ function shapesFor(s: State, job: PlanQueuedJob): ShapeIndex[] {
  * the shapes and the gang size, and each change of a worker then updates it once.
  */
 function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob): ShapeIndex {
-  let index = s.indexes.get(key);
+  let index = s.indexes.ofRequest(key);
   if (index) return index;
   const found: { worker: WorkerSlots; kind: DeviceKind; matching: Slot[] }[] = [];
   for (const worker of s.onlineByPool.get(pool) ?? []) {
@@ -898,11 +565,8 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     }
   }
   const signature = `${job.deviceCount}|${found.map(({ worker, kind, matching }) => `${worker.order}:${kind}:${matching.map((slot) => slot.index).join(',')}`).join('|')}`;
-  index = s.indexBySignature.get(signature);
-  if (index) {
-    s.indexes.set(key, index);
-    return index;
-  }
+  index = s.indexes.ofSignature(signature, key);
+  if (index) return index;
   const shapes: Shape[] = [];
   for (const { worker, kind, matching } of found) {
     const sort = `${kind}:${matching.map((slot) => slot.index).join(',')}:${job.deviceCount}`;
@@ -924,8 +588,7 @@ function indexOf(s: State, key: string, pool: string | null, job: PlanQueuedJob)
     shape.free = freeOf(shape);
     if (shape.free >= job.deviceCount) byFreeOf(index, shape.free).push({ shape, free: shape.free });
   }
-  s.indexes.set(key, index);
-  s.indexBySignature.set(signature, index);
+  s.indexes.add(signature, key, index);
   return index;
 }
 
@@ -1276,8 +939,6 @@ function reserveDevices(s: State, job: PlanQueuedJob, shapes: ShapeIndex[]): Dev
   return { ...reservation, deviceIndexes: slots.map((slot) => slot.index).sort((a, b) => a - b) };
 }
 
-type ReservationEntry = { shape: Shape; version: number; choice: ReservationChoice };
-
 /**
  * A shape's reservation entry at its current version. The same choice as its entry already in
  * this heap revalidates that entry (the same place in the heap) instead of pushing a copy: most
@@ -1326,24 +987,13 @@ function reservationsOf(s: State, index: ShapeIndex): Heap<ReservationEntry> {
 
 // ── preempting ──
 
-interface PreemptionPlan {
-  shape: Shape;
-  victims: Holding[];
-  chosen: Slot[];
-  cost: number[];
-}
-
-/** A shape's victims for a preemptor of one priority that needs no quota freed, as of the shape's victimsVersion. */
-interface VictimsEntry {
-  plan: PreemptionPlan;
-  version: number;
-}
-
-/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
-/** Kueue's candidate order, and whether a team borrows as it saw it. */
+/** Kueue's candidate order of victims (victimOrder), with `borrows`: whether a team borrows, as the order saw it. */
 type VictimOrder = ((a: Holding, b: Holding) => number) & { borrows(teamId: string): boolean };
 
-/** Kueue's candidate order: borrowers, then lowest priority, then most recently started. */
+/**
+ * Kueue's candidate order: borrowers, then lowest priority, then most recently started, then id.
+ * Whether a team borrows is asked of the state once per team, when the order first needs it.
+ */
 function victimOrder(s: State): VictimOrder {
   const borrowing = new Map<string, boolean>();
   const borrows = (teamId: string) => {
@@ -1605,11 +1255,12 @@ function samePlan(a: PreemptionPlan | null, b: PreemptionPlan | null): boolean {
   return true;
 }
 
-/** The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be computed again. */
 /**
  * The worker's holders, or whether their teams borrow, changed: its shapes' victims are to be
- * computed again. `from`: the change matters only to preemptors above this priority (a team's
- * borrowing, to those that may stop its jobs there); -Infinity for any change of the slots.
+ * computed again (their victimsVersion bumped; each put in its index's `changed`, when the index
+ * has victims heaps and the shape is not there already past what they have taken in). `from`: the change matters only to preemptors above this
+ * priority (a team's borrowing, to those that may stop its jobs there: kept as a flip, see
+ * stillValid); -Infinity for any change of the slots.
  */
 function refreshVictims(worker: WorkerSlots, from = Number.NEGATIVE_INFINITY): void {
   for (const { index, shape } of worker.entries) {

@@ -1,7 +1,8 @@
 // The leader's planner from one round to the next (issue 20, incremental rounds): the queue's
 // grouping kept by job id, the planner's indexes kept by plan.ts (Kept), and when to start again
 // from nothing. The round thread (round-worker.ts) keeps one for its life.
-import { type KindsPlan, type Kept, newKept, planKindsWith, sameWorkers } from './plan';
+import { type Kept, newKept, sameWorkers } from './kept';
+import { type KindsPlan, planKindsWith } from './plan';
 import { sortOldestFirst } from './plan-round';
 import { kindOf } from './queue-window';
 import type { PlanInput, PlanQueuedJob } from './types';
