@@ -43,20 +43,23 @@ export async function checkBackend(choice?: string, n = 1024): Promise<BackendCh
 
 /**
  * The best wall time in ms of the product a·b over `runs` runs after a warm-up: the product alone,
- * as PyTorch's reference times `a @ b` (bench/torch_reference.py). Each run ends by reading one
- * element of the result, which waits for an asynchronous backend's work (WebGPU) without timing
- * a copy of the whole result out of the backend: a fresh 4 MiB array costs 13 ms of page faults
- * on these virtual machines (1,024 first touches at ~12 µs), more than the 1024³ product itself.
+ * as PyTorch's reference times `a @ b` (bench/torch_reference.py). On an asynchronous backend
+ * (WebGPU) each run ends by reading one element of the result, which waits for its work without
+ * timing a copy of the whole result out of the backend: a fresh 4 MiB array costs 13 ms of page
+ * faults on these virtual machines (1,024 first touches at ~12 µs), more than the 1024³ product
+ * itself. The CPU backends compute within the call, so there the call alone is timed: slicing out
+ * one element cost 1.5–3 ms of a 1024³ product's 8–11 (29 Nov, Intel Xeon).
  */
 export async function bestProductMs(a: tf.Tensor2D, b: tf.Tensor2D, runs: number, warmup = 2): Promise<number> {
+  const synchronous = ['wasm', 'cpu'].includes(tf.getBackend());
   let best = Infinity;
   for (let i = 0; i < warmup + runs; i++) {
     const t0 = performance.now();
     const c = tf.matMul(a, b);
-    const first = tf.tidy(() => c.reshape([-1]).slice(0, 1));
-    await first.data();
+    const first = synchronous ? null : tf.tidy(() => c.reshape([-1]).slice(0, 1));
+    if (first) await first.data();
     const ms = performance.now() - t0;
-    tf.dispose([c, first]);
+    tf.dispose(first ? [c, first] : [c]);
     if (i >= warmup) best = Math.min(best, ms);
   }
   return best;
