@@ -504,8 +504,8 @@ __attribute__((always_inline)) inline void few_rows_tile(const float* a, const f
   for (int r = 0; r < R; r++)
     for (int v = 0; v < V; v++) acc[r][v] = g.bias ? *reinterpret_cast<const v16u*>(g.bias + j + 16 * v) : v16{};
   for (int64_t p = 0; p < K; p++) {
-    // B's rows lie N floats apart, past what the hardware prefetchers follow (a page): each row
-    // would wait on memory. Asked for kAhead rows ahead (a read past the end is only a hint).
+    // B's rows lie N floats apart (2–6 KiB here), which the hardware prefetchers follow poorly:
+    // each row would wait on memory. Asked for kAhead rows ahead (a prefetch never faults).
     for (int v = 0; v < V; v++) __builtin_prefetch(b + (p + kAhead) * N + j + 16 * v);
     v16 bp[V];
     for (int v = 0; v < V; v++) bp[v] = *reinterpret_cast<const v16u*>(b + p * N + j + 16 * v);

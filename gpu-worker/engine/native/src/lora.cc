@@ -24,6 +24,9 @@ typedef float v16u __attribute__((vector_size(64), aligned(4)));
 // in registers and read the wide operand once. Each result sums its terms in a fixed order,
 // whichever thread computes it.
 constexpr int kQ = 8;
+// Each loop below takes the rank in chunks of kQ, then one at a time, spelled out in each: a shared
+// helper taking a generic lambda was tried, but the lambda is compiled for the baseline target, not
+// each WHETSTONE_CLONES variant (10× slower, and it broke the LoRA test's results).
 
 // out[i + t, q0 + q] = Σ_j u[i + t, j] · v[q0 + q, j] for t < R, q < Q: dot products of R rows
 // of u with Q rows of v, each load of v serving R rows (v, 48 KiB at r = 8 and 1536 columns, is
